@@ -1,0 +1,122 @@
+"""Where computations run: an embedded LocalCluster, an existing cluster, or threads.
+
+``connect(scheduler)`` is a context manager used by the CLI and the examples:
+
+* ``None``: ``$RFSTREAM_SCHEDULER`` if set, else an embedded
+  :class:`distributed.LocalCluster` sized to the machine (one single-threaded
+  worker process per core, memory split between them), dashboard bound to
+  127.0.0.1 on a free port;
+* ``"threads"`` or ``"synchronous"``: dask's local schedulers, no distributed;
+* anything else: the address of an existing scheduler (``tcp://host:8786``),
+  e.g. a Dask cluster on Kubernetes, SLURM (dask-jobqueue) or Docker.
+
+:func:`compute` is the one place where rfstream turns lazy reductions into
+numbers; it shows a progress bar on long work unless progress is switched off.
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+
+import dask
+
+_PROGRESS = {"enabled": False}
+
+LOCAL_SCHEDULERS = ("threads", "synchronous", "processes")
+
+
+def set_progress(enabled: bool) -> None:
+    """Show (True) or hide (False) progress bars in :func:`compute`."""
+    _PROGRESS["enabled"] = bool(enabled)
+
+
+def _current_client():
+    try:
+        from distributed import get_client
+
+        return get_client()
+    except (ImportError, ValueError):
+        return None
+
+
+def compute(*collections):
+    """Compute dask collections (numpy values pass through), with progress.
+
+    Returns a tuple when given several collections and a single value otherwise.
+    """
+    lazy = [c for c in collections if dask.is_dask_collection(c)]
+    if not lazy:
+        results = collections
+    else:
+        client = _current_client() if dask.config.get("scheduler", None) is None else None
+        if client is not None:
+            futures = client.compute(lazy)
+            if _PROGRESS["enabled"]:
+                from distributed import progress
+
+                progress(futures)
+            values = iter(client.gather(futures))
+        elif _PROGRESS["enabled"]:
+            from dask.diagnostics import ProgressBar
+
+            with ProgressBar():
+                values = iter(dask.compute(*lazy))
+        else:
+            values = iter(dask.compute(*lazy))
+        results = tuple(next(values) if dask.is_dask_collection(c) else c for c in collections)
+    return results if len(results) > 1 else results[0]
+
+
+def _local_cluster_kwargs(n_workers=None):
+    import psutil
+
+    cores = os.cpu_count() or 1
+    n_workers = n_workers or cores
+    memory = psutil.virtual_memory().total
+    return dict(
+        n_workers=n_workers,
+        threads_per_worker=max(1, cores // n_workers),
+        processes=True,
+        host="127.0.0.1",
+        dashboard_address="127.0.0.1:0",
+        memory_limit=int(0.8 * memory / n_workers),
+    )
+
+
+@contextlib.contextmanager
+def connect(scheduler=None, *, n_workers=None):
+    """Context manager that yields a ``distributed.Client`` or ``None``.
+
+    Parameters
+    ----------
+    scheduler : str or None
+        ``None`` (embedded LocalCluster, or ``$RFSTREAM_SCHEDULER``),
+        ``"threads"``/``"synchronous"``/``"processes"``, or a scheduler address.
+    n_workers : int, optional
+        Worker processes for the embedded cluster (default: one per core).
+    """
+    scheduler = scheduler or os.environ.get("RFSTREAM_SCHEDULER") or None
+    if scheduler in LOCAL_SCHEDULERS:
+        with dask.config.set(scheduler=scheduler):
+            yield None
+        return
+    from distributed import Client, LocalCluster
+
+    if scheduler is None:
+        with LocalCluster(**_local_cluster_kwargs(n_workers)) as cluster, Client(cluster) as client:
+            yield client
+        return
+    if "://" not in scheduler and ":" not in scheduler:
+        raise ValueError(
+            f"scheduler must be an address like tcp://host:8786, or one of "
+            f"{', '.join(LOCAL_SCHEDULERS)}; got {scheduler!r}."
+        )
+    try:
+        client = Client(scheduler, timeout="20s")
+    except (OSError, TimeoutError) as exc:
+        raise ValueError(
+            f"could not connect to the Dask scheduler at {scheduler!r} ({exc}); "
+            "check the address, or leave --scheduler out to use an embedded cluster."
+        ) from None
+    with client:
+        yield client

@@ -1,0 +1,207 @@
+"""Streaming preprocessing: standardizer, reproducible split, label encoding.
+
+All three work on numpy arrays and on dask arrays; for dask input nothing with
+n in its shape reaches the client.
+"""
+from __future__ import annotations
+
+from functools import partial
+from numbers import Real
+
+import dask.array as da
+import numpy as np
+from sklearn.base import BaseEstimator, OneToOneFeatureMixin, TransformerMixin
+from sklearn.utils._param_validation import Interval
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from .cluster import compute
+from .random import STREAM_SPLIT, check_seed, chunk_offsets, row_uniform
+from .reductions import moments, unpack_moments
+
+
+def check_dask_2d(X, name="X", n_features=None):
+    """Validate a 2-D dask array; return it with a single column chunk."""
+    if X.ndim != 2:
+        raise ValueError(f"{name} must be 2-D (n_samples, n_features); got shape {X.shape}.")
+    if not np.issubdtype(X.dtype, np.number) and X.dtype != bool:
+        raise TypeError(f"{name} must be numeric; got dtype {X.dtype}.")
+    if any(np.isnan(c) for c in X.chunks[0]):
+        raise ValueError(
+            f"{name} has unknown row chunk sizes; call {name}.compute_chunk_sizes() first."
+        )
+    if n_features is not None and X.shape[1] != n_features:
+        raise ValueError(
+            f"{name} has {X.shape[1]} features, but this estimator was fitted with "
+            f"{n_features} features."
+        )
+    return X.rechunk({1: -1}) if X.numblocks[1] > 1 else X
+
+
+def _float_dtype(dtype):
+    return dtype if dtype in (np.float32, np.float64) else np.float64
+
+
+class Standardizer(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
+    """Zero mean, unit variance per column, fitted in one streaming pass.
+
+    The moments (count, mean, centred second moment) are computed per row block
+    in float64 and merged with the pairwise update of Chan, Golub & LeVeque
+    (1979), so the result is exact whatever the chunking and does not lose
+    precision when a column's mean is large.  Columns with zero variance are
+    centred and left unscaled.
+
+    Parameters
+    ----------
+    with_mean, with_std : bool, default=True
+        Centre, and scale to unit variance.
+
+    Attributes
+    ----------
+    mean_, var_, scale_ : ndarray of shape (n_features,), float64
+    n_samples_seen_ : int
+    n_features_in_ : int
+    """
+
+    _parameter_constraints = {"with_mean": ["boolean"], "with_std": ["boolean"]}
+
+    def __init__(self, *, with_mean=True, with_std=True):
+        self.with_mean = with_mean
+        self.with_std = with_std
+
+    def fit(self, X, y=None):
+        self._validate_params()
+        if isinstance(X, da.Array):
+            X = check_dask_2d(X)
+            self.n_features_in_ = X.shape[1]
+        else:
+            X = validate_data(self, X, dtype=[np.float64, np.float32])
+        n, mean, var = unpack_moments(compute(moments(X)))
+        self.n_samples_seen_ = int(n)
+        self.mean_ = mean
+        self.var_ = var
+        scale = np.sqrt(var)
+        scale[scale < 10 * np.finfo(np.float64).eps * np.maximum(1.0, np.abs(mean))] = 1.0
+        self.scale_ = scale
+        return self
+
+    def _block(self, x):
+        x = np.asarray(x)
+        dtype = _float_dtype(x.dtype)
+        x = x.astype(dtype, copy=True)
+        if self.with_mean:
+            x -= self.mean_.astype(dtype)
+        if self.with_std:
+            x /= self.scale_.astype(dtype)
+        return x
+
+    def transform(self, X):
+        """Standardize X: numpy in, numpy out; dask in, lazy dask out."""
+        check_is_fitted(self)
+        if isinstance(X, da.Array):
+            X = check_dask_2d(X, n_features=self.n_features_in_)
+            dtype = _float_dtype(X.dtype)
+            return X.map_blocks(
+                self._block, dtype=dtype, chunks=X.chunks, meta=np.empty((0, 0), dtype)
+            )
+        X = validate_data(self, X, dtype=[np.float64, np.float32], reset=False)
+        return self._block(X)
+
+    def inverse_transform(self, X):
+        check_is_fitted(self)
+        scale = self.scale_ if self.with_std else 1.0
+        mean = self.mean_ if self.with_mean else 0.0
+        return X * scale + mean
+
+
+# --- split -------------------------------------------------------------------
+
+def _split_mask(start, stop, seed, test_size, test):
+    u = row_uniform(seed, STREAM_SPLIT, start, stop)
+    return (u < test_size) if test else (u >= test_size)
+
+
+def _select_rows(x, seed, test_size, test, block_info=None):
+    start, stop = block_info[0]["array-location"][0]
+    return x[_split_mask(start, stop, seed, test_size, test)]
+
+
+def _split_array(a, seed, test_size, test, counts):
+    chunks = (counts,) + a.chunks[1:]
+    return a.map_blocks(
+        partial(_select_rows, seed=seed, test_size=test_size, test=test),
+        chunks=chunks,
+        dtype=a.dtype,
+        meta=np.empty((0,) * a.ndim, a.dtype),
+    )
+
+
+def train_test_split(*arrays, test_size=0.25, random_state=0):
+    """Reproducible random row split of numpy or dask arrays.
+
+    Row ``i`` goes to the test set when ``u_i < test_size``, with ``u_i`` a
+    uniform number drawn from ``(random_state, i)`` alone
+    (:func:`rfstream.random.row_uniform`).  So the split does not depend on the
+    chunking or on the number of workers, and it is chunk-aligned: each output
+    chunk is the selected rows of one input chunk, computed lazily (only the
+    per-chunk row counts are computed up front, from the seed, without reading
+    any data).  The test fraction is ``test_size`` in expectation.
+
+    Returns ``train_0, test_0, train_1, test_1, ...`` like scikit-learn.
+    """
+    if not isinstance(test_size, Real) or not 0.0 < test_size < 1.0:
+        raise ValueError(f"test_size must be a float in (0, 1); got {test_size!r}.")
+    if not arrays:
+        raise ValueError("train_test_split needs at least one array.")
+    seed = check_seed(random_state)
+    n = arrays[0].shape[0]
+    for a in arrays:
+        if a.shape[0] != n:
+            raise ValueError(
+                f"all arrays must have the same number of rows; got {[x.shape[0] for x in arrays]}."
+            )
+    out = []
+    if isinstance(arrays[0], da.Array):
+        rows = arrays[0].chunks[0]
+        starts = chunk_offsets(rows)
+        test_counts = tuple(
+            int(_split_mask(s, s + c, seed, test_size, True).sum()) for s, c in zip(starts, rows)
+        )
+        train_counts = tuple(c - t for c, t in zip(rows, test_counts))
+        for a in arrays:
+            a = da.asarray(a).rechunk({0: rows})
+            out += [
+                _split_array(a, seed, test_size, False, train_counts),
+                _split_array(a, seed, test_size, True, test_counts),
+            ]
+        return out
+    test = _split_mask(0, n, seed, test_size, True)
+    for a in arrays:
+        a = np.asarray(a)
+        out += [a[~test], a[test]]
+    return out
+
+
+# --- labels --------------------------------------------------------------------
+
+def _encode_block(y, classes):
+    codes = np.searchsorted(classes, y)
+    codes = np.minimum(codes, len(classes) - 1)
+    return np.where(classes[codes] == y, codes, -1).astype(np.int32)
+
+
+def encode_labels(y, classes=None):
+    """Map labels to integer codes ``0..C-1`` (``-1`` for labels not in ``classes``).
+
+    Returns ``(codes, classes)``.  For a dask ``y`` the classes come from one
+    ``da.unique`` reduction (only the distinct values reach the client) and the
+    codes stay lazy.
+    """
+    if classes is None:
+        classes = compute(da.unique(y)) if isinstance(y, da.Array) else np.unique(y)
+    classes = np.asarray(classes)
+    if isinstance(y, da.Array):
+        codes = y.map_blocks(
+            _encode_block, classes, dtype=np.int32, meta=np.empty((0,), np.int32)
+        )
+        return codes, classes
+    return _encode_block(np.asarray(y), classes), classes

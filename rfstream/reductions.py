@@ -1,0 +1,190 @@
+"""Data passes as reductions of small pure functions.
+
+Every pass over the rows is expressed the same way: a *chunk function* maps one
+row block (plus its global row offset) to a flat float64 vector of partial
+results, the vectors are combined across blocks by a tree reduction, and only
+the combined vector (no dimension that grows with n) reaches the client.
+
+For a dask input the chunk function runs through ``map_blocks`` with explicit
+output chunks, so dask's blockwise fusion puts the whole chain (read the Zarr
+chunk, standardize, compute the feature block, accumulate partials) into one
+task per row block: the n x D feature matrix never exists.  For a numpy input
+the same chunk function runs over row slices of :data:`NUMPY_BLOCK` rows, so
+the memory for features stays bounded there as well.
+
+``Layout`` packs named float64 partials (counts, sums, Gram matrices) into one
+vector and back, so that partials travel as plain arrays and a sum of vectors
+is a sum of every partial.
+"""
+from __future__ import annotations
+
+from functools import partial
+from math import prod
+
+import dask.array as da
+import numpy as np
+
+NUMPY_BLOCK = 65536
+
+
+class Layout:
+    """Named shapes packed into one flat float64 vector.
+
+    >>> lay = Layout(n=(), s=(3,), g=(3, 3))
+    >>> lay.size
+    13
+    """
+
+    def __init__(self, **shapes):
+        self.shapes = {k: tuple(v) for k, v in shapes.items()}
+        self.slices = {}
+        start = 0
+        for name, shape in self.shapes.items():
+            size = prod(shape)
+            self.slices[name] = slice(start, start + size)
+            start += size
+        self.size = start
+
+    def empty(self) -> np.ndarray:
+        return np.zeros(self.size, dtype=np.float64)
+
+    def view(self, vec: np.ndarray, name: str) -> np.ndarray:
+        """A writable view of one partial inside ``vec``."""
+        return vec[self.slices[name]].reshape(self.shapes[name])
+
+    def unpack(self, vec: np.ndarray) -> dict:
+        return {name: self.view(vec, name) for name in self.shapes}
+
+
+def _offset_of(block_info) -> int:
+    return int(block_info[0]["array-location"][0][0])
+
+
+def _apply_block(*blocks, fn, size, flat, block_info=None, **kwargs):
+    blocks = [b.ravel() if f else b for b, f in zip(blocks, flat)]
+    out = fn(*blocks, offset=_offset_of(block_info), **kwargs)
+    if out.shape != (size,):
+        raise RuntimeError(f"chunk function returned shape {out.shape}, expected ({size},)")
+    return out[None, :]
+
+
+def align_rows(X, *others):
+    """Rechunk dask arrays so that every array shares X's row chunks and has a
+    single chunk along its other axes (what a chunk function expects)."""
+    rows = X.chunks[0]
+    out = [X.rechunk({1: -1}) if X.ndim == 2 else X]
+    for a in others:
+        if a is None:
+            out.append(None)
+            continue
+        spec = {0: rows}
+        if a.ndim == 2:
+            spec[1] = -1
+        out.append(a.rechunk(spec))
+    return out
+
+
+def block_partials(fn, size: int, X, *others, **kwargs):
+    """Lazy ``(n_blocks, size)`` float64 array: ``fn(x, *o, offset=row0)`` per block.
+
+    ``fn`` receives numpy row blocks of ``X`` and of each array in ``others``
+    (aligned by rows) and the global index of the block's first row.
+    """
+    arrays = [a for a in align_rows(X, *others) if a is not None]
+    # 1-D arrays would broadcast against the column axis: lift them to 2-D
+    # columns for the blockwise alignment and flatten them again in the task.
+    flat = tuple(a.ndim == 1 for a in arrays)
+    arrays = [a[:, None] if f else a for a, f in zip(arrays, flat)]
+    return da.map_blocks(
+        partial(_apply_block, fn=fn, size=size, flat=flat),
+        *arrays,
+        chunks=((1,) * arrays[0].numblocks[0], (size,)),
+        dtype=np.float64,
+        meta=np.empty((0, 0), dtype=np.float64),
+        **kwargs,
+    )
+
+
+def sum_rows(fn, size: int, X, *others, split_every=None, **kwargs):
+    """Sum of ``fn`` partials over every row block: lazy for dask, eager for numpy.
+
+    Returns a dask array of shape ``(size,)`` for dask input (call
+    :func:`rfstream.cluster.compute` on it) and a numpy array otherwise.
+    """
+    if isinstance(X, da.Array):
+        parts = block_partials(fn, size, X, *others, **kwargs)
+        return parts.sum(axis=0, split_every=split_every)
+    total = np.zeros(size, dtype=np.float64)
+    for start in range(0, max(X.shape[0], 1), NUMPY_BLOCK):
+        stop = min(start + NUMPY_BLOCK, X.shape[0])
+        blocks = [None if a is None else a[start:stop] for a in (X, *others)]
+        total += fn(*[b for b in blocks if b is not None], offset=start, **kwargs)
+    return total
+
+
+# --- moments: count, mean and centred second moment, combined exactly --------
+
+def moments_chunk(x, offset=0):
+    """Partials ``[n, mean (d), M2 (d)]`` of one block, in float64."""
+    x = np.asarray(x, dtype=np.float64)
+    n = x.shape[0]
+    mean = x.mean(axis=0) if n else np.zeros(x.shape[1])
+    m2 = ((x - mean) ** 2).sum(axis=0)
+    return np.concatenate([[n], mean, m2])
+
+
+def moments_combine(parts, axis=0, keepdims=True):
+    """Combine rows of ``[n, mean, M2]`` partials (Chan, Golub & LeVeque 1979).
+
+    Unlike sums of x and x**2 this does not lose precision when the mean is
+    large compared to the spread.
+    """
+    parts = np.atleast_2d(parts)
+    d = (parts.shape[1] - 1) // 2
+    n = parts[:, 0]
+    total = n.sum()
+    means, m2s = parts[:, 1 : 1 + d], parts[:, 1 + d :]
+    if total == 0:
+        mean = np.zeros(d)
+    else:
+        mean = (n[:, None] * means).sum(axis=0) / total
+    m2 = (m2s + n[:, None] * (means - mean) ** 2).sum(axis=0)
+    out = np.concatenate([[total], mean, m2])
+    return out[None, :] if keepdims else out
+
+
+def _moments_identity(x, axis=0, keepdims=True):
+    return x
+
+
+def moments(X, split_every=None):
+    """Count, mean and variance of every column in one pass.
+
+    Returns ``(n, mean, var)`` as a lazy dask array of packed values for dask
+    input (unpack with :func:`unpack_moments` after computing), numpy otherwise.
+    """
+    d = X.shape[1]
+    if isinstance(X, da.Array):
+        parts = block_partials(moments_chunk, 1 + 2 * d, X)
+        return da.reduction(
+            parts,
+            chunk=_moments_identity,
+            combine=moments_combine,
+            aggregate=lambda x, axis=0, keepdims=False: moments_combine(x, keepdims=False),
+            axis=0,
+            concatenate=True,
+            dtype=np.float64,
+            split_every=split_every,
+            meta=np.empty((0,), dtype=np.float64),
+        )
+    blocks = [
+        moments_chunk(X[s : s + NUMPY_BLOCK]) for s in range(0, max(X.shape[0], 1), NUMPY_BLOCK)
+    ]
+    return moments_combine(np.array(blocks), keepdims=False)
+
+
+def unpack_moments(vec):
+    vec = np.asarray(vec, dtype=np.float64)
+    d = (vec.shape[0] - 1) // 2
+    n = vec[0]
+    return n, vec[1 : 1 + d], vec[1 + d :] / max(n, 1.0)
