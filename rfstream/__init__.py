@@ -1,2 +1,23 @@
-"""rfstream: kernel machines with random features on Dask."""
+"""rfstream: kernel machines with random features on Dask.
+
+Data arrives as dask arrays (usually a Zarr dataset opened with
+:func:`rfstream.io.open_dataset`), feature maps are applied block by block and
+every pass over the rows is a distributed reduction.  See README.md.
+"""
 __version__ = "0.1.0"
+
+from .features import RandomFourierFeatures
+from .persist import load_model, save_model
+from .preprocess import Standardizer, encode_labels, train_test_split
+from .solvers import StreamingRidge, StreamingRidgeClassifier
+
+__all__ = [
+    "RandomFourierFeatures",
+    "Standardizer",
+    "StreamingRidge",
+    "StreamingRidgeClassifier",
+    "encode_labels",
+    "load_model",
+    "save_model",
+    "train_test_split",
+]

@@ -75,3 +75,28 @@ def row_integers(seed: int, stream: int, start: int, stop: int, high: int) -> np
 def chunk_offsets(chunks) -> np.ndarray:
     """Global first-row index of every row chunk, from ``X.chunks[0]``."""
     return np.concatenate([[0], np.cumsum(chunks)[:-1]]).astype(np.int64)
+
+
+def sample_row_indices(n_rows: int, n_samples: int, random_state) -> np.ndarray:
+    """Sorted distinct row indices, ``min(n_samples, n_rows)`` of them.
+
+    ``random_state`` is an int seed or a ``np.random.Generator`` (used as is).
+    """
+    if n_samples >= n_rows:
+        return np.arange(n_rows)
+    if isinstance(random_state, np.random.Generator):
+        rng = random_state
+    else:
+        rng = np.random.default_rng([check_seed(random_state), STREAM_SAMPLE])
+    return np.sort(rng.choice(n_rows, size=n_samples, replace=False))
+
+
+def sample_rows(X, n_samples: int, random_state) -> np.ndarray:
+    """A numpy sample of rows of a numpy or dask ``X``.
+
+    For dask input only the chunks holding a sampled row are read (dask fancy
+    indexing with sorted indices); the sample has at most ``n_samples`` rows.
+    """
+    idx = sample_row_indices(X.shape[0], n_samples, random_state)
+    rows = X[idx]
+    return np.asarray(rows.compute() if hasattr(rows, "compute") else rows)

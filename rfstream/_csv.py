@@ -1,0 +1,332 @@
+"""CSV (and .data/.test/.txt, plain or compressed) -> dense float32 rows, in two passes.
+
+Private module behind :func:`rfstream.io.convert`.
+
+The file is streamed with ``pandas.read_csv(..., chunksize=rows_per_chunk)``, one chunk
+in memory at a time.  ``dask.dataframe.read_csv`` is not used on purpose: gzip and
+bzip2 files cannot be split, so it would make one partition holding the whole file.
+
+Pass 1 (:func:`scan`) reads every value as text and keeps, per column, whether every
+non-missing value parses as a float, the running sum and count (for the mean used to
+fill missing numbers) and the distinct stripped values (at most ``MAX_CATEGORIES``);
+and, for the label column, a :class:`~rfstream._ingest.LabelScanner`.  Memory does
+not grow with the number of rows.  Pass 2 (:func:`encode_chunks`) re-reads the file
+with numeric columns parsed as float64 and yields one encoded block per chunk:
+numeric columns with missing values filled by the pass-1 mean, categorical columns
+one-hot encoded (missing -> all zeros).
+"""
+
+from __future__ import annotations
+
+import io
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterator
+
+import numpy as np
+import pandas as pd
+
+from ._ingest import (
+    LabelEncoder,
+    LabelScanner,
+    LabelSchema,
+    Plan,
+    check_like_task,
+    compression_of,
+    first_data_lines,
+)
+
+MAX_CATEGORIES = 1000
+"""A text column with more distinct values than this is rejected (one-hot too wide)."""
+
+NA_VALUES = ["?"]
+"""Missing-value markers on top of pandas' defaults ("", "NA", "NaN", "nan", ...)."""
+
+
+# ----------------------------------------------------------------- layout
+@dataclass
+class Layout:
+    """How to read one CSV file: separator, lines to skip, header, label position."""
+
+    path: Path
+    sep: str
+    skiprows: int
+    header: bool
+    names: list
+    label_index: int | None
+    compression: str | None
+
+    @property
+    def features(self) -> list[int]:
+        return [j for j in range(len(self.names)) if j != self.label_index]
+
+    @property
+    def label_name(self):
+        if self.label_index is None:
+            return None
+        return self.names[self.label_index] if self.header else self.label_index
+
+
+def _is_number(text) -> bool:
+    try:
+        float(str(text).strip())
+    except ValueError:
+        return False
+    return True
+
+
+def _split(line: str, sep: str) -> list[str]:
+    row = pd.read_csv(io.StringIO(line), sep=sep, header=None, dtype=str,
+                      keep_default_na=False, skipinitialspace=True)
+    return [str(v).strip() for v in row.iloc[0].tolist()]
+
+
+def _unique_names(names: list[str]) -> list[str]:
+    seen: dict[str, int] = {}
+    out = []
+    for name in names:
+        k = seen.get(name, 0)
+        seen[name] = k + 1
+        out.append(name if k == 0 else f"{name}.{k}")
+    return out
+
+
+def sniff(path: Path, sep="auto", header="auto", label_column="last") -> Layout:
+    """Leading comment lines, separator, header and label column of a CSV file.
+
+    Lines at the top that are blank or start with ``#`` or ``|`` are skipped.
+    ``sep="auto"``: ``","`` if the first data line has a comma, else tab, else ``";"``,
+    else runs of whitespace.  ``header="auto"``: the first line is a header when none
+    of its fields parses as a number (or is ``?``) while the second line has one that does.
+    """
+    skip, lines = first_data_lines(path, 2)
+    if not lines:
+        raise ValueError(f"{path}: no data rows (the file is empty or only comments)")
+    if sep == "auto":
+        sep = next((s for s in (",", "\t", ";") if s in lines[0]), r"\s+")
+    rows = [_split(line, sep) for line in lines]
+    if header == "auto":
+        header = (len(rows) == 2 and not any(_is_number(v) or v in NA_VALUES for v in rows[0])
+                  and any(map(_is_number, rows[1])))
+    elif header not in (True, False):
+        raise ValueError(f"header={header!r} is not valid; use 'auto', True or False")
+    names = _unique_names(rows[0]) if header else [f"c{j}" for j in range(len(rows[0]))]
+    index = _label_index(label_column, names, header, path)
+    return Layout(path, sep, skip, bool(header), names, index, compression_of(path))
+
+
+def _label_index(label_column, names, header, path) -> int | None:
+    n = len(names)
+    if label_column is None:
+        return None
+    if isinstance(label_column, str):
+        if label_column in ("last", "first"):
+            return n - 1 if label_column == "last" else 0
+        if header and label_column in names:
+            return names.index(label_column)
+        if re.fullmatch(r"-?\d+", label_column.strip()):
+            return _label_index(int(label_column), names, header, path)
+        hint = (f"its header columns are {names[:12]}{' ...' if n > 12 else ''}" if header
+                else "it has no header row; use 'first', 'last' or a 0-based column index")
+        raise ValueError(f"label_column={label_column!r} is not a column of {path}: {hint}")
+    if isinstance(label_column, (int, np.integer)) and not isinstance(label_column, bool):
+        if -n <= label_column < n:
+            return int(label_column) % n
+        raise ValueError(
+            f"label_column={label_column} is out of range for {path}, which has {n} columns; "
+            f"use 0..{n - 1}, -1..-{n}, 'first' or 'last'"
+        )
+    raise TypeError(f"label_column must be 'last', 'first', an int, a column name or None; "
+                    f"got {label_column!r}")
+
+
+def read_chunks(layout: Layout, rows_per_chunk: int, dtype) -> Iterator[pd.DataFrame]:
+    """Stream the file in DataFrames of ``rows_per_chunk`` rows, columns named 0..n-1."""
+    reader = pd.read_csv(
+        layout.path, sep=layout.sep, header=0 if layout.header else None,
+        names=list(range(len(layout.names))), skiprows=layout.skiprows, dtype=dtype,
+        chunksize=rows_per_chunk, skipinitialspace=True, na_values=NA_VALUES,
+        compression=layout.compression, skip_blank_lines=True, index_col=False,
+    )
+    try:
+        with reader:
+            yield from reader
+    except pd.errors.ParserError as exc:
+        raise ValueError(
+            f"{layout.path}: cannot read as CSV: {exc}. Every row must have "
+            f"{len(layout.names)} fields separated by {layout.sep!r} (pass sep= if that is wrong)"
+        ) from exc
+    except ValueError as exc:
+        raise ValueError(
+            f"{layout.path}: {exc}. A column read as numbers holds text; with like=, the "
+            "columns that were numeric in the training file must be numeric here too"
+        ) from exc
+
+
+# ----------------------------------------------------------------- pass 1
+@dataclass
+class ColumnScan:
+    """Pass-1 summary of one feature column; memory independent of the row count."""
+
+    numeric: bool = True
+    total: float = 0.0
+    count: int = 0
+    values: set | None = field(default_factory=set)
+
+    def update(self, s: pd.Series) -> None:
+        if self.numeric:
+            try:
+                v = s.astype("float64").to_numpy()
+            except (ValueError, TypeError):
+                self.numeric = False
+            else:
+                ok = np.isfinite(v)
+                self.total += float(v[ok].sum())
+                self.count += int(ok.sum())
+        if self.values is not None:
+            self.values.update(str(u).strip() for u in pd.unique(s.dropna()))
+            if len(self.values) > MAX_CATEGORIES:
+                self.values = None
+
+    def column(self, name, path):
+        if self.numeric:
+            return ("num", self.total / self.count if self.count else 0.0)
+        if self.values is None:
+            raise ValueError(
+                f"{path}: column {name!r} is not numeric and has more than {MAX_CATEGORIES} "
+                "distinct values, too many to one-hot encode; drop the column or make it numeric"
+            )
+        return ("cat", sorted(self.values))
+
+
+def scan(layout: Layout, rows_per_chunk: int, labels: LabelScanner | None):
+    """Pass 1: (n_rows, [(kind, fill-or-categories) per feature column])."""
+    scans = {j: ColumnScan() for j in layout.features}
+    n_rows = 0
+    for df in read_chunks(layout, rows_per_chunk, str):
+        n_rows += len(df)
+        for j, st in scans.items():
+            st.update(df[j])
+        if labels is not None:
+            labels.update(df[layout.label_index])
+    if n_rows == 0:
+        raise ValueError(f"{layout.path}: no data rows after the header")
+    return n_rows, [scans[j].column(layout.names[j], layout.path) for j in layout.features]
+
+
+# ----------------------------------------------------------------- schema
+def schema_attrs(layout: Layout, columns) -> dict:
+    names = [layout.names[j] for j in layout.features]
+    feature_names, categorical, fill_values = [], {}, {}
+    for name, (kind, info) in zip(names, columns):
+        if kind == "num":
+            feature_names.append(name)
+            fill_values[name] = float(info)
+        else:
+            feature_names.extend(f"{name}={c}" for c in info)
+            categorical[name] = list(info)
+    return {"format": "csv", "header": layout.header, "columns": names,
+            "feature_names": feature_names, "categorical": categorical,
+            "fill_values": fill_values}
+
+
+def columns_from_attrs(attrs: dict, layout: Layout, like) -> list:
+    """Feature columns of a ``like=`` dataset, checked against this file's layout."""
+    if attrs.get("format") != "csv":
+        raise ValueError(f"like={like} was not converted from CSV (format={attrs.get('format')!r})")
+    names = attrs["columns"]
+    here = [layout.names[j] for j in layout.features]
+    if len(here) != len(names):
+        raise ValueError(
+            f"{layout.path} has {len(here)} feature columns ({len(layout.names)} fields per row) "
+            f"but like={like} has {len(names)}; the files must have the same columns"
+        )
+    if layout.header and attrs.get("header") and here != names:
+        bad = next(k for k in range(len(names)) if here[k] != names[k])
+        raise ValueError(f"{layout.path}: feature column {bad} is {here[bad]!r} but like={like} "
+                         f"has {names[bad]!r}; the files must have the same columns in order")
+    like_label = attrs.get("label_index")
+    if like_label is not None and layout.label_index not in (None, like_label):
+        raise ValueError(f"{layout.path}: label column is {layout.label_index} but like={like} "
+                         f"used column {like_label}; pass label_column={like_label}")
+    cat = attrs["categorical"]
+    return [("cat", cat[n]) if n in cat else ("num", attrs["fill_values"][n]) for n in names]
+
+
+# ----------------------------------------------------------------- pass 2
+class Encoder:
+    """Encodes one DataFrame chunk into a dense float32 block."""
+
+    def __init__(self, layout: Layout, columns):
+        self.layout, self.columns = layout, columns
+        widths = [1 if kind == "num" else len(info) for kind, info in columns]
+        self.offsets = np.concatenate([[0], np.cumsum(widths)]).astype(int)
+        self.n_features = int(self.offsets[-1])
+        self.index = [{c: k for k, c in enumerate(info)} if kind == "cat" else None
+                      for kind, info in columns]
+        self.n_unseen = 0
+
+    def dtypes(self) -> dict:
+        out = {j: "float64" if kind == "num" else str
+               for j, (kind, _) in zip(self.layout.features, self.columns)}
+        if self.layout.label_index is not None:
+            out[self.layout.label_index] = str
+        return out
+
+    def encode(self, df: pd.DataFrame) -> np.ndarray:
+        X = np.zeros((len(df), self.n_features), dtype=np.float32)
+        for k, j in enumerate(self.layout.features):
+            kind, info = self.columns[k]
+            off = self.offsets[k]
+            if kind == "num":
+                v = df[j].to_numpy(dtype=np.float64, na_value=np.nan)
+                X[:, off] = np.where(np.isnan(v), info, v)
+            else:
+                self._one_hot(df[j], self.index[k], X, off)
+        return X
+
+    def _one_hot(self, s: pd.Series, index: dict, X: np.ndarray, off: int) -> None:
+        codes, uniques = pd.factorize(s)
+        lut = np.array([index.get(str(u).strip(), -1) for u in uniques] + [-1], dtype=np.intp)
+        c = lut[codes]  # codes == -1 (missing) picks the trailing -1
+        self.n_unseen += int(((codes >= 0) & (c < 0)).sum())
+        rows = np.flatnonzero(c >= 0)
+        X[rows, off + c[rows]] = 1.0
+
+
+def plan(src: Path, *, label_column, positive, task, like, like_attrs, rows_per_chunk,
+         header, sep) -> Plan:
+    """Pass 1 (skipped with ``like=``) and the pass-2 generator for a CSV source."""
+    layout = sniff(src, sep, header, label_column)
+    labeled = layout.label_index is not None
+    if like_attrs is not None:
+        columns = columns_from_attrs(like_attrs, layout, like)
+        schema = LabelSchema.from_attrs(like_attrs)
+        check_like_task(task, positive, schema, like)
+        if labeled and schema is None:
+            raise ValueError(f"like={like} has no labels; pass label_column=None")
+        n_rows = None
+    else:
+        scanner = LabelScanner(positive) if labeled else None
+        n_rows, columns = scan(layout, rows_per_chunk, scanner)
+        schema = scanner.decide(task, src, layout.label_name) if labeled else None
+    enc = Encoder(layout, columns)
+    if enc.n_features == 0:
+        raise ValueError(f"{src}: no feature columns besides the label")
+    labels = LabelEncoder(schema, src) if labeled else None
+
+    def chunks():
+        for df in read_chunks(layout, rows_per_chunk, enc.dtypes()):
+            y = labels.encode(df[layout.label_index]) if labels else None
+            yield enc.encode(df), y
+
+    def stats():
+        out = {"n_unseen_categories": enc.n_unseen}
+        out.update(labels.stats() if labels else {"n_unseen_labels": 0})
+        return out
+
+    attrs = schema_attrs(layout, columns)
+    attrs.update(schema.attrs() if labeled else {"task": None, "positive_class": None})
+    attrs.update(label_column=layout.label_name, label_index=layout.label_index)
+    return Plan(n_rows, enc.n_features, labels.dtype if labels else None, attrs, chunks, stats)

@@ -1,0 +1,10 @@
+"""Data-independent random feature maps.
+
+All maps share :class:`FeatureMap`: parameters are drawn once in ``fit`` and
+``transform`` applies a pure numpy block function, to numpy arrays directly and
+to dask arrays block by block (lazily).
+"""
+from ._base import FeatureMap
+from .fourier import RandomFourierFeatures
+
+__all__ = ["FeatureMap", "RandomFourierFeatures"]

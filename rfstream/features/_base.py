@@ -1,0 +1,213 @@
+"""Base class of the feature maps: validation, dtype and dask in ``fit``/``transform``.
+
+Template method, as in ``scipy.stats.qmc``: the public ``fit`` and ``transform``
+do the bookkeeping (parameter validation, input checks, ``gamma="auto"``, the
+random generator, numpy vs dask) and call the hooks a map implements:
+
+``_draw(self, rng, n_features)``
+    Draw every random parameter from ``rng`` (a ``numpy.random.Generator``
+    seeded from ``random_state``) and store it in trailing-underscore
+    attributes.  Called once per ``fit``, on the client.
+``_block(self, x) -> ndarray``
+    The feature map of one block of rows, a pure numpy function of ``x``
+    (dense ndarray or scipy sparse matrix, shape ``(rows, n_features_in_)``)
+    returning ``(rows, _n_features_out)`` in ``self.dtype``.  It is called by
+    ``transform`` through ``map_blocks`` *and* by solvers inside reduction tasks,
+    so it must be picklable, free of dask, and must not depend on the block's
+    position: the same row gives the same features whatever the chunking.
+``_n_features_out`` (property)
+    Number of output columns, available once fitted.
+``_check_params(self, n_features)`` (optional)
+    Cross-parameter checks that ``_parameter_constraints`` cannot express;
+    raise ``ValueError`` there.  Called before anything is drawn.
+"""
+from __future__ import annotations
+
+import numbers
+from abc import abstractmethod
+
+import dask.array as da
+import numpy as np
+from dask.base import is_dask_collection, normalize_token, tokenize
+from sklearn.base import (
+    BaseEstimator,
+    ClassNamePrefixFeaturesOutMixin,
+    TransformerMixin,
+    _fit_context,
+)
+from sklearn.utils._param_validation import StrOptions
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from ..kernels import auto_gamma
+from ..random import check_seed
+
+_DTYPES = ("float32", "float64")
+
+
+class FeatureMap(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
+    """Base class of random feature maps (numpy and dask inputs).
+
+    Subclasses define ``__init__`` (store the parameters, nothing else),
+    ``_parameter_constraints``, and the hooks ``_draw``, ``_block`` and
+    ``_n_features_out`` (see the module docstring); optionally ``_check_params``.
+    A subclass with ``gamma`` and ``kernel`` parameters gets ``gamma="auto"``
+    resolved into ``gamma_`` before ``_draw`` (see :func:`rfstream.kernels.auto_gamma`).
+
+    ``transform`` returns a numpy array for numpy (or sparse, or pandas) input
+    and a lazy dask array, one output block per input row block, for dask input.
+    """
+
+    _parameter_constraints: dict = {
+        "random_state": ["random_state", np.random.Generator],
+        "dtype": [StrOptions(set(_DTYPES)), type, np.dtype],
+    }
+
+    # ------------------------------------------------------------------ hooks
+    @abstractmethod
+    def _draw(self, rng, n_features):
+        """Draw the random parameters from ``rng`` and store them as ``attr_``."""
+
+    @abstractmethod
+    def _block(self, x):
+        """Features of one block of rows: pure numpy, picklable, no dask."""
+
+    @property
+    @abstractmethod
+    def _n_features_out(self):
+        """Number of output features (raises AttributeError before fit)."""
+
+    def _check_params(self, n_features):
+        """Cross-parameter checks; raise ValueError.  Default: nothing."""
+
+    # ------------------------------------------------------------ public API
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y=None):
+        """Validate the parameters and draw the random feature map.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix, dask array} of shape (n_samples, n_features)
+            Only its number of columns is used, plus a sample of rows when
+            ``gamma="auto"`` (a dask array is not loaded: the sampled rows are
+            gathered from the chunks that hold them).
+        y : None
+            Ignored.
+
+        Returns
+        -------
+        self : object
+        """
+        self._output_dtype()  # validate dtype before touching the data
+        X = self._check_input(X, reset=True)
+        n_features = int(X.shape[1])
+        self._check_params(n_features)
+        rng = np.random.default_rng(check_seed(self.random_state))
+        if "gamma" in self._parameter_constraints:
+            self.gamma_ = self._resolve_gamma(X, rng)
+        self._draw(rng, n_features)
+        return self
+
+    def transform(self, X):
+        """Apply the feature map.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix, dask array} of shape (n_samples, n_features)
+
+        Returns
+        -------
+        Z : ndarray or dask array of shape (n_samples, n_features_out)
+            In ``dtype``.  For a dask array, a lazy dask array with the same row
+            chunks and one column chunk; nothing is computed.
+        """
+        check_is_fitted(self)
+        X = self._check_input(X, reset=False)
+        if not isinstance(X, da.Array):
+            return self._block(X)
+        dtype = self._output_dtype()
+        n_out = self._n_features_out
+        name = f"{type(self).__name__.lower()}-{tokenize(self, X)}"
+        return X.map_blocks(
+            self._block,
+            dtype=dtype,
+            chunks=(X.chunks[0], (n_out,)),
+            meta=np.empty((0, n_out), dtype=dtype),
+            name=name,
+        )
+
+    # --------------------------------------------------------------- helpers
+    def _output_dtype(self) -> np.dtype:
+        try:
+            dtype = np.dtype(self.dtype)
+        except TypeError:
+            dtype = None
+        if dtype is None or dtype.name not in _DTYPES:
+            raise ValueError(
+                f"dtype must be 'float32' or 'float64'; got {self.dtype!r}."
+            )
+        return dtype
+
+    def _resolve_gamma(self, X, rng) -> float:
+        if isinstance(self.gamma, str):  # "auto"
+            # A child generator: the frequencies drawn from ``rng`` afterwards
+            # are the same whether gamma is "auto" or a float.
+            (child,) = rng.spawn(1)
+            return auto_gamma(X, getattr(self, "kernel", "gaussian"), random_state=child)
+        return float(self.gamma)
+
+    def _check_input(self, X, *, reset):
+        """numpy/sparse/pandas -> ``validate_data``; dask array -> cheap metadata checks."""
+        if not is_dask_collection(X):
+            return validate_data(
+                self, X, reset=reset, accept_sparse=("csr", "csc"),
+                dtype=[np.float64, np.float32],
+            )
+        if not isinstance(X, da.Array):
+            raise TypeError(
+                f"X is a dask {type(X).__name__}; pass a dask array instead, e.g. "
+                "X.to_dask_array(lengths=True)."
+            )
+        if X.ndim != 2:
+            raise ValueError(
+                f"Expected a 2-d dask array for X; got ndim={X.ndim} with shape {X.shape}."
+            )
+        if X.dtype.kind not in "biuf":
+            raise ValueError(
+                f"X must have a real numeric dtype; got dtype {X.dtype}. Cast it, e.g. "
+                "X.astype('float32')."
+            )
+        n_features = X.shape[1]
+        if not isinstance(n_features, numbers.Integral):
+            raise ValueError(
+                "X has an unknown number of columns (nan chunk sizes); call "
+                "X.compute_chunk_sizes() or pass a dask array with known columns."
+            )
+        if reset:
+            self.n_features_in_ = int(n_features)
+            if hasattr(self, "feature_names_in_"):
+                del self.feature_names_in_
+        elif n_features != self.n_features_in_:
+            raise ValueError(
+                f"X has {n_features} features, but {type(self).__name__} is expecting "
+                f"{self.n_features_in_} features as input."
+            )
+        if len(X.chunks[1]) > 1:  # features need whole rows: chunk by rows only
+            X = X.rechunk({1: -1})
+        return X
+
+    def __dask_tokenize__(self):
+        # Deterministic graph names: class, parameters and fitted state.
+        state = {k: v for k, v in vars(self).items() if k.endswith("_")}
+        return normalize_token(
+            (type(self).__module__, type(self).__qualname__, self.get_params(deep=False), state)
+        )
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        try:
+            tags.transformer_tags.preserves_dtype = [self._output_dtype().name]
+        except ValueError:
+            tags.transformer_tags.preserves_dtype = []
+        return tags
+

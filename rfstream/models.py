@@ -1,0 +1,39 @@
+"""Assemble a model: standardizer -> feature map -> solver, as a sklearn Pipeline.
+
+The registries below are the extension points the CLI reads: a new feature map
+or solver becomes available to ``rfstream fit --features/--solver`` by adding
+an entry.  For dask input the pipeline is lazy up to the solver, whose single
+reduction pulls every row block through the standardizer and the feature map
+inside one task (blockwise fusion), so the feature matrix is never stored.
+"""
+from __future__ import annotations
+
+from sklearn.pipeline import Pipeline
+
+from .features import RandomFourierFeatures
+from .preprocess import Standardizer
+from .solvers import StreamingRidge, StreamingRidgeClassifier
+
+FEATURES = {"rff": RandomFourierFeatures}
+SOLVERS = {"ridge": {"classification": StreamingRidgeClassifier, "regression": StreamingRidge}}
+
+
+def make_model(task, *, features="rff", solver="ridge", standardize=True, feature_params=None, solver_params=None):
+    """A Pipeline for ``task`` ("classification" or "regression").
+
+    ``feature_params`` and ``solver_params`` go to the feature map's and the
+    solver's constructors.
+    """
+    if features not in FEATURES:
+        raise ValueError(f"features must be one of {sorted(FEATURES)}; got {features!r}.")
+    if solver not in SOLVERS:
+        raise ValueError(f"solver must be one of {sorted(SOLVERS)}; got {solver!r}.")
+    if task not in ("classification", "regression"):
+        raise ValueError(
+            f"task must be 'classification' or 'regression'; got {task!r} (a dataset "
+            "without labels cannot be fitted)."
+        )
+    steps = [("standardize", Standardizer())] if standardize else []
+    steps.append(("features", FEATURES[features](**(feature_params or {}))))
+    steps.append(("solver", SOLVERS[solver][task](**(solver_params or {}))))
+    return Pipeline(steps)

@@ -1,0 +1,243 @@
+"""Saving and loading fitted models: JSON metadata + .npy arrays, no pickle.
+
+A model directory holds ``model.json`` and ``arrays/*.npy``.  The JSON records
+the format version, the estimator tree (class, constructor parameters, fitted
+attributes) and, for every array file, its shape, dtype and sha256.  Loading
+checks the version, refuses classes outside rfstream (plus
+``sklearn.pipeline.Pipeline``), verifies every checksum, and reads arrays with
+``allow_pickle=False``: a tampered or truncated model is refused with an error
+that names the file.
+
+Estimators are described generically: ``get_params(deep=False)`` for the
+constructor (nested estimators recursively) and the public attributes ending
+in ``_`` for the fitted state, so a new rfstream estimator needs no code here
+as long as its fitted state is arrays, numbers, strings or lists of them.
+"""
+from __future__ import annotations
+
+import hashlib
+import importlib
+import json
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+import numpy as np
+from sklearn.base import BaseEstimator
+
+FORMAT = "rfstream-model"
+FORMAT_VERSION = 1
+ALLOWED_CLASSES = {"sklearn.pipeline.Pipeline"}
+
+
+class ModelFileError(ValueError):
+    """A model directory that is missing, tampered with, truncated or too new."""
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def _class_path(obj) -> str:
+    cls = type(obj)
+    module = cls.__module__
+    if module.startswith("rfstream."):
+        # record the public import path when the class is exported at top level
+        import rfstream
+
+        if getattr(rfstream, cls.__name__, None) is cls:
+            module = "rfstream"
+    return f"{module}.{cls.__qualname__}"
+
+
+class _Writer:
+    def __init__(self, root: Path):
+        self.root = root
+        self.arrays = {}
+        (root / "arrays").mkdir(parents=True)
+
+    def array(self, value: np.ndarray, where: str) -> dict:
+        if value.dtype.hasobject:
+            raise TypeError(
+                f"cannot save {where}: object arrays need pickle; convert it to a numeric "
+                "or string array first."
+            )
+        name = f"arrays/a{len(self.arrays):03d}.npy"
+        np.save(self.root / name, np.ascontiguousarray(value), allow_pickle=False)
+        self.arrays[name] = {
+            "sha256": _sha256(self.root / name),
+            "shape": list(value.shape),
+            "dtype": value.dtype.str,
+        }
+        return {"$array": name}
+
+    def value(self, value, where: str):
+        if isinstance(value, BaseEstimator):
+            return self.estimator(value, where)
+        if isinstance(value, np.ndarray):
+            return self.array(value, where)
+        if isinstance(value, np.generic):
+            return value.item()
+        if value is None or isinstance(value, (bool, int, float, str)):
+            return value
+        if isinstance(value, (list, tuple)):
+            return [self.value(v, f"{where}[{i}]") for i, v in enumerate(value)]
+        if isinstance(value, dict) and all(isinstance(k, str) for k in value):
+            return {"$dict": {k: self.value(v, f"{where}.{k}") for k, v in value.items()}}
+        raise TypeError(f"cannot save {where} of type {type(value).__name__} without pickle.")
+
+    def estimator(self, est, where: str) -> dict:
+        from sklearn.pipeline import Pipeline
+
+        spec = {"$estimator": _class_path(est)}
+        if isinstance(est, Pipeline):
+            spec["steps"] = [[name, self.value(step, f"{where}.{name}")] for name, step in est.steps]
+            return spec
+        spec["params"] = {
+            k: self.value(v, f"{where}.{k}") for k, v in est.get_params(deep=False).items()
+        }
+        spec["fitted"] = {
+            k: self.value(v, f"{where}.{k}")
+            for k, v in vars(est).items()
+            if k.endswith("_") and not k.startswith("_")
+        }
+        return spec
+
+
+def save_model(model, path, *, metadata=None, overwrite=False) -> Path:
+    """Save a fitted rfstream estimator or Pipeline to the directory ``path``.
+
+    The directory is written under a temporary name and renamed when complete.
+    ``metadata`` is any JSON-serializable dict kept alongside (the CLI stores
+    the training dataset's schema there).
+    """
+    path = Path(path)
+    if path.exists() and not overwrite:
+        raise FileExistsError(f"{path} already exists; pass overwrite=True (--overwrite) to replace it.")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.tmp-", dir=path.parent))
+    try:
+        root = tmp / "model"
+        writer = _Writer(root)
+        tree = writer.estimator(model, "model")
+        doc = {
+            "format": FORMAT,
+            "format_version": FORMAT_VERSION,
+            "rfstream_version": _version(),
+            "estimator": tree,
+            "metadata": metadata or {},
+            "arrays": writer.arrays,
+        }
+        with open(root / "model.json", "w") as f:
+            json.dump(doc, f, indent=1, sort_keys=False)
+        if path.exists():
+            shutil.rmtree(path)
+        os.replace(root, path)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return path
+
+
+def _version():
+    import rfstream
+
+    return rfstream.__version__
+
+
+def read_model_json(path) -> dict:
+    """The parsed ``model.json`` of a model directory, format-checked."""
+    path = Path(path)
+    meta = path / "model.json"
+    if not meta.is_file():
+        raise ModelFileError(
+            f"{path} is not an rfstream model: {meta} not found (models are directories "
+            "written by save_model / rfstream fit --out)."
+        )
+    try:
+        doc = json.loads(meta.read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise ModelFileError(f"{meta} is not valid JSON ({exc}); the model is truncated or damaged.") from None
+    if not isinstance(doc, dict) or doc.get("format") != FORMAT:
+        raise ModelFileError(f"{meta} is not an rfstream model file (format field missing).")
+    version = doc.get("format_version")
+    if not isinstance(version, int) or version > FORMAT_VERSION:
+        raise ModelFileError(
+            f"{meta} has format_version {version!r}; this rfstream reads up to "
+            f"{FORMAT_VERSION}. Upgrade rfstream to load it."
+        )
+    return doc
+
+
+class _Reader:
+    def __init__(self, root: Path, manifest: dict):
+        self.root = root
+        self.manifest = manifest
+
+    def array(self, name: str) -> np.ndarray:
+        entry = self.manifest.get(name)
+        file = self.root / name
+        if entry is None or not file.is_file():
+            raise ModelFileError(f"model array {file} is missing or not listed in model.json.")
+        if _sha256(file) != entry["sha256"]:
+            raise ModelFileError(
+                f"model array {file} fails its sha256 check: the file was changed or "
+                "truncated. Re-save the model."
+            )
+        try:
+            value = np.load(file, allow_pickle=False)
+        except ValueError as exc:
+            raise ModelFileError(f"model array {file} cannot be read without pickle ({exc}).") from None
+        if list(value.shape) != entry["shape"] or value.dtype.str != entry["dtype"]:
+            raise ModelFileError(f"model array {file} has the wrong shape or dtype.")
+        return value
+
+    def value(self, spec):
+        if isinstance(spec, list):
+            return [self.value(v) for v in spec]
+        if isinstance(spec, dict):
+            if "$array" in spec:
+                return self.array(spec["$array"])
+            if "$estimator" in spec:
+                return self.estimator(spec)
+            if "$dict" in spec:
+                return {k: self.value(v) for k, v in spec["$dict"].items()}
+            raise ModelFileError(f"unexpected entry in model.json: {sorted(spec)}")
+        return spec
+
+    def estimator(self, spec: dict):
+        cls = _resolve_class(spec["$estimator"])
+        if "steps" in spec:
+            return cls([(name, self.value(step)) for name, step in spec["steps"]])
+        params = {k: self.value(v) for k, v in spec.get("params", {}).items()}
+        est = cls(**params)
+        for k, v in spec.get("fitted", {}).items():
+            setattr(est, k, self.value(v))
+        return est
+
+
+def _resolve_class(path: str):
+    module, _, name = path.rpartition(".")
+    if not (module == "rfstream" or module.startswith("rfstream.") or path in ALLOWED_CLASSES):
+        raise ModelFileError(f"model.json names class {path!r}, which rfstream does not load.")
+    try:
+        cls = getattr(importlib.import_module(module), name)
+    except (ImportError, AttributeError):
+        raise ModelFileError(f"model.json names class {path!r}, which this rfstream does not have.") from None
+    if not (isinstance(cls, type) and issubclass(cls, BaseEstimator)):
+        raise ModelFileError(f"model.json names {path!r}, which is not an estimator.")
+    return cls
+
+
+def load_model(path):
+    """Load a model saved by :func:`save_model` (checksums verified, no pickle)."""
+    path = Path(path)
+    doc = read_model_json(path)
+    try:
+        return _Reader(path, doc.get("arrays", {})).estimator(doc["estimator"])
+    except (KeyError, TypeError) as exc:
+        raise ModelFileError(f"{path / 'model.json'} is damaged ({exc!r}).") from None
