@@ -113,7 +113,7 @@ def fit_dataset(data, *, features="rff", n_components=1000, kernel="gaussian", g
                 standardize=True, out=None, overwrite=False, X=None, y=None, attrs=None):
     """Fit a model on a Zarr dataset (or given dask arrays) and save it to ``out``."""
     from . import io
-    from .models import make_model
+    from .models import make_model, onehot_columns
     from .persist import save_model
 
     if X is None:
@@ -129,6 +129,7 @@ def fit_dataset(data, *, features="rff", n_components=1000, kernel="gaussian", g
         features=features,
         solver=solver,
         standardize=standardize,
+        passthrough=onehot_columns(attrs),
         feature_params=dict(n_components=n_components, kernel=kernel, gamma=gamma, sampler=sampler,
                             variant=variant, random_state=random_state),
         solver_params=dict(alpha=alpha, cv=cv, random_state=random_state),
@@ -257,7 +258,7 @@ def cmd_demo(args):
         data = work / "magic04.zarr"
         src = demo_path()
         print(f"rfstream demo: MAGIC gamma telescope data ({src.name}, 19,020 rows) -> {data}")
-        io.convert(str(src), str(data), overwrite=True)
+        io.convert(str(src), str(data), rows_per_chunk=4096, overwrite=True)
         X, y = io.open_dataset(data)
         attrs = io.dataset_info(data)["attrs"]
         X_tr, X_te, y_tr, y_te = train_test_split(X, y, test_size=0.25, random_state=args.random_state)

@@ -18,11 +18,21 @@ FEATURES = {"rff": RandomFourierFeatures}
 SOLVERS = {"ridge": {"classification": StreamingRidgeClassifier, "regression": StreamingRidge}}
 
 
-def make_model(task, *, features="rff", solver="ridge", standardize=True, feature_params=None, solver_params=None):
+def onehot_columns(attrs):
+    """Indices of the one-hot columns of a dataset (from its ``categorical`` attrs)."""
+    categorical = attrs.get("categorical") or {}
+    names = attrs.get("feature_names") or []
+    prefixes = tuple(f"{col}=" for col in categorical)
+    return [i for i, name in enumerate(names) if prefixes and name.startswith(prefixes)]
+
+
+def make_model(task, *, features="rff", solver="ridge", standardize=True, passthrough=None,
+               feature_params=None, solver_params=None):
     """A Pipeline for ``task`` ("classification" or "regression").
 
-    ``feature_params`` and ``solver_params`` go to the feature map's and the
-    solver's constructors.
+    ``passthrough`` lists columns the standardizer leaves as they are (one-hot
+    columns, see :func:`onehot_columns`); ``feature_params`` and
+    ``solver_params`` go to the feature map's and the solver's constructors.
     """
     if features not in FEATURES:
         raise ValueError(f"features must be one of {sorted(FEATURES)}; got {features!r}.")
@@ -33,7 +43,7 @@ def make_model(task, *, features="rff", solver="ridge", standardize=True, featur
             f"task must be 'classification' or 'regression'; got {task!r} (a dataset "
             "without labels cannot be fitted)."
         )
-    steps = [("standardize", Standardizer())] if standardize else []
+    steps = [("standardize", Standardizer(passthrough=passthrough or None))] if standardize else []
     steps.append(("features", FEATURES[features](**(feature_params or {}))))
     steps.append(("solver", SOLVERS[solver][task](**(solver_params or {}))))
     return Pipeline(steps)
