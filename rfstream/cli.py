@@ -22,6 +22,13 @@ class UserError(ValueError):
     """A problem with the command's input that the user can fix."""
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse with one-line errors (exit code 2) instead of the usage block."""
+
+    def error(self, message):
+        self.exit(EXIT_USER_ERROR, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
 # --- small helpers -------------------------------------------------------------
 
 def _alpha(text):
@@ -237,6 +244,12 @@ def cmd_info(args):
         _print_json({"model": str(path), "format_version": doc["format_version"],
                      "rfstream_version": doc.get("rfstream_version"), "metadata": doc.get("metadata"),
                      "estimator": _estimator_summary(doc["estimator"])})
+    elif (path / "y_pred").exists():
+        import zarr
+
+        pred = zarr.open_group(str(path), mode="r")
+        _print_json({"predictions": str(path), "shape": list(pred["y_pred"].shape),
+                     "dtype": str(pred["y_pred"].dtype), "attrs": dict(pred.attrs)})
     else:
         _print_json(io.dataset_info(path))
 
@@ -295,8 +308,8 @@ def build_parser():
     from .models import FEATURES, SOLVERS
     from .samplers import SAMPLERS
 
-    parser = argparse.ArgumentParser(prog="rfstream", description="Kernel machines with random features on Dask.")
-    sub = parser.add_subparsers(dest="command", required=True)
+    parser = _Parser(prog="rfstream", description="Kernel machines with random features on Dask.")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     p = sub.add_parser("convert", help="CSV / LIBSVM / npy / npz -> Zarr dataset")
     p.add_argument("src")
