@@ -19,10 +19,7 @@ from __future__ import annotations
 
 import json
 import os
-import secrets
-import shutil
 import time
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
@@ -31,45 +28,13 @@ import numpy as np
 import zarr
 
 from . import _csv, _libsvm
+from ._staging import check_destination, staging
 from ._ingest import TASKS, LabelEncoder, LabelScanner, LabelSchema, Plan, canonical_label
 from ._ingest import check_like_task, first_data_lines
 
 __all__ = ["write_dataset", "open_dataset", "dataset_info", "iter_row_chunks", "convert"]
 
 SCHEMA_VERSION = 1
-
-
-# ----------------------------------------------------------------- staging
-def _check_destination(dst: Path, overwrite: bool) -> None:
-    if not dst.exists():
-        return
-    if not overwrite:
-        raise FileExistsError(f"{dst} already exists; pass overwrite=True (CLI: --overwrite) "
-                              "to replace it")
-    if not (dst / "zarr.json").is_file():
-        raise ValueError(f"refusing to overwrite {dst}: it is not a Zarr dataset; "
-                         "remove it yourself or choose another destination")
-
-
-@contextmanager
-def _staging(dst, overwrite: bool):
-    """Yield a temporary sibling path; on success move it onto ``dst``, else delete it."""
-    dst = Path(dst)
-    _check_destination(dst, overwrite)
-    dst.parent.mkdir(parents=True, exist_ok=True)
-    tmp = dst.with_name(f"{dst.name}.tmp-{secrets.token_hex(4)}")
-    try:
-        yield tmp
-        _check_destination(dst, overwrite)
-        if dst.exists():
-            old = dst.with_name(f"{dst.name}.old-{secrets.token_hex(4)}")
-            os.replace(dst, old)
-            os.replace(tmp, dst)
-            shutil.rmtree(old, ignore_errors=True)
-        else:
-            os.replace(tmp, dst)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
 
 
 class _ChunkWriter:
@@ -181,7 +146,7 @@ def write_dataset(path, X, y=None, *, attrs=None, rows_per_chunk=65536, overwrit
     meta = {"schema_version": SCHEMA_VERSION, "n_rows": n, "task": task,
             "feature_names": [f"x{j}" for j in range(d)]}
     meta.update(attrs or {})
-    with _staging(path, overwrite) as tmp:
+    with staging(path, overwrite) as tmp:
         w = _ChunkWriter(tmp, d, y_dtype, rows_per_chunk, n)
         if isinstance(X, da.Array) or isinstance(y, da.Array):
             _store_dask(w, X, y, rows_per_chunk)
@@ -383,7 +348,7 @@ def convert(src, dst, *, label_column="last", positive_class=None, rows_per_chun
         raise FileNotFoundError(f"source file {src} does not exist")
     if not src.is_file():
         raise ValueError(f"source {src} is not a file")
-    _check_destination(dst, overwrite)
+    check_destination(dst, overwrite, "zarr.json")
     rows_per_chunk = _check_rows_per_chunk(rows_per_chunk)
     if task not in TASKS:
         raise ValueError(f"task={task!r} is not valid; use one of {TASKS}")
@@ -394,7 +359,7 @@ def convert(src, dst, *, label_column="last", positive_class=None, rows_per_chun
     plan = _PLANNERS[_source_kind(src)](
         src, label_column=label_column, positive=positive, task=task, like=like,
         like_attrs=like_attrs, rows_per_chunk=rows_per_chunk, header=header, sep=sep)
-    with _staging(dst, overwrite) as tmp:
+    with staging(dst, overwrite) as tmp:
         w = _ChunkWriter(tmp, plan.n_features, plan.y_dtype, rows_per_chunk, plan.n_rows)
         for X, y in plan.chunks():
             w.append(X, y)

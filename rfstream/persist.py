@@ -18,13 +18,12 @@ from __future__ import annotations
 import hashlib
 import importlib
 import json
-import os
-import shutil
-import tempfile
 from pathlib import Path
 
 import numpy as np
 from sklearn.base import BaseEstimator
+
+from ._staging import staging
 
 FORMAT = "rfstream-model"
 FORMAT_VERSION = 1
@@ -117,12 +116,7 @@ def save_model(model, path, *, metadata=None, overwrite=False) -> Path:
     the training dataset's schema there).
     """
     path = Path(path)
-    if path.exists() and not overwrite:
-        raise FileExistsError(f"{path} already exists; pass overwrite=True (--overwrite) to replace it.")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.tmp-", dir=path.parent))
-    try:
-        root = tmp / "model"
+    with staging(path, overwrite, marker="model.json") as root:
         writer = _Writer(root)
         tree = writer.estimator(model, "model")
         doc = {
@@ -135,11 +129,6 @@ def save_model(model, path, *, metadata=None, overwrite=False) -> Path:
         }
         with open(root / "model.json", "w") as f:
             json.dump(doc, f, indent=1, sort_keys=False)
-        if path.exists():
-            shutil.rmtree(path)
-        os.replace(root, path)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
     return path
 
 

@@ -1,27 +1,19 @@
 """Writing predictions to Zarr block by block (temporary path, renamed when complete)."""
 from __future__ import annotations
 
-import os
-import shutil
-import tempfile
 from pathlib import Path
 
 import dask.array as da
 import numpy as np
 import zarr
 
+from ._staging import staging
 from .cluster import compute
 
 
 def write_predictions(pred, path, *, attrs=None, overwrite=False):
     """Store ``pred`` (numpy or lazy dask, rows first) as array ``y_pred`` of a Zarr group."""
-    path = Path(path)
-    if path.exists() and not overwrite:
-        raise FileExistsError(f"{path} already exists; pass --overwrite (overwrite=True) to replace it.")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.tmp-", dir=path.parent))
-    try:
-        store = tmp / "pred.zarr"
+    with staging(Path(path), overwrite) as store:
         group = zarr.open_group(str(store), mode="w")
         group.attrs.update({k: v for k, v in (attrs or {}).items()})
         pred = pred if isinstance(pred, da.Array) else da.from_array(np.asarray(pred))
@@ -30,9 +22,4 @@ def write_predictions(pred, path, *, attrs=None, overwrite=False):
         target = group.create_array("y_pred", shape=pred.shape, dtype=pred.dtype,
                                     chunks=tuple(c[0] for c in pred.chunks))
         compute(da.store(pred, target, lock=False, compute=False))
-        if path.exists():
-            shutil.rmtree(path)
-        os.replace(store, path)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-    return path
+    return Path(path)

@@ -57,9 +57,12 @@ def _check_alpha(alpha):
     return alphas
 
 
-def _centred(stats, n, s, t):
-    """Centre the Gram statistics on the means of the rows they came from."""
-    mu, nu = s / n, t / n
+def _normal_equations(stats, fit_intercept):
+    """(G, C, mu, nu): Z'Z and Z'Y, centred on the row means mu, nu if fitting an intercept."""
+    if not fit_intercept:
+        return stats["G"], stats["C"], np.zeros(stats["G"].shape[0]), np.zeros(stats["C"].shape[1])
+    n = max(stats["n"], 1.0)
+    mu, nu = stats["s"] / n, stats["t"] / n
     G = stats["G"] - n * np.outer(mu, mu)
     C = stats["C"] - n * np.outer(mu, nu)
     return G, C, mu, nu
@@ -128,12 +131,7 @@ class _BaseStreamingRidge(MultiOutputMixin, BaseEstimator):
         return W, b
 
     def _solve_stats(self, stats, alpha):
-        n = max(stats["n"], 1.0)
-        if self.fit_intercept:
-            G, C, mu, nu = _centred(stats, n, stats["s"], stats["t"])
-        else:
-            G, C = stats["G"], stats["C"]
-            mu, nu = np.zeros(G.shape[0]), np.zeros(C.shape[1])
+        G, C, mu, nu = _normal_equations(stats, self.fit_intercept)
         W = _solve(G, C, alpha)
         return W, nu - mu @ W
 
@@ -146,12 +144,7 @@ class _BaseStreamingRidge(MultiOutputMixin, BaseEstimator):
             if fold["n"] == 0:
                 continue
             train = {key: total[key] - fold[key] for key in total}
-            n = max(train["n"], 1.0)
-            if self.fit_intercept:
-                G, C, mu, nu = _centred(train, n, train["s"], train["t"])
-            else:
-                G, C = train["G"], train["C"]
-                mu, nu = np.zeros(G.shape[0]), np.zeros(C.shape[1])
+            G, C, mu, nu = _normal_equations(train, self.fit_intercept)
             e, V = scipy.linalg.eigh(G)
             VC = V.T @ C
             for i, a in enumerate(alphas):
