@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import sys
 
 import dask
 
@@ -48,18 +49,20 @@ def compute(*collections):
     if not lazy:
         results = collections
     else:
-        client = _current_client() if dask.config.get("scheduler", None) is None else None
+        local = dask.config.get("scheduler", None) in LOCAL_SCHEDULERS
+        client = None if local else _current_client()
         if client is not None:
             futures = client.compute(lazy)
             if _PROGRESS["enabled"]:
                 from distributed import progress
 
-                progress(futures)
+                with contextlib.redirect_stdout(sys.stderr):  # keep stdout for results
+                    progress(futures)
             values = iter(client.gather(futures))
         elif _PROGRESS["enabled"]:
             from dask.diagnostics import ProgressBar
 
-            with ProgressBar():
+            with ProgressBar(out=sys.stderr):
                 values = iter(dask.compute(*lazy))
         else:
             values = iter(dask.compute(*lazy))
