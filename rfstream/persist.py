@@ -61,6 +61,8 @@ class _Writer:
         (root / "arrays").mkdir(parents=True)
 
     def array(self, value: np.ndarray, where: str) -> dict:
+        if value.dtype.hasobject and all(isinstance(v, str) for v in value.flat):
+            value = value.astype(str)  # e.g. class labels from pandas: fixed-width unicode
         if value.dtype.hasobject:
             raise TypeError(
                 f"cannot save {where}: object arrays need pickle; convert it to a numeric "

@@ -415,15 +415,8 @@ def test_wrong_number_of_features_at_predict(Est):
 
 
 # -------------------------------------------------------------- sklearn conventions
-# Checks that fail for reasons that are not defects of the estimator.
-EXPECTED_FAILED = {
-    "StreamingRidgeClassifier": {
-        "check_fit2d_1sample": (
-            "the one-class error says 'needs at least 2 classes in y; got 1', which is "
-            "correct but not one of sklearn's accepted phrasings ('1 class', 'one class')"
-        ),
-    },
-}
+# Checks that fail for reasons that are not defects of the estimator (none at present).
+EXPECTED_FAILED = {}
 
 
 @parametrize_with_checks(

@@ -86,7 +86,7 @@ def _held_out_sse(W, mu, nu, fold):
     return BB - 2 * np.sum(W * AB) + np.sum(W * (AA @ W))
 
 
-class _BaseStreamingRidge(MultiOutputMixin, BaseEstimator):
+class _BaseStreamingRidge(BaseEstimator):
     _parameter_constraints = {
         "alpha": [Interval(Real, 0, None, closed="left"), "array-like"],
         "fit_intercept": ["boolean"],
@@ -157,10 +157,10 @@ class _BaseStreamingRidge(MultiOutputMixin, BaseEstimator):
     def _check_fit_input(self, X, y):
         if isinstance(X, da.Array):
             X = check_dask_2d(X)
-            if not isinstance(y, da.Array):
-                y = da.from_array(np.asarray(y), chunks=(X.chunks[0],) + (() if np.ndim(y) == 1 else (-1,)))
             if y.shape[0] != X.shape[0]:
                 raise ValueError(f"X has {X.shape[0]} rows but y has {y.shape[0]}.")
+            if not isinstance(y, da.Array):
+                y = da.from_array(np.asarray(y), chunks=(X.chunks[0],) + (() if np.ndim(y) == 1 else (-1,)))
             self.n_features_in_ = X.shape[1]
             return X, y
         return None
@@ -193,7 +193,7 @@ def _linear_block(x, coef, intercept, one):
     return out[:, 0] if one else out
 
 
-class StreamingRidge(RegressorMixin, _BaseStreamingRidge):
+class StreamingRidge(MultiOutputMixin, RegressorMixin, _BaseStreamingRidge):
     """Ridge regression from one streaming Gram reduction.
 
     Parameters
@@ -276,8 +276,8 @@ class StreamingRidgeClassifier(ClassifierMixin, _BaseStreamingRidge):
             classes = compute(da.unique(y))
         if classes.size < 2:
             raise ValueError(
-                f"StreamingRidgeClassifier needs at least 2 classes in y; got {classes.size} "
-                f"({classes.tolist()})."
+                f"StreamingRidgeClassifier needs samples of at least 2 classes in y; got "
+                f"{classes.size} class ({classes.tolist()})."
             )
         self.classes_ = classes
         n_targets = 1 if classes.size == 2 else classes.size
