@@ -62,9 +62,9 @@ def test_ridge_equals_sklearn_float64(fit_intercept, T, alpha):
 @pytest.mark.parametrize("fit_intercept", [True, False])
 @pytest.mark.parametrize("T", [None, 2])
 def test_ridge_float32_close_to_float64_solution(fit_intercept, T):
-    # float32 X: the Gram is a float32 SYRK over sub-blocks of <= 4096 rows added
+    # float32 X: the Gram is a float32 SYRK over sub-blocks of <= 8192 rows added
     # in float64, so each Gram entry carries a relative rounding of about
-    # sqrt(4096) * 6e-8 ~ 4e-6 (random walk of float32 roundings); on a problem
+    # sqrt(8192) * 6e-8 ~ 5e-6 (random walk of float32 roundings); on a problem
     # with cond ~ 10 that gives coefficients within ~1e-5 of the exact float64
     # solution on the same (float32-rounded) data.  Data are RFF-like (|mean| <
     # 1); a large column mean would be cancelled in float64 after the float32
@@ -333,7 +333,7 @@ def test_gram_pass_is_one_reduction_with_fused_features(monkeypatch, n_chunks):
     assert max(counts.values()) >= n_chunks
     # and the result is that of numpy on the materialized features; Z is
     # float32, whose SYRK partials round differently over 100-row chunks than
-    # over one 4096-row sub-block (~1e-7 relative per Gram entry, times the
+    # over one 8192-row sub-block (~1e-7 relative per Gram entry, times the
     # condition number of this 64-feature Gram ~ 100): 1e-4
     ref = StreamingRidge(alpha=[0.1, 1.0]).fit(Z.compute(), y.compute())
     assert ref.alpha_ == est.alpha_

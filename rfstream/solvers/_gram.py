@@ -12,30 +12,26 @@ K-fold cross-validation cost a single pass over the data.
 Fold membership of a row is a function of (seed, global row index) only
 (:func:`rfstream.random.row_integers`), so the result does not depend on the
 chunking.  Inside a block the Gram is accumulated over sub-blocks of
-:data:`SUB_BLOCK` rows with a float32 (or float64) SYRK whose results are
-added in float64: BLAS speed, with the float32 rounding confined to sums of
-at most SUB_BLOCK products.
+:data:`SUB_BLOCK` rows in the features' dtype (numpy sends ``z.T @ z`` to
+BLAS SYRK, which does half the flops of a GEMM) and the results are added in
+float64: BLAS speed, with the float32 rounding confined to sums of at most
+SUB_BLOCK products.  Measured on 65,536 x 2000 float32 features: scipy's
+``ssyrk`` on 4096-row sub-blocks 1.25 s, numpy 4096 rows 0.97 s, numpy 8192
+rows about 0.9 s (see docs/benchmarks.md).
 """
 from __future__ import annotations
 
 import numpy as np
-from scipy.linalg import blas
 
 from ..random import STREAM_FOLDS, row_integers
 from ..reductions import Layout
 
-SUB_BLOCK = 4096
+SUB_BLOCK = 8192
 
 
 def gram_layout(n_features: int, n_targets: int, n_folds: int) -> Layout:
     D, T, K = n_features, n_targets, n_folds
     return Layout(n=(K,), s=(K, D), t=(K, T), G=(K, D, D), C=(K, D, T), B=(K, T, T))
-
-
-def _syrk_upper(z):
-    """Upper triangle of z' z (lower triangle zero)."""
-    syrk = blas.ssyrk if z.dtype == np.float32 else blas.dsyrk
-    return syrk(1.0, z.T, trans=0, lower=0)
 
 
 def gram_chunk(z, y, *, offset, n_folds, seed, target_fn, layout):
@@ -57,14 +53,9 @@ def gram_chunk(z, y, *, offset, n_folds, seed, target_fn, layout):
         parts["s"][k] = zk.sum(axis=0, dtype=np.float64)
         parts["t"][k] = yk.sum(axis=0)
         parts["B"][k] = yk.T @ yk
+        yk_z = yk.astype(z.dtype)
         for start in range(0, zk.shape[0], SUB_BLOCK):
-            zs, ys = zk[start : start + SUB_BLOCK], yk[start : start + SUB_BLOCK]
-            parts["G"][k] += _syrk_upper(zs)
-            parts["C"][k] += zs.T.astype(np.float64) @ ys
+            zs = zk[start : start + SUB_BLOCK]
+            parts["G"][k] += zs.T @ zs
+            parts["C"][k] += zs.T @ yk_z[start : start + SUB_BLOCK]
     return out
-
-
-def symmetrize_upper(G):
-    """Fill the lower triangle of upper-triangular Grams (last two axes)."""
-    upper = np.triu(G)
-    return upper + np.swapaxes(np.triu(G, 1), -1, -2)

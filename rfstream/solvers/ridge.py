@@ -32,7 +32,7 @@ from ..cluster import compute
 from ..preprocess import check_dask_2d
 from ..random import check_seed
 from ..reductions import sum_rows
-from ._gram import gram_chunk, gram_layout, symmetrize_upper
+from ._gram import gram_chunk, gram_layout
 
 
 def _regression_targets(y):
@@ -111,9 +111,7 @@ class _BaseStreamingRidge(BaseEstimator):
             layout=layout,
         )
         vec = compute(sum_rows(chunk, layout.size, Z, y))
-        stats = {k: v.copy() for k, v in layout.unpack(vec).items()}
-        stats["G"] = symmetrize_upper(stats["G"])
-        return stats
+        return {k: v.copy() for k, v in layout.unpack(vec).items()}
 
     def _fit_targets(self, Z, y, target_fn, n_targets):
         alphas = _check_alpha(self.alpha)
