@@ -30,11 +30,10 @@ import pandas as pd
 from ._ingest import (
     LabelEncoder,
     LabelScanner,
-    LabelSchema,
     Plan,
-    check_like_task,
     compression_of,
     first_data_lines,
+    like_label_schema,
 )
 
 MAX_CATEGORIES = 1000
@@ -302,10 +301,7 @@ def plan(src: Path, *, label_column, positive, task, like, like_attrs, rows_per_
     labeled = layout.label_index is not None
     if like_attrs is not None:
         columns = columns_from_attrs(like_attrs, layout, like)
-        schema = LabelSchema.from_attrs(like_attrs)
-        check_like_task(task, positive, schema, like)
-        if labeled and schema is None:
-            raise ValueError(f"like={like} has no labels; pass label_column=None")
+        schema = like_label_schema(like_attrs, like, task, positive, labeled)
         n_rows = None
     else:
         scanner = LabelScanner(positive) if labeled else None

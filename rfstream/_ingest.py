@@ -245,6 +245,16 @@ class LabelEncoder:
         return out
 
 
+def like_label_schema(like_attrs: dict, like_path, task: str, positive: str | None,
+                      labeled: bool) -> LabelSchema | None:
+    """The label schema of a ``like=`` training set, checked against this conversion."""
+    schema = LabelSchema.from_attrs(like_attrs)
+    check_like_task(task, positive, schema, like_path)
+    if labeled and schema is None:
+        raise ValueError(f"like={like_path} has no labels; pass label_column=None")
+    return schema
+
+
 def check_like_task(task: str, positive: str | None, like: LabelSchema | None, like_path) -> None:
     """A ``like=`` conversion must not ask for another task or positive class."""
     if like is None:

@@ -18,7 +18,7 @@ from typing import Iterator
 
 import numpy as np
 
-from ._ingest import LabelEncoder, LabelScanner, LabelSchema, Plan, check_like_task, open_text
+from ._ingest import LabelEncoder, LabelScanner, Plan, like_label_schema, open_text
 
 SUFFIXES = {".svm", ".libsvm", ".svmlight", ".trn", ".tst", ".t"}
 
@@ -105,10 +105,7 @@ def plan(src: Path, *, label_column, positive, task, like, like_attrs, rows_per_
             raise ValueError(f"like={like} was not converted from LIBSVM "
                              f"(format={like_attrs.get('format')!r})")
         base, d = like_attrs["index_base"], len(like_attrs["feature_names"])
-        schema = LabelSchema.from_attrs(like_attrs)
-        check_like_task(task, positive, schema, like)
-        if labeled and schema is None:
-            raise ValueError(f"like={like} has no labels; pass label_column=None")
+        schema = like_label_schema(like_attrs, like, task, positive, labeled)
         n_rows = None
     else:
         scanner = LabelScanner(positive) if labeled else None
