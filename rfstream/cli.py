@@ -213,8 +213,9 @@ def cmd_evaluate(args):
     model, meta = _load(args.model)
     result = evaluate_dataset(model, meta, args.data)
     result["model"] = str(args.model)
-    if args.out:
-        _write_json(result, args.out)
+    out = args.out or Path(args.model) / f"metrics-{Path(args.data).stem}.json"
+    result["metrics_file"] = str(out)
+    _write_json(result, out)
     _print_json(result)
 
 
@@ -354,7 +355,8 @@ def build_parser():
     p = sub.add_parser("evaluate", help="error rate or relative RMSE of a model on a dataset")
     p.add_argument("model")
     p.add_argument("data")
-    p.add_argument("--out", default=None, help="also write the metrics to this JSON file")
+    p.add_argument("--out", default=None,
+                   help="JSON file for the metrics (default: MODEL/metrics-<DATA name>.json)")
     _common(p)
     p.set_defaults(func=cmd_evaluate, uses_cluster=True)
 

@@ -219,3 +219,14 @@ def test_console_script_missing_file(tmp_path):
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and "Traceback" not in proc.stderr, proc.stderr
     assert lines[0].startswith("rfstream: error:") and "missing.csv" in lines[0]
+
+
+def test_evaluate_writes_metrics_beside_the_model_by_default(workdir, capsys):
+    # evaluate both prints and writes its JSON; with no --out the file goes into the model
+    # directory, named after the dataset, and holds what was printed
+    assert run(["evaluate", workdir / "model", workdir / "train.zarr", "--scheduler", "threads",
+                "--quiet"]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    written = json.loads((workdir / "model" / "metrics-train.json").read_text())
+    assert written == printed
+    assert written["metric"] == "error_rate" and 0.0 <= written["value"] < 0.5
