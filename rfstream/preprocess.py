@@ -11,30 +11,12 @@ from numbers import Real
 import dask.array as da
 import numpy as np
 from sklearn.base import BaseEstimator, OneToOneFeatureMixin, TransformerMixin
-from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from ._validation import check_dask_array
 from .cluster import compute
 from .random import STREAM_SPLIT, check_seed, chunk_offsets, row_uniform
 from .reductions import moments, unpack_moments
-
-
-def check_dask_2d(X, name="X", n_features=None):
-    """Validate a 2-D dask array; return it with a single column chunk."""
-    if X.ndim != 2:
-        raise ValueError(f"{name} must be 2-D (n_samples, n_features); got shape {X.shape}.")
-    if not np.issubdtype(X.dtype, np.number) and X.dtype != bool:
-        raise TypeError(f"{name} must be numeric; got dtype {X.dtype}.")
-    if any(np.isnan(c) for c in X.chunks[0]):
-        raise ValueError(
-            f"{name} has unknown row chunk sizes; call {name}.compute_chunk_sizes() first."
-        )
-    if n_features is not None and X.shape[1] != n_features:
-        raise ValueError(
-            f"{name} has {X.shape[1]} features, but this estimator was fitted with "
-            f"{n_features} features."
-        )
-    return X.rechunk({1: -1}) if X.numblocks[1] > 1 else X
 
 
 def _float_dtype(dtype):
@@ -78,8 +60,7 @@ class Standardizer(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
     def fit(self, X, y=None):
         self._validate_params()
         if isinstance(X, da.Array):
-            X = check_dask_2d(X)
-            self.n_features_in_ = X.shape[1]
+            X = check_dask_array(X, self, reset=True)
         else:
             X = validate_data(self, X, dtype=[np.float64, np.float32])
         n, mean, var = unpack_moments(compute(moments(X)))
@@ -113,7 +94,7 @@ class Standardizer(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         """Standardize X: numpy in, numpy out; dask in, lazy dask out."""
         check_is_fitted(self)
         if isinstance(X, da.Array):
-            X = check_dask_2d(X, n_features=self.n_features_in_)
+            X = check_dask_array(X, self)
             dtype = _float_dtype(X.dtype)
             return X.map_blocks(
                 self._block, dtype=dtype, chunks=X.chunks, meta=np.empty((0, 0), dtype)

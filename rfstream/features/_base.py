@@ -23,7 +23,6 @@ random generator, numpy vs dask) and call the hooks a map implements:
 """
 from __future__ import annotations
 
-import numbers
 from abc import abstractmethod
 
 import dask.array as da
@@ -38,6 +37,7 @@ from sklearn.base import (
 from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from .._validation import check_dask_array
 from ..kernels import auto_gamma
 from ..random import check_seed
 
@@ -162,38 +162,7 @@ class FeatureMap(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimato
                 self, X, reset=reset, accept_sparse=("csr", "csc"),
                 dtype=[np.float64, np.float32],
             )
-        if not isinstance(X, da.Array):
-            raise TypeError(
-                f"X is a dask {type(X).__name__}; pass a dask array instead, e.g. "
-                "X.to_dask_array(lengths=True)."
-            )
-        if X.ndim != 2:
-            raise ValueError(
-                f"Expected a 2-d dask array for X; got ndim={X.ndim} with shape {X.shape}."
-            )
-        if X.dtype.kind not in "biuf":
-            raise ValueError(
-                f"X must have a real numeric dtype; got dtype {X.dtype}. Cast it, e.g. "
-                "X.astype('float32')."
-            )
-        n_features = X.shape[1]
-        if not isinstance(n_features, numbers.Integral):
-            raise ValueError(
-                "X has an unknown number of columns (nan chunk sizes); call "
-                "X.compute_chunk_sizes() or pass a dask array with known columns."
-            )
-        if reset:
-            self.n_features_in_ = int(n_features)
-            if hasattr(self, "feature_names_in_"):
-                del self.feature_names_in_
-        elif n_features != self.n_features_in_:
-            raise ValueError(
-                f"X has {n_features} features, but {type(self).__name__} is expecting "
-                f"{self.n_features_in_} features as input."
-            )
-        if len(X.chunks[1]) > 1:  # features need whole rows: chunk by rows only
-            X = X.rechunk({1: -1})
-        return X
+        return check_dask_array(X, self, reset=reset, known_rows=False)
 
     def __dask_tokenize__(self):
         # Deterministic graph names: class, parameters and fitted state.

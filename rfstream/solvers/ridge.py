@@ -29,7 +29,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ..cluster import compute
-from ..preprocess import check_dask_2d
+from .._validation import check_dask_array
 from ..random import check_seed
 from ..reductions import sum_rows
 from ._gram import gram_chunk, gram_layout
@@ -154,12 +154,11 @@ class _BaseStreamingRidge(BaseEstimator):
     # -- shared input handling ------------------------------------------------
     def _check_fit_input(self, X, y):
         if isinstance(X, da.Array):
-            X = check_dask_2d(X)
+            X = check_dask_array(X, self, reset=True)
             if y.shape[0] != X.shape[0]:
                 raise ValueError(f"X has {X.shape[0]} rows but y has {y.shape[0]}.")
             if not isinstance(y, da.Array):
                 y = da.from_array(np.asarray(y), chunks=(X.chunks[0],) + (() if np.ndim(y) == 1 else (-1,)))
-            self.n_features_in_ = X.shape[1]
             return X, y
         return None
 
@@ -167,7 +166,7 @@ class _BaseStreamingRidge(BaseEstimator):
         check_is_fitted(self)
         coef = np.atleast_2d(self.coef_)
         if isinstance(X, da.Array):
-            X = check_dask_2d(X, n_features=self.n_features_in_)
+            X = check_dask_array(X, self)
             one = np.ndim(self.coef_) == 1 or (isinstance(self, ClassifierMixin) and coef.shape[0] == 1)
             chunks = (X.chunks[0],) if one else (X.chunks[0], (coef.shape[0],))
             return X.map_blocks(
