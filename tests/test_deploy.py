@@ -1,0 +1,98 @@
+"""deploy/ files are valid and every rfstream command they run exists with those flags.
+
+Images cannot be pulled or built here, so this is what CI can check: the YAML parses, the
+compose file has a scheduler, workers and a job, and each `rfstream ...` invocation in
+deploy/ is accepted by the real CLI parser (argparse exits with code 2 on an unknown
+subcommand or flag).
+"""
+import ast
+import re
+import shlex
+from pathlib import Path
+
+import pytest
+import yaml
+
+from rfstream.cli import build_parser
+
+DEPLOY = Path(__file__).resolve().parents[1] / "deploy"
+
+
+def _parses(argv):
+    """argv after 'rfstream' is accepted by the CLI parser."""
+    build_parser().parse_args([str(a) for a in argv])
+
+
+def _rfstream_argv(words):
+    words = list(words)
+    return words[words.index("rfstream") + 1 :]
+
+
+def _yaml_docs(name):
+    return [d for d in yaml.safe_load_all((DEPLOY / name).read_text()) if d is not None]
+
+
+@pytest.mark.parametrize("name", ["docker-compose.yml", "helm-values.yaml", "k8s-daskjob.yaml", "tls.yaml"])
+def test_yaml_parses(name):
+    assert _yaml_docs(name), f"{name} is empty"
+
+
+def test_compose_has_scheduler_workers_and_an_rfstream_job():
+    (doc,) = _yaml_docs("docker-compose.yml")
+    services = doc["services"]
+    assert {"scheduler", "worker", "job"} <= set(services)
+    assert services["scheduler"]["command"][:2] == ["dask", "scheduler"]
+    assert services["worker"]["command"][:2] == ["dask", "worker"]
+    job = services["job"]["command"]
+    argv = _rfstream_argv(job)
+    _parses(argv)
+    # the job reaches the compose scheduler, and the ports are published on loopback only
+    assert argv[argv.index("--scheduler") + 1] == "tcp://scheduler:8786"
+    assert all(p.startswith("127.0.0.1:") for p in services["scheduler"]["ports"])
+
+
+def test_k8s_daskjob_runs_a_valid_rfstream_command():
+    (doc,) = _yaml_docs("k8s-daskjob.yaml")
+    assert doc["kind"] == "DaskJob" and doc["apiVersion"].startswith("kubernetes.dask.org/")
+    (container,) = doc["spec"]["job"]["spec"]["containers"]
+    script = " ".join(container["args"])
+    words = [w for w in shlex.split(script) if not re.match(r"^[A-Z_]+=", w)]
+    _parses(_rfstream_argv(words))
+    assert "RFSTREAM_SCHEDULER=" in script  # the operator's address reaches rfstream
+
+
+def test_helm_values_use_the_rfstream_image():
+    (doc,) = _yaml_docs("helm-values.yaml")
+    assert doc["scheduler"]["image"]["repository"] == "rfstream"
+    assert doc["worker"]["image"]["repository"] == "rfstream"
+
+
+def test_slurm_example_calls_a_valid_command():
+    tree = ast.parse((DEPLOY / "slurm_job.py").read_text())
+    calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call) and getattr(n.func, "id", None) == "main"]
+    assert calls, "slurm_job.py does not call rfstream.cli.main"
+    argv = ["PLACEHOLDER" if not isinstance(e, ast.Constant) else e.value for e in calls[0].args[0].elts]
+    _parses(argv)
+
+
+def test_tls_config_requires_encryption():
+    (doc,) = _yaml_docs("tls.yaml")
+    comm = doc["distributed"]["comm"]
+    assert comm["require-encryption"] is True
+    assert {"ca-file", "scheduler", "worker", "client"} <= set(comm["tls"])
+
+
+def test_commands_in_deploy_readme_exist():
+    text = (DEPLOY / "README.md").read_text()
+    blocks = re.findall(r"```(?:bash|sh)?\n(.*?)```", text, flags=re.S)
+    lines = [ln.strip() for block in blocks for ln in block.splitlines()]
+    commands = []
+    for i, line in enumerate(lines):
+        if line.startswith("rfstream "):
+            while line.endswith("\\") and i + 1 < len(lines):
+                i += 1
+                line = line[:-1] + " " + lines[i]
+            commands.append(line)
+    assert commands, "deploy/README.md shows no rfstream command"
+    for command in commands:
+        _parses(shlex.split(command)[1:])
