@@ -21,8 +21,8 @@ def check_dask_array(X, estimator=None, *, reset=False, known_rows=True):
     Parameters
     ----------
     estimator : estimator, optional
-        With ``reset=True`` its ``n_features_in_`` is set; otherwise ``X`` must
-        have that many columns.
+        With ``reset=True`` (fitting) ``X`` must have rows and the estimator's
+        ``n_features_in_`` is set; otherwise ``X`` must have that many columns.
     known_rows : bool
         Require known row chunk sizes (reductions need global row offsets).
     """
@@ -45,6 +45,8 @@ def check_dask_array(X, estimator=None, *, reset=False, known_rows=True):
         )
     if known_rows and any(np.isnan(c) for c in X.chunks[0]):
         raise ValueError("X has unknown row chunk sizes; call X.compute_chunk_sizes() first.")
+    if reset and X.shape[0] == 0:
+        raise ValueError(f"Found array with 0 sample(s) (shape={X.shape}) while a minimum of 1 is required.")
     if estimator is not None:
         if reset:
             estimator.n_features_in_ = int(n_features)

@@ -23,6 +23,7 @@ import time
 from pathlib import Path
 from typing import Iterator
 
+import dask
 import dask.array as da
 import numpy as np
 import zarr
@@ -189,14 +190,48 @@ def _open_group(path) -> zarr.Group:
     return group
 
 
+class _CheckedReader:
+    """Array-like over a Zarr array: a chunk that cannot be read or decoded raises a
+    one-line ``ValueError`` naming the dataset, the array and the rows.
+
+    Zarr's codecs raise ``RuntimeError`` and others for a damaged chunk, deep inside a
+    task; this turns them into an error a user can act on, wherever the task runs.
+    """
+
+    def __init__(self, array, path):
+        self.array, self.path = array, str(path)
+        self.shape, self.dtype, self.ndim = array.shape, array.dtype, array.ndim
+
+    def __getitem__(self, key):
+        try:
+            return self.array[key]
+        except Exception as exc:  # any codec or storage failure: report it as bad data
+            rows = key[0] if isinstance(key, tuple) else key
+            where = f"rows {rows.start}-{rows.stop}" if isinstance(rows, slice) else "a chunk"
+            detail = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            raise ValueError(
+                f"dataset {self.path}: {where} of array {self.array.basename!r} cannot be read "
+                f"({detail}); the dataset is damaged, convert or write it again"
+            ) from None
+
+
+def _lazy(group, name, path):
+    array = group[name]
+    token = dask.base.tokenize(str(Path(path).resolve()), name, array.shape, array.chunks,
+                               os.path.getmtime(Path(path) / name / "zarr.json"))
+    return da.from_array(_CheckedReader(array, path), chunks=array.chunks, name=f"rfstream-{name}-{token}",
+                         meta=np.empty((0,) * array.ndim, array.dtype), asarray=False)
+
+
 def open_dataset(path):
     """Open a dataset lazily: ``(X, y)`` dask arrays chunked like the Zarr arrays.
 
-    ``y`` is None when the dataset has no labels.  Nothing is read until computed.
+    ``y`` is None when the dataset has no labels.  Nothing is read until computed; a
+    damaged chunk raises a ``ValueError`` naming the dataset and the rows when read.
     """
     group = _open_group(path)
-    X = da.from_zarr(group["X"])
-    y = da.from_zarr(group["y"]) if "y" in group else None
+    X = _lazy(group, "X", path)
+    y = _lazy(group, "y", path) if "y" in group else None
     return X, y
 
 

@@ -19,6 +19,20 @@ from .random import STREAM_SPLIT, check_seed, chunk_offsets, row_uniform
 from .reductions import moments, unpack_moments
 
 
+def check_finite_columns(mean, var):
+    """Raise if a column's moments are not finite: the column holds NaN or inf.
+
+    For dask input this is how NaN and inf are found without a pass of their own:
+    the standardizer's moments are computed anyway.
+    """
+    bad = np.flatnonzero(~(np.isfinite(mean) & np.isfinite(var)))
+    if bad.size:
+        raise ValueError(
+            f"X contains NaN or infinity in {bad.size} column(s) (first: {bad[:5].tolist()}); "
+            "remove or impute them (rfstream convert fills missing CSV values with the column mean)."
+        )
+
+
 def _float_dtype(dtype):
     return dtype if dtype in (np.float32, np.float64) else np.float64
 
@@ -64,6 +78,7 @@ class Standardizer(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         else:
             X = validate_data(self, X, dtype=[np.float64, np.float32])
         n, mean, var = unpack_moments(compute(moments(X)))
+        check_finite_columns(mean, var)
         self.n_samples_seen_ = int(n)
         self.var_ = var
         scale = np.sqrt(var)

@@ -128,8 +128,9 @@ def moments_chunk(x, offset=0):
     """Partials ``[n, mean (d), M2 (d)]`` of one block, in float64."""
     x = np.asarray(x, dtype=np.float64)
     n = x.shape[0]
-    mean = x.mean(axis=0) if n else np.zeros(x.shape[1])
-    m2 = ((x - mean) ** 2).sum(axis=0)
+    with np.errstate(invalid="ignore", over="ignore"):  # inf in x: non-finite moments, reported by the caller
+        mean = x.mean(axis=0) if n else np.zeros(x.shape[1])
+        m2 = ((x - mean) ** 2).sum(axis=0)
     return np.concatenate([[n], mean, m2])
 
 
@@ -148,7 +149,8 @@ def moments_combine(parts, axis=0, keepdims=True):
         mean = np.zeros(d)
     else:
         mean = (n[:, None] * means).sum(axis=0) / total
-    m2 = (m2s + n[:, None] * (means - mean) ** 2).sum(axis=0)
+    with np.errstate(invalid="ignore", over="ignore"):
+        m2 = (m2s + n[:, None] * (means - mean) ** 2).sum(axis=0)
     out = np.concatenate([[total], mean, m2])
     return out[None, :] if keepdims else out
 

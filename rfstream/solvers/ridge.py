@@ -118,6 +118,13 @@ class _BaseStreamingRidge(BaseEstimator):
         n_folds = self.cv if alphas.size > 1 else 1
         stats = self._statistics(Z, y, target_fn, n_targets, n_folds)
         total = {k: v.sum(axis=0) for k, v in stats.items()}
+        if total["n"] == 0:
+            raise ValueError("cannot fit on 0 rows: X is empty.")
+        if not all(np.isfinite(v).all() for v in total.values()):
+            raise ValueError(
+                "X or y contains NaN or infinity (the Gram reduction is not finite); remove or "
+                "impute them before fitting."
+            )
         if alphas.size > 1:
             self.alphas_ = alphas
             self.cv_mse_ = self._path_errors(stats, total, alphas)

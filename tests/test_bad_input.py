@@ -1,0 +1,14 @@
+"""The bad-input battery (tests/bad_input_battery.py) under pytest: one test per case."""
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+from bad_input_battery import CASES, run_case  # noqa: E402
+
+
+@pytest.mark.parametrize("name, setup, keyword, output", CASES, ids=[c[0] for c in CASES])
+def test_bad_input_fails_cleanly(name, setup, keyword, output, tmp_path):
+    behaved, detail = run_case(setup, keyword, output, tmp_path)
+    assert behaved, f"{name}: {detail}"
