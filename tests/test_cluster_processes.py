@@ -45,21 +45,26 @@ def cluster(tmp_path_factory):
          "--dashboard-address", "127.0.0.1:0", "--scheduler-file", sched_file],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )
-    deadline = time.time() + 60
-    address = None
-    while address is None and time.time() < deadline:
-        try:  # the file appears before it is completely written
-            address = json.loads(sched_file.read_text())["address"]
-        except (FileNotFoundError, ValueError, KeyError):
-            time.sleep(0.1)
-    workers = [_start_worker(address) for _ in range(2)]
-    client = Client(address, timeout="60s", set_as_default=False)
-    client.wait_for_workers(2, timeout=60)
-    yield address, client, workers
-    client.close()
-    for p in workers + [scheduler]:
-        p.kill()
-        p.wait()
+    workers, client = [], None
+    try:  # whatever fails below, no scheduler or worker process outlives the tests
+        deadline = time.time() + 60
+        address = None
+        while address is None and time.time() < deadline:
+            try:  # the file appears before it is completely written
+                address = json.loads(sched_file.read_text())["address"]
+            except (FileNotFoundError, ValueError, KeyError):
+                time.sleep(0.1)
+        assert address, f"dask scheduler did not write {sched_file} within 60 s"
+        workers += [_start_worker(address) for _ in range(2)]
+        client = Client(address, timeout="60s", set_as_default=False)
+        client.wait_for_workers(2, timeout=60)
+        yield address, client, workers
+    finally:
+        if client is not None:
+            client.close()
+        for p in workers + [scheduler]:
+            p.kill()
+            p.wait()
 
 
 def _coef(path):
