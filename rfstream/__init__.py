@@ -6,16 +6,25 @@ every pass over the rows is a distributed reduction.  See README.md.
 """
 __version__ = "0.1.0"
 
+from .datadriven import TEFM
 from .features import RandomFourierFeatures
 from .persist import load_model, save_model
 from .preprocess import Standardizer, encode_labels, train_test_split
-from .solvers import StreamingRidge, StreamingRidgeClassifier
+from .solvers import (
+    StreamingRidge,
+    StreamingRidgeClassifier,
+    StreamingSGDClassifier,
+    StreamingSGDRegressor,
+)
 
 __all__ = [
     "RandomFourierFeatures",
     "Standardizer",
     "StreamingRidge",
     "StreamingRidgeClassifier",
+    "StreamingSGDClassifier",
+    "StreamingSGDRegressor",
+    "TEFM",
     "encode_labels",
     "load_model",
     "save_model",

@@ -116,11 +116,16 @@ def cmd_convert(args):
 
 
 def fit_dataset(data, *, features="rff", n_components=1000, kernel="gaussian", gamma="auto",
-                sampler="mc", variant="cos", solver="ridge", alpha=1.0, cv=5, random_state=0,
-                standardize=True, out=None, overwrite=False, X=None, y=None, attrs=None):
-    """Fit a model on a Zarr dataset (or given dask arrays) and save it to ``out``."""
+                sampler="mc", variant="cos", solver="ridge", alpha=None, cv=5, random_state=0,
+                standardize=True, out=None, overwrite=False, X=None, y=None, attrs=None,
+                n_random_features=None, power_iter=None, loss=None, epochs=None):
+    """Fit a model on a Zarr dataset (or given dask arrays) and save it to ``out``.
+
+    ``alpha`` (None: the solver's default), ``cv``, ``loss`` and ``epochs`` go
+    to the solvers that take them (ridge: alpha, cv; sgd: alpha, loss, max_iter).
+    """
     from . import io
-    from .models import make_model, onehot_columns
+    from .models import SOLVERS, TEFM_FEATURES, make_model, onehot_columns
     from .persist import save_model
 
     if X is None:
@@ -131,6 +136,13 @@ def fit_dataset(data, *, features="rff", n_components=1000, kernel="gaussian", g
         raise UserError(f"{data} has no labels (task={task!r}); fit needs a labelled dataset.")
     if out is not None and Path(out).exists() and not overwrite:
         raise FileExistsError(f"{out} already exists; pass --overwrite to replace it.")
+    tefm_params = {"n_random_features": n_random_features, "n_power_iter": power_iter}
+    tefm_params = {k: v for k, v in tefm_params.items() if v is not None}
+    if tefm_params and features not in TEFM_FEATURES:
+        raise UserError(
+            f"--n-random-features/--power-iter apply to --features {'|'.join(TEFM_FEATURES)} "
+            f"only; got --features {features}."
+        )
     model = make_model(
         task,
         features=features,
@@ -138,8 +150,9 @@ def fit_dataset(data, *, features="rff", n_components=1000, kernel="gaussian", g
         standardize=standardize,
         passthrough=onehot_columns(attrs),
         feature_params=dict(n_components=n_components, kernel=kernel, gamma=gamma, sampler=sampler,
-                            variant=variant, random_state=random_state),
-        solver_params=dict(alpha=alpha, cv=cv, random_state=random_state),
+                            variant=variant, random_state=random_state, **tefm_params),
+        solver_params=_solver_params(SOLVERS.get(solver, {}).get(task), alpha=alpha, cv=cv,
+                                     random_state=random_state, loss=loss, max_iter=epochs),
     )
     t0 = time.perf_counter()
     model.fit(X, y)
@@ -161,17 +174,33 @@ def fit_dataset(data, *, features="rff", n_components=1000, kernel="gaussian", g
     return model, meta
 
 
+def _solver_params(solver_cls, **params):
+    """The given (not None) parameters that ``solver_cls`` accepts; a parameter it
+    does not take but that was given explicitly is a user error."""
+    params = {k: v for k, v in params.items() if v is not None}
+    if solver_cls is None:
+        return params
+    accepted = solver_cls().get_params()
+    for key, flag in (("loss", "--loss"), ("max_iter", "--epochs")):
+        if key in params and key not in accepted:
+            raise UserError(f"{flag} does not apply to {solver_cls.__name__}; it is an option of "
+                            "--solver sgd (classification).")
+    return {k: v for k, v in params.items() if k in accepted}
+
+
 def cmd_fit(args):
     model, meta = fit_dataset(
         args.data, features=args.features, n_components=args.n_components, kernel=args.kernel,
         gamma=args.gamma, sampler=args.sampler, variant=args.variant, solver=args.solver,
         alpha=args.alpha, cv=args.cv, random_state=args.random_state,
         standardize=not args.no_standardize, out=args.out, overwrite=args.overwrite,
+        n_random_features=args.n_random_features, power_iter=args.power_iter,
+        loss=args.loss, epochs=args.epochs,
     )
     if not args.quiet:
         solver = model.named_steps["solver"]
         _print_json({"model": str(args.out), "rows": meta["dataset"]["n_rows"],
-                     "alpha": solver.alpha_, "gamma": model.named_steps["features"].gamma_,
+                     "alpha": getattr(solver, "alpha_", solver.alpha), "gamma": model.named_steps["features"].gamma_,
                      "fit_seconds": meta["fit_seconds"]})
 
 
@@ -335,8 +364,17 @@ def build_parser():
     p.add_argument("--gamma", type=_gamma, default="auto")
     p.add_argument("--sampler", choices=sorted(SAMPLERS), default="mc")
     p.add_argument("--variant", choices=["cos", "cossin"], default="cos")
+    p.add_argument("--n-random-features", type=int, default=None,
+                   help="tefm-g/tefm-s: random Fourier features d (default 4 x --n-components)")
+    p.add_argument("--power-iter", type=int, default=None,
+                   help="tefm-g/tefm-s: power iterations q (default 1)")
     p.add_argument("--solver", choices=sorted(SOLVERS), default="ridge")
-    p.add_argument("--alpha", type=_alpha, default=1.0, help="a value or a comma-separated list (CV)")
+    p.add_argument("--alpha", type=_alpha, default=None,
+                   help="ridge: a value or a comma-separated list (CV), default 1; "
+                        "sgd: lambda of the regularized risk, default 1e-4")
+    p.add_argument("--loss", choices=["hinge", "log_loss", "squared_hinge"], default=None,
+                   help="sgd classification loss (default hinge: Pegasos)")
+    p.add_argument("--epochs", type=int, default=None, help="sgd: passes over the data (default 20)")
     p.add_argument("--cv", type=int, default=5)
     p.add_argument("--random-state", type=int, default=0)
     p.add_argument("--no-standardize", action="store_true")

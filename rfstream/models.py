@@ -8,14 +8,33 @@ inside one task (blockwise fusion), so the feature matrix is never stored.
 """
 from __future__ import annotations
 
+from functools import partial
+
 from sklearn.pipeline import Pipeline
 
+from .datadriven import TEFM
 from .features import RandomFourierFeatures
 from .preprocess import Standardizer
-from .solvers import StreamingRidge, StreamingRidgeClassifier
+from .solvers import (
+    StreamingRidge,
+    StreamingRidgeClassifier,
+    StreamingSGDClassifier,
+    StreamingSGDRegressor,
+)
 
-FEATURES = {"rff": RandomFourierFeatures}
-SOLVERS = {"ridge": {"classification": StreamingRidgeClassifier, "regression": StreamingRidge}}
+FEATURES = {
+    "rff": RandomFourierFeatures,
+    # TEFM-G / TEFM-S: n_components is l; n_random_features (d) and n_power_iter
+    # are TEFM-only; sampler and variant go to the inner random Fourier features.
+    "tefm-g": partial(TEFM, method="gaussian"),
+    "tefm-s": partial(TEFM, method="srht"),
+}
+#: feature maps that take n_random_features / n_power_iter (CLI --n-random-features, --power-iter)
+TEFM_FEATURES = ("tefm-g", "tefm-s")
+SOLVERS = {
+    "ridge": {"classification": StreamingRidgeClassifier, "regression": StreamingRidge},
+    "sgd": {"classification": StreamingSGDClassifier, "regression": StreamingSGDRegressor},
+}
 
 
 def onehot_columns(attrs):

@@ -22,6 +22,13 @@ VIRTUAL_BLOCK = 4096
 STREAM_SPLIT = 1
 STREAM_FOLDS = 2
 STREAM_SAMPLE = 3
+STREAM_SGD_ORDER = 4  # SGD: order of the rows inside a chunk (one stream per epoch)
+STREAM_SGD_HOLDOUT = 5  # SGD: held-out rows for early stopping
+STREAM_SGD_CHUNKS = 6  # SGD: order of the chunks in an epoch
+# TEFM (rfstream.datadriven.tefm): Gaussian test matrix, block-SRHT signs and row samples.
+STREAM_TEFM_GAUSSIAN = 10
+STREAM_SRHT_SIGNS = 11
+STREAM_SRHT_SAMPLE = 12
 
 
 def check_seed(random_state) -> int:
@@ -59,6 +66,24 @@ def row_uniform(seed: int, stream: int, start: int, stop: int) -> np.ndarray:
     first, last = start // VIRTUAL_BLOCK, (stop - 1) // VIRTUAL_BLOCK
     parts = [
         np.random.default_rng([seed, stream, b]).random(VIRTUAL_BLOCK)
+        for b in range(first, last + 1)
+    ]
+    values = np.concatenate(parts) if len(parts) > 1 else parts[0]
+    offset = start - first * VIRTUAL_BLOCK
+    return values[offset : offset + (stop - start)]
+
+
+def row_normal(seed: int, stream: int, start: int, stop: int, k: int, dtype=np.float64) -> np.ndarray:
+    """Standard normal ``(stop - start, k)`` matrix for global rows ``start:stop``.
+
+    Row ``i`` depends only on ``(seed, stream, i, k)`` (virtual blocks of
+    :data:`VIRTUAL_BLOCK` rows), e.g. the Gaussian test matrix of TEFM-G.
+    """
+    if stop <= start:
+        return np.empty((0, k), dtype=dtype)
+    first, last = start // VIRTUAL_BLOCK, (stop - 1) // VIRTUAL_BLOCK
+    parts = [
+        np.random.default_rng([seed, stream, b]).standard_normal((VIRTUAL_BLOCK, k), dtype=dtype)
         for b in range(first, last + 1)
     ]
     values = np.concatenate(parts) if len(parts) > 1 else parts[0]

@@ -2,28 +2,19 @@
 
 import bz2
 import gzip
-import os
 from pathlib import Path
 
 import dask.array as da
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import _datasets_path, require_datasets
 
 from rfstream import io as rio
 from rfstream.io import convert, dataset_info, iter_row_chunks, open_dataset, write_dataset
 
-DATASETS = (Path(os.environ["RFSTREAM_DATASETS"]) if os.environ.get("RFSTREAM_DATASETS")
-            else Path(__file__).resolve().parents[1].parent / "shared" / "datasets")
-
-
-def need_datasets() -> Path:
-    """Skip when the real datasets are missing; under CI=true fail instead."""
-    if os.environ.get("CI", "").lower() in ("true", "1"):
-        assert DATASETS.is_dir(), f"CI=true but the datasets folder {DATASETS} is missing"
-    elif not DATASETS.is_dir():
-        pytest.skip(f"datasets folder {DATASETS} is missing; set RFSTREAM_DATASETS")
-    return DATASETS
+DATASETS = _datasets_path()
+need_datasets = require_datasets  # skip when missing; under CI=true fail instead
 
 
 def load(path):

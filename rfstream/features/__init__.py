@@ -5,6 +5,7 @@ All maps share :class:`FeatureMap`: parameters are drawn once in ``fit`` and
 to dask arrays block by block (lazily).
 """
 from ._base import FeatureMap
+from .fastfood import CompactRandomFeatures, FastfoodFeatures
 from .fourier import RandomFourierFeatures
 
-__all__ = ["FeatureMap", "RandomFourierFeatures"]
+__all__ = ["CompactRandomFeatures", "FastfoodFeatures", "FeatureMap", "RandomFourierFeatures"]

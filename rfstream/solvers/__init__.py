@@ -1,4 +1,11 @@
-"""Solvers: ridge through one Gram reduction (SGD solvers come in a later issue)."""
+"""Solvers: ridge through one Gram reduction; streaming SGD (Pegasos, logistic, ...)."""
 from .ridge import StreamingRidge, StreamingRidgeClassifier
+from .sgd import StreamingSGDClassifier, StreamingSGDRegressor, sgd_steps
 
-__all__ = ["StreamingRidge", "StreamingRidgeClassifier"]
+__all__ = [
+    "StreamingRidge",
+    "StreamingRidgeClassifier",
+    "StreamingSGDClassifier",
+    "StreamingSGDRegressor",
+    "sgd_steps",
+]

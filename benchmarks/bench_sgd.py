@@ -1,0 +1,226 @@
+"""Acceptance benchmark of the streaming SGD solvers (issue 6); results in docs/sgd.md.
+
+For each dataset (Adult, KDD99 10% -> corrected), with Gaussian RFF D = 1000
+(Standardizer with one-hot pass-through, gamma="auto", seed 0):
+
+1. scikit-learn's exact optimum of the same objective on the in-memory feature
+   matrix: LinearSVC(loss="hinge", dual=True) and
+   LogisticRegression(solver="liblinear"), C = 1/(alpha n), intercept_scaling 1
+   (both regularize the intercept exactly as rfstream does);
+2. rfstream's StreamingSGDClassifier on the lazy feature array (features
+   computed inside each epoch's tasks), epoch by epoch: exact objective (one
+   reduction) and wall time; test error;
+3. dask-ml's Incremental(SGDClassifier) on the same lazy features, epoch by
+   epoch, its model's objective measured by the same reduction (time for that
+   evaluation excluded); test error.
+
+    python benchmarks/bench_sgd.py --datasets adult kdd --out docs/bench_sgd.json
+
+Everything runs on dask's threaded scheduler (2 cores here).  Objectives
+are f = alpha/2 (||w||^2 + b^2) + 1/n sum_i L(y_i, w z_i + b) with y in {-1, +1}.
+"""
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import os
+import time
+import warnings
+from pathlib import Path
+
+import dask
+import numpy as np
+
+from rfstream import StreamingSGDClassifier, io
+from rfstream.cluster import compute
+from rfstream.models import make_model, onehot_columns
+
+DATASETS = {
+    "adult": dict(train="adult/adult.data", test="adult/adult.test", positive=">50K", alpha=1e-4),
+    "kdd": dict(train="kddcup99/kddcup.data_10_percent.gz", test="kddcup99/corrected.gz",
+                positive="normal", alpha=1e-5),
+}
+LOSSES = {"hinge": "LinearSVC(loss='hinge', dual=True)", "log_loss": "LogisticRegression(solver='liblinear')"}
+
+
+def _datasets_dir():
+    env = os.environ.get("RFSTREAM_DATASETS")
+    return Path(env) if env else Path(__file__).resolve().parents[2] / "shared" / "datasets"
+
+
+def prepare(name, workdir, fraction=1.0, chunk_rows=None):
+    spec = DATASETS[name]
+    src = _datasets_dir()
+    train, test = Path(workdir) / f"{name}.zarr", Path(workdir) / f"{name}_test.zarr"
+    if not train.exists():
+        io.convert(src / spec["train"], train, positive_class=spec["positive"])
+    if not test.exists():
+        io.convert(src / spec["test"], test, like=train)
+    X, y = io.open_dataset(train)
+    if fraction < 1.0:  # rows chosen from (seed, row index); the row order is kept
+        from rfstream import train_test_split
+
+        X, _, y, _ = train_test_split(X, y, test_size=1.0 - fraction, random_state=0)
+    if chunk_rows:  # smaller row blocks (before the feature map, so it stays fused)
+        X, y = X.rechunk({0: chunk_rows}), y.rechunk(chunk_rows)
+    Xt, yt = io.open_dataset(test)
+    attrs = io.dataset_info(train)["attrs"]
+    pre = make_model("classification", passthrough=onehot_columns(attrs),
+                     feature_params=dict(n_components=1000, gamma="auto", random_state=0))[:-1]
+    pre.fit(X)
+    return pre.transform(X), y, pre.transform(Xt), yt
+
+
+def _evaluator(loss, alpha, Z, y):
+    est = StreamingSGDClassifier(loss, alpha=alpha, max_iter=1)
+    est.classes_ = np.array([0, 1])
+    est.class_weight_ = None
+    est.n_features_in_ = Z.shape[1]
+
+    def objective(coef, intercept):
+        est.coef_ = np.atleast_2d(coef).astype(np.float64)
+        est.intercept_ = np.atleast_1d(intercept).astype(np.float64)
+        return est.objective(Z, y)
+
+    return objective
+
+
+def _test_error(coef, intercept, Zt, yt):
+    scores = Zt @ np.ravel(coef).astype(Zt.dtype) + float(np.ravel(intercept)[0])
+    return float(compute(((scores > 0).astype(np.int64) != yt).mean()))
+
+
+def reference(loss, alpha, Z, y, Zt, yt):
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.svm import LinearSVC
+
+    Zm = compute(Z).astype(np.float64)
+    ym = compute(y)
+    C = 1.0 / (alpha * Zm.shape[0])
+    if loss == "hinge":
+        est = LinearSVC(C=C, loss="hinge", dual=True, tol=1e-5, max_iter=20000)
+    else:
+        est = LogisticRegression(C=C, solver="liblinear", tol=1e-6, max_iter=1000)
+    t0 = time.perf_counter()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        est.fit(Zm, ym)
+    seconds = time.perf_counter() - t0
+    del Zm
+    gc.collect()
+    return dict(C=C, seconds=seconds, coef=est.coef_, intercept=est.intercept_,
+                warnings=[str(w.message)[:120] for w in caught])
+
+
+def run_rfstream(loss, alpha, Z, y, epochs, chunks_per_round=None):
+    est = StreamingSGDClassifier(loss, alpha=alpha, chunks_per_round=chunks_per_round)
+    objective = _evaluator(loss, alpha, Z, y)
+    if chunks_per_round is not None:
+        return _run_rounds(est, objective, Z, y, epochs)
+    times, elapsed = [], 0.0
+    for _ in range(epochs):
+        t0 = time.perf_counter()
+        est.partial_fit(Z, y, classes=[0, 1])
+        elapsed += time.perf_counter() - t0
+        times.append(elapsed)
+    # each pass evaluated its incoming model exactly (objective_path_, for free);
+    # with chunks_per_round the rounds see parts only: evaluate after each epoch
+    if chunks_per_round is None:
+        objs = est.objective_path_[1:] + [objective(est.coef_, est.intercept_)]
+    else:
+        objs = None
+    return est, times, objs
+
+
+def _run_rounds(est, objective, Z, y, epochs):
+    times, objs, elapsed = [], [], 0.0
+    for _ in range(epochs):
+        t0 = time.perf_counter()
+        est.partial_fit(Z, y, classes=[0, 1])
+        elapsed += time.perf_counter() - t0
+        times.append(elapsed)
+        objs.append(objective(est.coef_, est.intercept_))  # an extra pass, not timed
+    return est, times, objs
+
+
+def run_daskml(loss, alpha, Z, y, epochs):
+    from dask_ml.wrappers import Incremental
+    from sklearn.linear_model import SGDClassifier
+
+    inc = Incremental(SGDClassifier(loss=loss, alpha=alpha, learning_rate="optimal", random_state=0),
+                      shuffle_blocks=True, random_state=0)
+    objective = _evaluator(loss, alpha, Z, y)
+    times, objs, elapsed = [], [], 0.0
+    for _ in range(epochs):
+        t0 = time.perf_counter()
+        inc.partial_fit(Z, y, classes=[0, 1])
+        elapsed += time.perf_counter() - t0
+        times.append(elapsed)
+        m = inc.estimator_
+        objs.append(objective(m.coef_, m.intercept_))
+    return inc.estimator_, times, objs
+
+
+def _time_to(target, times, objs):
+    for t, f in zip(times, objs):
+        if f <= target:
+            return t
+    return None
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--datasets", nargs="+", default=["adult", "kdd"], choices=sorted(DATASETS))
+    parser.add_argument("--losses", nargs="+", default=["hinge", "log_loss"], choices=sorted(LOSSES))
+    parser.add_argument("--epochs", type=int, default=10)
+    parser.add_argument("--workdir", default="/tmp/rfstream-bench-sgd")
+    parser.add_argument("--out", default="docs/bench_sgd.json")
+    parser.add_argument("--no-daskml", action="store_true")
+    parser.add_argument("--alpha", type=float, default=None, help="override the dataset's lambda")
+    parser.add_argument("--chunk-rows", type=int, default=None, help="rechunk the training rows")
+    parser.add_argument("--fraction", type=float, default=1.0,
+                        help="train on this fraction of the training rows (memory of the sklearn reference)")
+    parser.add_argument("--rounds", type=int, nargs="*", default=[],
+                        help="also run rfstream with these chunks_per_round")
+    args = parser.parse_args(argv)
+    Path(args.workdir).mkdir(parents=True, exist_ok=True)
+    results = json.loads(Path(args.out).read_text()) if Path(args.out).exists() else {}
+    with dask.config.set(scheduler="threads"):
+        for name in args.datasets:
+            Z, y, Zt, yt = prepare(name, args.workdir, args.fraction, args.chunk_rows)
+            alpha = args.alpha or DATASETS[name]["alpha"]
+            for loss in args.losses:
+                key = f"{name}/{loss}/alpha{alpha:g}/chunks{Z.numblocks[0]}" + (
+                    f"/fraction{args.fraction:g}" if args.fraction < 1 else "")
+                print(f"== {key}: n={Z.shape[0]}, chunks={Z.numblocks[0]}, alpha={alpha}", flush=True)
+                ref = reference(loss, alpha, Z, y, Zt, yt)
+                f_opt = _evaluator(loss, alpha, Z, y)(ref["coef"], ref["intercept"])
+                row = dict(n=int(Z.shape[0]), chunks=int(Z.numblocks[0]), alpha=alpha, C=ref["C"],
+                           sklearn=dict(estimator=LOSSES[loss], seconds=round(ref["seconds"], 2),
+                                        objective=f_opt, test_error=_test_error(ref["coef"], ref["intercept"], Zt, yt),
+                                        warnings=ref["warnings"]))
+                print(" sklearn", row["sklearn"], flush=True)
+                runs = [("rfstream", None)] + [(f"rfstream_rounds{k}", k) for k in args.rounds]
+                for label, k in runs:
+                    est, times, objs = run_rfstream(loss, alpha, Z, y, args.epochs, k)
+                    row[label] = dict(epoch_seconds=[round(t, 2) for t in times], objective=objs,
+                                      rel_gap=[f / f_opt - 1 for f in objs],
+                                      seconds_to_1pct=_time_to(1.01 * f_opt, times, objs),
+                                      test_error=_test_error(est.coef_, est.intercept_, Zt, yt))
+                    print(f" {label}", {k2: v for k2, v in row[label].items() if k2 != "objective"}, flush=True)
+                if not args.no_daskml:
+                    m, times, objs = run_daskml(loss, alpha, Z, y, args.epochs)
+                    row["dask_ml"] = dict(epoch_seconds=[round(t, 2) for t in times], objective=objs,
+                                          rel_gap=[f / f_opt - 1 for f in objs],
+                                          seconds_to_1pct=_time_to(1.01 * f_opt, times, objs),
+                                          test_error=_test_error(m.coef_, m.intercept_, Zt, yt))
+                    print(" dask_ml", {k2: v for k2, v in row["dask_ml"].items() if k2 != "objective"}, flush=True)
+                results[key] = row
+                Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+                Path(args.out).write_text(json.dumps(results, indent=1) + "\n")
+    return results
+
+
+if __name__ == "__main__":
+    main()

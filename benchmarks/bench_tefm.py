@@ -1,0 +1,295 @@
+"""Benchmarks of TEFM-G / TEFM-S (Chen et al. 2015): Figures 1-3 and the scale run.
+
+Run from the repository root (needs ../shared/datasets); results (JSON, PNG) go
+to docs/tefm/ by default:
+
+    python benchmarks/bench_tefm.py kernel      # Figure 1: kernel approximation error vs l
+    python benchmarks/bench_tefm.py regression  # Figures 2-3: cpusmall relative RMSE vs l and time
+    python benchmarks/bench_tefm.py scale --rows 1000000 5000000   # synthetic KDD-shaped Zarr
+
+Every sub-command runs on dask's threads scheduler (2 cores here).  The scale
+run writes the synthetic dataset chunk by chunk and fits each size in its own
+subprocess, so that the peak resident memory (``ru_maxrss``) of one fit is
+measured alone.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import dask
+import dask.array as da
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+DATASETS = Path(os.environ.get("RFSTREAM_DATASETS", ROOT.parent / "shared" / "datasets"))
+CACHE = Path(os.environ.get("RFSTREAM_BENCH_CACHE", "/tmp/rfstream-bench"))
+
+# name -> (source file, convert() keyword arguments)
+KERNEL_DATASETS = {
+    "cpusmall": ("cpusmall/cpusmall.txt", {}),
+    "magic_gamma": ("magic_gamma/magic04.data", {"header": False}),
+    "letter": ("letter/letter-recognition.data", {"label_column": "first", "header": False}),
+    "covtype_sample": ("covtype_sample/covtype_sample.csv.gz", {}),
+}
+LS = (50, 100, 200, 400)
+
+
+def dataset(name):
+    """(X, y) dask arrays of a real dataset, converted to Zarr once into CACHE."""
+    from rfstream.io import convert, open_dataset
+
+    src, kwargs = KERNEL_DATASETS[name]
+    dst = CACHE / f"{name}.zarr"
+    if not dst.exists():
+        CACHE.mkdir(parents=True, exist_ok=True)
+        convert(DATASETS / src, dst, **kwargs)
+    return open_dataset(dst)
+
+
+def feature_maps(l, gamma, seed):
+    """The Figure 1 methods at l output features (d = 4 l for TEFM and compact maps)."""
+    from rfstream import TEFM
+    from rfstream.features import CompactRandomFeatures, FastfoodFeatures, RandomFourierFeatures
+
+    return {
+        "RFF (MC)": RandomFourierFeatures(l, gamma=gamma, random_state=seed),
+        "ORF": RandomFourierFeatures(l, gamma=gamma, sampler="orthogonal", random_state=seed),
+        "QMC": RandomFourierFeatures(l, gamma=gamma, sampler="qmc", random_state=seed),
+        "Fastfood": FastfoodFeatures(l, gamma=gamma, random_state=seed),
+        "Compact": CompactRandomFeatures(l, gamma=gamma, random_state=seed),
+        "TEFM-G": TEFM(l, method="gaussian", gamma=gamma, random_state=seed),
+        "TEFM-S": TEFM(l, method="srht", gamma=gamma, random_state=seed),
+        # Algorithms 1 and 2 exactly as written in the paper (no power iteration)
+        "TEFM-G q=0": TEFM(l, method="gaussian", n_power_iter=0, gamma=gamma, random_state=seed),
+        "TEFM-S q=0": TEFM(l, method="srht", n_power_iter=0, gamma=gamma, random_state=seed),
+    }
+
+
+def cmd_kernel(args):
+    """Figure 1: ||K - Z Z'||_F / ||K||_F on n_rows sampled rows, maps fitted on those rows."""
+    from rfstream import Standardizer
+    from rfstream.kernels import auto_gamma
+    from rfstream.metrics import kernel_approximation_error
+    from rfstream.random import sample_rows
+
+    results = {}
+    for name in args.datasets:
+        X, _ = dataset(name)
+        Xs = Standardizer().fit(X).transform(X)
+        rows = sample_rows(Xs, args.n_rows, 0).astype(np.float64)
+        gamma = auto_gamma(rows, "gaussian", random_state=0)
+        res = {"n_rows": int(rows.shape[0]), "n_features": int(rows.shape[1]), "gamma": gamma,
+               "errors": {}}
+        for l in LS:
+            for seed in range(args.seeds):
+                for method, fm in feature_maps(l, gamma, seed).items():
+                    t0 = time.perf_counter()
+                    fm.fit(rows)
+                    err = kernel_approximation_error(rows, fm, kernel="gaussian", gamma=gamma,
+                                                     n_samples=rows.shape[0])
+                    res["errors"].setdefault(method, {}).setdefault(str(l), []).append(err)
+                    print(f"{name} l={l} seed={seed} {method}: {err:.4f} "
+                          f"({time.perf_counter() - t0:.2f} s)", flush=True)
+        mean = {m: {k: float(np.mean(v)) for k, v in e.items()} for m, e in res["errors"].items()}
+        res["mean"] = mean
+        res["ratio_to_rff"] = {m: {k: mean[m][k] / mean["RFF (MC)"][k] for k in mean[m]}
+                               for m in mean if m.startswith("TEFM")}
+        results[name] = res
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "kernel_approximation.json").write_text(json.dumps(results, indent=1))
+    _plot_kernel(results, out / "figure1_kernel_approximation.png")
+
+
+def _plot_kernel(results, path):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, len(results), figsize=(4.2 * len(results), 3.6), squeeze=False)
+    for ax, (name, res) in zip(axes[0], results.items()):
+        for method, errs in res["mean"].items():
+            ls = [int(k) for k in errs]
+            ax.semilogy(ls, list(errs.values()), marker="o", label=method,
+                        lw=2.2 if method.startswith("TEFM") else 1.2,
+                        ls="--" if "q=0" in method else "-")
+        ax.set_title(f"{name} (n={res['n_rows']}, d=4l)")
+        ax.set_xlabel("number of features l")
+        ax.grid(True, which="both", alpha=0.3)
+    axes[0][0].set_ylabel("||K - ZZ'||_F / ||K||_F")
+    axes[0][-1].legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+
+
+def cmd_regression(args):
+    """Figures 2-3 on cpusmall: relative test RMSE vs features and vs total time."""
+    from sklearn.pipeline import Pipeline
+
+    from rfstream import Standardizer, StreamingRidge
+    from rfstream.kernels import auto_gamma
+    from rfstream.metrics import relative_rmse
+    from rfstream.preprocess import train_test_split
+    from rfstream.random import sample_rows
+
+    X, y = dataset("cpusmall")
+    Xtr, Xte, ytr, yte = train_test_split(X, y, test_size=0.25, random_state=0)
+    Xtr, Xte, ytr, yte = (a.persist() for a in (Xtr, Xte, ytr, yte))
+    std = Standardizer().fit(Xtr)
+    gamma = auto_gamma(sample_rows(std.transform(Xtr), 1000, 0), "gaussian", random_state=0)
+    alphas = [1e-4, 1e-3, 1e-2, 1e-1, 1.0]
+    counts = (25, 50, 100, 200, 400, 800, 1600)
+    results = {"gamma": gamma, "alphas": alphas, "runs": []}
+    for l in counts:
+        maps = feature_maps(l, gamma, 0)
+        for method, fm in maps.items():
+            if method.startswith("TEFM") and (l > 400 or "q=0" in method):
+                continue
+            rmses, times = [], []
+            for seed in range(args.seeds):
+                fm.set_params(random_state=seed)
+                pipe = Pipeline([("std", Standardizer()), ("features", fm),
+                                 ("solver", StreamingRidge(alpha=alphas, cv=5))])
+                t0 = time.perf_counter()
+                pipe.fit(Xtr, ytr)
+                times.append(time.perf_counter() - t0)
+                rmses.append(relative_rmse(yte, pipe.predict(Xte)))
+            run = {"method": method, "l": l, "rmse": float(np.mean(rmses)),
+                   "seconds": float(np.min(times))}  # min: the machine is shared
+            results["runs"].append(run)
+            print(json.dumps(run), flush=True)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "regression_cpusmall.json").write_text(json.dumps(results, indent=1))
+    _plot_regression(results, out)
+
+
+def _plot_regression(results, out):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    methods = list(dict.fromkeys(r["method"] for r in results["runs"]))
+    for key, xlabel, fname in (("l", "number of features", "figure2_rmse_vs_features.png"),
+                               ("seconds", "total time (standardize + features + ridge), s",
+                                "figure3_rmse_vs_time.png")):
+        fig, ax = plt.subplots(figsize=(5.2, 3.8))
+        for m in methods:
+            runs = [r for r in results["runs"] if r["method"] == m]
+            ax.plot([r[key] for r in runs], [r["rmse"] for r in runs], marker="o", label=m,
+                    lw=2.2 if m.startswith("TEFM") else 1.2)
+        ax.set_xscale("log")
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel("relative RMSE ||y - y_hat|| / ||y||")
+        ax.set_title("cpusmall, ridge (alpha by 5-fold CV)")
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=8)
+        fig.tight_layout()
+        fig.savefig(out / fname, dpi=110)
+
+
+# ----------------------------------------------------------------- scale run
+def _synthetic_chunk(block_id, rows, d, seed):
+    """One row chunk of a KDD99-shaped dataset: heavy-tailed counts, rates, one-hot flags."""
+    rng = np.random.default_rng([seed, block_id])
+    n_num = 38
+    x = np.empty((rows, d), dtype=np.float32)
+    x[:, :n_num] = rng.lognormal(0.0, 2.0, size=(rows, n_num)) * (rng.random((rows, n_num)) < 0.4)
+    x[:, 30:n_num] = rng.random((rows, n_num - 30))  # the rate columns in [0, 1]
+    onehot = rng.integers(n_num, d, size=rows)
+    x[:, n_num:] = 0.0
+    x[np.arange(rows), onehot] = 1.0
+    return x
+
+
+def write_synthetic(path, n_rows, d=122, rows_per_chunk=65536, seed=0):
+    """A synthetic KDD99-shaped Zarr dataset (n_rows x 122 after one-hot), chunk by chunk."""
+    from rfstream.io import write_dataset
+
+    chunks = [rows_per_chunk] * (n_rows // rows_per_chunk)
+    if n_rows % rows_per_chunk:
+        chunks.append(n_rows % rows_per_chunk)
+    blocks = [da.from_delayed(dask.delayed(_synthetic_chunk)(i, c, d, seed), (c, d), np.float32)
+              for i, c in enumerate(chunks)]
+    X = da.concatenate(blocks)
+    y = (X[:, 0] > 1.0).astype(np.int32)
+    write_dataset(path, X, y, attrs={"task": "classification", "classes": [0, 1]},
+                  rows_per_chunk=rows_per_chunk, overwrite=True)
+
+
+def _fit_one(args):
+    """In a subprocess: fit TEFM on a Zarr dataset, report times and peak RSS."""
+    from rfstream import TEFM, Standardizer
+    from rfstream.io import open_dataset
+
+    X, _ = open_dataset(args.path)
+    std = Standardizer().fit(X)
+    Xs = std.transform(X)
+    out = {"rows": int(X.shape[0]), "cols": int(X.shape[1]), "method": args.method,
+           "l": args.l, "d": 4 * args.l, "q": args.q}
+    t0 = time.perf_counter()
+    tefm = TEFM(args.l, method=args.method, n_power_iter=args.q, gamma=0.01, random_state=0)
+    tefm.fit(Xs)
+    out["fit_seconds"] = time.perf_counter() - t0
+    out["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(json.dumps(out), flush=True)
+
+
+def cmd_scale(args):
+    results = []
+    for n in args.rows:
+        path = CACHE / f"synthetic_kdd_{n}.zarr"
+        if not path.exists():
+            t0 = time.perf_counter()
+            write_synthetic(path, n)
+            print(f"wrote {path} in {time.perf_counter() - t0:.1f} s", flush=True)
+        for method, q in args.configs:
+            cmd = [sys.executable, __file__, "_fit", str(path), method, str(args.l), str(q)]
+            line = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+            res = json.loads(line.strip().splitlines()[-1])
+            results.append(res)
+            print(json.dumps(res), flush=True)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / f"scale_l{args.l}.json").write_text(json.dumps(results, indent=1))
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = p.add_subparsers(dest="cmd", required=True)
+    k = sub.add_parser("kernel")
+    k.add_argument("--datasets", nargs="+", default=["cpusmall", "magic_gamma", "letter",
+                                                     "covtype_sample"])
+    k.add_argument("--n-rows", type=int, default=4000)
+    k.add_argument("--seeds", type=int, default=2)
+    r = sub.add_parser("regression")
+    r.add_argument("--seeds", type=int, default=2)
+    s = sub.add_parser("scale")
+    s.add_argument("--rows", type=int, nargs="+", default=[1_000_000, 5_000_000])
+    s.add_argument("--l", type=int, default=100)
+    s.add_argument("--configs", type=lambda v: (v.split(":")[0], int(v.split(":")[1])), nargs="+",
+                   default=[("srht", 0), ("gaussian", 0)], help="method:q pairs")
+    for q in (k, r, s):
+        q.add_argument("--out", default=str(ROOT / "docs" / "tefm"))
+    f = sub.add_parser("_fit")
+    f.add_argument("path")
+    f.add_argument("method")
+    f.add_argument("l", type=int)
+    f.add_argument("q", type=int)
+    args = p.parse_args(argv)
+    with dask.config.set(scheduler="threads"):
+        {"kernel": cmd_kernel, "regression": cmd_regression, "scale": cmd_scale,
+         "_fit": _fit_one}[args.cmd](args)
+
+
+if __name__ == "__main__":
+    main()

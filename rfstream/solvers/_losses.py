@@ -1,0 +1,80 @@
+"""Losses of the SGD solvers: value and derivative with respect to the score.
+
+Every function takes scores ``p`` of shape (m, K) and targets, and returns
+``(loss, dloss)``: the per-row loss summed over the K columns (m,) and its
+derivative with respect to ``p`` (m, K), in float64.
+
+* Binary and one-vs-rest losses get ``y`` in {-1, +1} of shape (m, K), one
+  independent binary problem per column:
+  ``hinge`` max(0, 1 - y p) (Pegasos, Shalev-Shwartz et al. 2011; CNM eq. 7),
+  ``squared_hinge`` max(0, 1 - y p)^2 (LinearSVC's default loss),
+  ``log_loss`` log(1 + exp(-y p)).
+* ``multinomial`` (the softmax cross-entropy) gets class indices (m,):
+  log sum_k exp(p_k) - p_y.
+* ``squared`` (regression) gets real targets (m, K): (p - y)^2 / 2.
+
+``LOSS_AT_ZERO`` is L(0) per row, used for the radius of the ball that holds
+the optimum (see :func:`ball_radius`).
+"""
+from __future__ import annotations
+
+import numpy as np
+from scipy.special import expit, log_expit, logsumexp, softmax
+
+
+def hinge(p, y):
+    margin = 1.0 - y * p
+    active = margin > 0
+    return np.where(active, margin, 0.0).sum(axis=1), np.where(active, -y, 0.0)
+
+
+def squared_hinge(p, y):
+    margin = np.maximum(1.0 - y * p, 0.0)
+    return (margin**2).sum(axis=1), -2.0 * y * margin
+
+
+def log_loss(p, y):
+    yp = y * p
+    return -log_expit(yp).sum(axis=1), -y * expit(-yp)
+
+
+def multinomial(p, y):
+    lse = logsumexp(p, axis=1)
+    rows = np.arange(p.shape[0])
+    loss = lse - p[rows, y]
+    grad = softmax(p, axis=1)
+    grad[rows, y] -= 1.0
+    return loss, grad
+
+
+def squared(p, y):
+    r = p - y
+    return 0.5 * (r**2).sum(axis=1), r
+
+
+LOSSES = {
+    "hinge": hinge,
+    "squared_hinge": squared_hinge,
+    "log_loss": log_loss,
+    "multinomial": multinomial,
+    "squared": squared,
+}
+
+LOSS_AT_ZERO = {"hinge": 1.0, "squared_hinge": 1.0, "log_loss": float(np.log(2.0))}
+
+
+def ball_radius(loss, alpha, n_classes=2, max_weight=1.0):
+    """Radius of a ball that holds the regularized optimum of one problem.
+
+    Hinge: ||w*|| <= 1/sqrt(alpha) by duality (Pegasos, Theorem 1), times
+    sqrt(max class weight).  Other losses: alpha/2 ||w*||^2 <= f(w*) <= f(0)
+    gives sqrt(2 L(0) / alpha), with L(0) = log K for the multinomial loss.
+    ``inf`` for the squared loss (L(0) depends on the targets).
+    """
+    if loss == "hinge":
+        return float(np.sqrt(max_weight / alpha))
+    if loss == "multinomial":
+        return float(np.sqrt(2.0 * max_weight * np.log(n_classes) / alpha))
+    if loss in LOSS_AT_ZERO:
+        return float(np.sqrt(2.0 * max_weight * LOSS_AT_ZERO[loss] / alpha))
+    return np.inf
