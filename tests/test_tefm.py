@@ -106,6 +106,21 @@ def test_srht_sketch_is_the_documented_block_srht(X):
     np.testing.assert_allclose(np.sum(theta_t**2, axis=0)[:n], 1.0)
 
 
+def test_srht_chunk_sketched_in_sub_ranges_equals_smaller_chunks():
+    # A chunk longer than SKETCH_ROWS (4096) is sketched in sub-ranges cut at global
+    # multiples of 4096 (an offset that is not one, too); by linearity the sum must equal
+    # the same rows sketched as several small chunks.  The float32 features of a row can
+    # differ by 1 ulp between batch sizes (GEMM kernels), ~1e-8 relative on these sums
+    # (measured); a wrong block or sign would be off by O(1): 1e-6 relative.
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(10_000, 5))
+    rff = RandomFourierFeatures(64, gamma=0.2, random_state=0).fit(X)
+    kw = dict(rff=rff, seed=11, n_components=16)
+    whole = _srht_sketch_chunk(X[100:], 100, **kw)
+    pieces = sum(_srht_sketch_chunk(X[s:s + 1500], s, **kw) for s in range(100, 10_000, 1500))
+    np.testing.assert_allclose(whole, pieces, rtol=1e-6, atol=1e-6 * np.abs(whole).max())
+
+
 def test_float32_power_iteration_keeps_orthogonality():
     # Badly conditioned F (nearly duplicate rows, wide kernel) and many power
     # iterations: without re-orthonormalization the columns of (F'F)^q F' Theta

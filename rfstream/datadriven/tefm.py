@@ -57,7 +57,31 @@ def srht_block_size(n_components: int) -> int:
     return next_power_of_two(n_components)
 
 
+#: rows of features a TEFM-S task holds at once: a chunk is sketched in sub-ranges cut at
+#: global multiples of max(SKETCH_ROWS, B), so per-task memory does not grow with the chunk
+SKETCH_ROWS = 4096
+
+
 def _srht_sketch_chunk(x, offset, *, rff, seed, n_components):
+    """Partial of ``Y = F' Theta`` for one chunk, sketched in sub-ranges of rows.
+
+    Sub-ranges are cut at global multiples of ``max(SKETCH_ROWS, B)``, so every
+    SRHT block lies in one sub-range (or is cut by the chunk edge, as before):
+    the sum over sub-ranges is the chunk's sketch, with the feature block and
+    the transform's buffers held for at most that many rows at a time.
+    """
+    step = max(SKETCH_ROWS, srht_block_size(n_components))
+    stop = offset + x.shape[0]
+    bounds = [offset, *range((offset // step + 1) * step, stop, step), stop]
+    total = None
+    for a, b in zip(bounds[:-1], bounds[1:]):
+        part = _srht_sketch_rows(x[a - offset : b - offset], a, rff=rff, seed=seed,
+                                 n_components=n_components)
+        total = part if total is None else total + part
+    return total
+
+
+def _srht_sketch_rows(x, offset, *, rff, seed, n_components):
     """Partial of ``Y = F' Theta`` with the block SRHT ``Theta`` (see :class:`TEFM`).
 
     The global rows are cut into fixed blocks of ``B`` rows (``B`` a power of two
