@@ -26,13 +26,14 @@ import scipy.linalg
 from sklearn.base import BaseEstimator, ClassifierMixin, MultiOutputMixin, RegressorMixin
 from sklearn.utils._param_validation import Interval
 from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import validate_data
 
 from ..cluster import compute
 from .._validation import check_dask_array
 from ..random import check_seed
 from ..reductions import sum_rows
 from ._gram import gram_chunk, gram_layout
+from ._linear import LinearClassifierMixin, LinearPredictMixin
 
 
 def _regression_targets(y):
@@ -86,7 +87,7 @@ def _held_out_sse(W, mu, nu, fold):
     return BB - 2 * np.sum(W * AB) + np.sum(W * (AA @ W))
 
 
-class _BaseStreamingRidge(BaseEstimator):
+class _BaseStreamingRidge(LinearPredictMixin, BaseEstimator):
     _parameter_constraints = {
         "alpha": [Interval(Real, 0, None, closed="left"), "array-like"],
         "fit_intercept": ["boolean"],
@@ -169,33 +170,6 @@ class _BaseStreamingRidge(BaseEstimator):
             return X, y
         return None
 
-    def _decision(self, X):
-        check_is_fitted(self)
-        coef = np.atleast_2d(self.coef_)
-        if isinstance(X, da.Array):
-            X = check_dask_array(X, self)
-            one = np.ndim(self.coef_) == 1 or (isinstance(self, ClassifierMixin) and coef.shape[0] == 1)
-            chunks = (X.chunks[0],) if one else (X.chunks[0], (coef.shape[0],))
-            return X.map_blocks(
-                _linear_block,
-                coef,
-                np.atleast_1d(self.intercept_),
-                one,
-                dtype=np.float64,
-                chunks=chunks,
-                drop_axis=[1] if one else [],
-                meta=np.empty((0,) * len(chunks), np.float64),
-            )
-        X = validate_data(self, X, reset=False, dtype=[np.float64, np.float32])
-        one = np.ndim(self.coef_) == 1 or (isinstance(self, ClassifierMixin) and coef.shape[0] == 1)
-        return _linear_block(X, coef, np.atleast_1d(self.intercept_), one)
-
-
-def _linear_block(x, coef, intercept, one):
-    out = x @ coef.T.astype(x.dtype) + intercept
-    out = out.astype(np.float64, copy=False)
-    return out[:, 0] if one else out
-
 
 class StreamingRidge(MultiOutputMixin, RegressorMixin, _BaseStreamingRidge):
     """Ridge regression from one streaming Gram reduction.
@@ -252,7 +226,7 @@ class StreamingRidge(MultiOutputMixin, RegressorMixin, _BaseStreamingRidge):
         return tags
 
 
-class StreamingRidgeClassifier(ClassifierMixin, _BaseStreamingRidge):
+class StreamingRidgeClassifier(LinearClassifierMixin, ClassifierMixin, _BaseStreamingRidge):
     """Regularized least-squares classifier (Rahimi & Recht's "Fourier+LS").
 
     Targets are +1 for a row's class and -1 otherwise (one column for two
@@ -288,26 +262,3 @@ class StreamingRidgeClassifier(ClassifierMixin, _BaseStreamingRidge):
         W, b = self._fit_targets(X, y, partial(_ovr_targets, classes=classes), n_targets)
         self.coef_, self.intercept_ = W.T.copy(), b
         return self
-
-    def decision_function(self, X):
-        """Scores (n,) for two classes, (n, n_classes) otherwise; lazy for dask."""
-        return self._decision(X)
-
-    def predict(self, X):
-        scores = self.decision_function(X)
-        if isinstance(scores, da.Array):
-            return scores.map_blocks(
-                _scores_to_labels,
-                self.classes_,
-                dtype=self.classes_.dtype,
-                drop_axis=[1] if scores.ndim == 2 else [],
-                chunks=(scores.chunks[0],),
-                meta=np.empty((0,), self.classes_.dtype),
-            )
-        return _scores_to_labels(scores, self.classes_)
-
-
-def _scores_to_labels(scores, classes):
-    if scores.ndim == 1:
-        return classes[(scores > 0).astype(np.intp)]
-    return classes[np.argmax(scores, axis=1)]

@@ -99,7 +99,7 @@ from ..random import (
 )
 from ..reductions import NUMPY_BLOCK, Layout, block_partials
 from ._losses import LOSSES, ball_radius
-from .ridge import _linear_block, _scores_to_labels
+from ._linear import LinearClassifierMixin, LinearPredictMixin
 
 LEARNING_RATES = ("pegasos", "optimal", "constant")
 # Losses whose gradient grows with the margin: a step larger than
@@ -354,7 +354,7 @@ def _n_blocks(Z):
 
 
 # ------------------------------------------------------------------ estimators
-class _BaseStreamingSGD(BaseEstimator):
+class _BaseStreamingSGD(LinearPredictMixin, BaseEstimator):
     _parameter_constraints = {
         "alpha": [Interval(Real, 0, None, closed="neither")],
         "max_iter": [Interval(Integral, 1, None, closed="left")],
@@ -524,21 +524,6 @@ class _BaseStreamingSGD(BaseEstimator):
                              y_numeric=isinstance(self, RegressorMixin))
         return X, y
 
-    def _decision(self, X):
-        check_is_fitted(self)
-        coef = np.atleast_2d(self.coef_)
-        one = coef.shape[0] == 1
-        intercept = np.atleast_1d(self.intercept_)
-        if isinstance(X, da.Array):
-            X = check_dask_array(X, self)
-            chunks = (X.chunks[0],) if one else (X.chunks[0], (coef.shape[0],))
-            return X.map_blocks(
-                _linear_block, coef, intercept, one, dtype=np.float64, chunks=chunks,
-                drop_axis=[1] if one else [], meta=np.empty((0,) * len(chunks), np.float64),
-            )
-        X = validate_data(self, X, reset=False, dtype=[np.float64, np.float32])
-        return _linear_block(X, coef, intercept, one)
-
     def objective(self, X, y):
         """The exact regularized objective f of the current model on (X, y): one pass."""
         check_is_fitted(self)
@@ -555,7 +540,7 @@ class _BaseStreamingSGD(BaseEstimator):
         return self._evaluation(layout.unpack(_pass(X, y, fn, layout.size)), W, v if s else 0.0)["objective"]
 
 
-class StreamingSGDClassifier(ClassifierMixin, _BaseStreamingSGD):
+class StreamingSGDClassifier(LinearClassifierMixin, ClassifierMixin, _BaseStreamingSGD):
     """Linear classifier trained by streaming, data-parallel Pegasos-style SGD.
 
     Minimizes ``alpha/2 (||W||^2 + ||b/s||^2) + 1/n sum_i c_i L(y_i, W z_i + b)``
@@ -733,20 +718,6 @@ class StreamingSGDClassifier(ClassifierMixin, _BaseStreamingSGD):
             self._record(ev)
         self._set_public(task)
         return self
-
-    def decision_function(self, X):
-        """Scores (n,) for two classes, (n, n_classes) otherwise; lazy for dask."""
-        return self._decision(X)
-
-    def predict(self, X):
-        scores = self.decision_function(X)
-        if isinstance(scores, da.Array):
-            return scores.map_blocks(
-                _scores_to_labels, self.classes_, dtype=self.classes_.dtype,
-                drop_axis=[1] if scores.ndim == 2 else [], chunks=(scores.chunks[0],),
-                meta=np.empty((0,), self.classes_.dtype),
-            )
-        return _scores_to_labels(scores, self.classes_)
 
 
 class StreamingSGDRegressor(RegressorMixin, _BaseStreamingSGD):

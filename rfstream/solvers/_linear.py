@@ -1,0 +1,64 @@
+"""Prediction of fitted linear models, shared by the ridge and SGD solvers.
+
+Decision values are ``X coef' + intercept``: numpy in, numpy out; dask in, a lazy
+dask array (``map_blocks`` with explicit chunks and meta).  A single output (1-D
+``coef_``, or one row of ``coef_`` for a classifier) gives a 1-D result.
+"""
+from __future__ import annotations
+
+import dask.array as da
+import numpy as np
+from sklearn.base import ClassifierMixin
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from .._validation import check_dask_array
+
+
+def _linear_block(x, coef, intercept, one):
+    out = x @ coef.T.astype(x.dtype) + intercept
+    out = out.astype(np.float64, copy=False)
+    return out[:, 0] if one else out
+
+
+def _scores_to_labels(scores, classes):
+    if scores.ndim == 1:
+        return classes[(scores > 0).astype(np.intp)]
+    return classes[np.argmax(scores, axis=1)]
+
+
+class LinearPredictMixin:
+    """``_decision(X)`` from fitted ``coef_`` and ``intercept_``."""
+
+    def _decision(self, X):
+        check_is_fitted(self)
+        coef = np.atleast_2d(self.coef_)
+        intercept = np.atleast_1d(self.intercept_)
+        one = np.ndim(self.coef_) == 1 or (isinstance(self, ClassifierMixin) and coef.shape[0] == 1)
+        if isinstance(X, da.Array):
+            X = check_dask_array(X, self)
+            chunks = (X.chunks[0],) if one else (X.chunks[0], (coef.shape[0],))
+            return X.map_blocks(
+                _linear_block, coef, intercept, one, dtype=np.float64, chunks=chunks,
+                drop_axis=[1] if one else [], meta=np.empty((0,) * len(chunks), np.float64),
+            )
+        X = validate_data(self, X, reset=False, dtype=[np.float64, np.float32])
+        return _linear_block(X, coef, intercept, one)
+
+
+class LinearClassifierMixin(LinearPredictMixin):
+    """``decision_function`` and ``predict`` of a linear classifier with ``classes_``."""
+
+    def decision_function(self, X):
+        """Scores (n,) for two classes, (n, n_classes) otherwise; lazy for dask."""
+        return self._decision(X)
+
+    def predict(self, X):
+        """Class labels: numpy in, numpy out; dask in, lazy dask out."""
+        scores = self.decision_function(X)
+        if isinstance(scores, da.Array):
+            return scores.map_blocks(
+                _scores_to_labels, self.classes_, dtype=self.classes_.dtype,
+                drop_axis=[1] if scores.ndim == 2 else [], chunks=(scores.chunks[0],),
+                meta=np.empty((0,), self.classes_.dtype),
+            )
+        return _scores_to_labels(scores, self.classes_)
