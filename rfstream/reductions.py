@@ -105,20 +105,27 @@ def block_partials(fn, size: int, X, *others, **kwargs):
     )
 
 
-def sum_rows(fn, size: int, X, *others, split_every=None, **kwargs):
-    """Sum of ``fn`` partials over every row block: lazy for dask, eager for numpy.
+def sum_rows(fn, size: int, X, *others, blocks=None, split_every=None, **kwargs):
+    """Sum of ``fn`` partials over the row blocks: lazy for dask, eager for numpy.
 
-    Returns a dask array of shape ``(size,)`` for dask input (call
-    :func:`rfstream.cluster.compute` on it) and a numpy array otherwise.
+    ``blocks`` restricts the sum to those row-block indices (dask chunks, or
+    :data:`NUMPY_BLOCK`-row slices of a numpy array); the other blocks are
+    never read.  Returns a dask array of shape ``(size,)`` for dask input
+    (call :func:`rfstream.cluster.compute` on it) and a numpy array otherwise.
     """
     if isinstance(X, da.Array):
         parts = block_partials(fn, size, X, *others, **kwargs)
+        if blocks is not None:
+            parts = parts.blocks[np.sort(np.asarray(blocks))]
         return parts.sum(axis=0, split_every=split_every)
+    keep = None if blocks is None else set(int(b) for b in blocks)
     total = np.zeros(size, dtype=np.float64)
-    for start in range(0, max(X.shape[0], 1), NUMPY_BLOCK):
+    for i, start in enumerate(range(0, max(X.shape[0], 1), NUMPY_BLOCK)):
+        if keep is not None and i not in keep:
+            continue
         stop = min(start + NUMPY_BLOCK, X.shape[0])
-        blocks = [None if a is None else a[start:stop] for a in (X, *others)]
-        total += fn(*[b for b in blocks if b is not None], offset=start, **kwargs)
+        arrays = [None if a is None else a[start:stop] for a in (X, *others)]
+        total += fn(*[a for a in arrays if a is not None], offset=start, **kwargs)
     return total
 
 

@@ -97,7 +97,7 @@ from ..random import (
     check_seed,
     row_uniform,
 )
-from ..reductions import NUMPY_BLOCK, Layout, block_partials
+from ..reductions import NUMPY_BLOCK, Layout, sum_rows
 from ._losses import LOSSES, ball_radius
 from ._linear import LinearClassifierMixin, LinearPredictMixin
 
@@ -335,18 +335,7 @@ def _epoch_chunk(z, y, *, offset, W, v, t, epoch, seed, spec, task, batch_size,
 
 def _pass(Z, y, fn, size, chunk_ids=None):
     """Sum of ``fn`` partials over the row blocks (all, or those in ``chunk_ids``)."""
-    if isinstance(Z, da.Array):
-        parts = block_partials(fn, size, Z, y)
-        if chunk_ids is not None:
-            parts = parts.blocks[np.sort(np.asarray(chunk_ids))]
-        return compute(parts.sum(axis=0))
-    total = np.zeros(size)
-    starts = range(0, max(Z.shape[0], 1), NUMPY_BLOCK)
-    for i, start in enumerate(starts):
-        if chunk_ids is None or i in set(chunk_ids):
-            stop = start + NUMPY_BLOCK
-            total += fn(Z[start:stop], y[start:stop], offset=start)
-    return total
+    return compute(sum_rows(fn, size, Z, y, blocks=chunk_ids))
 
 
 def _n_blocks(Z):
