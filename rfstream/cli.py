@@ -118,14 +118,17 @@ def cmd_convert(args):
 def fit_dataset(data, *, features="rff", n_components=1000, kernel="gaussian", gamma="auto",
                 sampler="mc", variant="cos", solver="ridge", alpha=None, cv=5, random_state=0,
                 standardize=True, out=None, overwrite=False, X=None, y=None, attrs=None,
-                n_random_features=None, power_iter=None, loss=None, epochs=None):
+                n_random_features=None, power_iter=None, loss=None, epochs=None, **feature_options):
     """Fit a model on a Zarr dataset (or given dask arrays) and save it to ``out``.
 
     ``alpha`` (None: the solver's default), ``cv``, ``loss`` and ``epochs`` go
     to the solvers that take them (ridge: alpha, cv; sgd: alpha, loss, max_iter).
+    ``n_random_features``, ``power_iter`` and ``feature_options`` (constructor
+    parameters of the feature map, see :data:`rfstream.models.FEATURE_OPTIONS`)
+    go to the feature map; one it does not take is a user error.
     """
     from . import io
-    from .models import SOLVERS, TEFM_FEATURES, make_model, onehot_columns
+    from .models import SOLVERS, make_model, onehot_columns
     from .persist import save_model
 
     if X is None:
@@ -136,21 +139,17 @@ def fit_dataset(data, *, features="rff", n_components=1000, kernel="gaussian", g
         raise UserError(f"{data} has no labels (task={task!r}); fit needs a labelled dataset.")
     if out is not None and Path(out).exists() and not overwrite:
         raise FileExistsError(f"{out} already exists; pass --overwrite to replace it.")
-    tefm_params = {"n_random_features": n_random_features, "n_power_iter": power_iter}
-    tefm_params = {k: v for k, v in tefm_params.items() if v is not None}
-    if tefm_params and features not in TEFM_FEATURES:
-        raise UserError(
-            f"--n-random-features/--power-iter apply to --features {'|'.join(TEFM_FEATURES)} "
-            f"only; got --features {features}."
-        )
+    feature_params = _feature_params(
+        features, n_components=n_components, kernel=kernel, gamma=gamma, sampler=sampler,
+        variant=variant, random_state=random_state, n_random_features=n_random_features,
+        n_power_iter=power_iter, **feature_options)
     model = make_model(
         task,
         features=features,
         solver=solver,
         standardize=standardize,
         passthrough=onehot_columns(attrs),
-        feature_params=dict(n_components=n_components, kernel=kernel, gamma=gamma, sampler=sampler,
-                            variant=variant, random_state=random_state, **tefm_params),
+        feature_params=feature_params,
         solver_params=_solver_params(SOLVERS.get(solver, {}).get(task), alpha=alpha, cv=cv,
                                      random_state=random_state, loss=loss, max_iter=epochs),
     )
@@ -172,6 +171,31 @@ def fit_dataset(data, *, features="rff", n_components=1000, kernel="gaussian", g
     if out is not None:
         save_model(model, out, metadata=meta, overwrite=overwrite)
     return model, meta
+
+
+def _feature_params(features, **params):
+    """The given (not None) parameters that the feature map ``features`` takes.
+
+    The options every map shares in the CLI (kernel, gamma, sampler, variant)
+    are dropped silently at their CLI defaults when the map has no such
+    parameter; any other parameter the map does not take is a user error that
+    names its flag.
+    """
+    from .models import FEATURE_OPTIONS, FEATURES
+
+    params = {k: v for k, v in params.items() if v is not None}
+    if features not in FEATURES:
+        return params  # make_model reports the unknown name
+    accepted = FEATURES[features]().get_params()
+    shared_defaults = {"kernel": "gaussian", "gamma": "auto", "sampler": "mc", "variant": "cos"}
+    out = {}
+    for key, value in params.items():
+        if key in accepted:
+            out[key] = value
+        elif shared_defaults.get(key, object()) != value:
+            flag = FEATURE_OPTIONS.get(key, "--" + key.replace("_", "-"))
+            raise UserError(f"{flag} does not apply to --features {features}.")
+    return out
 
 
 def _solver_params(solver_cls, **params):
@@ -200,7 +224,7 @@ def cmd_fit(args):
     if not args.quiet:
         solver = model.named_steps["solver"]
         _print_json({"model": str(args.out), "rows": meta["dataset"]["n_rows"],
-                     "alpha": getattr(solver, "alpha_", solver.alpha), "gamma": model.named_steps["features"].gamma_,
+                     "alpha": getattr(solver, "alpha_", solver.alpha), "gamma": getattr(model.named_steps["features"], "gamma_", None),
                      "fit_seconds": meta["fit_seconds"]})
 
 

@@ -29,8 +29,16 @@ FEATURES = {
     "tefm-g": partial(TEFM, method="gaussian"),
     "tefm-s": partial(TEFM, method="srht"),
 }
-#: feature maps that take n_random_features / n_power_iter (CLI --n-random-features, --power-iter)
-TEFM_FEATURES = ("tefm-g", "tefm-s")
+#: feature-map parameters set by their own CLI flags (parameter -> flag).  A map
+#: that does not take one refuses it with an error naming the flag.
+FEATURE_OPTIONS = {
+    "kernel": "--kernel",
+    "gamma": "--gamma",
+    "sampler": "--sampler",
+    "variant": "--variant",
+    "n_random_features": "--n-random-features",
+    "n_power_iter": "--power-iter",
+}
 SOLVERS = {
     "ridge": {"classification": StreamingRidgeClassifier, "regression": StreamingRidge},
     "sgd": {"classification": StreamingSGDClassifier, "regression": StreamingSGDRegressor},
