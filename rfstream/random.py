@@ -29,6 +29,11 @@ STREAM_SGD_CHUNKS = 6  # SGD: order of the chunks in an epoch
 STREAM_TEFM_GAUSSIAN = 10
 STREAM_SRHT_SIGNS = 11
 STREAM_SRHT_SAMPLE = 12
+# Reserved ranges for the other methods: SES 20-29, EERF/LKRF 30-39, CNM 40-49,
+# random binning 50-59, SGD solvers 60-69, benchmarks 70-79.
+# rfstream.synthetic: the rows of synthetic datasets (kept apart from every method's
+# streams, so that the data are independent of a method's randomness for equal seeds).
+STREAM_SYNTHETIC = 90
 
 
 def check_seed(random_state) -> int:

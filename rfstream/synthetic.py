@@ -17,9 +17,8 @@ import dask
 import dask.array as da
 import numpy as np
 
-from .random import VIRTUAL_BLOCK
+from .random import STREAM_SYNTHETIC, VIRTUAL_BLOCK
 
-STREAM_SYNTHETIC = 11
 N_NUMERIC, N_RATES = 38, 8
 CATEGORIES = {"protocol": 3, "service": 66, "flag": 11}
 N_FEATURES = N_NUMERIC + sum(CATEGORIES.values())
