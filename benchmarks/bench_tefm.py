@@ -7,10 +7,12 @@ to docs/tefm/ by default:
     python benchmarks/bench_tefm.py regression  # Figures 2-3: cpusmall relative RMSE vs l and time
     python benchmarks/bench_tefm.py scale --rows 1000000 5000000   # synthetic KDD-shaped Zarr
 
-Every sub-command runs on dask's threads scheduler (2 cores here).  The scale
-run writes the synthetic dataset chunk by chunk and fits each size in its own
-subprocess, so that the peak resident memory (``ru_maxrss``) of one fit is
-measured alone.
+Every sub-command runs on dask's threads scheduler (2 cores here); ``scale
+--scheduler processes`` fits on a LocalCluster of 2 single-threaded workers
+instead.  The scale run writes a synthetic KDD-shaped dataset
+(:func:`rfstream.synthetic.write_kdd_like`) chunk by chunk and fits each size in
+its own subprocess, so that the peak resident memory (``ru_maxrss``) of one fit
+is measured alone (with ``processes``, the client's only).
 """
 from __future__ import annotations
 
@@ -24,7 +26,6 @@ import time
 from pathlib import Path
 
 import dask
-import dask.array as da
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -198,69 +199,56 @@ def _plot_regression(results, out):
 
 
 # ----------------------------------------------------------------- scale run
-def _synthetic_chunk(block_id, rows, d, seed):
-    """One row chunk of a KDD99-shaped dataset: heavy-tailed counts, rates, one-hot flags."""
-    rng = np.random.default_rng([seed, block_id])
-    n_num = 38
-    x = np.empty((rows, d), dtype=np.float32)
-    x[:, :n_num] = rng.lognormal(0.0, 2.0, size=(rows, n_num)) * (rng.random((rows, n_num)) < 0.4)
-    x[:, 30:n_num] = rng.random((rows, n_num - 30))  # the rate columns in [0, 1]
-    onehot = rng.integers(n_num, d, size=rows)
-    x[:, n_num:] = 0.0
-    x[np.arange(rows), onehot] = 1.0
-    return x
-
-
-def write_synthetic(path, n_rows, d=122, rows_per_chunk=65536, seed=0):
-    """A synthetic KDD99-shaped Zarr dataset (n_rows x 122 after one-hot), chunk by chunk."""
-    from rfstream.io import write_dataset
-
-    chunks = [rows_per_chunk] * (n_rows // rows_per_chunk)
-    if n_rows % rows_per_chunk:
-        chunks.append(n_rows % rows_per_chunk)
-    blocks = [da.from_delayed(dask.delayed(_synthetic_chunk)(i, c, d, seed), (c, d), np.float32)
-              for i, c in enumerate(chunks)]
-    X = da.concatenate(blocks)
-    y = (X[:, 0] > 1.0).astype(np.int32)
-    write_dataset(path, X, y, attrs={"task": "classification", "classes": [0, 1]},
-                  rows_per_chunk=rows_per_chunk, overwrite=True)
-
-
 def _fit_one(args):
     """In a subprocess: fit TEFM on a Zarr dataset, report times and peak RSS."""
     from rfstream import TEFM, Standardizer
     from rfstream.io import open_dataset
 
+    client = None
+    if args.scheduler == "processes":  # 2 single-threaded worker processes (BLAS: 1 thread each)
+        from distributed import Client, LocalCluster
+
+        client = Client(LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                     dashboard_address=None))
     X, _ = open_dataset(args.path)
     std = Standardizer().fit(X)
     Xs = std.transform(X)
     out = {"rows": int(X.shape[0]), "cols": int(X.shape[1]), "method": args.method,
-           "l": args.l, "d": 4 * args.l, "q": args.q}
+           "l": args.l, "d": 4 * args.l, "q": args.q, "scheduler": args.scheduler}
     t0 = time.perf_counter()
     tefm = TEFM(args.l, method=args.method, n_power_iter=args.q, gamma=0.01, random_state=0)
     tefm.fit(Xs)
     out["fit_seconds"] = time.perf_counter() - t0
+    if client is not None:
+        client.close()
     out["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(json.dumps(out), flush=True)
 
 
 def cmd_scale(args):
+    """Fit each (method, q) on each size, ``--repeats`` times, the configs interleaved."""
+    from rfstream.synthetic import write_kdd_like
+
     results = []
     for n in args.rows:
-        path = CACHE / f"synthetic_kdd_{n}.zarr"
+        path = CACHE / f"kdd_like_{n}.zarr"
         if not path.exists():
             t0 = time.perf_counter()
-            write_synthetic(path, n)
+            write_kdd_like(path, n)
             print(f"wrote {path} in {time.perf_counter() - t0:.1f} s", flush=True)
-        for method, q in args.configs:
-            cmd = [sys.executable, __file__, "_fit", str(path), method, str(args.l), str(q)]
-            line = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
-            res = json.loads(line.strip().splitlines()[-1])
-            results.append(res)
-            print(json.dumps(res), flush=True)
+        for rep in range(args.repeats):
+            for method, q in args.configs:
+                cmd = [sys.executable, __file__, "_fit", str(path), method, str(args.l), str(q),
+                       "--scheduler", args.scheduler]
+                line = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+                res = {**json.loads(line.strip().splitlines()[-1]), "repeat": rep,
+                       "load_average": os.getloadavg()[0]}
+                results.append(res)
+                print(json.dumps(res), flush=True)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    (out / f"scale_l{args.l}.json").write_text(json.dumps(results, indent=1))
+    name = f"scale_l{args.l}" + ("" if args.scheduler == "threads" else f"_{args.scheduler}")
+    (out / f"{name}.json").write_text(json.dumps(results, indent=1))
 
 
 def main(argv=None):
@@ -278,6 +266,8 @@ def main(argv=None):
     s.add_argument("--l", type=int, default=100)
     s.add_argument("--configs", type=lambda v: (v.split(":")[0], int(v.split(":")[1])), nargs="+",
                    default=[("srht", 0), ("gaussian", 0)], help="method:q pairs")
+    s.add_argument("--repeats", type=int, default=1)
+    s.add_argument("--scheduler", choices=["threads", "processes"], default="threads")
     for q in (k, r, s):
         q.add_argument("--out", default=str(ROOT / "docs" / "tefm"))
     f = sub.add_parser("_fit")
@@ -285,8 +275,10 @@ def main(argv=None):
     f.add_argument("method")
     f.add_argument("l", type=int)
     f.add_argument("q", type=int)
+    f.add_argument("--scheduler", choices=["threads", "processes"], default="threads")
     args = p.parse_args(argv)
-    with dask.config.set(scheduler="threads"):
+    local = getattr(args, "scheduler", "threads") == "threads"
+    with dask.config.set(scheduler="threads" if local else None):
         {"kernel": cmd_kernel, "regression": cmd_regression, "scale": cmd_scale,
          "_fit": _fit_one}[args.cmd](args)
 

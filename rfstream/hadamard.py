@@ -8,13 +8,17 @@ two.  The transform is ``log2(n)`` butterfly stages, each a pair of vectorized
 additions, applied to a batch of vectors at a time (about 256 KiB, so that the
 stages run in cache) rather than with a Python loop over vectors.
 
-Used by the block SRHT of TEFM-S (:mod:`rfstream.datadriven.tefm`, along the
-row axis) and by Fastfood (:mod:`rfstream.features.fastfood`, along the feature
-axis).
+Used by Fastfood (:mod:`rfstream.features.fastfood`, along the feature axis).
+:func:`hadamard_blocks` computes the same transform along the rows of many
+blocks with two rounds of small matrix products instead (used by the block SRHT
+of TEFM-S, :mod:`rfstream.datadriven.tefm`).
 """
 from __future__ import annotations
 
+from functools import lru_cache
+
 import numpy as np
+import scipy.linalg
 
 
 def is_power_of_two(n) -> bool:
@@ -99,3 +103,46 @@ def _butterflies(x, buf):
         h *= 2
     if src is not x:
         x[...] = src
+
+
+@lru_cache(maxsize=32)
+def _hadamard(n: int, dtype: str) -> np.ndarray:
+    h = scipy.linalg.hadamard(n).astype(dtype)
+    h.flags.writeable = False
+    return h
+
+
+def kronecker_split(n: int) -> tuple[int, int]:
+    """``(a, b)`` with ``a * b = n``, both powers of two, ``a <= b``, as equal as possible."""
+    k = int(n).bit_length() - 1
+    return 1 << (k // 2), 1 << (k - k // 2)
+
+
+def hadamard_blocks(x):
+    """``H_B x[k]`` for every block ``k`` of ``x`` ``(nblk, B, d)`` (unnormalized, Sylvester).
+
+    The same result as ``fwht(x, axis=1)``, computed through the Kronecker
+    factorization of the Sylvester matrix, ``H_B = H_a (x) H_b`` with
+    ``a * b = B`` (:func:`kronecker_split`): viewing a block as ``(a, b, d)``,
+    one batched product with ``H_a`` over the first axis and one with ``H_b``
+    over the second.  That is ``2 (a + b) ~ 4 sqrt(B)`` flops per entry
+    instead of the butterflies' ``log2 B`` additions, but done by BLAS in two
+    passes over memory instead of ``log2 B`` memory-bound numpy passes, which
+    measures 2-8 times faster for ``B`` of 128-512 and ``d`` of hundreds
+    (see docs/tefm.md).  Each block is transformed whole before the next, so
+    the working set is one block.
+
+    Returns a new array in ``x``'s dtype (float32 or float64).
+    """
+    x = np.asarray(x)
+    if x.ndim != 3 or not is_power_of_two(x.shape[1]):
+        raise ValueError(f"hadamard_blocks needs an array (nblk, B, d) with B a power of two; "
+                         f"got shape {x.shape}.")
+    nblk, n, d = x.shape
+    a, b = kronecker_split(n)
+    ha, hb = _hadamard(a, x.dtype.name), _hadamard(b, x.dtype.name)
+    out = np.empty_like(x)
+    for k in range(nblk):
+        y = np.matmul(ha, x[k].reshape(a, b * d))            # H_a along the "a" axis
+        np.matmul(hb, y.reshape(a, b, d), out=out[k].reshape(a, b, d))  # H_b along "b"
+    return out

@@ -3,7 +3,13 @@ import numpy as np
 import pytest
 import scipy.linalg
 
-from rfstream.hadamard import fwht, is_power_of_two, next_power_of_two
+from rfstream.hadamard import (
+    fwht,
+    hadamard_blocks,
+    is_power_of_two,
+    kronecker_split,
+    next_power_of_two,
+)
 
 
 @pytest.mark.parametrize("n", [1, 2, 4, 8, 32, 256])
@@ -60,3 +66,24 @@ def test_fwht_cache_blocked_batches_equal_dense():
     d = c.copy()
     fwht(d, axis=1, out=d)
     np.testing.assert_allclose(d, np.einsum("ij,bjk->bik", H, c), atol=1e-9)
+
+
+@pytest.mark.parametrize("n", [1, 2, 8, 32, 128, 512, 4096])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_hadamard_blocks_equals_scipy_hadamard_per_block(n, dtype):
+    a, b = kronecker_split(n)
+    assert a * b == n and a <= b and is_power_of_two(a) and is_power_of_two(b)
+    x = np.random.default_rng(n).standard_normal((3, n, 5)).astype(dtype)
+    out = hadamard_blocks(x)
+    assert out.dtype == dtype and out.shape == x.shape
+    H = scipy.linalg.hadamard(n).astype(np.float64)
+    expected = np.einsum("ij,kjd->kid", H, x.astype(np.float64))
+    tol = 1e-4 if dtype == np.float32 else 1e-10
+    np.testing.assert_allclose(out, expected, rtol=tol, atol=tol * np.sqrt(n))
+
+
+def test_hadamard_blocks_rejects_bad_shapes():
+    with pytest.raises(ValueError, match="power of two"):
+        hadamard_blocks(np.zeros((2, 12, 3)))
+    with pytest.raises(ValueError, match=r"\(nblk, B, d\)"):
+        hadamard_blocks(np.zeros((12, 3)))

@@ -18,13 +18,14 @@ from numbers import Integral, Real
 
 import numpy as np
 import scipy.linalg
+import scipy.sparse
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from ..cluster import compute
 from ..features._base import FeatureMap
 from ..features.fourier import RandomFourierFeatures
-from ..hadamard import fwht, next_power_of_two
+from ..hadamard import hadamard_blocks, next_power_of_two
 from ..kernels import KERNELS
 from ..random import (
     STREAM_SRHT_SAMPLE,
@@ -108,15 +109,18 @@ def _srht_sketch_rows(x, offset, *, rff, seed, n_components):
         pad = np.zeros((nblk * B, d), dtype=f.dtype)  # D_b F_b, zero outside this chunk
         rows = slice(offset - lo, offset - lo + n)
         np.multiply(f, signs[rows], out=pad[rows])
-    fwht(pad.reshape(nblk, B, d), axis=1, out=pad.reshape(nblk, B, d))  # H_B D_b F_b
-    # R_b: l distinct rows of each block, from per-row random keys (argsort).
+    hdf = hadamard_blocks(pad.reshape(nblk, B, d)).reshape(nblk * B, d)  # H_B D_b F_b
+    # R_b: l distinct rows of each block, from per-row random keys (argsort); the
+    # kept rows of all blocks are summed by one sparse (l x nblk B) selection product.
     keys = row_uniform(seed, STREAM_SRHT_SAMPLE, lo, hi).reshape(nblk, B)
     keep = np.argsort(keys, axis=1, kind="stable")[:, :n_components]
     keep += (np.arange(nblk) * B)[:, None]
-    sampled = pad[keep.ravel()].reshape(nblk, n_components, d)
-    yt = sampled.sum(axis=0, dtype=np.float64)  # (l, d) = sum_b R_b H D_b F_b
-    yt *= 1.0 / np.sqrt(n_components)  # Theta' = sqrt(B/l) R_b (H_B / sqrt(B)) D_b
-    return np.ascontiguousarray(yt.T).ravel()
+    slots = np.broadcast_to(np.arange(n_components), keep.shape)
+    select = scipy.sparse.csr_matrix(
+        (np.full(keep.size, 1.0 / np.sqrt(n_components), dtype=f.dtype),  # sqrt(B/l) / sqrt(B)
+         (slots.ravel(), keep.ravel())), shape=(n_components, nblk * B))
+    yt = select @ hdf  # (l, d) = sum_b sqrt(1/l) R_b H_B D_b F_b
+    return np.ascontiguousarray(yt.T, dtype=np.float64).ravel()
 
 
 def _power_chunk(x, offset, *, rff, Q):
