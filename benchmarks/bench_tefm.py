@@ -5,6 +5,8 @@ to docs/tefm/ by default:
 
     python benchmarks/bench_tefm.py kernel      # Figure 1: kernel approximation error vs l
     python benchmarks/bench_tefm.py regression  # Figures 2-3: cpusmall relative RMSE vs l and time
+    python benchmarks/bench_tefm.py dsweep      # cpusmall: TEFM-G with d = 4, 8, 16 l vs RFF 4 l
+    python benchmarks/bench_tefm.py sketch      # range-finder pass per task: TEFM-S vs TEFM-G
     python benchmarks/bench_tefm.py scale --rows 1000000 5000000   # synthetic KDD-shaped Zarr
 
 Every sub-command runs on dask's threads scheduler (2 cores here); ``scale
@@ -57,7 +59,11 @@ def dataset(name):
 def feature_maps(l, gamma, seed):
     """The Figure 1 methods at l output features (d = 4 l for TEFM and compact maps)."""
     from rfstream import TEFM
-    from rfstream.features import CompactRandomFeatures, FastfoodFeatures, RandomFourierFeatures
+    from rfstream.features import (
+        CompactRandomFeatures,
+        FastfoodFeatures,
+        RandomFourierFeatures,
+    )
 
     return {
         "RFF (MC)": RandomFourierFeatures(l, gamma=gamma, random_state=seed),
@@ -173,6 +179,47 @@ def cmd_regression(args):
     _plot_regression(results, out)
 
 
+def cmd_dsweep(args):
+    """cpusmall: TEFM-G with l features over d = 4, 8, 16 l and q = 1, 2 against RFF with l and 4 l."""
+    from sklearn.pipeline import Pipeline
+
+    from rfstream import TEFM, RandomFourierFeatures, Standardizer, StreamingRidge
+    from rfstream.kernels import auto_gamma
+    from rfstream.metrics import relative_rmse
+    from rfstream.preprocess import train_test_split
+    from rfstream.random import sample_rows
+
+    X, y = dataset("cpusmall")
+    Xtr, Xte, ytr, yte = (a.persist() for a in train_test_split(X, y, test_size=0.25, random_state=0))
+    gamma = auto_gamma(sample_rows(Standardizer().fit(Xtr).transform(Xtr), 1000, 0), "gaussian",
+                       random_state=0)
+    alphas = [1e-6, 1e-5, 1e-4, 1e-3, 1e-2, 1e-1, 1.0]
+
+    def rmse(fmap):
+        errs = []
+        for seed in range(args.seeds):
+            fmap.set_params(random_state=seed)
+            pipe = Pipeline([("std", Standardizer()), ("features", fmap),
+                             ("solver", StreamingRidge(alpha=alphas, cv=5))])
+            errs.append(relative_rmse(yte, pipe.fit(Xtr, ytr).predict(Xte)))
+        return float(np.mean(errs))
+
+    runs = []
+    for l in (50, 100, 200):
+        configs = {"RFF l": RandomFourierFeatures(l, gamma=gamma),
+                   "RFF 4l": RandomFourierFeatures(4 * l, gamma=gamma)}
+        for mult in (4, 8, 16):
+            for q in (1, 2):
+                configs[f"TEFM-G d={mult}l q={q}"] = TEFM(l, n_random_features=mult * l,
+                                                          n_power_iter=q, gamma=gamma)
+        for name, fmap in configs.items():
+            runs.append({"l": l, "method": name, "rmse": rmse(fmap)})
+            print(json.dumps(runs[-1]), flush=True)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "regression_d_sweep.json").write_text(json.dumps({"gamma": gamma, "runs": runs}, indent=1))
+
+
 def _plot_regression(results, out):
     import matplotlib
 
@@ -199,6 +246,62 @@ def _plot_regression(results, out):
 
 
 # ----------------------------------------------------------------- scale run
+def cmd_sketch(args):
+    """Range-finder pass per task: one 65,536-row chunk sketched by TEFM-G and TEFM-S.
+
+    Times, on one standardized chunk of the synthetic KDD-shaped data, the
+    chunk function of each sketch (what every task of the pass runs), the
+    feature block alone, and TEFM-S with the radix-2 butterfly FWHT in place
+    of the GEMM-based Hadamard transform; single-threaded BLAS (as in a dask
+    worker), the variants interleaved, median of ``--repeats``.
+    """
+    from threadpoolctl import threadpool_limits
+
+    import rfstream.datadriven.tefm as tefm_module
+    from rfstream import RandomFourierFeatures, Standardizer
+    from rfstream.hadamard import fwht
+    from rfstream.synthetic import kdd_like_rows
+
+    x, _ = kdd_like_rows(0, 65536)
+    x = Standardizer().fit(x).transform(x).astype(np.float32)
+    fast = tefm_module.hadamard_blocks
+
+    def butterflies(blocks):
+        return fwht(blocks, axis=1)
+
+    def srht_butterflies(x, offset, **kw):
+        tefm_module.hadamard_blocks = butterflies
+        try:
+            return tefm_module._srht_sketch_chunk(x, offset, **kw)
+        finally:
+            tefm_module.hadamard_blocks = fast
+
+    variants = {
+        "features only": lambda x, offset, rff, **kw: rff._block(x),
+        "TEFM-G (Gaussian sketch)": tefm_module._gaussian_sketch_chunk,
+        "TEFM-S (GEMM Hadamard)": tefm_module._srht_sketch_chunk,
+        "TEFM-S (radix-2 butterflies)": srht_butterflies,
+    }
+    runs = []
+    with threadpool_limits(1, user_api="blas"):
+        for l in args.l:
+            rff = RandomFourierFeatures(4 * l, gamma=0.01, random_state=0).fit(x[:1])
+            times = {name: [] for name in variants}
+            for _ in range(args.repeats):
+                for name, fn in variants.items():
+                    t0 = time.perf_counter()
+                    fn(x, 0, rff=rff, seed=0, n_components=l)
+                    times[name].append(time.perf_counter() - t0)
+            for name, ts in times.items():
+                runs.append({"l": l, "d": 4 * l, "rows": x.shape[0], "variant": name,
+                             "median_s": float(np.median(ts)), "all_s": ts})
+                print(json.dumps(runs[-1]), flush=True)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "sketch_chunk.json").write_text(json.dumps(
+        {"load_average_end": os.getloadavg(), "runs": runs}, indent=1))
+
+
 def _fit_one(args):
     """In a subprocess: fit TEFM on a Zarr dataset, report times and peak RSS."""
     from rfstream import TEFM, Standardizer
@@ -261,6 +364,11 @@ def main(argv=None):
     k.add_argument("--seeds", type=int, default=2)
     r = sub.add_parser("regression")
     r.add_argument("--seeds", type=int, default=2)
+    w = sub.add_parser("dsweep")
+    w.add_argument("--seeds", type=int, default=2)
+    c = sub.add_parser("sketch")
+    c.add_argument("--l", type=int, nargs="+", default=[100, 400])
+    c.add_argument("--repeats", type=int, default=5)
     s = sub.add_parser("scale")
     s.add_argument("--rows", type=int, nargs="+", default=[1_000_000, 5_000_000])
     s.add_argument("--l", type=int, default=100)
@@ -268,7 +376,7 @@ def main(argv=None):
                    default=[("srht", 0), ("gaussian", 0)], help="method:q pairs")
     s.add_argument("--repeats", type=int, default=1)
     s.add_argument("--scheduler", choices=["threads", "processes"], default="threads")
-    for q in (k, r, s):
+    for q in (k, r, w, c, s):
         q.add_argument("--out", default=str(ROOT / "docs" / "tefm"))
     f = sub.add_parser("_fit")
     f.add_argument("path")
@@ -279,7 +387,8 @@ def main(argv=None):
     args = p.parse_args(argv)
     local = getattr(args, "scheduler", "threads") == "threads"
     with dask.config.set(scheduler="threads" if local else None):
-        {"kernel": cmd_kernel, "regression": cmd_regression, "scale": cmd_scale,
+        {"kernel": cmd_kernel, "regression": cmd_regression, "dsweep": cmd_dsweep, "sketch": cmd_sketch,
+         "scale": cmd_scale,
          "_fit": _fit_one}[args.cmd](args)
 
 

@@ -158,9 +158,15 @@ class TEFM(FeatureMap):
       ``E[Theta Theta'] = I_n``), i.e. ``Y' = Theta' F = sum_b sqrt(1/l) R_b H_B
       D_b F_b``.  This is a block SRHT in the sense of Balabanov, Beaupere,
       Grigori & Lacoste (2022) with independent per-block samples and
-      ``F_b`` transformed by the fast Walsh-Hadamard transform
-      (:func:`rfstream.hadamard.fwht`): ``O(n d log l)`` for the sketch instead
-      of ``O(n d l)`` for a Gaussian ``Theta``.  Algorithm 2 of the paper is
+      ``F_b`` transformed by a fast Hadamard transform
+      (:func:`rfstream.hadamard.hadamard_blocks`: ``H_B = H_a (x) H_b``, two
+      rounds of small matrix products, ``4 sqrt(B)`` flops per entry in two
+      passes over memory) and the kept rows summed by a sparse selection
+      product, instead of the ``2 l`` flops per entry of a Gaussian ``Theta``
+      and its ``n x l`` normal draws.  Deviation: the radix-2 butterflies
+      (``log2 B`` additions per entry, :func:`rfstream.hadamard.fwht`) are
+      asymptotically cheaper but are ``log2 B`` memory-bound numpy passes,
+      which measured slower than the Gaussian sketch's GEMM (docs/tefm.md).  Algorithm 2 of the paper is
       ``n_power_iter=0`` with one global SRHT; the block form is what a
       row-chunked pass can compute, and with ``n_power_iter >= 1`` the same
       power iterations as TEFM-G follow the sketch.
