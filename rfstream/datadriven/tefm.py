@@ -166,8 +166,8 @@ class TEFM(FeatureMap):
       and its ``n x l`` normal draws.  Deviation: the radix-2 butterflies
       (``log2 B`` additions per entry, :func:`rfstream.hadamard.fwht`) are
       asymptotically cheaper but are ``log2 B`` memory-bound numpy passes,
-      which measured slower than the Gaussian sketch's GEMM (docs/tefm.md).  Algorithm 2 of the paper is
-      ``n_power_iter=0`` with one global SRHT; the block form is what a
+      which measured slower than the Gaussian sketch's GEMM (docs/tefm.md).
+      Algorithm 2 of the paper is ``n_power_iter=0`` with one global SRHT; the block form is what a
       row-chunked pass can compute, and with ``n_power_iter >= 1`` the same
       power iterations as TEFM-G follow the sketch.
 
