@@ -29,6 +29,8 @@ def main(argv=None):
     p.add_argument("--worker-memory", default="512MiB")
     p.add_argument("--n-components", type=int, default=256)
     p.add_argument("--features", default="rff")
+    p.add_argument("--n-grids", type=int, default=None, help="binning: random grids P")
+    p.add_argument("--n-bins", type=int, default=None, help="binning: hashed bins per grid")
     p.add_argument("--workdir", default="runs/out_of_core")
     p.add_argument("--json", default=None)
     args = p.parse_args(argv)
@@ -55,7 +57,9 @@ def main(argv=None):
                       host="127.0.0.1", dashboard_address="127.0.0.1:0") as cluster, Client(cluster) as client:
         workers_before = set(client.scheduler_info()["workers"])
         t0 = time.perf_counter()
-        model, meta = fit_dataset(data, features=args.features, n_components=args.n_components, alpha=1.0)
+        grids = {k: v for k, v in (("n_grids", args.n_grids), ("n_bins", args.n_bins)) if v is not None}
+        model, meta = fit_dataset(data, features=args.features, n_components=args.n_components, alpha=1.0,
+                                  **grids)
         fit_s = time.perf_counter() - t0
         error = evaluate_dataset(model, meta, data)["value"]
         peaks = client.run(peak_rss)
@@ -67,7 +71,7 @@ def main(argv=None):
         "data_bytes_on_disk": sum(f.stat().st_size for f in data.rglob("*") if f.is_file()),
         "workers": args.workers, "worker_memory_limit": limit,
         "data_over_total_worker_memory": data_bytes / (limit * args.workers),
-        "features": args.features, "n_components": args.n_components,
+        "features": args.features, "n_components": args.n_components, **grids,
         "fit_seconds": round(fit_s, 1), "training_error": error,
         "worker_peak_rss": sorted(peaks.values()),
         "worker_peak_over_limit": max(peaks.values()) / limit,

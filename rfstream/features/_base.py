@@ -11,7 +11,8 @@ random generator, numpy vs dask) and call the hooks a map implements:
 ``_block(self, x) -> ndarray``
     The feature map of one block of rows, a pure numpy function of ``x``
     (dense ndarray or scipy sparse matrix, shape ``(rows, n_features_in_)``)
-    returning ``(rows, _n_features_out)`` in ``self.dtype``.  It is called by
+    returning ``(rows, _n_features_out)`` in ``self.dtype`` (a CSR matrix
+    instead when the class sets ``_sparse_output = True``).  It is called by
     ``transform`` through ``map_blocks`` *and* by solvers inside reduction tasks,
     so it must be picklable, free of dask, and must not depend on the block's
     position: the same row gives the same features whatever the chunking.
@@ -27,6 +28,7 @@ from abc import abstractmethod
 
 import dask.array as da
 import numpy as np
+import scipy.sparse as sp
 from dask.base import is_dask_collection, normalize_token, tokenize
 from sklearn.base import (
     BaseEstimator,
@@ -61,6 +63,9 @@ class FeatureMap(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimato
         "random_state": ["random_state", np.random.Generator],
         "dtype": [StrOptions(set(_DTYPES)), type, np.dtype],
     }
+    #: True for a map whose ``_block`` returns a ``scipy.sparse`` CSR matrix
+    #: (the dask output then has CSR blocks and a CSR ``meta``).
+    _sparse_output = False
 
     # ------------------------------------------------------------------ hooks
     @abstractmethod
@@ -131,7 +136,8 @@ class FeatureMap(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimato
             self._block,
             dtype=dtype,
             chunks=(X.chunks[0], (n_out,)),
-            meta=np.empty((0, n_out), dtype=dtype),
+            meta=(sp.csr_matrix((0, n_out), dtype=dtype) if self._sparse_output
+                  else np.empty((0, n_out), dtype=dtype)),
             name=name,
         )
 

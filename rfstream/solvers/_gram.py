@@ -17,11 +17,17 @@ BLAS SYRK, which does half the flops of a GEMM) and the results are added in
 float64: BLAS speed, with the float32 rounding confined to sums of at most
 SUB_BLOCK products.  Measured on 65,536 x 2000 float32 features: scipy's
 ``ssyrk`` on 4096-row sub-blocks 1.25 s, numpy 4096 rows 0.97 s, numpy 8192
-rows about 0.9 s (see docs/benchmarks.md).
+rows about 0.9 s; on a loaded machine numpy's SYRK ran at 95-100% of the
+same run's GEMM rate (in SYRK's own flops) for sub-blocks of 4096 to 65,536
+rows, and a GEMM over upper-triangular column blocks was slower, so SYRK on
+8192-row sub-blocks stays (docs/BENCHMARKS.md).  ``Z'Y`` and the column sums
+``Z'1`` come from one GEMM against ``[Y, 1]``: one read of the block instead
+of two.
 """
 from __future__ import annotations
 
 import numpy as np
+import scipy.sparse as sp
 
 from ..random import STREAM_FOLDS, row_integers
 from ..reductions import Layout
@@ -40,22 +46,66 @@ def gram_chunk(z, y, *, offset, n_folds, seed, target_fn, layout):
     if z.shape[0] == 0:
         return out
     Y = target_fn(y)
-    z = np.ascontiguousarray(z if z.dtype in (np.float32, np.float64) else z.astype(np.float64))
-    parts = layout.unpack(out)
     if n_folds > 1:
         folds = row_integers(seed, STREAM_FOLDS, offset, offset + z.shape[0], n_folds)
     else:
         folds = np.zeros(z.shape[0], dtype=np.int64)
+    if sp.issparse(z):
+        return _sparse_gram_chunk(sp.csr_matrix(z, dtype=np.float64), Y, out, layout, folds)
+    z = np.ascontiguousarray(z if z.dtype in (np.float32, np.float64) else z.astype(np.float64))
+    parts = layout.unpack(out)
     for k in range(n_folds):
         rows = np.flatnonzero(folds == k) if n_folds > 1 else slice(None)
         zk, yk = z[rows], Y[rows]
         parts["n"][k] = zk.shape[0]
-        parts["s"][k] = zk.sum(axis=0, dtype=np.float64)
         parts["t"][k] = yk.sum(axis=0)
         parts["B"][k] = yk.T @ yk
-        yk_z = yk.astype(z.dtype)
+        # [Y, 1]: Z'Y and the column sums Z'1 from one GEMM, one read of the block
+        y1 = np.ones((zk.shape[0], yk.shape[1] + 1), dtype=z.dtype)
+        y1[:, :-1] = yk
         for start in range(0, zk.shape[0], SUB_BLOCK):
             zs = zk[start : start + SUB_BLOCK]
             parts["G"][k] += zs.T @ zs
-            parts["C"][k] += zs.T @ yk_z[start : start + SUB_BLOCK]
+            zy = zs.T @ y1[start : start + SUB_BLOCK]
+            parts["C"][k] += zy[:, :-1]
+            parts["s"][k] += zy[:, -1]
+    return out
+
+
+def _sparse_gram_chunk(z, Y, out, layout, folds):
+    """The same partials for a CSR block (random binning, hybrid features), in float64.
+
+    Columns that are non-zero in more than a quarter of a sub-block's rows (e.g.
+    the Fourier half of hybrid features) are densified and go through BLAS;
+    the rest stay sparse: ``z.T @ z`` of a row with ``q`` sparse non-zeros
+    adds at most ``q**2`` entries, scattered into the dense D x D partial.  So
+    the cost per row is ``O(dense**2 + q * dense + q**2)``, never ``O(D**2)``.
+    """
+    parts = layout.unpack(out)
+    all_cols = np.arange(z.shape[1])
+    for k in range(parts["n"].shape[0]):
+        rows = np.flatnonzero(folds == k)
+        parts["n"][k] = rows.size
+        yk = Y[rows]
+        parts["t"][k] = yk.sum(axis=0)
+        parts["B"][k] = yk.T @ yk
+        G = parts["G"][k]
+        for start in range(0, rows.size, SUB_BLOCK):
+            zs, ys = z[rows[start : start + SUB_BLOCK]], yk[start : start + SUB_BLOCK]
+            parts["s"][k] += np.asarray(zs.sum(axis=0)).ravel()
+            parts["C"][k] += zs.T @ ys
+            is_dense = np.bincount(zs.indices, minlength=z.shape[1]) > zs.shape[0] // 4
+            dense, rest = all_cols[is_dense], all_cols[~is_dense]
+            if dense.size:
+                zd, zs = zs[:, dense].toarray(), zs[:, rest]
+                G[np.ix_(dense, dense)] += zd.T @ zd
+                cross = np.asarray(zs.T @ zd)
+                G[np.ix_(rest, dense)] += cross
+                G[np.ix_(dense, rest)] += cross.T
+            g = zs.T @ zs
+            if not dense.size:
+                G += g.toarray()  # a dense add beats a scatter (about 2x, D = 3200)
+                continue
+            g = g.tocoo()  # canonical: no repeated (row, col)
+            G[rest[g.row], rest[g.col]] += g.data
     return out

@@ -41,8 +41,13 @@ class LinearPredictMixin:
                 _linear_block, coef, intercept, one, dtype=np.float64, chunks=chunks,
                 drop_axis=[1] if one else [], meta=np.empty((0,) * len(chunks), np.float64),
             )
-        X = validate_data(self, X, reset=False, dtype=[np.float64, np.float32])
+        X = validate_data(self, X, reset=False, dtype=[np.float64, np.float32], accept_sparse="csr")
         return _linear_block(X, coef, intercept, one)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True  # CSR features, e.g. random binning
+        return tags
 
 
 class LinearClassifierMixin(LinearPredictMixin):

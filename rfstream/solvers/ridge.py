@@ -23,8 +23,9 @@ from numbers import Integral, Real
 import dask.array as da
 import numpy as np
 import scipy.linalg
+import scipy.sparse
 from sklearn.base import BaseEstimator, ClassifierMixin, MultiOutputMixin, RegressorMixin
-from sklearn.utils._param_validation import Interval
+from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import validate_data
 
@@ -32,8 +33,15 @@ from ..cluster import compute
 from .._validation import check_dask_array
 from ..random import check_seed
 from ..reductions import sum_rows
+from ._cg import ridge_cg
 from ._gram import gram_chunk, gram_layout
 from ._linear import LinearClassifierMixin, LinearPredictMixin
+
+
+#: solver="auto" switches from the D x D Gram pass to conjugate gradients for sparse
+#: features wider than this (a float64 Gram of 4096 x 4096 is 128 MiB per partial);
+#: dense features keep the one-pass Gram (CG costs a pass per iteration).
+CG_MIN_FEATURES = 4096
 
 
 def _regression_targets(y):
@@ -93,13 +101,20 @@ class _BaseStreamingRidge(LinearPredictMixin, BaseEstimator):
         "fit_intercept": ["boolean"],
         "cv": [Interval(Integral, 2, None, closed="left")],
         "random_state": ["random_state"],
+        "solver": [StrOptions({"auto", "gram", "cg"})],
+        "tol": [Interval(Real, 0, None, closed="neither")],
+        "max_iter": [Interval(Integral, 1, None, closed="left")],
     }
 
-    def __init__(self, alpha=1.0, *, fit_intercept=True, cv=5, random_state=0):
+    def __init__(self, alpha=1.0, *, fit_intercept=True, cv=5, random_state=0, solver="auto",
+                 tol=1e-4, max_iter=200):
         self.alpha = alpha
         self.fit_intercept = fit_intercept
         self.cv = cv
         self.random_state = random_state
+        self.solver = solver
+        self.tol = tol
+        self.max_iter = max_iter
 
     # -- the pass -----------------------------------------------------------
     def _statistics(self, Z, y, target_fn, n_targets, n_folds):
@@ -116,6 +131,19 @@ class _BaseStreamingRidge(LinearPredictMixin, BaseEstimator):
 
     def _fit_targets(self, Z, y, target_fn, n_targets):
         alphas = _check_alpha(self.alpha)
+        wide_sparse = Z.shape[1] > CG_MIN_FEATURES and scipy.sparse.issparse(getattr(Z, "_meta", Z))
+        if self.solver == "cg" or (self.solver == "auto" and wide_sparse):
+            if alphas.size > 1:
+                raise ValueError(
+                    f"solver='cg' takes a single alpha (cross-validation needs the Gram pass); got "
+                    f"alpha={self.alpha!r} for {Z.shape[1]} features. Pass one alpha, or "
+                    "solver='gram' with fewer features."
+                )
+            self.alpha_ = float(alphas[0])
+            W, b, info = ridge_cg(Z, y, target_fn, n_targets, alpha=self.alpha_,
+                                  fit_intercept=self.fit_intercept, tol=self.tol, max_iter=self.max_iter)
+            self.n_samples_seen_, self.n_iter_ = int(info["n"]), 1 + info["n_iter"]
+            return W, b
         n_folds = self.cv if alphas.size > 1 else 1
         stats = self._statistics(Z, y, target_fn, n_targets, n_folds)
         total = {k: v.sum(axis=0) for k, v in stats.items()}
@@ -133,7 +161,7 @@ class _BaseStreamingRidge(LinearPredictMixin, BaseEstimator):
         else:
             self.alpha_ = float(alphas[0])
         W, b = self._solve_stats(total, self.alpha_)
-        self.n_samples_seen_ = int(total["n"])
+        self.n_samples_seen_, self.n_iter_ = int(total["n"]), 1
         return W, b
 
     def _solve_stats(self, stats, alpha):
@@ -185,6 +213,15 @@ class StreamingRidge(MultiOutputMixin, RegressorMixin, _BaseStreamingRidge):
         Folds for cross-validation when ``alpha`` is a list.
     random_state : int, default=0
         Seed of the fold assignment (a function of the seed and the row index).
+    solver : {"auto", "gram", "cg"}, default="auto"
+        "gram": the single Gram pass above.  "cg": Jacobi-preconditioned
+        conjugate gradients on the implicit normal equations, one pass per
+        iteration and only D x T arrays on the client, for wide (sparse)
+        features such as random binning (:mod:`rfstream.solvers._cg`); single
+        alpha only.  "auto": "cg" for sparse features wider than
+        ``CG_MIN_FEATURES`` (4096), "gram" otherwise.
+    tol, max_iter : float, int, default=1e-4, 200
+        CG stopping rule: relative residual of the normal equations, passes.
 
     Attributes
     ----------
@@ -196,6 +233,8 @@ class StreamingRidge(MultiOutputMixin, RegressorMixin, _BaseStreamingRidge):
         Candidate alphas and their mean held-out squared error (list alpha only).
     n_features_in_ : int
     n_samples_seen_ : int
+    n_iter_ : int
+        Passes over the data: 1 for the Gram pass, 1 + the CG iterations for "cg".
     """
 
     def fit(self, X, y):
@@ -204,7 +243,8 @@ class StreamingRidge(MultiOutputMixin, RegressorMixin, _BaseStreamingRidge):
         checked = self._check_fit_input(X, y)
         if checked is None:
             X, y = validate_data(
-                self, X, y, multi_output=True, y_numeric=True, dtype=[np.float64, np.float32]
+                self, X, y, multi_output=True, y_numeric=True, dtype=[np.float64, np.float32],
+                accept_sparse="csr",
             )
         else:
             X, y = checked
@@ -244,7 +284,7 @@ class StreamingRidgeClassifier(LinearClassifierMixin, ClassifierMixin, _BaseStre
         self._validate_params()
         checked = self._check_fit_input(X, y)
         if checked is None:
-            X, y = validate_data(self, X, y, dtype=[np.float64, np.float32])
+            X, y = validate_data(self, X, y, dtype=[np.float64, np.float32], accept_sparse="csr")
             check_classification_targets(y)
             classes = np.unique(y)
         else:
