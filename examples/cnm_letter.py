@@ -1,0 +1,39 @@
+"""Compact Nonlinear Map on UCI letter (26 classes): 16 learned features vs 16 random ones.
+
+    python examples/cnm_letter.py [path/to/letter-recognition.data]
+
+Converts the CSV to a Zarr dataset, splits it 75/25, standardizes it, then fits
+``CompactNonlinearMap`` (Yu et al. 2015) with k = 16 on the dask arrays, next to
+the same Pegasos training on a random Fourier map (``theta_step=0``) and a
+circulant CNM.  Takes well under a minute on 2 cores.
+"""
+import sys
+import tempfile
+from pathlib import Path
+
+import dask
+
+from rfstream import CompactNonlinearMap, Standardizer, train_test_split
+from rfstream.io import convert, open_dataset
+
+src = Path(sys.argv[1]) if len(sys.argv) > 1 else (
+    Path(__file__).resolve().parents[2] / "shared" / "datasets" / "letter" / "letter-recognition.data")
+
+dask.config.set(scheduler="threads")
+with tempfile.TemporaryDirectory() as tmp:
+    convert(src, Path(tmp) / "letter.zarr", label_column="first", header=False, rows_per_chunk=4096)
+    X, y = open_dataset(Path(tmp) / "letter.zarr")
+    Xtr, Xte, ytr, yte = train_test_split(X, y, test_size=0.25, random_state=0)
+    scaler = Standardizer().fit(Xtr)
+    Xtr, Xte = scaler.transform(Xtr), scaler.transform(Xte)
+    yte = yte.compute()
+
+    common = {"max_iter": 10, "random_state": 0}
+    for name, est in [
+        ("random Fourier map + Pegasos", CompactNonlinearMap(16, theta_step=0.0, **common)),
+        ("CNM (dense Theta learned)   ", CompactNonlinearMap(16, **common)),
+        ("CNM (circulant r learned)   ", CompactNonlinearMap(16, structure="circulant", **common)),
+    ]:
+        est.fit(Xtr, ytr)  # gathers its sampled mini-batches from the dask chunks
+        acc = (est.predict(Xte).compute() == yte).mean()
+        print(f"{name} k=16: test accuracy {acc:.3f} (best iteration {est.best_iter_})")
