@@ -37,11 +37,13 @@ from rfstream.cluster import compute
 from rfstream.models import make_model, onehot_columns
 
 DATASETS = {
-    "adult": dict(train="adult/adult.data", test="adult/adult.test", positive=">50K", alpha=1e-4),
-    "kdd": dict(train="kddcup99/kddcup.data_10_percent.gz", test="kddcup99/corrected.gz",
-                positive="normal", alpha=1e-5),
+    "adult": {"train": "adult/adult.data", "test": "adult/adult.test", "positive": ">50K", "alpha": 1e-4},
+    "kdd": {"train": "kddcup99/kddcup.data_10_percent.gz", "test": "kddcup99/corrected.gz",
+                "positive": "normal", "alpha": 1e-5},
 }
-LOSSES = {"hinge": "LinearSVC(loss='hinge', dual=True)", "log_loss": "LogisticRegression(solver='liblinear')"}
+LOSSES = {"hinge": "LinearSVC(loss='hinge', dual=True)", "log_loss": "LogisticRegression(solver='liblinear')",
+          "squared_hinge": "LinearSVC(loss='squared_hinge', dual=False)"}
+LBFGS = "LogisticRegression(solver='lbfgs', fit_intercept=False) on [Z, 1]"
 
 
 def _datasets_dir():
@@ -67,7 +69,7 @@ def prepare(name, workdir, fraction=1.0, chunk_rows=None):
     Xt, yt = io.open_dataset(test)
     attrs = io.dataset_info(train)["attrs"]
     pre = make_model("classification", passthrough=onehot_columns(attrs),
-                     feature_params=dict(n_components=1000, gamma="auto", random_state=0))[:-1]
+                     feature_params={"n_components": 1000, "gamma": "auto", "random_state": 0})[:-1]
     pre.fit(X)
     return pre.transform(X), y, pre.transform(Xt), yt
 
@@ -91,17 +93,31 @@ def _test_error(coef, intercept, Zt, yt):
     return float(compute(((scores > 0).astype(np.int64) != yt).mean()))
 
 
-def reference(loss, alpha, Z, y, Zt, yt):
+def reference(loss, alpha, Z, y, Zt, yt, method="liblinear"):
+    """sklearn's optimum of the same objective.  ``method="lbfgs"`` (log loss
+    only): LogisticRegression(lbfgs) without intercept on [Z, 1] in float32,
+    which regularizes the intercept as liblinear with intercept_scaling=1 does
+    (the same objective) but needs no float64 copy and no liblinear problem
+    (~12 GB for KDD99's 494,021 x 1000 features)."""
     from sklearn.linear_model import LogisticRegression
     from sklearn.svm import LinearSVC
 
-    Zm = compute(Z).astype(np.float64)
     ym = compute(y)
-    C = 1.0 / (alpha * Zm.shape[0])
-    if loss == "hinge":
-        est = LinearSVC(C=C, loss="hinge", dual=True, tol=1e-5, max_iter=20000)
+    C = 1.0 / (alpha * Z.shape[0])
+    if method == "lbfgs":
+        if loss != "log_loss":
+            raise ValueError(f"--reference lbfgs is for log_loss only; got loss {loss!r}.")
+        Zm = np.ones((Z.shape[0], Z.shape[1] + 1), dtype=np.float32)
+        Zm[:, :-1] = compute(Z)
+        est = LogisticRegression(C=C, solver="lbfgs", fit_intercept=False, tol=1e-10, max_iter=5000)
     else:
-        est = LogisticRegression(C=C, solver="liblinear", tol=1e-6, max_iter=1000)
+        Zm = compute(Z).astype(np.float64)
+        if loss == "hinge":
+            est = LinearSVC(C=C, loss="hinge", dual=True, tol=1e-5, max_iter=20000)
+        elif loss == "squared_hinge":
+            est = LinearSVC(C=C, loss="squared_hinge", dual=False, tol=1e-6, max_iter=1000)
+        else:
+            est = LogisticRegression(C=C, solver="liblinear", tol=1e-6, max_iter=1000)
     t0 = time.perf_counter()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -109,8 +125,33 @@ def reference(loss, alpha, Z, y, Zt, yt):
     seconds = time.perf_counter() - t0
     del Zm
     gc.collect()
-    return dict(C=C, seconds=seconds, coef=est.coef_, intercept=est.intercept_,
-                warnings=[str(w.message)[:120] for w in caught])
+    coef, intercept = est.coef_, est.intercept_
+    if method == "lbfgs":  # the last weight is that of the constant feature 1
+        coef, intercept = coef[:, :-1], coef[:, -1]
+    return {"C": C, "seconds": seconds, "coef": coef, "intercept": intercept, "n_iter": np.ravel(est.n_iter_).tolist(),
+                "warnings": [str(w.message)[:120] for w in caught]}
+
+
+def run_newton(loss, alpha, Z, y, max_iter, tol):
+    """solver="newton": the exact objective of each pass's accepted point
+    (objective_path_) and the wall time at the end of each pass."""
+    from rfstream.solvers import sgd as sgd_module
+
+    stamps, inner = [], sgd_module._pass
+
+    def timed_pass(*args, **kwargs):
+        out = inner(*args, **kwargs)
+        stamps.append(time.perf_counter())
+        return out
+
+    est = StreamingSGDClassifier(loss, alpha=alpha, solver="newton", max_iter=max_iter, tol=tol)
+    sgd_module._pass = timed_pass
+    try:
+        t0 = time.perf_counter()
+        est.fit(Z, y)
+    finally:
+        sgd_module._pass = inner
+    return est, [s - t0 for s in stamps], list(est.objective_path_)
 
 
 def run_rfstream(loss, alpha, Z, y, epochs, chunks_per_round=None):
@@ -162,6 +203,42 @@ def run_daskml(loss, alpha, Z, y, epochs):
     return inc.estimator_, times, objs
 
 
+def plot(results, out_dir):
+    """One panel per (dataset, loss): relative gap to sklearn's optimum against passes over
+    the data (an SGD epoch or a Newton pass; times are load-dependent, see the JSON)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    keys = [k for k, row in results.items() if "rfstream_newton" in row and "sklearn" in row]
+    if not keys:
+        return
+    cols = min(3, len(keys))
+    rows = -(-len(keys) // cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(4.4 * cols, 3.4 * rows), squeeze=False)
+    for ax in axes.ravel()[len(keys):]:
+        ax.set_visible(False)
+    for ax, key in zip(axes.ravel(), keys):
+        row = results[key]
+        for label in ("rfstream_newton", "rfstream", "rfstream_rounds1", "dask_ml"):
+            run = row.get(label)
+            if not run:
+                continue
+            gaps = [max(g, 1e-7) for g in run["rel_gap"]]
+            if max(gaps) < 1e6:  # dask-ml's squared hinge diverges: left out
+                ax.semilogy(range(1, len(gaps) + 1), gaps, marker=".", label=label)
+        ax.axhline(0.01, color="gray", lw=0.8, ls="--")
+        ax.set_title(key.replace("/alpha", "\nalpha"), fontsize=8)
+        ax.set_xlabel("passes over the data")
+        ax.set_ylabel("f / f_sklearn - 1")
+        ax.legend(fontsize=7)
+    fig.tight_layout()
+    Path(out_dir).mkdir(parents=True, exist_ok=True)
+    fig.savefig(Path(out_dir) / "convergence.png", dpi=90)
+    plt.close(fig)
+
+
 def _time_to(target, times, objs):
     for t, f in zip(times, objs):
         if f <= target:
@@ -183,9 +260,20 @@ def main(argv=None):
                         help="train on this fraction of the training rows (memory of the sklearn reference)")
     parser.add_argument("--rounds", type=int, nargs="*", default=[],
                         help="also run rfstream with these chunks_per_round")
+    parser.add_argument("--solvers", nargs="+", default=["sgd", "newton"], choices=["sgd", "newton"],
+                        help="rfstream solvers to run (sgd: parameter averaging, plus --rounds)")
+    parser.add_argument("--newton-iter", type=int, default=50, help="solver='newton': max passes")
+    parser.add_argument("--newton-tol", type=float, default=1e-3, help="solver='newton': tol")
+    parser.add_argument("--plot", default=None, help="only plot the JSON of --out into this folder")
+    parser.add_argument("--reference", choices=["liblinear", "lbfgs", "none"], default="liblinear",
+                        help="sklearn solver of the reference optimum (lbfgs: log_loss only; none: "
+                             "no reference, rfstream's Newton only, gaps are nan)")
     args = parser.parse_args(argv)
     Path(args.workdir).mkdir(parents=True, exist_ok=True)
     results = json.loads(Path(args.out).read_text()) if Path(args.out).exists() else {}
+    if args.plot:
+        plot(results, args.plot)
+        return results
     with dask.config.set(scheduler="threads"):
         for name in args.datasets:
             Z, y, Zt, yt = prepare(name, args.workdir, args.fraction, args.chunk_rows)
@@ -194,27 +282,44 @@ def main(argv=None):
                 key = f"{name}/{loss}/alpha{alpha:g}/chunks{Z.numblocks[0]}" + (
                     f"/fraction{args.fraction:g}" if args.fraction < 1 else "")
                 print(f"== {key}: n={Z.shape[0]}, chunks={Z.numblocks[0]}, alpha={alpha}", flush=True)
-                ref = reference(loss, alpha, Z, y, Zt, yt)
-                f_opt = _evaluator(loss, alpha, Z, y)(ref["coef"], ref["intercept"])
-                row = dict(n=int(Z.shape[0]), chunks=int(Z.numblocks[0]), alpha=alpha, C=ref["C"],
-                           sklearn=dict(estimator=LOSSES[loss], seconds=round(ref["seconds"], 2),
-                                        objective=f_opt, test_error=_test_error(ref["coef"], ref["intercept"], Zt, yt),
-                                        warnings=ref["warnings"]))
-                print(" sklearn", row["sklearn"], flush=True)
-                runs = [("rfstream", None)] + [(f"rfstream_rounds{k}", k) for k in args.rounds]
+                row = results.get(key, {})
+                row.update(n=int(Z.shape[0]), chunks=int(Z.numblocks[0]), alpha=alpha,
+                           C=1.0 / (alpha * Z.shape[0]))
+                if args.reference == "none":
+                    f_opt = float("nan")
+                else:
+                    ref = reference(loss, alpha, Z, y, Zt, yt, args.reference)
+                    f_opt = _evaluator(loss, alpha, Z, y)(ref["coef"], ref["intercept"])
+                    row["sklearn"] = {
+                        "estimator": LBFGS if args.reference == "lbfgs" else LOSSES[loss],
+                        "seconds": round(ref["seconds"], 2), "n_iter": ref["n_iter"], "objective": f_opt,
+                        "test_error": _test_error(ref["coef"], ref["intercept"], Zt, yt),
+                        "warnings": ref["warnings"]}
+                    print(" sklearn", row["sklearn"], flush=True)
+                if "newton" in args.solvers:
+                    est, times, objs = run_newton(loss, alpha, Z, y, args.newton_iter, args.newton_tol)
+                    row["rfstream_newton"] = {"pass_seconds": [round(t, 2) for t in times], "objective": objs,
+                                                  "rel_gap": [f / f_opt - 1 for f in objs], "passes": est.n_iter_,
+                                                  "estimated_gap": est.gap_ / est.objective_,
+                                                  "seconds_to_1pct": _time_to(1.01 * f_opt, times, objs),
+                                                  "test_error": _test_error(est.coef_, est.intercept_, Zt, yt)}
+                    print(" rfstream_newton", {k2: v for k2, v in row["rfstream_newton"].items()
+                                               if k2 != "objective"}, flush=True)
+                runs = ([("rfstream", None)] if "sgd" in args.solvers else []) + [
+                    (f"rfstream_rounds{k}", k) for k in args.rounds]
                 for label, k in runs:
                     est, times, objs = run_rfstream(loss, alpha, Z, y, args.epochs, k)
-                    row[label] = dict(epoch_seconds=[round(t, 2) for t in times], objective=objs,
-                                      rel_gap=[f / f_opt - 1 for f in objs],
-                                      seconds_to_1pct=_time_to(1.01 * f_opt, times, objs),
-                                      test_error=_test_error(est.coef_, est.intercept_, Zt, yt))
+                    row[label] = {"epoch_seconds": [round(t, 2) for t in times], "objective": objs,
+                                      "rel_gap": [f / f_opt - 1 for f in objs],
+                                      "seconds_to_1pct": _time_to(1.01 * f_opt, times, objs),
+                                      "test_error": _test_error(est.coef_, est.intercept_, Zt, yt)}
                     print(f" {label}", {k2: v for k2, v in row[label].items() if k2 != "objective"}, flush=True)
                 if not args.no_daskml:
                     m, times, objs = run_daskml(loss, alpha, Z, y, args.epochs)
-                    row["dask_ml"] = dict(epoch_seconds=[round(t, 2) for t in times], objective=objs,
-                                          rel_gap=[f / f_opt - 1 for f in objs],
-                                          seconds_to_1pct=_time_to(1.01 * f_opt, times, objs),
-                                          test_error=_test_error(m.coef_, m.intercept_, Zt, yt))
+                    row["dask_ml"] = {"epoch_seconds": [round(t, 2) for t in times], "objective": objs,
+                                          "rel_gap": [f / f_opt - 1 for f in objs],
+                                          "seconds_to_1pct": _time_to(1.01 * f_opt, times, objs),
+                                          "test_error": _test_error(m.coef_, m.intercept_, Zt, yt)}
                     print(" dask_ml", {k2: v for k2, v in row["dask_ml"].items() if k2 != "objective"}, flush=True)
                 results[key] = row
                 Path(args.out).parent.mkdir(parents=True, exist_ok=True)

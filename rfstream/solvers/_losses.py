@@ -78,3 +78,35 @@ def ball_radius(loss, alpha, n_classes=2, max_weight=1.0):
     if loss in LOSS_AT_ZERO:
         return float(np.sqrt(2.0 * max_weight * LOSS_AT_ZERO[loss] / alpha))
     return np.inf
+
+
+def second_order(loss, p, y, smoothing=0.0):
+    """Per-column loss, first and second derivative of a binary / OvR loss.
+
+    ``p``, ``y`` (+-1) of shape (m, K); returns three (m, K) float64 arrays.
+    The second derivative of the squared hinge is the generalized one
+    (2 where the margin is violated; Mangasarian 2002, Keerthi & DeCoste 2005).
+    ``hinge`` is replaced by its smoothing with width ``h = smoothing`` > 0
+    (a one-sided variant of Chapelle 2007's Huber loss, section 4):
+
+        L_h(m) = 0 (m <= 0),  m^2 / (2h) (0 < m < h),  m - h/2 (m >= h),
+
+    with m = 1 - y p.  It never exceeds the hinge and is within h/2 of it, so
+    min f_h <= min f: the smoothed optimum is a lower bound for the hinge one.
+    """
+    if loss == "log_loss":
+        yp = y * p
+        sig = expit(-yp)
+        return -log_expit(yp), -y * sig, sig * (1.0 - sig)
+    margin = 1.0 - y * p
+    if loss == "squared_hinge":
+        pos = np.maximum(margin, 0.0)
+        return pos**2, -2.0 * y * pos, 2.0 * (margin > 0)
+    if loss == "hinge":
+        h = float(smoothing)
+        quad = (margin > 0) & (margin < h)
+        lin = margin >= h
+        value = np.where(lin, margin - 0.5 * h, np.where(quad, margin**2 / (2.0 * h), 0.0))
+        d1 = np.where(lin, -y, np.where(quad, -y * margin / h, 0.0))
+        return value, d1, quad / h
+    raise ValueError(f"no second-order form of loss {loss!r}.")

@@ -45,7 +45,10 @@ scikit-learn's optimum within 0.5% (hinge) and 0.005% (log loss).  Averaging
 needs blocks that look alike: on KDD99, whose rows come sorted in runs of one
 attack type, the averaged model stays 50-140% above the optimum after 6
 epochs, while ``chunks_per_round=1`` (sequential over the blocks) gets to
-1.2% (log loss); shuffle such data when converting it, or use rounds.
+1.2% (log loss); shuffle such data when converting it, use rounds, or use
+``solver="newton"`` (:mod:`rfstream.solvers._newton`: damped Newton steps, each
+one fused gradient + Hessian pass; exact whatever the row order, for the
+log loss, the squared hinge and, through a smoothing, the hinge).
 
 The same pass also evaluates the incoming model: the exact regularized
 objective on the training rows and the loss and error on the held-out rows,
@@ -83,6 +86,7 @@ from numbers import Integral, Real
 
 import dask.array as da
 import numpy as np
+import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
@@ -98,8 +102,9 @@ from ..random import (
     row_uniform,
 )
 from ..reductions import NUMPY_BLOCK, Layout, sum_rows
-from ._losses import LOSSES, ball_radius
 from ._linear import LinearClassifierMixin, LinearPredictMixin
+from ._losses import LOSSES, ball_radius
+from ._newton import newton_chunk, newton_fit
 
 LEARNING_RATES = ("pegasos", "optimal", "constant")
 # Losses whose gradient grows with the margin: a step larger than
@@ -165,7 +170,8 @@ def _run_steps(W, v, z, target, weight, batches, t, spec, avg=None, offset=None)
         t += 1
         eta = spec.eta(t)
         if curvature:  # unbounded gradients: keep eta below 1 / (batch smoothness)
-            lip = curvature * (np.max(np.einsum("ij,ij->i", zb, zb)) + s * s)
+            sq = zb.multiply(zb).sum(axis=1) if sp.issparse(zb) else np.einsum("ij,ij->i", zb, zb)
+            lip = curvature * (np.max(sq) + s * s)
             eta = min(eta, 1.0 / max(lip, 1e-12))
         p = _scores(zb, W, v, s)
         _, g = fn(p if offset is None else p + offset, target[idx])
@@ -478,6 +484,37 @@ class _BaseStreamingSGD(LinearPredictMixin, BaseEstimator):
         self._set_public(task)
         return self
 
+    def _fit_newton(self, Z, y, task):
+        """``solver="newton"``: damped Newton passes (:mod:`rfstream.solvers._newton`)."""
+        loss = self._loss_name()
+        if loss not in ("hinge", "squared_hinge", "log_loss"):
+            raise ValueError(
+                f"solver='newton' supports the binary and one-vs-rest losses hinge, squared_hinge "
+                f"and log_loss; got the {loss!r} loss. Use solver='sgd' or multi_class='ovr'."
+            )
+        if self.early_stopping:
+            raise ValueError("early_stopping=True needs solver='sgd'; solver='newton' stops on the "
+                             "estimated gap to the optimum (tol).")
+        K, D = self._n_outputs(task), Z.shape[1]
+        s = float(self.intercept_scaling) if self.fit_intercept else 0.0
+        chunk = partial(newton_chunk, loss=loss, intercept_scaling=s,
+                        encode=partial(_encode, task=task))
+        res = newton_fit(lambda fn, size: _pass(Z, y, fn, size), lambda **kw: partial(chunk, **kw),
+                         K, D, loss=loss, alpha=float(self.alpha), intercept_scaling=s,
+                         max_iter=self.max_iter, tol=self.tol)
+        self._init_state(K, D)
+        self._W, self._v = res["W"], res["v"]
+        self._Wb, self._vb = self._W, self._v
+        self.objective_path_ = res["path"]
+        self.validation_path_ = [np.nan] * len(res["path"])
+        self.objective_ = res["objective"]
+        self.gap_ = res["gap"]
+        self.validation_score_ = np.nan
+        self.n_iter_ = self.n_epochs_ = res["n_iter"]
+        self.n_samples_seen_ = int(Z.shape[0]) * res["n_iter"]
+        self._set_public(task)
+        return self
+
     def _restore_state(self):
         """The SGD state from the public attributes (e.g. after load_model)."""
         s = float(self.intercept_scaling) if self.fit_intercept else 0.0
@@ -510,7 +547,7 @@ class _BaseStreamingSGD(LinearPredictMixin, BaseEstimator):
                 y = da.from_array(np.asarray(y), chunks=(X.chunks[0],))
             return X, y
         X, y = validate_data(self, X, y, reset=reset, dtype=[np.float64, np.float32],
-                             y_numeric=isinstance(self, RegressorMixin))
+                             y_numeric=isinstance(self, RegressorMixin), accept_sparse="csr")
         return X, y
 
     def objective(self, X, y):
@@ -579,6 +616,18 @@ class StreamingSGDClassifier(LinearClassifierMixin, ClassifierMixin, _BaseStream
         objective is known: ``tol`` and ``early_stopping`` are not applied
         (``max_iter`` epochs run) and ``objective_path_`` holds the final model only.
     random_state : int, default=0
+    solver : {"sgd", "newton"}, default="sgd"
+        "sgd": the streaming steps above.  "newton": damped Newton passes
+        (:mod:`rfstream.solvers._newton`): each pass is one reduction computing
+        the gradient and the (n_features + 1)^2 Hessian of every binary/OvR
+        problem, plus the line search of the previous direction; the result
+        does not depend on the row order or the chunking.  ``max_iter`` counts
+        passes, ``tol`` bounds the estimated relative gap to the optimum
+        (``gap_ / objective_``); ``objective_path_`` holds the exact objective
+        of each pass's accepted point.  The hinge is solved through a smoothing of
+        width decreasing from 2 (a certified gap).  Not for the multinomial
+        loss, ``early_stopping`` or ``partial_fit``; the step parameters
+        (batch_size, learning_rate, eta0, average, chunks_per_round) are unused.
 
     Attributes
     ----------
@@ -592,10 +641,14 @@ class StreamingSGDClassifier(LinearClassifierMixin, ClassifierMixin, _BaseStream
     t_ : int
         Steps taken (continues across ``partial_fit``).
     n_epochs_, n_samples_seen_ : int
+    gap_ : float
+        ``solver="newton"`` only: the estimated f(coef_) - min f (Newton
+        decrement g' H^-1 g / 2, plus f - f_h for the smoothed hinge).
     """
 
     _parameter_constraints = {
         **_BaseStreamingSGD._parameter_constraints,
+        "solver": [StrOptions({"sgd", "newton"})],
         "loss": [StrOptions({"hinge", "log_loss", "squared_hinge"})],
         "multi_class": [StrOptions({"ovr", "multinomial"})],
         "class_weight": [dict, StrOptions({"balanced"}), None],
@@ -604,7 +657,8 @@ class StreamingSGDClassifier(LinearClassifierMixin, ClassifierMixin, _BaseStream
     def __init__(self, loss="hinge", *, alpha=1e-4, multi_class="ovr", class_weight=None,
                  max_iter=20, batch_size=16, tol=1e-3, n_iter_no_change=3, early_stopping=False,
                  validation_fraction=0.1, learning_rate="pegasos", eta0=0.01, average=True,
-                 fit_intercept=True, intercept_scaling=1.0, chunks_per_round=None, random_state=0):
+                 fit_intercept=True, intercept_scaling=1.0, chunks_per_round=None, random_state=0,
+                 solver="sgd"):
         self.loss = loss
         self.alpha = alpha
         self.multi_class = multi_class
@@ -622,6 +676,7 @@ class StreamingSGDClassifier(LinearClassifierMixin, ClassifierMixin, _BaseStream
         self.intercept_scaling = intercept_scaling
         self.chunks_per_round = chunks_per_round
         self.random_state = random_state
+        self.solver = solver
 
     def _loss_name(self):
         if self.multi_class == "multinomial" and len(self.classes_) > 2:
@@ -674,7 +729,10 @@ class StreamingSGDClassifier(LinearClassifierMixin, ClassifierMixin, _BaseStream
                 f"{classes.size} class ({classes.tolist()})."
             )
         self.classes_ = classes
-        return self._fit_loop(X, y, self._make_task(classes, counts))
+        task = self._make_task(classes, counts)
+        if self.solver == "newton":
+            return self._fit_newton(X, y, task)
+        return self._fit_loop(X, y, task)
 
     def partial_fit(self, X, y, classes=None):
         """One epoch (one pass) over (X, y), continuing from the current model.
@@ -682,6 +740,9 @@ class StreamingSGDClassifier(LinearClassifierMixin, ClassifierMixin, _BaseStream
         ``classes`` (every label that will ever appear) is required on the first call.
         """
         first = not hasattr(self, "classes_")
+        if self.solver != "sgd":
+            raise ValueError(f"partial_fit needs solver='sgd'; got solver={self.solver!r} (Newton "
+                             "passes need all the data: call fit).")
         if first:
             self._validate_params()
             if classes is None:

@@ -1,0 +1,227 @@
+"""Newton's method as distributed reductions: one fused pass per iteration.
+
+``StreamingSGDClassifier(solver="newton")`` minimizes the same regularized risk
+as the SGD solver (module docstring of :mod:`rfstream.solvers.sgd`),
+
+    f(w) = alpha/2 ||w~||^2 + 1/n sum_i c_i L(y_i, w~ z~_i),   z~ = [z, s],
+
+for each binary (or one-vs-rest) problem, by damped Newton steps:
+
+* log loss: Newton / IRLS (the Hessian is Z~' diag(c p (1 - p)) Z~ / n + alpha I);
+* squared hinge: the generalized Newton method of Mangasarian (2002) and
+  Keerthi & DeCoste (2005, Algorithm 1): the Hessian counts only the rows whose
+  margin is violated (the loss is once differentiable; its gradient is
+  piecewise linear and the method terminates finitely);
+* hinge: Newton on a smoothed hinge of width h (one-sided variant of Chapelle
+  2007's Huber loss, :func:`rfstream.solvers._losses.second_order`) with h
+  decreased by 10 each time the smoothing error dominates (continuation).
+  The smoothed loss is below the hinge, so min f_h <= min f, which gives a
+  bound on the gap: f(w) - min f <= f(w) - f_h(w) + (f_h(w) - min f_h).
+
+One pass = one reduction over the row blocks (features computed inside the
+task, as every rfstream pass).  Given the current point w and the Newton
+direction d of the previous pass, each block returns
+
+* sum_i c_i L(w + s d) for the step sizes s in :data:`STEPS` (1, 1/2, ...,
+  1/2^11): the backtracking line search (Armijo) of this iteration costs
+  nothing more, since scores are linear in s (two products per row);
+* the gradient and the (D+1) x (D+1) Hessian at the full step w + d, in float64
+  (Gram products of sqrt(c L'') z over sub-blocks in the features' dtype, as
+  the ridge Gram pass :mod:`rfstream.solvers._gram`; rows with L'' = 0 are
+  skipped, so the squared hinge and the smoothed hinge only pay for the rows
+  near or inside the margin).
+
+If the full step passes the Armijo test the next direction solves
+(H + alpha I) d = -g on the client (Cholesky of a (D+1) x (D+1) matrix); if
+it does not, the largest accepted step is taken and the next pass evaluates
+gradient and Hessian there (a zero direction).  Stopping: the Newton decrement
+g' H^-1 g / 2 (the quadratic model's estimate of f(w) - min f) plus, for the
+hinge, the smoothing error f - f_h is at most ``tol`` times f.
+
+Unlike parameter averaging this is an exact method: each pass reduces sums
+over all rows, so the result does not depend on the order of the rows or on
+the chunking (up to floating-point summation order), and it reaches the
+optimum to high precision in a handful of passes (docs/sgd.md).  Its cost per
+pass is that of the ridge Gram pass (O(n D^2) flops) and the client holds a
+(K, D+1, D+1) matrix (K = 1 for two classes), like ridge.
+"""
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+from scipy.linalg import LinAlgError, cho_factor, cho_solve
+
+from ..reductions import Layout
+from ._gram import SUB_BLOCK
+from ._losses import second_order
+
+STEPS = 2.0 ** -np.arange(16)
+ARMIJO = 1e-4
+SMOOTHING_START = 2.0  # margin 1 at w = 0 lies inside the quadratic zone
+SMOOTHING_MIN = 1e-5
+SHARPEN = 0.1
+
+
+def newton_layout(K, D, J=1):
+    S = STEPS.size
+    return Layout(n=(), f=(K, S), f_exact=(K, S), g=(K, J, D + 1), H=(K, J, D + 1, D + 1))
+
+
+def newton_chunk(z, y, *, offset, W, v, dW, dv, at, loss, smoothing, intercept_scaling, encode,
+                 layout):
+    """Partials of one row block (see the module docstring).
+
+    ``at`` (K, J): indices into :data:`STEPS` of the points w + s d where each
+    problem's gradient and Hessian are computed.  ``encode(y)`` -> (targets
+    +-1 of shape (m, K), class indices, row weights or None).
+    """
+    out = layout.empty()
+    m = z.shape[0]
+    if m == 0:
+        return out
+    if sp.issparse(z):  # e.g. binning features: the (D+1)^2 Hessian is dense anyway
+        z = z.toarray()
+    if z.dtype not in (np.float32, np.float64):
+        z = z.astype(np.float64)
+    parts = layout.unpack(out)
+    target, _, weight = encode(y)
+    c = np.ones(m) if weight is None else np.asarray(weight, dtype=np.float64)
+    s = intercept_scaling
+    K, D = W.shape
+    P = (z @ np.vstack([W, dW]).T.astype(z.dtype, copy=False)).astype(np.float64, copy=False)
+    p0, pd = P[:, :K] + s * v, P[:, K:] + s * dv
+    parts["n"][...] = m
+    for j, step in enumerate(STEPS):
+        value, _, _ = second_order(loss, p0 + step * pd, target, smoothing)
+        parts["f"][:, j] = c @ value
+        if loss == "hinge":
+            parts["f_exact"][:, j] = c @ np.maximum(1.0 - target * (p0 + step * pd), 0.0)
+        else:
+            parts["f_exact"][:, j] = parts["f"][:, j]
+    for k in range(K):
+        for i, j in enumerate(at[k]):
+            if j in at[k][:i]:  # the same point again (newton_fit picks the first)
+                continue
+            p = p0[:, k : k + 1] + STEPS[j] * pd[:, k : k + 1]
+            _, d1, d2 = second_order(loss, p, target[:, k : k + 1], smoothing)
+            g1, h = c * d1[:, 0], c * d2[:, 0]
+            parts["g"][k, i, :D] = (g1.astype(z.dtype) @ z).astype(np.float64)
+            parts["g"][k, i, D] = s * g1.sum()
+            _weighted_gram(z, h, s, parts["H"][k, i])
+    return out
+
+
+def _weighted_gram(z, h, s, H):
+    """H += [z, s]' diag(h) [z, s] over the rows with h > 0 (float64 sums of
+    sub-block products in z's dtype)."""
+    D = z.shape[1]
+    rows = np.flatnonzero(h > 0)
+    dense = rows.size == h.size  # every row: slices, no gathering
+    for start in range(0, rows.size, SUB_BLOCK):
+        r = slice(start, start + SUB_BLOCK) if dense else rows[start : start + SUB_BLOCK]
+        root = np.sqrt(h[r]).astype(z.dtype)
+        zs = z[r] * root[:, None]
+        H[:D, :D] += zs.T @ zs
+        H[:D, D] += s * (root @ zs).astype(np.float64)
+        H[D, D] += s * s * h[r].sum()
+    H[D, :D] = H[:D, D]
+
+
+def _candidates(last):
+    """Grid indices where the next pass computes gradient and Hessian: the
+    full step for the smooth losses; for the smoothed hinge, whose steps get
+    cut back as h shrinks, the last accepted step, twice and half of it."""
+    return np.stack([np.maximum(last - 1, 0), last, np.minimum(last + 1, STEPS.size - 1)], axis=1)
+
+
+def newton_fit(run_pass, chunk_fn, K, D, *, loss, alpha, intercept_scaling, max_iter, tol,
+               smoothing=None):
+    """Damped Newton from w = 0; returns a dict with the model and the path.
+
+    ``run_pass(fn, size)`` sums ``fn`` partials over all row blocks;
+    ``chunk_fn(W=, v=, dW=, dv=, at=, smoothing=, layout=)`` is
+    :func:`newton_chunk` with the data-specific arguments bound.  ``max_iter``
+    passes at most; ``tol`` (relative) on the estimated gap, None: run
+    ``max_iter`` passes (or until no step decreases f).
+    """
+    s = intercept_scaling
+    hinge = loss == "hinge"
+    h = (SMOOTHING_START if smoothing is None else float(smoothing)) if hinge else 0.0
+    J = 3 if hinge else 1
+    layout = newton_layout(K, D, J)
+    rows = np.arange(K)
+    Wt = np.zeros((K, D + 1))  # [w, v]: v = intercept / s (0 without intercept)
+    dWt = np.zeros((K, D + 1))  # the direction to try in the next pass
+    f_cur = np.full(K, np.inf)  # (smoothed) objective of each problem at Wt
+    fe_cur = np.full(K, np.inf)  # exact objective of each problem at Wt
+    slope = np.zeros(K)
+    last = np.zeros(K, dtype=np.intp)  # grid index of the last accepted step
+    done = np.zeros(K, dtype=bool)
+    path, gaps = [], []
+    gap = np.inf
+    for _ in range(max_iter):
+        at = _candidates(last) if hinge else np.zeros((K, 1), dtype=np.intp)
+        at[~np.any(dWt != 0, axis=1)] = 0  # no direction: evaluate the point itself
+        fn = chunk_fn(W=Wt[:, :D], v=Wt[:, D], dW=dWt[:, :D], dv=dWt[:, D], at=at, smoothing=h,
+                      layout=layout)
+        res = layout.unpack(run_pass(fn, layout.size))
+        n = max(float(res["n"]), 1.0)
+        pts = Wt[:, None, :] + STEPS[None, :, None] * dWt[:, None, :]  # (K, S, D+1)
+        reg = 0.5 * alpha * np.sum(pts**2, axis=2)
+        F, FE = reg + res["f"] / n, reg + res["f_exact"] / n
+        # backtracking line search (Armijo) on the step sizes of this pass; a
+        # step where g and H were computed is preferred among the accepted ones
+        j = np.zeros(K, dtype=np.intp)
+        known = np.full(K, -1)  # which of the J points is the new one (-1: none)
+        for k in range(K):
+            if not np.any(dWt[k] != 0):
+                known[k] = 0
+                continue
+            ok = F[k] <= f_cur[k] + ARMIJO * STEPS * slope[k]
+            cand = [i for i, jc in enumerate(at[k]) if ok[jc]]
+            if cand:
+                i = min(cand, key=lambda i: (F[k, at[k, i]], i))
+                j[k], known[k] = at[k, i], i
+            elif ok.any():
+                j[k] = np.flatnonzero(ok)[0]
+            elif F[k].min() < f_cur[k]:
+                j[k] = int(np.argmin(F[k]))
+            else:  # no decrease at any step: converged to working precision
+                j[k], done[k] = -1, True
+        move = j >= 0
+        jj = np.maximum(j, 0)
+        Wt[move] = pts[rows, jj][move]
+        f_cur[move], fe_cur[move] = F[rows, jj][move], FE[rows, jj][move]
+        last[move & np.any(dWt != 0, axis=1)] = jj[move & np.any(dWt != 0, axis=1)]
+        # the next direction where g and H are known at the new point
+        dec = np.where(known < 0, np.inf, 0.0)
+        dWt = np.zeros((K, D + 1))
+        for k in np.flatnonzero((known >= 0) & ~done):
+            g = res["g"][k, known[k]] / n + alpha * Wt[k]
+            H = res["H"][k, known[k]] / n
+            H[np.diag_indices_from(H)] += alpha
+            if not s:  # no intercept: its coordinate stays 0
+                g[D], H[D, :], H[:, D], H[D, D] = 0.0, 0.0, 0.0, 1.0
+            try:
+                d = -cho_solve(cho_factor(H), g)
+            except LinAlgError:  # float32 Gram rounding: fall back to a gradient step
+                d = -g / (alpha + np.trace(H) / (D + 1))
+            dWt[k] = d
+            slope[k] = g @ d
+            dec[k] = -0.5 * slope[k]
+        objective = float(fe_cur.sum())
+        smooth_err = float(np.sum(fe_cur - f_cur)) if hinge else 0.0
+        gap = float(dec.sum()) + smooth_err
+        path.append(objective)
+        gaps.append(gap)
+        if tol is not None and gap <= tol * objective:
+            break
+        if hinge and np.isfinite(gap) and dec.sum() <= 0.1 * smooth_err and h > SMOOTHING_MIN:
+            h *= SHARPEN  # the smoothing error dominates: sharpen, re-evaluate here
+            dWt[:] = 0.0
+            f_cur[:] = np.inf
+            done[:] = False
+        elif done.all():
+            break
+    return {"W": Wt[:, :D].copy(), "v": Wt[:, D].copy(), "objective": path[-1], "path": path,
+            "gaps": gaps, "n_iter": len(path), "gap": gap, "smoothing": h}
