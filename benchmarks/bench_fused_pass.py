@@ -1,10 +1,12 @@
-"""Benchmark: fused RFF + Gram pass vs the machine's GEMM, and rfstream vs scikit-learn.
+"""Benchmark: fused RFF + Gram pass vs the machine's GEMM, rfstream vs scikit-learn / dask-ml, scaling.
 
-Run from the repository root (needs ../shared/datasets, about 10 minutes on 2 cores):
+Run from the repository root (needs ../shared/datasets; about an hour on a loaded 2-core machine):
 
-    python benchmarks/bench_fused_pass.py --json docs/bench_kdd99.json
+    python benchmarks/bench_fused_pass.py --datasets ../shared/datasets --out docs/benchmarks
 
-Same as ``rfstream bench``; see rfstream/bench.py for what is measured.
+Same as ``rfstream bench``; see rfstream/bench.py for what is measured and
+docs/BENCHMARKS.md for the results.  ``--parts fused|e2e|scaling`` measures
+only some parts and keeps the others from the existing bench.json.
 """
 import argparse
 import sys

@@ -62,12 +62,45 @@ def compute(*collections):
         elif _PROGRESS["enabled"]:
             from dask.diagnostics import ProgressBar
 
-            with ProgressBar(out=sys.stderr):
+            with ProgressBar(out=sys.stderr), _one_blas_thread_per_task(lazy):
                 values = iter(dask.compute(*lazy))
         else:
-            values = iter(dask.compute(*lazy))
+            with _one_blas_thread_per_task(lazy):
+                values = iter(dask.compute(*lazy))
         results = tuple(next(values) if dask.is_dask_collection(c) else c for c in collections)
     return results if len(results) > 1 else results[0]
+
+
+def _one_blas_thread_per_task(collections=()):
+    """Single-threaded BLAS while dask's thread pool runs several tasks at once.
+
+    Each of the pool's threads calls BLAS, which by default starts one thread
+    per core itself: with 2 dask threads on 2 cores that is 4 busy threads
+    fighting over 2 cores.  Measured on KDD99 (fused RFF + Gram pass, D=1000,
+    2 cores, loaded machine): 29 s with one BLAS thread against 70-78 s
+    without (docs/BENCHMARKS.md).  A distributed worker gets the same from
+    its nanny (``OPENBLAS_NUM_THREADS=1``).  A graph whose widest layer has a
+    single task (a one-chunk dataset) keeps BLAS's threads: nothing else
+    would use the other cores.
+    """
+    from threadpoolctl import threadpool_limits
+
+    scheduler = dask.config.get("scheduler", None)
+    workers = dask.config.get("num_workers", None) or os.cpu_count() or 1
+    if scheduler in (None, "threads", "threading") and workers > 1 and _widest_layer(collections) > 1:
+        return threadpool_limits(limits=1, user_api="blas")  # scheduler None: dask's default, threads
+    return contextlib.nullcontext()
+
+
+def _widest_layer(collections):
+    """Most tasks in one layer of the collections' graphs (how many can run at once)."""
+    widest = 1
+    for c in collections:
+        graph = c.__dask_graph__()
+        layers = getattr(graph, "layers", None)
+        sizes = [len(layer) for layer in layers.values()] if layers else [len(graph)]
+        widest = max(widest, *sizes)
+    return widest
 
 
 def _local_cluster_kwargs(n_workers=None):

@@ -1,0 +1,169 @@
+"""Where the fused RFF + Gram pass spends its time, and the A/B tests behind its current form.
+
+    python benchmarks/bench_hot_path.py --json docs/benchmarks/hot_path.json   # ~10 min, loaded 2 cores
+
+On one 65,536 x 118 float32 block (KDD99's shape after one-hot encoding) and D features,
+with one BLAS thread (what each task gets, see rfstream.cluster), every measurement
+repeated ``--repeats`` times with the variants interleaved, medians reported:
+
+1. ``stages``: seconds per stage of the chunk function: x W (GEMM, k = 118),
+   + b, cos, * sqrt(2/D), the column sums, Z'Y, and the Gram Z'Z on 8192-row
+   sub-blocks (numpy -> SYRK);
+2. ``gram``: Gram rate by sub-block size, in SYRK flops (m D^2) per second,
+   next to the GEMM rate (2 m D^2) measured in the same rounds, and a GEMM over
+   upper-triangular column blocks (4 blocks);
+3. ``elementwise_ab``: the previous projection (x W, then + b) and column sums
+   (a float64 ``sum``) against the current ones (b folded into the GEMM,
+   sums from the Z'[Y, 1] GEMM): paired ratio current / previous per round.
+4. ``threads_ab`` (``--kdd``): the fused pass on KDD99 under dask's thread pool
+   with BLAS left at one thread per core against one BLAS thread per task.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import time
+from pathlib import Path
+
+import numpy as np
+from threadpoolctl import threadpool_limits
+
+
+def _time(fn):
+    t0 = time.perf_counter()
+    fn()
+    return time.perf_counter() - t0
+
+
+def stages(x, W, b, y1, repeats, sub=8192):
+    D = W.shape[1]
+    z = np.cos(x @ W)
+    parts = {
+        "projection x@W": lambda: x @ W,
+        "+ b": lambda: np.add(z, b, out=z),
+        "cos": lambda: np.cos(z, out=z),
+        "* sqrt(2/D)": lambda: np.multiply(z, math.sqrt(2.0 / D), out=z),
+        "column sums (float64 sum)": lambda: z.sum(axis=0, dtype=np.float64),
+        "Z'[Y, 1] (8192-row GEMMs)": lambda: [z[s:s + sub].T @ y1[s:s + sub] for s in range(0, len(z), sub)],
+        "Gram Z'Z (8192-row SYRKs)": lambda: [z[s:s + sub].T @ z[s:s + sub] for s in range(0, len(z), sub)],
+    }
+    out = {k: [] for k in parts}
+    for _ in range(repeats):
+        for k, fn in parts.items():
+            out[k].append(_time(fn))
+    return {k: float(np.median(v)) for k, v in out.items()}
+
+
+def gram_rates(z, repeats):
+    m, D = z.shape
+    a = np.ascontiguousarray(z[:4096])
+    c = np.ascontiguousarray(z[4096:8192])
+
+    def syrk(sub):
+        return lambda: [z[s:s + sub].T @ z[s:s + sub] for s in range(0, m, sub)]
+
+    def blocked(nb=4, sub=8192):
+        edges = np.linspace(0, D, nb + 1).astype(int)
+        return lambda: [z[s:s + sub, edges[i]:edges[i + 1]].T @ z[s:s + sub, edges[i]:]
+                        for s in range(0, m, sub) for i in range(nb)]
+
+    variants = {f"syrk sub={s}": syrk(s) for s in (4096, 8192, 16384, 65536)}
+    variants["gemm upper blocks x4 sub=8192"] = blocked()
+    rates = {k: [] for k in variants}
+    rates["gemm (4096 x D)' (4096 x D)"] = []
+    for _ in range(repeats):
+        for k, fn in variants.items():
+            rates[k].append(m * D * D / _time(fn) / 1e9)
+        rates["gemm (4096 x D)' (4096 x D)"].append(2 * 4096 * D * D / _time(lambda: a.T @ c) / 1e9)
+    return {k: {"median_gflops": float(np.median(v)), "min": min(v), "max": max(v)} for k, v in rates.items()}
+
+
+def elementwise_ab(x, W, b, Y, repeats, sub=8192):
+    from rfstream.features.fourier import _project_with_offset
+
+    D, m = W.shape[1], x.shape[0]
+
+    def previous():
+        p = x @ W
+        p += b
+        np.cos(p, out=p)
+        p *= math.sqrt(2.0 / D)
+        p.sum(axis=0, dtype=np.float64)
+        for s in range(0, m, sub):
+            p[s:s + sub].T @ Y[s:s + sub]
+
+    def current():
+        p = _project_with_offset(x, W, b)
+        np.cos(p, out=p)
+        p *= math.sqrt(2.0 / D)
+        y1 = np.ones((m, Y.shape[1] + 1), np.float32)
+        y1[:, :-1] = Y
+        for s in range(0, m, sub):
+            p[s:s + sub].T @ y1[s:s + sub]
+
+    ratios, prev, cur = [], [], []
+    for r in range(repeats):
+        order = (previous, current) if r % 2 == 0 else (current, previous)
+        t = {fn.__name__: _time(fn) for fn in order}
+        prev.append(t["previous"])
+        cur.append(t["current"])
+        ratios.append(t["current"] / t["previous"])
+    return {"previous_median_s": float(np.median(prev)), "current_median_s": float(np.median(cur)),
+            "paired_ratio_median": float(np.median(ratios)), "paired_ratio_min": min(ratios),
+            "paired_ratio_max": max(ratios)}
+
+
+def threads_ab(train, D, repeats):
+    from rfstream import cluster
+    from rfstream.bench import fused_pass
+
+    single = cluster._one_blas_thread_per_task
+    out = {"blas one thread per core": [], "one BLAS thread per task": []}
+    try:
+        for r in range(repeats):
+            keys = list(out) if r % 2 == 0 else list(out)[::-1]
+            for key in keys:
+                cluster._one_blas_thread_per_task = (
+                    single if key == "one BLAS thread per task" else __import__("contextlib").nullcontext)
+                out[key].append(fused_pass(train, D, 1.0, "threads")["seconds"])
+    finally:
+        cluster._one_blas_thread_per_task = single
+    return {k: {"seconds": v, "median": float(np.median(v))} for k, v in out.items()}
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--n-components", type=int, default=2000)
+    p.add_argument("--repeats", type=int, default=5)
+    p.add_argument("--kdd", default=None, help="KDD99 training Zarr (runs/bench/kdd_train.zarr) for threads_ab")
+    p.add_argument("--kdd-components", type=int, default=1000)
+    p.add_argument("--json", default=None)
+    args = p.parse_args(argv)
+    import os
+
+    rng = np.random.default_rng(0)
+    m, d, D = 65536, 118, args.n_components
+    x = rng.standard_normal((m, d)).astype(np.float32)
+    W = (rng.standard_normal((d, D)) * 0.1).astype(np.float32)
+    b = rng.uniform(0, 2 * np.pi, D).astype(np.float32)
+    Y = np.where(rng.random((m, 1)) < 0.5, 1.0, -1.0).astype(np.float32)
+    y1 = np.ones((m, 2), np.float32)
+    y1[:, :1] = Y
+    result = {"block": [m, d], "D": D, "repeats": args.repeats, "loadavg_start": list(os.getloadavg())}
+    with threadpool_limits(1, user_api="blas"):
+        result["stages_seconds"] = stages(x, W, b, y1, args.repeats)
+        result["gram"] = gram_rates(np.cos(x @ W), args.repeats)
+        result["elementwise_ab"] = elementwise_ab(x, W, b, Y, 2 * args.repeats)
+    if args.kdd:
+        result["threads_ab"] = threads_ab(args.kdd, args.kdd_components, 2)
+        result["threads_ab"]["D"] = args.kdd_components
+    result["loadavg_end"] = list(os.getloadavg())
+    text = json.dumps(result, indent=2)
+    print(text)
+    if args.json:
+        Path(args.json).write_text(text + "\n")
+
+
+if __name__ == "__main__":
+    main()
