@@ -6,8 +6,20 @@ every pass over the rows is a distributed reduction.  See README.md.
 """
 __version__ = "0.1.0"
 
-from .datadriven import TEFM
-from .features import RandomFourierFeatures
+from .datadriven import (
+    TEFM,
+    CompactNonlinearMap,
+    EERFFeatures,
+    LKRFFeatures,
+    SESFeatures,
+)
+from .features import (
+    ArcCosineFeatures,
+    CirculantFeatures,
+    FourierBinningFeatures,
+    RandomBinningFeatures,
+    RandomFourierFeatures,
+)
 from .persist import load_model, save_model
 from .preprocess import Standardizer, encode_labels, train_test_split
 from .solvers import (
@@ -18,7 +30,15 @@ from .solvers import (
 )
 
 __all__ = [
+    "ArcCosineFeatures",
+    "CirculantFeatures",
+    "CompactNonlinearMap",
+    "EERFFeatures",
+    "FourierBinningFeatures",
+    "LKRFFeatures",
+    "RandomBinningFeatures",
     "RandomFourierFeatures",
+    "SESFeatures",
     "Standardizer",
     "StreamingRidge",
     "StreamingRidgeClassifier",

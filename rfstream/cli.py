@@ -41,16 +41,24 @@ def _alpha(text):
     return values[0] if len(values) == 1 else values
 
 
-def _gamma(text):
-    if text == "auto":
-        return text
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"--gamma must be a positive number or 'auto'; got {text!r}") from None
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"--gamma must be positive; got {text!r}")
-    return value
+def _positive_or_auto(flag):
+    """argparse type: a positive float or 'auto' for ``flag``."""
+
+    def parse(text):
+        if text == "auto":
+            return text
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{flag} must be a positive number or 'auto'; got {text!r}") from None
+        if value <= 0:
+            raise argparse.ArgumentTypeError(f"{flag} must be positive; got {text!r}")
+        return value
+
+    return parse
+
+
+_gamma = _positive_or_auto("--gamma")
 
 
 def _label_column(text):
@@ -118,11 +126,13 @@ def cmd_convert(args):
 def fit_dataset(data, *, features="rff", n_components=1000, kernel="gaussian", gamma="auto",
                 sampler="mc", variant="cos", solver="ridge", alpha=None, cv=5, random_state=0,
                 standardize=True, out=None, overwrite=False, X=None, y=None, attrs=None,
-                n_random_features=None, power_iter=None, loss=None, epochs=None, **feature_options):
+                n_random_features=None, power_iter=None, loss=None, epochs=None, sgd_solver=None,
+                **feature_options):
     """Fit a model on a Zarr dataset (or given dask arrays) and save it to ``out``.
 
     ``alpha`` (None: the solver's default), ``cv``, ``loss`` and ``epochs`` go
-    to the solvers that take them (ridge: alpha, cv; sgd: alpha, loss, max_iter).
+    to the solvers that take them (ridge: alpha, cv; sgd: alpha, loss, max_iter);
+    ``sgd_solver`` is the ``solver`` of StreamingSGDClassifier ("sgd" or "newton").
     ``n_random_features``, ``power_iter`` and ``feature_options`` (constructor
     parameters of the feature map, see :data:`rfstream.models.FEATURE_OPTIONS`)
     go to the feature map; one it does not take is a user error.
@@ -151,7 +161,8 @@ def fit_dataset(data, *, features="rff", n_components=1000, kernel="gaussian", g
         passthrough=onehot_columns(attrs),
         feature_params=feature_params,
         solver_params=_solver_params(SOLVERS.get(solver, {}).get(task), alpha=alpha, cv=cv,
-                                     random_state=random_state, loss=loss, max_iter=epochs),
+                                     random_state=random_state, loss=loss, max_iter=epochs,
+                                     solver=sgd_solver),
     )
     t0 = time.perf_counter()
     model.fit(X, y)
@@ -187,7 +198,8 @@ def _feature_params(features, **params):
     if features not in FEATURES:
         return params  # make_model reports the unknown name
     accepted = FEATURES[features]().get_params()
-    shared_defaults = {"kernel": "gaussian", "gamma": "auto", "sampler": "mc", "variant": "cos"}
+    shared_defaults = {"kernel": "gaussian", "gamma": "auto", "sampler": "mc", "variant": "cos",
+                       "n_components": 1000}  # binning has no n_components
     out = {}
     for key, value in params.items():
         if key in accepted:
@@ -205,7 +217,7 @@ def _solver_params(solver_cls, **params):
     if solver_cls is None:
         return params
     accepted = solver_cls().get_params()
-    for key, flag in (("loss", "--loss"), ("max_iter", "--epochs")):
+    for key, flag in (("loss", "--loss"), ("max_iter", "--epochs"), ("solver", "--sgd-solver")):
         if key in params and key not in accepted:
             raise UserError(f"{flag} does not apply to {solver_cls.__name__}; it is an option of "
                             "--solver sgd (classification).")
@@ -219,7 +231,12 @@ def cmd_fit(args):
         alpha=args.alpha, cv=args.cv, random_state=args.random_state,
         standardize=not args.no_standardize, out=args.out, overwrite=args.overwrite,
         n_random_features=args.n_random_features, power_iter=args.power_iter,
-        loss=args.loss, epochs=args.epochs,
+        loss=args.loss, epochs=args.epochs, sgd_solver=args.sgd_solver,
+        n_candidates=args.n_candidates, subsample=args.subsample, base=args.base,
+        score_mode=args.score_mode, rho=args.rho, degree=args.degree,
+        n_pairs=args.n_pairs, reg=args.reg, weights=args.weights,
+        n_grids=args.n_grids, n_bins=args.n_bins,
+        objective=args.objective, structure=args.structure, theta_step=args.theta_step,
     )
     if not args.quiet:
         solver = model.named_steps["solver"]
@@ -392,6 +409,33 @@ def build_parser():
                    help="tefm-g/tefm-s: random Fourier features d (default 4 x --n-components)")
     p.add_argument("--power-iter", type=int, default=None,
                    help="tefm-g/tefm-s: power iterations q (default 1)")
+    p.add_argument("--n-candidates", type=int, default=None,
+                   help="eerf/lkrf: candidate features M0 (default 10 x --n-components)")
+    p.add_argument("--subsample", type=float, default=None,
+                   help="eerf/lkrf: fraction of the rows scored, in (0, 1] (default 0.1)")
+    p.add_argument("--base", choices=["fourier", "arccos0", "arccos1", "arccos2", "linear"],
+                   default=None, help="eerf/lkrf: candidate features (default fourier)")
+    p.add_argument("--score-mode", choices=["balanced", "raw"], default=None,
+                   help="eerf/lkrf: label score, centred per class (default) or eq. 7 as printed")
+    p.add_argument("--rho", type=float, default=None,
+                   help="lkrf: chi-square divergence bound of the feature weights (default 1)")
+    p.add_argument("--degree", type=int, default=None, help="arccos: kernel degree 0, 1 or 2 (default 1)")
+    p.add_argument("--n-pairs", type=int, default=None,
+                   help="ses: sketch size r, pairs of rows (default max(4 x --n-components, 1024))")
+    p.add_argument("--reg", type=_positive_or_auto("--reg"), default=None,
+                   help="ses: lambda_beta, a positive number or 'auto' (default: tuned on held-out pairs)")
+    p.add_argument("--weights", choices=["ses", "bq", "uniform"], default=None,
+                   help="ses: shrinkage weights (default), Bayesian Quadrature, or uniform (MC/QMC)")
+    p.add_argument("--n-grids", type=int, default=None,
+                   help="binning, rff+binning: random grids P (default 50)")
+    p.add_argument("--n-bins", type=int, default=None,
+                   help="binning, rff+binning: hashed bins per grid (default 64)")
+    p.add_argument("--objective", choices=["classification", "kernel"], default=None,
+                   help="cnm: learn the map for the classifier (default) or to approximate the kernel")
+    p.add_argument("--structure", choices=["dense", "circulant"], default=None,
+                   help="cnm: dense projection (default) or circulant r learned by FFT gradients")
+    p.add_argument("--theta-step", type=float, default=None,
+                   help="cnm: constant SGD step of the map (default 0.2; 2.0 for --objective kernel)")
     p.add_argument("--solver", choices=sorted(SOLVERS), default="ridge")
     p.add_argument("--alpha", type=_alpha, default=None,
                    help="ridge: a value or a comma-separated list (CV), default 1; "
@@ -399,6 +443,9 @@ def build_parser():
     p.add_argument("--loss", choices=["hinge", "log_loss", "squared_hinge"], default=None,
                    help="sgd classification loss (default hinge: Pegasos)")
     p.add_argument("--epochs", type=int, default=None, help="sgd: passes over the data (default 20)")
+    p.add_argument("--sgd-solver", choices=["sgd", "newton"], default=None,
+                   help="sgd classification: streaming SGD steps (default) or newton (one "
+                        "gradient + Hessian pass per iteration; exact, any row order)")
     p.add_argument("--cv", type=int, default=5)
     p.add_argument("--random-state", type=int, default=0)
     p.add_argument("--no-standardize", action="store_true")

@@ -12,8 +12,20 @@ from functools import partial
 
 from sklearn.pipeline import Pipeline
 
-from .datadriven import TEFM
-from .features import RandomFourierFeatures
+from .datadriven import (
+    TEFM,
+    CompactNonlinearMap,
+    EERFFeatures,
+    LKRFFeatures,
+    SESFeatures,
+)
+from .features import (
+    ArcCosineFeatures,
+    CirculantFeatures,
+    FourierBinningFeatures,
+    RandomBinningFeatures,
+    RandomFourierFeatures,
+)
 from .preprocess import Standardizer
 from .solvers import (
     StreamingRidge,
@@ -28,6 +40,21 @@ FEATURES = {
     # are TEFM-only; sampler and variant go to the inner random Fourier features.
     "tefm-g": partial(TEFM, method="gaussian"),
     "tefm-s": partial(TEFM, method="srht"),
+    # EERF / LKRF: n_components is M; n_candidates (M0), subsample (N0/N), base,
+    # score_mode (and rho for LKRF) have their own flags.
+    "eerf": EERFFeatures,
+    "lkrf": LKRFFeatures,
+    "arccos": ArcCosineFeatures,  # --degree 0, 1 or 2
+    # SES: n_components is M frequencies (2 M columns); --n-pairs, --reg, --weights ses|bq|uniform.
+    "ses": SESFeatures,
+    # Random binning (Laplacian kernel, sparse): --n-grids P, --n-bins per grid;
+    # rff+binning concatenates both (n_components Fourier features + the grids).
+    "binning": RandomBinningFeatures,
+    "rff+binning": FourierBinningFeatures,
+    # CNM (Yu et al. 2015): --objective classification|kernel, --structure dense|circulant,
+    # --theta-step; the map is learned with the labels, then the solver is refitted on it.
+    "cnm": CompactNonlinearMap,
+    "circulant": CirculantFeatures,  # randomized circulant map (FFT), O(k) parameters
 }
 #: feature-map parameters set by their own CLI flags (parameter -> flag).  A map
 #: that does not take one refuses it with an error naming the flag.
@@ -38,6 +65,20 @@ FEATURE_OPTIONS = {
     "variant": "--variant",
     "n_random_features": "--n-random-features",
     "n_power_iter": "--power-iter",
+    "n_candidates": "--n-candidates",
+    "subsample": "--subsample",
+    "base": "--base",
+    "score_mode": "--score-mode",
+    "rho": "--rho",
+    "degree": "--degree",
+    "n_pairs": "--n-pairs",
+    "reg": "--reg",
+    "weights": "--weights",
+    "n_grids": "--n-grids",
+    "n_bins": "--n-bins",
+    "objective": "--objective",
+    "structure": "--structure",
+    "theta_step": "--theta-step",
 }
 SOLVERS = {
     "ridge": {"classification": StreamingRidgeClassifier, "regression": StreamingRidge},

@@ -29,6 +29,14 @@ STREAM_SGD_CHUNKS = 6  # SGD: order of the chunks in an epoch
 STREAM_TEFM_GAUSSIAN = 10
 STREAM_SRHT_SIGNS = 11
 STREAM_SRHT_SAMPLE = 12
+# SES (rfstream.datadriven.ses): rows gathered for the pairs; pair and sketch draws.
+STREAM_SES_ROWS = 20
+STREAM_SES_PAIRS = 21
+# EERF / LKRF (rfstream.datadriven.eerf, lkrf): the rows of the scoring subsample.
+STREAM_EERF_SUBSAMPLE = 30
+# CNM (rfstream.datadriven.cnm): mini-batch row draws (per outer iteration) and held-out rows.
+STREAM_CNM_BATCHES = 40
+STREAM_CNM_HOLDOUT = 41
 # Reserved ranges for the other methods: SES 20-29, EERF/LKRF 30-39, CNM 40-49,
 # random binning 50-59, SGD solvers 60-69, benchmarks 70-79.
 # rfstream.synthetic: the rows of synthetic datasets (kept apart from every method's

@@ -2,7 +2,17 @@
 
 * :class:`TEFM` -- TEFM-G / TEFM-S (Chen et al. 2015): a randomized range
   finder over the random Fourier feature matrix, ``d -> l`` features.
+* :class:`CompactNonlinearMap` -- CNM (Yu et al. 2015): random Fourier
+  features learned with a linear SVM by alternating SGD on sampled rows.
+* :class:`EERFFeatures` / :class:`LKRFFeatures` -- EERF (Shahrampour et al.
+  2018) and LKRF (Sinha & Duchi 2016): candidates scored against the labels.
+* :class:`SESFeatures` -- SES (Chang et al. 2017): Stein-effect shrinkage
+  weights on random Fourier features (and the Bayesian Quadrature baseline).
 """
+from .cnm import CompactNonlinearMap
+from .eerf import EERFFeatures
+from .lkrf import LKRFFeatures
+from .ses import SESFeatures
 from .tefm import TEFM, fold_projection
 
-__all__ = ["TEFM", "fold_projection"]
+__all__ = ["CompactNonlinearMap", "EERFFeatures", "LKRFFeatures", "SESFeatures", "TEFM", "fold_projection"]

@@ -5,7 +5,11 @@ All maps share :class:`FeatureMap`: parameters are drawn once in ``fit`` and
 to dask arrays block by block (lazily).
 """
 from ._base import FeatureMap
+from .arccos import ArcCosineFeatures
+from .binning import FourierBinningFeatures, RandomBinningFeatures
+from .circulant import CirculantFeatures
 from .fastfood import CompactRandomFeatures, FastfoodFeatures
 from .fourier import RandomFourierFeatures
 
-__all__ = ["CompactRandomFeatures", "FastfoodFeatures", "FeatureMap", "RandomFourierFeatures"]
+__all__ = ["ArcCosineFeatures", "CirculantFeatures", "CompactRandomFeatures", "FastfoodFeatures", "FeatureMap", "FourierBinningFeatures",
+           "RandomBinningFeatures", "RandomFourierFeatures"]
