@@ -41,7 +41,7 @@ from ..random import (
     sample_row_indices,
 )
 from ..solvers import sgd_steps
-from ..solvers._linear import _scores_to_labels
+from ..solvers._linear import _scores_to_labels, labels_from_scores
 from ..solvers._losses import hinge
 
 __all__ = ["CompactNonlinearMap"]
@@ -488,13 +488,7 @@ class CompactNonlinearMap(ClassifierMixin, FeatureMap):
 
     def predict(self, X):
         """Class labels: numpy in, numpy out; dask in, lazy dask out."""
-        scores = self.decision_function(X)
-        if isinstance(scores, da.Array):
-            return scores.map_blocks(
-                _scores_to_labels, self.classes_, dtype=self.classes_.dtype,
-                drop_axis=[1] if scores.ndim == 2 else [], chunks=(scores.chunks[0],),
-                meta=np.empty((0,), self.classes_.dtype))
-        return _scores_to_labels(scores, self.classes_)
+        return labels_from_scores(self.decision_function(X), self.classes_)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

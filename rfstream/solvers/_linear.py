@@ -59,11 +59,15 @@ class LinearClassifierMixin(LinearPredictMixin):
 
     def predict(self, X):
         """Class labels: numpy in, numpy out; dask in, lazy dask out."""
-        scores = self.decision_function(X)
-        if isinstance(scores, da.Array):
-            return scores.map_blocks(
-                _scores_to_labels, self.classes_, dtype=self.classes_.dtype,
-                drop_axis=[1] if scores.ndim == 2 else [], chunks=(scores.chunks[0],),
-                meta=np.empty((0,), self.classes_.dtype),
-            )
-        return _scores_to_labels(scores, self.classes_)
+        return labels_from_scores(self.decision_function(X), self.classes_)
+
+
+def labels_from_scores(scores, classes):
+    """Class labels from decision values (sign for (n,), argmax for (n, K)); lazy for dask."""
+    if isinstance(scores, da.Array):
+        return scores.map_blocks(
+            _scores_to_labels, classes, dtype=classes.dtype,
+            drop_axis=[1] if scores.ndim == 2 else [], chunks=(scores.chunks[0],),
+            meta=np.empty((0,), classes.dtype),
+        )
+    return _scores_to_labels(scores, classes)
