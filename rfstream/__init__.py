@@ -30,6 +30,7 @@ from .solvers import (
 )
 
 __all__ = [
+    "TEFM",
     "ArcCosineFeatures",
     "CirculantFeatures",
     "CompactNonlinearMap",
@@ -44,7 +45,6 @@ __all__ = [
     "StreamingRidgeClassifier",
     "StreamingSGDClassifier",
     "StreamingSGDRegressor",
-    "TEFM",
     "encode_labels",
     "load_model",
     "save_model",

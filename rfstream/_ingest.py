@@ -17,9 +17,10 @@ from __future__ import annotations
 import bz2
 import gzip
 import lzma
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -86,7 +87,7 @@ def normalize_label(value: Any) -> str:
     if isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool):
         return format_number(float(value))
     s = str(value).strip()
-    return s[:-1] if s.endswith(".") else s
+    return s.removesuffix(".")
 
 
 def canonical_label(value: Any) -> tuple[str, float | None]:
@@ -132,7 +133,7 @@ class LabelScanner:
                 self.classes.add(name)
                 self.overflow = len(self.classes) > MAX_CLASSES
 
-    def decide(self, task: str, src: Path, column: Any) -> "LabelSchema":
+    def decide(self, task: str, src: Path, column: Any) -> LabelSchema:
         """Task and classes after pass 1 (see :func:`rfstream.io.convert`)."""
         if self.n_missing:
             raise ValueError(
@@ -179,7 +180,7 @@ class LabelSchema:
     positive: str | None = None
 
     @classmethod
-    def from_attrs(cls, attrs: dict) -> "LabelSchema | None":
+    def from_attrs(cls, attrs: dict) -> LabelSchema | None:
         if attrs.get("task") is None:
             return None
         return cls(attrs["task"], attrs.get("classes"), attrs.get("positive_class"))

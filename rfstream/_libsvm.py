@@ -12,9 +12,9 @@ again and yields dense float32 blocks of ``rows_per_chunk`` rows.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from itertools import islice
 from pathlib import Path
-from typing import Iterator
 
 import numpy as np
 

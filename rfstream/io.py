@@ -20,8 +20,8 @@ from __future__ import annotations
 import json
 import os
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import dask
 import dask.array as da
@@ -29,11 +29,19 @@ import numpy as np
 import zarr
 
 from . import _csv, _libsvm
+from ._ingest import (
+    TASKS,
+    LabelEncoder,
+    LabelScanner,
+    LabelSchema,
+    Plan,
+    canonical_label,
+    check_like_task,
+    first_data_lines,
+)
 from ._staging import check_destination, staging
-from ._ingest import TASKS, LabelEncoder, LabelScanner, LabelSchema, Plan, canonical_label
-from ._ingest import check_like_task, first_data_lines
 
-__all__ = ["write_dataset", "open_dataset", "dataset_info", "iter_row_chunks", "convert"]
+__all__ = ["convert", "dataset_info", "iter_row_chunks", "open_dataset", "write_dataset"]
 
 SCHEMA_VERSION = 1
 

@@ -23,7 +23,13 @@ import math
 import numpy as np
 from scipy.stats import qmc
 
-from .kernels import KERNELS, check_gamma, check_kernel, frequency_ppf, sample_frequencies
+from .kernels import (
+    KERNELS,
+    check_gamma,
+    check_kernel,
+    frequency_ppf,
+    sample_frequencies,
+)
 
 #: name -> sampler function; each function has a ``kernels`` attribute.
 SAMPLERS: dict = {}

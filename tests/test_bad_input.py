@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
-from bad_input_battery import CASES, run_case  # noqa: E402
+from bad_input_battery import CASES, run_case
 
 
 @pytest.mark.parametrize("name, setup, keyword, output", CASES, ids=[c[0] for c in CASES])

@@ -47,8 +47,7 @@ def _write_csv(path, n=800, d=4, seed=0, label=True):
     with open(path, "w") as f:
         names = [f"f{j}" for j in range(d)]
         f.write(",".join(names + (["label"] if label else [])) + "\n")
-        for row, lb in zip(X, lab):
-            f.write(",".join(f"{v:.6f}" for v in row) + (f",{lb}" if label else "") + "\n")
+        f.writelines(",".join(f"{v:.6f}" for v in row) + (f",{lb}" if label else "") + "\n" for row, lb in zip(X, lab))
     return X, lab
 
 

@@ -84,7 +84,7 @@ def test_tls_config_requires_encryption():
 
 def test_commands_in_deploy_readme_exist():
     text = (DEPLOY / "README.md").read_text()
-    blocks = re.findall(r"```(?:bash|sh)?\n(.*?)```", text, flags=re.S)
+    blocks = re.findall(r"```(?:bash|sh)?\n(.*?)```", text, flags=re.DOTALL)
     lines = [ln.strip() for block in blocks for ln in block.splitlines()]
     commands = []
     for i, line in enumerate(lines):

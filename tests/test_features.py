@@ -7,14 +7,13 @@ import numpy as np
 import pandas as pd
 import pytest
 import scipy.sparse as sp
+from _sklearn_checks import FLOAT32_ROW_GROUPING
 from dask.array.utils import assert_eq
 from sklearn.exceptions import NotFittedError
 from sklearn.metrics.pairwise import laplacian_kernel, rbf_kernel
 from sklearn.utils.estimator_checks import check_estimator
 
 from rfstream.features import FeatureMap, RandomFourierFeatures
-
-from _sklearn_checks import FLOAT32_ROW_GROUPING
 from rfstream.samplers import SAMPLERS
 
 # ----------------------------------------------------------- kernel approximation

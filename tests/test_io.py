@@ -11,7 +11,13 @@ import pytest
 from conftest import _datasets_path, require_datasets
 
 from rfstream import io as rio
-from rfstream.io import convert, dataset_info, iter_row_chunks, open_dataset, write_dataset
+from rfstream.io import (
+    convert,
+    dataset_info,
+    iter_row_chunks,
+    open_dataset,
+    write_dataset,
+)
 
 DATASETS = _datasets_path()
 need_datasets = require_datasets  # skip when missing; under CI=true fail instead

@@ -16,7 +16,12 @@ from sklearn.linear_model import Ridge, RidgeClassifier
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 import rfstream.solvers.ridge as ridge_module
-from rfstream import RandomFourierFeatures, Standardizer, StreamingRidge, StreamingRidgeClassifier
+from rfstream import (
+    RandomFourierFeatures,
+    Standardizer,
+    StreamingRidge,
+    StreamingRidgeClassifier,
+)
 from rfstream.random import STREAM_FOLDS, row_integers
 
 

@@ -4,15 +4,18 @@ import dask.array as da
 import numpy as np
 import pytest
 import scipy.linalg
+from _sklearn_checks import FLOAT32_ROW_GROUPING
 from sklearn.pipeline import Pipeline
 from sklearn.utils.estimator_checks import check_estimator
-
-from _sklearn_checks import FLOAT32_ROW_GROUPING
 
 from rfstream import TEFM, Standardizer, StreamingRidge, StreamingRidgeClassifier, cli
 from rfstream.datadriven import fold_projection
 from rfstream.datadriven.tefm import _srht_sketch_chunk, srht_block_size
-from rfstream.features import CompactRandomFeatures, FastfoodFeatures, RandomFourierFeatures
+from rfstream.features import (
+    CompactRandomFeatures,
+    FastfoodFeatures,
+    RandomFourierFeatures,
+)
 from rfstream.io import convert, open_dataset
 from rfstream.kernels import kernel_matrix
 from rfstream.metrics import kernel_approximation_error

@@ -15,4 +15,4 @@ from .lkrf import LKRFFeatures
 from .ses import SESFeatures
 from .tefm import TEFM, fold_projection
 
-__all__ = ["CompactNonlinearMap", "EERFFeatures", "LKRFFeatures", "SESFeatures", "TEFM", "fold_projection"]
+__all__ = ["TEFM", "CompactNonlinearMap", "EERFFeatures", "LKRFFeatures", "SESFeatures", "fold_projection"]

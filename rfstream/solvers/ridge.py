@@ -24,19 +24,23 @@ import dask.array as da
 import numpy as np
 import scipy.linalg
 import scipy.sparse
-from sklearn.base import BaseEstimator, ClassifierMixin, MultiOutputMixin, RegressorMixin
+from sklearn.base import (
+    BaseEstimator,
+    ClassifierMixin,
+    MultiOutputMixin,
+    RegressorMixin,
+)
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import validate_data
 
-from ..cluster import compute
 from .._validation import check_dask_array
+from ..cluster import compute
 from ..random import check_seed
 from ..reductions import sum_rows
 from ._cg import ridge_cg
 from ._gram import gram_chunk, gram_layout
 from ._linear import LinearClassifierMixin, LinearPredictMixin
-
 
 #: solver="auto" switches from the D x D Gram pass to conjugate gradients for sparse
 #: features wider than this (a float64 Gram of 4096 x 4096 is 128 MiB per partial);
