@@ -149,10 +149,12 @@ def fit_dataset(data, *, features="rff", n_components=1000, kernel="gaussian", g
         raise UserError(f"{data} has no labels (task={task!r}); fit needs a labelled dataset.")
     if out is not None and Path(out).exists() and not overwrite:
         raise FileExistsError(f"{out} already exists; pass --overwrite to replace it.")
+    if power_iter is not None:
+        feature_options["n_power_iter"] = power_iter
     feature_params = _feature_params(
         features, n_components=n_components, kernel=kernel, gamma=gamma, sampler=sampler,
         variant=variant, random_state=random_state, n_random_features=n_random_features,
-        n_power_iter=power_iter, **feature_options)
+        **feature_options)
     model = make_model(
         task,
         features=features,
@@ -225,23 +227,22 @@ def _solver_params(solver_cls, **params):
 
 
 def cmd_fit(args):
+    from .models import FEATURE_OPTIONS
+
+    # every feature-map option comes from its flag in the registry (--power-iter -> power_iter)
+    feature_options = {param: getattr(args, flag[2:].replace("-", "_"))
+                       for param, flag in FEATURE_OPTIONS.items()}
     model, meta = fit_dataset(
-        args.data, features=args.features, n_components=args.n_components, kernel=args.kernel,
-        gamma=args.gamma, sampler=args.sampler, variant=args.variant, solver=args.solver,
+        args.data, features=args.features, n_components=args.n_components, solver=args.solver,
         alpha=args.alpha, cv=args.cv, random_state=args.random_state,
         standardize=not args.no_standardize, out=args.out, overwrite=args.overwrite,
-        n_random_features=args.n_random_features, power_iter=args.power_iter,
-        loss=args.loss, epochs=args.epochs, sgd_solver=args.sgd_solver,
-        n_candidates=args.n_candidates, subsample=args.subsample, base=args.base,
-        score_mode=args.score_mode, rho=args.rho, degree=args.degree,
-        n_pairs=args.n_pairs, reg=args.reg, weights=args.weights,
-        n_grids=args.n_grids, n_bins=args.n_bins,
-        objective=args.objective, structure=args.structure, theta_step=args.theta_step,
+        loss=args.loss, epochs=args.epochs, sgd_solver=args.sgd_solver, **feature_options,
     )
     if not args.quiet:
         solver = model.named_steps["solver"]
         _print_json({"model": str(args.out), "rows": meta["dataset"]["n_rows"],
-                     "alpha": getattr(solver, "alpha_", solver.alpha), "gamma": getattr(model.named_steps["features"], "gamma_", None),
+                     "alpha": getattr(solver, "alpha_", solver.alpha),
+                     "gamma": getattr(model.named_steps["features"], "gamma_", None),
                      "fit_seconds": meta["fit_seconds"]})
 
 
