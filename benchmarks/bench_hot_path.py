@@ -17,6 +17,10 @@ repeated ``--repeats`` times with the variants interleaved, medians reported:
    sums from the Z'[Y, 1] GEMM): paired ratio current / previous per round.
 4. ``threads_ab`` (``--kdd``): the fused pass on KDD99 under dask's thread pool
    with BLAS left at one thread per core against one BLAS thread per task.
+5. ``sub_block_ab``: the chunk function with the whole feature block made
+   first, against the features made in sub-blocks of 1024-8192 rows inside it;
+6. ``pass_ab`` (``--kdd``): the whole pass on KDD99 at D, reduced over ``Z`` as
+   it is against features in the task over row blocks balanced between threads.
 """
 from __future__ import annotations
 
@@ -132,6 +136,87 @@ def threads_ab(train, D, repeats):
     return {k: {"seconds": v, "median": float(np.median(v))} for k, v in out.items()}
 
 
+def sub_block_ab(x, D, repeats):
+    """The chunk function with and without the features computed in sub-blocks.
+
+    "whole block": the RFF block of all rows first, then the Gram on 8192-row
+    sub-blocks (what a reduction over ``Z`` does); "features in N-row
+    sub-blocks": ``gram_chunk(..., features=rff._block)``, what the ridge pass
+    does for ``Z = rff.transform(X)``.  Share of the same rounds' 1-thread GEMM
+    in the pass's counted flops (2 m d D + m D (D + 1)).
+    """
+    from functools import partial
+
+    import rfstream.solvers._gram as gram
+    from rfstream.features import RandomFourierFeatures
+
+    m, d = x.shape
+    rff = RandomFourierFeatures(D, gamma=0.01, random_state=0).fit(x[:1])
+    y = np.zeros(m)
+    layout = gram.gram_layout(D, 1, 1)
+    chunk = partial(gram.gram_chunk, offset=0, n_folds=1, seed=0, target_fn=lambda v: v[:, None],
+                    layout=layout)
+    a, c = np.ones((4096, D), np.float32), np.ones((4096, D), np.float32)
+
+    def fused(sub):
+        def run():
+            old, gram.FUSED_SUB_BLOCK = gram.FUSED_SUB_BLOCK, sub
+            try:
+                chunk(x, y, features=rff._block)
+            finally:
+                gram.FUSED_SUB_BLOCK = old
+        return run
+
+    variants = {"whole block": lambda: chunk(rff._block(x), y)}
+    variants.update({f"features in {s}-row sub-blocks": fused(s) for s in (1024, 2048, 4096, 8192)})
+    seconds = {k: [] for k in variants}
+    shares = {k: [] for k in variants}
+    flops = 2.0 * m * d * D + 1.0 * m * D * (D + 1)
+    for r in range(repeats):
+        gemm = 2.0 * 4096 * D * D / min(_time(lambda: a.T @ c) for _ in range(3))
+        for k in (list(variants) if r % 2 == 0 else list(variants)[::-1]):
+            t = _time(variants[k])
+            seconds[k].append(t)
+            shares[k].append(flops / t / gemm)
+    return {k: {"median_s": float(np.median(seconds[k])), "median_share_of_gemm": float(np.median(shares[k])),
+                "min_share": min(shares[k]), "max_share": max(shares[k])} for k in variants}
+
+
+def pass_ab(train, D, repeats):
+    """Fused pass on KDD99 (dask threads): reduced over ``Z`` as it is, against the
+    features computed in the task in sub-blocks over rows balanced between the threads."""
+    from rfstream import io
+    from rfstream.bench import gemm_gflops
+    from rfstream.cluster import connect
+    from rfstream.features import RandomFourierFeatures
+    from rfstream.preprocess import Standardizer
+    from rfstream.solvers import StreamingRidgeClassifier
+
+    X, y = io.open_dataset(train)
+    n, d = X.shape
+    flops = 2.0 * n * d * D + 1.0 * n * D * (D + 1)
+    out = {"over Z": [], "features in the task, balanced rows": []}
+    gemm = []
+    with connect("threads"):
+        Xs = Standardizer().fit(X).transform(X)
+        rff = RandomFourierFeatures(D, gamma="auto", random_state=0).fit(Xs)
+        for r in range(repeats):
+            gemm.append(gemm_gflops(D)["median"])
+            for key in (list(out) if r % 2 == 0 else list(out)[::-1]):
+                Z = rff.transform(Xs)
+                if key == "over Z":
+                    del Z._rfstream_features
+                out[key].append(_time(lambda Z=Z: StreamingRidgeClassifier(alpha=1.0).fit(Z, y)))
+            gemm.append(gemm_gflops(D)["median"])
+    g = float(np.median(gemm))
+    return {"D": D, "gemm_gflops_median": g, **{
+        k: {"seconds": v, "median_s": float(np.median(v)),
+            "share_of_gemm": flops / float(np.median(v)) / 1e9 / g} for k, v in out.items()}}
+
+
+PARTS = ("stages", "gram", "elementwise", "sub_block", "threads", "pass")
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--n-components", type=int, default=2000)
@@ -139,6 +224,7 @@ def main(argv=None):
     p.add_argument("--kdd", default=None, help="KDD99 training Zarr (runs/bench/kdd_train.zarr) for threads_ab")
     p.add_argument("--kdd-components", type=int, default=1000)
     p.add_argument("--json", default=None)
+    p.add_argument("--parts", nargs="+", default=list(PARTS), choices=PARTS)
     args = p.parse_args(argv)
     import os
 
@@ -151,13 +237,21 @@ def main(argv=None):
     y1 = np.ones((m, 2), np.float32)
     y1[:, :1] = Y
     result = {"block": [m, d], "D": D, "repeats": args.repeats, "loadavg_start": list(os.getloadavg())}
+    parts = set(args.parts)
     with threadpool_limits(1, user_api="blas"):
-        result["stages_seconds"] = stages(x, W, b, y1, args.repeats)
-        result["gram"] = gram_rates(np.cos(x @ W), args.repeats)
-        result["elementwise_ab"] = elementwise_ab(x, W, b, Y, 2 * args.repeats)
-    if args.kdd:
+        if "stages" in parts:
+            result["stages_seconds"] = stages(x, W, b, y1, args.repeats)
+        if "gram" in parts:
+            result["gram"] = gram_rates(np.cos(x @ W), args.repeats)
+        if "elementwise" in parts:
+            result["elementwise_ab"] = elementwise_ab(x, W, b, Y, 2 * args.repeats)
+        if "sub_block" in parts:
+            result["sub_block_ab"] = sub_block_ab(x, D, args.repeats)
+    if args.kdd and "threads" in parts:
         result["threads_ab"] = threads_ab(args.kdd, args.kdd_components, 2)
         result["threads_ab"]["D"] = args.kdd_components
+    if args.kdd and "pass" in parts:
+        result["pass_ab"] = pass_ab(args.kdd, D, args.repeats)
     result["loadavg_end"] = list(os.getloadavg())
     text = json.dumps(result, indent=2)
     print(text)

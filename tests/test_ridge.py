@@ -345,6 +345,45 @@ def test_gram_pass_is_one_reduction_with_fused_features(monkeypatch, n_chunks):
     assert _rel(est.coef_, ref.coef_) < 1e-4
 
 
+@pytest.mark.parametrize("Est", [StreamingRidge, StreamingRidgeClassifier])
+def test_features_computed_in_the_pass_equal_reducing_over_z(Est):
+    # Z = rff.transform(X) is reduced over X with the features made in
+    # FUSED_SUB_BLOCK-row sub-blocks inside the task; Z + 0 (no source) is
+    # reduced as it is, in SUB_BLOCK-row sub-blocks: same model up to float32
+    # rounding of the sub-block sums.  Chunks wider than both sub-blocks.
+    from rfstream.features import feature_source
+    from rfstream.solvers._gram import FUSED_SUB_BLOCK, SUB_BLOCK
+
+    rng = np.random.default_rng(3)
+    n = 3 * max(SUB_BLOCK, FUSED_SUB_BLOCK) + 123
+    X = da.from_array(rng.normal(size=(n, 6)), chunks=(n // 2, 6))
+    y = X[:, 0] - X[:, 1] ** 2 + 0.1 * da.from_array(rng.normal(size=n), chunks=n // 2)
+    if Est is StreamingRidgeClassifier:
+        y = (y > 0).astype(int) + (y > 1).astype(int)
+    rff = RandomFourierFeatures(96, gamma=0.3, random_state=0).fit(X)
+    Z = rff.transform(X)
+    fn, rows = feature_source(Z)
+    assert rows.name == X.name and fn.__self__ is rff
+    assert feature_source(Z + 0) is None and feature_source(Z.astype(np.float64)) is None
+    fused = Est(alpha=[0.01, 1.0]).fit(Z, y)
+    plain = Est(alpha=[0.01, 1.0]).fit(Z + 0, y)
+    assert fused.alpha_ == plain.alpha_
+    assert _rel(fused.coef_, plain.coef_) < 1e-4
+    np.testing.assert_allclose(fused.cv_mse_, plain.cv_mse_, rtol=1e-4)
+
+
+def test_even_rows_evens_out_a_short_last_block():
+    from rfstream.reductions import even_rows
+
+    kdd = da.zeros((7 * 65536 + 35269, 3), chunks=(65536, 3))  # KDD99's 494,021 rows
+    even = even_rows(kdd)
+    assert len(even.chunks[0]) == 8 and max(even.chunks[0]) - min(even.chunks[0]) <= 8
+    assert sum(even.chunks[0]) == kdd.shape[0]
+    for X in [da.zeros((8 * 100, 3), chunks=(100, 3)), da.zeros((100, 3), chunks=(100, 3)),
+              da.zeros((8 * 100 - 3, 3), chunks=(100, 3))]:
+        assert even_rows(X) is X  # equal blocks, one block, a last block short by less than 5%
+
+
 def test_classifier_fit_dask_is_two_small_computes(monkeypatch):
     # classes (one da.unique reduction) and the Gram pass: two computes.
     X, y = _classification(3, n=400)

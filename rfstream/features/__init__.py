@@ -4,7 +4,7 @@ All maps share :class:`FeatureMap`: parameters are drawn once in ``fit`` and
 ``transform`` applies a pure numpy block function, to numpy arrays directly and
 to dask arrays block by block (lazily).
 """
-from ._base import FeatureMap
+from ._base import FeatureMap, feature_source
 from .arccos import ArcCosineFeatures
 from .binning import FourierBinningFeatures, RandomBinningFeatures
 from .circulant import CirculantFeatures
@@ -12,4 +12,4 @@ from .fastfood import CompactRandomFeatures, FastfoodFeatures
 from .fourier import RandomFourierFeatures
 
 __all__ = ["ArcCosineFeatures", "CirculantFeatures", "CompactRandomFeatures", "FastfoodFeatures", "FeatureMap", "FourierBinningFeatures",
-           "RandomBinningFeatures", "RandomFourierFeatures"]
+           "RandomBinningFeatures", "RandomFourierFeatures", "feature_source"]

@@ -132,7 +132,7 @@ class FeatureMap(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimato
         dtype = self._output_dtype()
         n_out = self._n_features_out
         name = f"{type(self).__name__.lower()}-{tokenize(self, X)}"
-        return X.map_blocks(
+        Z = X.map_blocks(
             self._block,
             dtype=dtype,
             chunks=(X.chunks[0], (n_out,)),
@@ -140,6 +140,9 @@ class FeatureMap(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimato
                   else np.empty((0, n_out), dtype=dtype)),
             name=name,
         )
+        if not self._sparse_output:
+            Z._rfstream_features = (self._block, X)
+        return Z
 
     # --------------------------------------------------------------- helpers
     def _output_dtype(self) -> np.dtype:
@@ -185,4 +188,19 @@ class FeatureMap(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimato
         except ValueError:
             tags.transformer_tags.preserves_dtype = []
         return tags
+
+
+def feature_source(Z):
+    """``(block_function, X)`` when the dask array ``Z`` is ``transform(X)`` of a dense feature map.
+
+    A solver whose pass reduces over ``Z`` can instead reduce over ``X`` and
+    compute the features inside its chunk function, a few thousand rows at a
+    time, so that the ``rows x D`` feature block of a whole chunk never exists
+    and each sub-block is still in cache when the Gram product reads it
+    (:func:`rfstream.solvers._gram.gram_chunk`).  The function and rows are the
+    ones ``Z``'s own graph would use, so the result is the same.  Only the very
+    array ``transform`` returned carries the source: anything derived from it
+    (``astype``, slicing, ``persist``) returns None and is reduced as it is.
+    """
+    return getattr(Z, "_rfstream_features", None) if isinstance(Z, da.Array) else None
 

@@ -33,6 +33,11 @@ from ..random import STREAM_FOLDS, row_integers
 from ..reductions import Layout
 
 SUB_BLOCK = 8192
+#: Rows per sub-block when the chunk function computes the features itself.
+#: One 65,536 x 118 block, D = 2000, one BLAS thread, idle core: whole block
+#: first then the Gram, 58-64% of GEMM; 1024-row sub-blocks 65%; 2048 to 8192
+#: rows 73-77% (docs/BENCHMARKS.md, section 4).
+FUSED_SUB_BLOCK = 4096
 
 
 def gram_layout(n_features: int, n_targets: int, n_folds: int) -> Layout:
@@ -40,8 +45,15 @@ def gram_layout(n_features: int, n_targets: int, n_folds: int) -> Layout:
     return Layout(n=(K,), s=(K, D), t=(K, T), G=(K, D, D), C=(K, D, T), B=(K, T, T))
 
 
-def gram_chunk(z, y, *, offset, n_folds, seed, target_fn, layout):
-    """Partials of one row block; ``target_fn`` turns raw labels into Y (m x T)."""
+def gram_chunk(z, y, *, offset, n_folds, seed, target_fn, layout, features=None):
+    """Partials of one row block; ``target_fn`` turns raw labels into Y (m x T).
+
+    With ``features`` (a feature map's block function, see
+    :func:`rfstream.features.feature_source`) ``z`` holds the input rows and the
+    features are computed here, :data:`FUSED_SUB_BLOCK` rows at a time: each
+    feature sub-block goes through the Gram product while it is still in
+    cache, and the chunk's whole ``rows x D`` feature block never exists.
+    """
     out = layout.empty()
     if z.shape[0] == 0:
         return out
@@ -50,9 +62,11 @@ def gram_chunk(z, y, *, offset, n_folds, seed, target_fn, layout):
         folds = row_integers(seed, STREAM_FOLDS, offset, offset + z.shape[0], n_folds)
     else:
         folds = np.zeros(z.shape[0], dtype=np.int64)
-    if sp.issparse(z):
-        return _sparse_gram_chunk(sp.csr_matrix(z, dtype=np.float64), Y, out, layout, folds)
-    z = np.ascontiguousarray(z if z.dtype in (np.float32, np.float64) else z.astype(np.float64))
+    if features is None:
+        if sp.issparse(z):
+            return _sparse_gram_chunk(sp.csr_matrix(z, dtype=np.float64), Y, out, layout, folds)
+        z = np.ascontiguousarray(z if z.dtype in (np.float32, np.float64) else z.astype(np.float64))
+    step = SUB_BLOCK if features is None else FUSED_SUB_BLOCK
     parts = layout.unpack(out)
     for k in range(n_folds):
         rows = np.flatnonzero(folds == k) if n_folds > 1 else slice(None)
@@ -60,13 +74,15 @@ def gram_chunk(z, y, *, offset, n_folds, seed, target_fn, layout):
         parts["n"][k] = zk.shape[0]
         parts["t"][k] = yk.sum(axis=0)
         parts["B"][k] = yk.T @ yk
-        # [Y, 1]: Z'Y and the column sums Z'1 from one GEMM, one read of the block
-        y1 = np.ones((zk.shape[0], yk.shape[1] + 1), dtype=z.dtype)
-        y1[:, :-1] = yk
-        for start in range(0, zk.shape[0], SUB_BLOCK):
-            zs = zk[start : start + SUB_BLOCK]
+        for start in range(0, zk.shape[0], step):
+            zs = zk[start : start + step]
+            if features is not None:
+                zs = np.asarray(features(zs))
             parts["G"][k] += zs.T @ zs
-            zy = zs.T @ y1[start : start + SUB_BLOCK]
+            # [Y, 1]: Z'Y and the column sums Z'1 from one GEMM, one read of the block
+            y1 = np.ones((zs.shape[0], yk.shape[1] + 1), dtype=zs.dtype)
+            y1[:, :-1] = yk[start : start + step]
+            zy = zs.T @ y1
             parts["C"][k] += zy[:, :-1]
             parts["s"][k] += zy[:, -1]
     return out

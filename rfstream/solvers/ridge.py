@@ -36,8 +36,9 @@ from sklearn.utils.validation import validate_data
 
 from .._validation import check_dask_array
 from ..cluster import compute
+from ..features import feature_source
 from ..random import check_seed
-from ..reductions import sum_rows
+from ..reductions import even_rows, sum_rows
 from ._cg import ridge_cg
 from ._gram import gram_chunk, gram_layout
 from ._linear import LinearClassifierMixin, LinearPredictMixin
@@ -123,14 +124,20 @@ class _BaseStreamingRidge(LinearPredictMixin, BaseEstimator):
     # -- the pass -----------------------------------------------------------
     def _statistics(self, Z, y, target_fn, n_targets, n_folds):
         layout = gram_layout(Z.shape[1], n_targets, n_folds)
+        # Z = feature_map.transform(X): reduce over X with the features computed
+        # in sub-blocks inside the task (the same features, less memory traffic)
+        features, rows = feature_source(Z) or (None, Z)
+        if features is not None and isinstance(rows, da.Array):
+            rows = even_rows(rows)  # cheap here: rows has the input's few columns
         chunk = partial(
             gram_chunk,
             n_folds=n_folds,
             seed=check_seed(self.random_state),
             target_fn=target_fn,
             layout=layout,
+            features=features,
         )
-        vec = compute(sum_rows(chunk, layout.size, Z, y))
+        vec = compute(sum_rows(chunk, layout.size, rows, y))
         return {k: v.copy() for k, v in layout.unpack(vec).items()}
 
     def _fit_targets(self, Z, y, target_fn, n_targets):
