@@ -141,7 +141,7 @@ def sub_block_ab(x, D, repeats):
 
     "whole block": the RFF block of all rows first, then the Gram on 8192-row
     sub-blocks (what a reduction over ``Z`` does); "features in N-row
-    sub-blocks": ``gram_chunk(..., features=rff._block)``, what the ridge pass
+    sub-blocks": ``gram_chunk(..., features=rff._block_into)``, what the ridge pass
     does for ``Z = rff.transform(X)``.  Share of the same rounds' 1-thread GEMM
     in the pass's counted flops (2 m d D + m D (D + 1)).
     """
@@ -162,7 +162,7 @@ def sub_block_ab(x, D, repeats):
         def run():
             old, gram.FUSED_SUB_BLOCK = gram.FUSED_SUB_BLOCK, sub
             try:
-                chunk(x, y, features=rff._block)
+                chunk(x, y, features=rff._block_into)
             finally:
                 gram.FUSED_SUB_BLOCK = old
         return run

@@ -16,6 +16,9 @@ random generator, numpy vs dask) and call the hooks a map implements:
     ``transform`` through ``map_blocks`` *and* by solvers inside reduction tasks,
     so it must be picklable, free of dask, and must not depend on the block's
     position: the same row gives the same features whatever the chunking.
+``_block_into(self, x, out=None) -> ndarray`` (optional)
+    The same block written into a preallocated ``out`` when the map can;
+    solvers that compute features in sub-blocks inside a task call it.
 ``_n_features_out`` (property)
     Number of output columns, available once fitted.
 ``_check_params(self, n_features)`` (optional)
@@ -141,8 +144,19 @@ class FeatureMap(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimato
             name=name,
         )
         if not self._sparse_output:
-            Z._rfstream_features = (self._block, X)
+            Z._rfstream_features = (self._block_into, X)
         return Z
+
+    def _block_into(self, x, out=None):
+        """``_block(x)``, written into the buffer ``out`` (rows x n_out) where the map can.
+
+        For solvers that compute the features of many sub-blocks inside one task
+        (:func:`feature_source`): one buffer for all of them instead of a fresh
+        array each time, which in a dask worker (``MALLOC_TRIM_THRESHOLD_`` set
+        by the nanny) is a fresh mapping and its page faults every time.  The
+        default ignores ``out``.
+        """
+        return self._block(x)
 
     # --------------------------------------------------------------- helpers
     def _output_dtype(self) -> np.dtype:

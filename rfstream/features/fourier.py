@@ -150,10 +150,13 @@ class RandomFourierFeatures(FeatureMap):
         return m if self.variant == "cos" else 2 * m
 
     def _block(self, x):
+        return self._block_into(x)
+
+    def _block_into(self, x, out=None):
         W = self.random_weights_
         m = W.shape[1]
         if self.variant == "cos" and not sp.issparse(x):
-            proj = _project_with_offset(np.asarray(x), W, self.random_offset_)
+            proj = _project_with_offset(np.asarray(x), W, self.random_offset_, out=out)
             np.cos(proj, out=proj)
             proj *= math.sqrt(2.0 / m)  # a Python float keeps the float32 loop
             return proj
@@ -170,7 +173,7 @@ class RandomFourierFeatures(FeatureMap):
         return out
 
 
-def _project_with_offset(x, W, b):
+def _project_with_offset(x, W, b, out=None):
     """``x @ W + b`` as one GEMM, ``[x, 1] @ [W; b]``, in ``W``'s dtype.
 
     Adding ``b`` after the product is one more read and write of the whole
@@ -183,4 +186,4 @@ def _project_with_offset(x, W, b):
     Wb = np.empty((W.shape[0] + 1, W.shape[1]), dtype=W.dtype)
     Wb[:-1] = W
     Wb[-1] = b
-    return xa @ Wb
+    return np.matmul(xa, Wb, out=out)

@@ -68,6 +68,7 @@ def gram_chunk(z, y, *, offset, n_folds, seed, target_fn, layout, features=None)
         z = np.ascontiguousarray(z if z.dtype in (np.float32, np.float64) else z.astype(np.float64))
     step = SUB_BLOCK if features is None else FUSED_SUB_BLOCK
     parts = layout.unpack(out)
+    zbuf = gbuf = None  # reused by every sub-block (see FeatureMap._block_into)
     for k in range(n_folds):
         rows = np.flatnonzero(folds == k) if n_folds > 1 else slice(None)
         zk, yk = z[rows], Y[rows]
@@ -77,8 +78,12 @@ def gram_chunk(z, y, *, offset, n_folds, seed, target_fn, layout, features=None)
         for start in range(0, zk.shape[0], step):
             zs = zk[start : start + step]
             if features is not None:
-                zs = np.asarray(features(zs))
-            parts["G"][k] += zs.T @ zs
+                zs = np.asarray(features(zs, None if zbuf is None else zbuf[: zs.shape[0]]))
+                if zbuf is None and zs.shape[0] == step:
+                    zbuf = zs
+            if gbuf is None or gbuf.dtype != zs.dtype:
+                gbuf = np.empty((zs.shape[1], zs.shape[1]), dtype=zs.dtype)
+            parts["G"][k] += np.matmul(zs.T, zs, out=gbuf)
             # [Y, 1]: Z'Y and the column sums Z'1 from one GEMM, one read of the block
             y1 = np.ones((zs.shape[0], yk.shape[1] + 1), dtype=zs.dtype)
             y1[:, :-1] = yk[start : start + step]
