@@ -182,6 +182,117 @@ def circulant(args):
         _write("table2_circulant.json", res)
 
 
+# ------------------------------------------------------------------ bandwidth
+def _auto_gamma(X, seed):
+    """The value ``gamma="auto"`` resolves to in a map fitted with ``random_state=seed``."""
+    from rfstream.kernels import auto_gamma
+
+    (child,) = np.random.default_rng(seed).spawn(1)
+    return auto_gamma(X, "gaussian", random_state=child)
+
+
+def gamma_grid(args):
+    """CNM (k = 16, 32) and RFF + logistic at ``gamma = scale x auto`` for each scale.
+
+    Both methods get the same float gamma per (scale, seed); at scale 1 this is
+    exactly ``gamma="auto"`` (same rows sampled, same frequencies drawn), and
+    scale 4 is the paper's literal Section 7 rule ``gamma = 2 / sigma^2`` read
+    with the kernel ``exp(-gamma ||x - y||^2)``.  Runs are appended to
+    ``docs/cnm/gamma_<dataset>.json`` (a rerun of the same key replaces it).
+    """
+    from rfstream import CompactNonlinearMap, RandomFourierFeatures
+
+    path = OUT / f"gamma_{args.dataset}.json"
+    res = json.loads(path.read_text()) if path.exists() else {"dataset": args.dataset, "runs": []}
+    Xtr, Xte, ytr, yte, (Xd, yd) = load(args.dataset)
+    res.update(n_train=len(ytr), n_test=len(yte), d=Xtr.shape[1], C_logistic=C_LOGISTIC)
+
+    def add(run):
+        key = ("method", "k", "seed", "scale", "multiclass", "max_iter", "alpha")
+        res["runs"] = [r for r in res["runs"] if any(r.get(c) != run.get(c) for c in key)]
+        res["runs"].append(run)
+        print(run["method"], run["k"], run["seed"], run["scale"], run.get("multiclass", ""),
+              run["accuracy"], run.get("accuracy_refit", ""),
+              f"{run.get('fit_seconds', 0):.0f}s", flush=True)
+        _write(path.name, res)
+
+    for scale in args.scales:
+        for seed in args.seed_list:
+            gamma = scale * _auto_gamma(Xtr, seed)
+            base = {"seed": seed, "scale": scale, "gamma": gamma}
+            for k in args.rff_k:
+                rff = RandomFourierFeatures(k, gamma=gamma, random_state=seed).fit(Xtr)
+                acc = linear_accuracy(rff.transform(Xtr), ytr, rff.transform(Xte), yte)
+                add({"method": "rff", "k": k, "accuracy": acc, **base})
+            for k in args.cnm_k:
+                for mc in args.multiclass:
+                    t0 = time.perf_counter()
+                    cnm = CompactNonlinearMap(k, gamma=gamma, multiclass=mc, max_iter=args.max_iter,
+                                              n_iter_no_change=args.n_iter_no_change,
+                                              alpha=args.alpha, random_state=seed).fit(Xd, yd)
+                    sec = time.perf_counter() - t0
+                    add({"method": "cnm", "k": k, "multiclass": mc, "max_iter": args.max_iter,
+                         "alpha": args.alpha, **base,
+                         "accuracy": float(cnm.score(Xte, yte)),
+                         "accuracy_refit": linear_accuracy(cnm.transform(Xtr), ytr,
+                                                           cnm.transform(Xte), yte),
+                         "fit_seconds": sec, "best_iter": cnm.best_iter_, "n_iter": cnm.n_iter_,
+                         "validation_path": cnm.validation_path_})
+
+
+# ------------------------------------------------------------------ capacity probe
+def probe(args):
+    """Capacity of the model family: the same ``Z(x) = sqrt(2/k) cos(Theta' x + b)`` + softmax,
+    trained jointly by Adam (lr ``--lr``, ``--steps`` mini-batches of 500, no early stopping).
+
+    Not CNM's algorithm: a reference for how far *any* optimizer of this model
+    takes a given ``k``.  Starts from the same random Fourier map as CNM (same
+    gamma); the gradient of the map is CNM's own :func:`map_gradient`.  Reports
+    the final training and test accuracy (no selection on the test rows).
+    """
+    from rfstream.datadriven.cnm import features, map_gradient
+    from rfstream.kernels import sample_frequencies
+    from rfstream.solvers._losses import multinomial
+
+    path = OUT / f"probe_{args.dataset}.json"
+    res = json.loads(path.read_text()) if path.exists() else {"dataset": args.dataset, "runs": []}
+    Xtr, Xte, ytr, yte, _ = load(args.dataset)
+    classes = np.unique(ytr)
+    yi, yti = np.searchsorted(classes, ytr), np.searchsorted(classes, yte)
+    d, K = Xtr.shape[1], classes.size
+    for scale in args.scales:
+        for seed in args.seed_list:
+            for k in args.k:
+                gamma = scale * _auto_gamma(Xtr, seed)
+                rng = np.random.default_rng(seed)
+                P = {"theta": sample_frequencies("gaussian", gamma, (d, k), rng),
+                     "offset": rng.uniform(0, 2 * np.pi, k), "W": np.zeros((K, k)), "c": np.zeros(K)}
+                m1 = {n: np.zeros_like(v) for n, v in P.items()}
+                m2 = {n: np.zeros_like(v) for n, v in P.items()}
+                t0 = time.perf_counter()
+                for t in range(1, args.steps + 1):
+                    idx = rng.integers(0, len(yi), 500)
+                    x = Xtr[idx]
+                    Z, u = features(x, P, k)
+                    _, G = multinomial(Z @ P["W"].T + P["c"], yi[idx])
+                    G /= len(idx)
+                    grad = map_gradient(x, P, k, u, G @ P["W"])
+                    grad["W"], grad["c"] = G.T @ Z, G.sum(axis=0)
+                    for n in P:
+                        m1[n] = 0.9 * m1[n] + 0.1 * grad[n]
+                        m2[n] = 0.999 * m2[n] + 0.001 * grad[n] ** 2
+                        P[n] -= args.lr * (m1[n] / (1 - 0.9**t)) / (np.sqrt(m2[n] / (1 - 0.999**t)) + 1e-8)
+                sec = time.perf_counter() - t0
+                acc = [float(np.mean(np.argmax(features(X, P, k)[0] @ P["W"].T + P["c"], 1) == y))
+                       for X, y in ((Xtr, yi), (Xte, yti))]
+                run = {"k": k, "seed": seed, "scale": scale, "gamma": gamma, "steps": args.steps,
+                       "lr": args.lr, "train_accuracy": acc[0], "accuracy": acc[1], "seconds": sec}
+                res["runs"] = [r for r in res["runs"] if any(
+                    r[c] != run[c] for c in ("k", "seed", "scale", "steps", "lr"))] + [run]
+                print(run, flush=True)
+                _write(path.name, res)
+
+
 # ------------------------------------------------------------------ speed
 def speed(args):
     """Transform time of ``rows`` rows, dense RFF vs circulant, at k = d and 4 d.
@@ -267,6 +378,7 @@ def plot(args=None):
             ax.set_title(f"{res['dataset']} (n_train={res['n_train']}, d={res['d']})")
             _finish(ax, "k (number of features)", "test accuracy")
         _save(fig, "figure1_accuracy_vs_k.png")
+    _plot_gamma(plt)
     if (OUT / "speed.json").exists():
         res = json.loads((OUT / "speed.json").read_text())
         fig, ax = plt.subplots(figsize=(5.5, 4))
@@ -281,10 +393,122 @@ def plot(args=None):
         _save(fig, "speed.png")
 
 
+def _variant(run):
+    """(multiclass, max_iter, alpha) of a CNM run of the bandwidth grid."""
+    return run["multiclass"], run.get("max_iter", 30), run.get("alpha", 1e-4)
+
+
+def _variant_label(v):
+    mc, it, alpha = v
+    return mc + ("" if it == 30 else f", {it} it") + ("" if alpha == 1e-4 else f", alpha {alpha:g}")
+
+
+def _grid(runs, method, k, scale, variant=None, key="accuracy"):
+    """Mean, std and count of ``key`` over the seeds of one cell of the bandwidth grid."""
+    sel = [r[key] if key != "validation" else max(r["validation_path"]) for r in runs
+           if r["method"] == method and r["k"] == k and r["scale"] == scale
+           and (method == "rff" or _variant(r) == variant)]
+    return (float(np.mean(sel)), float(np.std(sel)), len(sel)) if sel else None
+
+
+def _plot_gamma(plt):
+    """Accuracy against gamma / auto: RFF at k and 8 k, CNM at k (docs/cnm/gamma_accuracy.png)."""
+    files = [OUT / f"gamma_{n}.json" for n in SOURCES if (OUT / f"gamma_{n}.json").exists()]
+    if not files:
+        return
+    fig, axes = plt.subplots(1, len(files), figsize=(6 * len(files), 4.2), squeeze=False)
+    for ax, path in zip(axes[0], files):
+        runs = json.loads(path.read_text())["runs"]
+        scales = sorted({r["scale"] for r in runs})
+        present = {_variant(r) for r in runs if r["method"] == "cnm"}
+        # the default, and the best variants measured (the tables have all of them)
+        variants = [v for v in (("ovr", 30, 1e-4), ("crammer-singer", 30, 1e-4),
+                                ("crammer-singer", 200, 1e-4), ("crammer-singer", 200, 1e-5),
+                                ("ovr", 200, 1e-4)) if v in present]
+        lines = [("rff", k, None) for k in sorted({r["k"] for r in runs if r["method"] == "rff"})]
+        lines += [("cnm", k, v) for v in variants
+                  for k in sorted({r["k"] for r in runs if r["method"] == "cnm"})]
+        for i, (method, k, v) in enumerate(lines):
+            cells = [(s, _grid(runs, method, k, s, v)) for s in scales]
+            xs, ys = [s for s, c in cells if c], [c[0] for s, c in cells if c]
+            if method == "rff":
+                label, style = f"RFF-{k} + logistic", {"ls": "--", "color": str(0.75 - 0.15 * i)}
+            else:
+                label = f"CNM-{k} {_variant_label(v)}"
+                style = {"ls": "-" if k == 16 else ":", "color": f"C{variants.index(v)}"}
+            ax.plot(xs, ys, marker="o", label=label, **style)
+        ax.axvline(4.0, color="k", lw=0.5)
+        ax.set_title(f"{path.stem[6:]} (vertical line: Section 7 read literally)")
+        _finish(ax, "gamma / auto_gamma", "test accuracy")
+        ax.legend(fontsize=6, ncol=2)
+    _save(fig, "gamma_accuracy.png")
+
+
+def _gamma_tables(name):
+    """Tables of the bandwidth grid: accuracy per scale, and the k vs 8 k comparison."""
+    path = OUT / f"gamma_{name}.json"
+    if not path.exists():
+        return
+    runs = json.loads(path.read_text())["runs"]
+
+    def cell(v):
+        return f"{v[0]:.3f} +- {v[1]:.3f}" if v else "-"
+
+    scales = sorted({r["scale"] for r in runs}, reverse=True)
+    variants = sorted({_variant(r) for r in runs if r["method"] == "cnm"},
+                      key=lambda v: (v[1], -v[2], ["ovr", "crammer-singer", "multinomial"].index(v[0])))
+    rff_k = sorted({r["k"] for r in runs if r["method"] == "rff"})
+    cnm_k = sorted({r["k"] for r in runs if r["method"] == "cnm"})
+    seeds = sorted({r["seed"] for r in runs})
+    print(f"\n{name}: test accuracy at gamma = scale x auto, mean +- std over seeds {seeds}\n")
+    print("| scale | " + " | ".join(f"RFF-{k}" for k in rff_k) + " |")
+    print("|---" * (len(rff_k) + 1) + "|")
+    for s in scales:
+        print(f"| {s:g} | " + " | ".join(cell(_grid(runs, "rff", k, s)) for k in rff_k) + " |")
+    print("\n| CNM variant | k | " + " | ".join(f"scale {s:g}" for s in scales) + " |")
+    print("|---" * (len(scales) + 2) + "|")
+    for v in variants:
+        for k in cnm_k:
+            print(f"| {_variant_label(v)} | {k} | " + " | ".join(
+                cell(_grid(runs, "cnm", k, s, v)) for s in scales) + " |")
+    print("\nheld-out accuracy (CNM's own validation rows, best over the path)\n")
+    print("| CNM variant | k | " + " | ".join(f"scale {s:g}" for s in scales) + " |")
+    print("|---" * (len(scales) + 2) + "|")
+    for v in variants:
+        for k in cnm_k:
+            print(f"| {_variant_label(v)} | {k} | " + " | ".join(
+                cell(_grid(runs, "cnm", k, s, v, "validation")) for s in scales) + " |")
+    print(f"\n{name}: CNM at k against RFF at 8 k at the same gamma (difference in points)\n")
+    print("| CNM variant | " + " | ".join(
+        f"{k} vs {8 * k} @ {s:g}" for s in scales for k in cnm_k) + " |")
+    print("|---" * (len(scales) * len(cnm_k) + 1) + "|")
+    print("| RFF-8k | " + " | ".join(
+        cell(_grid(runs, "rff", 8 * k, s))[:5] for s in scales for k in cnm_k) + " |")
+    for v in variants:
+        cells = []
+        for s in scales:
+            for k in cnm_k:
+                c, base = _grid(runs, "cnm", k, s, v), _grid(runs, "rff", 8 * k, s)
+                cells.append(f"{c[0]:.3f} ({100 * (c[0] - base[0]):+.1f})" if c and base else "-")
+        print(f"| {_variant_label(v)} | " + " | ".join(cells) + " |")
+    print(f"\n{name}: each method at its best scale (by test accuracy)\n")
+    for k in cnm_k:
+        best_rff = max(((_grid(runs, "rff", 8 * k, s) or (-1,))[0], s) for s in scales)
+        for v in variants:
+            best = max(((_grid(runs, "cnm", k, s, v) or (-1,))[0], s) for s in scales)
+            if best[0] >= 0 and best_rff[0] >= 0:
+                print(f"- CNM-{k} {_variant_label(v)}: {best[0]:.3f} at scale {best[1]:g}; "
+                      f"RFF-{8 * k}: {best_rff[0]:.3f} at scale {best_rff[1]:g} "
+                      f"({100 * (best[0] - best_rff[0]):+.1f} points)")
+
+
 def tables(args=None):
     """Markdown tables of the results (pasted into docs/cnm.md)."""
     def mean(values):
         return f"{np.mean(values):.3f}" if values else "-"
+
+    for name in SOURCES:
+        _gamma_tables(name)
 
     for name in SOURCES:
         path = OUT / f"figure1_{name}.json"
@@ -344,6 +568,26 @@ def main(argv=None):
     p.add_argument("--k", type=int, nargs="+", default=[16, 32])
     p.add_argument("--kerapp-iter", type=int, default=10)
     p.set_defaults(fn=kerapp)
+    p = sub.add_parser("gamma")
+    p.add_argument("--dataset", choices=sorted(SOURCES), required=True)
+    p.add_argument("--scales", type=float, nargs="+", default=[4.0, 2.0, 1.0])
+    p.add_argument("--seed-list", type=int, nargs="+", default=[0, 1])
+    p.add_argument("--rff-k", type=int, nargs="*", default=[16, 32, 128, 256])
+    p.add_argument("--cnm-k", type=int, nargs="*", default=[16, 32])
+    p.add_argument("--multiclass", nargs="+", default=["ovr"],
+                   choices=["ovr", "multinomial", "crammer-singer"])
+    p.add_argument("--max-iter", type=int, default=30)
+    p.add_argument("--n-iter-no-change", type=int, default=10)
+    p.add_argument("--alpha", type=float, default=1e-4)
+    p.set_defaults(fn=gamma_grid)
+    p = sub.add_parser("probe")
+    p.add_argument("--dataset", choices=sorted(SOURCES), required=True)
+    p.add_argument("--scales", type=float, nargs="+", default=[1.0, 4.0])
+    p.add_argument("--seed-list", type=int, nargs="+", default=[0, 1])
+    p.add_argument("--k", type=int, nargs="+", default=[16, 32])
+    p.add_argument("--steps", type=int, default=20000)
+    p.add_argument("--lr", type=float, default=0.005)
+    p.set_defaults(fn=probe)
     p = sub.add_parser("circulant")
     p.add_argument("--seeds", type=int, default=2)
     p.set_defaults(fn=circulant)

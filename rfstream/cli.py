@@ -437,6 +437,9 @@ def build_parser():
                    help="cnm: dense projection (default) or circulant r learned by FFT gradients")
     p.add_argument("--theta-step", type=float, default=None,
                    help="cnm: constant SGD step of the map (default 0.2; 2.0 for --objective kernel)")
+    p.add_argument("--multiclass", choices=["ovr", "crammer-singer", "multinomial"], default=None,
+                   help="cnm, more than two classes: one-vs-rest hinge (default), multi-class hinge "
+                        "or softmax loss")
     p.add_argument("--solver", choices=sorted(SOLVERS), default="ridge")
     p.add_argument("--alpha", type=_alpha, default=None,
                    help="ridge: a value or a comma-separated list (CV), default 1; "

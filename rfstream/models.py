@@ -79,6 +79,7 @@ FEATURE_OPTIONS = {
     "objective": "--objective",
     "structure": "--structure",
     "theta_step": "--theta-step",
+    "multiclass": "--multiclass",
 }
 SOLVERS = {
     "ridge": {"classification": StreamingRidgeClassifier, "regression": StreamingRidge},
