@@ -350,12 +350,13 @@ def test_features_computed_in_the_pass_equal_reducing_over_z(Est):
     # Z = rff.transform(X) is reduced over X with the features made in
     # FUSED_SUB_BLOCK-row sub-blocks inside the task; Z + 0 (no source) is
     # reduced as it is, in SUB_BLOCK-row sub-blocks: same model up to float32
-    # rounding of the sub-block sums.  Chunks wider than both sub-blocks.
+    # rounding of the sub-block sums.  Chunks wide enough for several
+    # sub-blocks in each of the 5 CV folds (whose sizes differ).
     from rfstream.features import feature_source
     from rfstream.solvers._gram import FUSED_SUB_BLOCK, SUB_BLOCK
 
     rng = np.random.default_rng(3)
-    n = 3 * max(SUB_BLOCK, FUSED_SUB_BLOCK) + 123
+    n = 12 * max(SUB_BLOCK, FUSED_SUB_BLOCK) + 123
     X = da.from_array(rng.normal(size=(n, 6)), chunks=(n // 2, 6))
     y = X[:, 0] - X[:, 1] ** 2 + 0.1 * da.from_array(rng.normal(size=n), chunks=n // 2)
     if Est is StreamingRidgeClassifier:

