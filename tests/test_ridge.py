@@ -373,6 +373,20 @@ def test_features_computed_in_the_pass_equal_reducing_over_z(Est):
     np.testing.assert_allclose(fused.cv_mse_, plain.cv_mse_, rtol=1e-4)
 
 
+def test_features_in_the_pass_from_sparse_rows_with_a_short_last_block():
+    # CSR row blocks of 300, 300, 300, 100: the pass cuts them into 4 x 250 and
+    # computes the dense RFF of each sub-block in the task; same model as numpy
+    import scipy.sparse as sp
+
+    Xn = sp.random(1000, 20, density=0.2, format="csr", random_state=0)
+    y = np.random.default_rng(0).normal(size=1000)
+    X = da.from_array(Xn, chunks=(300, 20), asarray=False)
+    rff = RandomFourierFeatures(64, gamma=0.5, random_state=0).fit(X)
+    fused = StreamingRidge(alpha=1.0).fit(rff.transform(X), da.from_array(y, chunks=300))
+    ref = StreamingRidge(alpha=1.0).fit(rff.transform(Xn), y)
+    assert _rel(fused.coef_, ref.coef_) < 1e-4
+
+
 def test_even_rows_evens_out_a_short_last_block():
     from rfstream.reductions import even_rows
 
