@@ -41,16 +41,17 @@ def _alpha(text):
     return values[0] if len(values) == 1 else values
 
 
-def _positive_or_auto(flag):
-    """argparse type: a positive float or 'auto' for ``flag``."""
+def _positive_or_auto(flag, words=("auto",)):
+    """argparse type: a positive float or one of ``words`` for ``flag``."""
 
     def parse(text):
-        if text == "auto":
+        if text in words:
             return text
         try:
             value = float(text)
         except ValueError:
-            raise argparse.ArgumentTypeError(f"{flag} must be a positive number or 'auto'; got {text!r}") from None
+            raise argparse.ArgumentTypeError(
+                f"{flag} must be a positive number or {' or '.join(map(repr, words))}; got {text!r}") from None
         if value <= 0:
             raise argparse.ArgumentTypeError(f"{flag} must be positive; got {text!r}")
         return value
@@ -58,7 +59,7 @@ def _positive_or_auto(flag):
     return parse
 
 
-_gamma = _positive_or_auto("--gamma")
+_gamma = _positive_or_auto("--gamma", ("auto", "paper"))  # "paper": cnm's Section 7 rule
 
 
 def _label_column(text):
@@ -403,7 +404,9 @@ def build_parser():
     p.add_argument("--features", choices=sorted(FEATURES), default="rff")
     p.add_argument("--kernel", choices=sorted(KERNELS), default="gaussian")
     p.add_argument("--n-components", type=int, default=1000)
-    p.add_argument("--gamma", type=_gamma, default="auto")
+    p.add_argument("--gamma", type=_gamma, default="auto",
+                   help="kernel bandwidth: a number, 'auto' (the papers' nearest-neighbour rule) or, "
+                        "for cnm, 'paper' (its Section 7 rule, 4 x 'auto')")
     p.add_argument("--sampler", choices=sorted(SAMPLERS), default="mc")
     p.add_argument("--variant", choices=["cos", "cossin"], default="cos")
     p.add_argument("--n-random-features", type=int, default=None,

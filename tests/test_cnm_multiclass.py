@@ -134,5 +134,12 @@ def test_cli_multiclass_flag(rings3, tmp_path, capsys):
         code = cli.main(["fit", str(src), "--out", str(tmp_path / "bad"), "--features", "rff",
                          "--multiclass", "multinomial", "--scheduler", "threads", "--quiet"])
         assert code == 2 and "--multiclass does not apply" in capsys.readouterr().err
+        code = cli.main(["fit", str(src), "--out", str(tmp_path / "p"), "--features", "cnm",
+                         "--n-components", "8", "--gamma", "paper", "--quiet", "--scheduler", "threads"])
+        assert code == 0, capsys.readouterr().err
+        assert load_model(tmp_path / "p").named_steps["features"].gamma == "paper"
+        code = cli.main(["fit", str(src), "--out", str(tmp_path / "bad2"), "--features", "rff",
+                         "--gamma", "paper", "--scheduler", "threads", "--quiet"])
+        assert code == 2 and "'gamma' parameter of RandomFourierFeatures" in capsys.readouterr().err
     finally:
         set_progress(False)
