@@ -5,7 +5,11 @@ features, one-vs-rest with +-1 targets for classes.  Here the features Z
 arrive as a (lazy) dask array, usually ``RandomFourierFeatures().transform(X)``;
 the solver makes one pass that accumulates Z'Z, Z'Y and per-fold partials
 (:mod:`rfstream.solvers._gram`), then solves on the client with D x D
-matrices only:
+matrices only.  When Z is exactly what a feature map's ``transform(X)``
+returned, the pass runs over ``X`` (cut into equal row blocks) and each task
+computes its features itself, a sub-block at a time
+(:func:`rfstream.features.feature_source`): same statistics, less memory
+traffic (docs/BENCHMARKS.md, section 4).  The problem solved is
 
     minimize ||Y - Z W - 1 b'||_F^2 + alpha ||W||_F^2
 
