@@ -219,9 +219,13 @@ def _solver_params(solver_cls, **params):
     params = {k: v for k, v in params.items() if v is not None}
     if solver_cls is None:
         return params
+    from .models import SOLVERS
+
     accepted = solver_cls().get_params()
+    # ridge has a max_iter and a solver of its own (CG): these flags are SGD's only
+    is_sgd = solver_cls in SOLVERS["sgd"].values()
     for key, flag in (("loss", "--loss"), ("max_iter", "--epochs"), ("solver", "--sgd-solver")):
-        if key in params and key not in accepted:
+        if key in params and (not is_sgd or key not in accepted):
             raise UserError(f"{flag} does not apply to {solver_cls.__name__}; it is an option of "
                             "--solver sgd (classification).")
     return {k: v for k, v in params.items() if k in accepted}
@@ -441,8 +445,8 @@ def build_parser():
     p.add_argument("--theta-step", type=float, default=None,
                    help="cnm: constant SGD step of the map (default 0.2; 2.0 for --objective kernel)")
     p.add_argument("--multiclass", choices=["ovr", "crammer-singer", "multinomial"], default=None,
-                   help="cnm, more than two classes: one-vs-rest hinge (default), multi-class hinge "
-                        "or softmax loss")
+                   help="cnm, more than two classes: multi-class hinge (crammer-singer, the default), "
+                        "one-vs-rest hinge or softmax loss")
     p.add_argument("--solver", choices=sorted(SOLVERS), default="ridge")
     p.add_argument("--alpha", type=_alpha, default=None,
                    help="ridge: a value or a comma-separated list (CV), default 1; "

@@ -419,6 +419,11 @@ def test_cli_fit_sgd_and_evaluate(tmp_path, capsys):
                    "--scheduler", "threads", "--quiet"])
     assert rc == 2
     assert "--loss does not apply to StreamingRidgeClassifier" in capsys.readouterr().err
+    # ridge has a max_iter of its own (CG); --epochs must still be refused, not passed to it
+    rc = cli.main(["fit", str(tmp_path / "d.zarr"), "--out", str(tmp_path / "m5"), "--epochs", "3",
+                   "--scheduler", "threads", "--quiet"])
+    assert rc == 2
+    assert "--epochs does not apply to StreamingRidgeClassifier" in capsys.readouterr().err
     rc = cli.main(["fit", str(tmp_path / "d.zarr"), "--out", str(tmp_path / "m4"), "--solver", "sgd",
                    "--alpha", "0.1,1", "--scheduler", "threads", "--quiet"])
     assert rc == 2
@@ -534,6 +539,9 @@ def test_newton_errors():
         StreamingSGDClassifier(early_stopping=True, solver="newton").fit(X, y)
     with pytest.raises(ValueError, match="partial_fit needs solver='sgd'"):
         StreamingSGDClassifier(solver="newton").partial_fit(X, y, classes=[0, 1, 2])
+    X[7, 1] = np.nan  # dask input skips sklearn's check: the pass itself names the problem
+    with pytest.raises(ValueError, match="X or y contains NaN or infinity"):
+        StreamingSGDClassifier(solver="newton").fit(da.from_array(X, chunks=50), da.from_array(y, chunks=50))
 
 
 def test_cli_fit_newton(tmp_path):
