@@ -187,6 +187,8 @@ def test_errors(rings):
         CompactNonlinearMap(4).fit(X)
     with pytest.raises(ValueError, match="at least 2 classes"):
         CompactNonlinearMap(4, **FAST).fit(X, np.zeros(len(X)))
+    with pytest.raises(ValueError, match="continuous"):
+        CompactNonlinearMap(4, **FAST).fit(X, X[:, 0])
     with pytest.raises(ValueError, match="theta_step"):
         CompactNonlinearMap(4, theta_step=-1.0).fit(X, y)
     with pytest.raises(ValueError, match="structure"):

@@ -294,6 +294,8 @@ def test_label_errors(data):
         EERFFeatures(5).fit(X)
     with pytest.raises(ValueError, match=r"y must be 1-D with one label per row of X \(3000 rows\); got shape \(10,\)"):
         EERFFeatures(5).fit(X, y[:10])
+    with pytest.raises(ValueError, match=r"one label per row of X \(3000 rows\); got shape \(10,\)"):
+        EERFFeatures(5).fit(da.from_array(X, chunks=1000), y[:10])  # dask X, numpy y
     with pytest.raises(ValueError, match=r"only one class \(\[1\]\)"):
         EERFFeatures(5).fit(X, np.ones(3000, dtype=int))
     with pytest.raises(ValueError, match=r"constant target .* Increase subsample"):

@@ -562,6 +562,11 @@ class CompactNonlinearMap(ClassifierMixin, FeatureMap):
 
     def _init_classes(self, y):
         classes = compute(da.unique(y)) if isinstance(y, da.Array) else np.unique(y)
+        if classes.dtype.kind == "f" and np.any(classes != np.round(classes)):
+            raise ValueError(
+                "Unknown label type: continuous (y has non-integer float values). "
+                f"{type(self).__name__} is a classifier; pass class labels."
+            )
         if classes.size < 2:
             raise ValueError(f"y must have at least 2 classes; got {classes.tolist()}.")
         self.classes_ = np.asarray(classes)

@@ -279,12 +279,10 @@ class LabelScoredFeatures(FeatureMap):
                 f"{name} requires y to be passed, but the target y is None: it scores candidate "
                 "features against the labels; call fit(X, y) (in a Pipeline, fit it with y)."
             )
-        if isinstance(X, da.Array):
-            if not isinstance(y, da.Array):
-                y = np.asarray(y)
-                y = da.from_array(y, chunks=(X.chunks[0],) + ((-1,) if y.ndim == 2 else ()))
-        else:
-            y = np.asarray(compute(y) if isinstance(y, da.Array) else y)
+        if not isinstance(y, da.Array):
+            y = np.asarray(y)
+        elif not isinstance(X, da.Array):
+            y = np.asarray(compute(y))
         if y.ndim == 2 and y.shape[1] == 1:
             y = y[:, 0]
         if y.ndim != 1 or y.shape[0] != X.shape[0]:
@@ -292,6 +290,8 @@ class LabelScoredFeatures(FeatureMap):
                 f"y must be 1-D with one label per row of X ({X.shape[0]} rows); got shape "
                 f"{y.shape}."
             )
+        if isinstance(X, da.Array) and not isinstance(y, da.Array):
+            y = da.from_array(y, chunks=(X.chunks[0],))
         return y
 
     def fit(self, X, y=None):

@@ -204,7 +204,8 @@ class RandomBinningFeatures(FeatureMap):
         keys = self.bin_keys(x)
         n, P = keys.shape
         B = self.n_bins
-        index_dtype = np.int32 if P * B < 2**31 else np.int64
+        # column indices reach P B, row pointers n P: int32 only when both fit
+        index_dtype = np.int32 if max(P * B, n * P) < 2**31 else np.int64
         cols = (keys % np.uint64(B)).astype(index_dtype)
         cols += (np.arange(P, dtype=index_dtype) * B)[None, :]
         data = np.full(n * P, math.sqrt(1.0 / P), dtype=self._output_dtype())

@@ -165,6 +165,11 @@ def newton_fit(run_pass, chunk_fn, K, D, *, loss, alpha, intercept_scaling, max_
         fn = chunk_fn(W=Wt[:, :D], v=Wt[:, D], dW=dWt[:, :D], dv=dWt[:, D], at=at, smoothing=h,
                       layout=layout)
         res = layout.unpack(run_pass(fn, layout.size))
+        if not all(np.isfinite(v).all() for v in res.values()):
+            raise ValueError(
+                "X or y contains NaN or infinity (the Newton pass is not finite); remove or "
+                "impute them before fitting."
+            )
         n = max(float(res["n"]), 1.0)
         pts = Wt[:, None, :] + STEPS[None, :, None] * dWt[:, None, :]  # (K, S, D+1)
         reg = 0.5 * alpha * np.sum(pts**2, axis=2)
