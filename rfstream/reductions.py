@@ -84,6 +84,11 @@ def align_rows(X, *others):
     return out
 
 
+def even_chunks(n: int, k: int) -> tuple:
+    """``k`` sizes that add up to ``n`` and differ by at most one, the larger first."""
+    return tuple(n // k + (i < n % k) for i in range(k))
+
+
 def even_rows(X, tolerance: float = 0.05):
     """``X`` with its rows cut into as many blocks as before, all of one size.
 
@@ -103,7 +108,7 @@ def even_rows(X, tolerance: float = 0.05):
     n = X.shape[0]
     if len(chunks) * max(chunks) <= (1 + tolerance) * n:
         return X
-    return X.rechunk({0: -(-n // len(chunks))})
+    return X.rechunk({0: even_chunks(n, len(chunks))})
 
 
 def block_partials(fn, size: int, X, *others, **kwargs):

@@ -397,6 +397,8 @@ def test_even_rows_evens_out_a_short_last_block():
     for X in [da.zeros((8 * 100, 3), chunks=(100, 3)), da.zeros((100, 3), chunks=(100, 3)),
               da.zeros((8 * 100 - 3, 3), chunks=(100, 3))]:
         assert even_rows(X) is X  # equal blocks, one block, a last block short by less than 5%
+    small = even_rows(da.zeros((10, 3), chunks=(3, 3)))  # 3, 3, 3, 1 -> 3, 3, 2, 2
+    assert small.chunks[0] == (3, 3, 2, 2)
 
 
 def test_classifier_fit_dask_is_two_small_computes(monkeypatch):

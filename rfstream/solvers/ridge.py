@@ -131,7 +131,7 @@ class _BaseStreamingRidge(LinearPredictMixin, BaseEstimator):
         # Z = feature_map.transform(X): reduce over X with the features computed
         # in sub-blocks inside the task (the same features, less memory traffic)
         features, rows = feature_source(Z) or (None, Z)
-        if features is not None and isinstance(rows, da.Array):
+        if features is not None:  # rows is then a dask array (feature_source)
             rows = even_rows(rows)  # cheap here: rows has the input's few columns
         chunk = partial(
             gram_chunk,
