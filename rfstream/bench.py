@@ -471,6 +471,14 @@ def _bytes(text):
 
 
 def main(args):
+    if not args.no_plots:
+        try:
+            import matplotlib  # noqa: F401
+        except ImportError:
+            raise ValueError(  # a one-line user error in the CLI, before an hour of measuring
+                'rfstream bench draws its plots with matplotlib: pip install "rfstream[plot]", '
+                "or pass --no-plots."
+            ) from None
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     cap = _bytes(args.memory_cap)
