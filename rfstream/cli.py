@@ -124,7 +124,7 @@ def cmd_convert(args):
     return summary
 
 
-def fit_dataset(data, *, features="rff", n_components=1000, kernel="gaussian", gamma="auto",
+def fit_dataset(data, *, features="rff", n_components=1000, kernel=None, gamma="auto",
                 sampler="mc", variant="cos", solver="ridge", alpha=None, cv=5, random_state=0,
                 standardize=True, out=None, overwrite=False, X=None, y=None, attrs=None,
                 n_random_features=None, power_iter=None, loss=None, epochs=None, sgd_solver=None,
@@ -190,10 +190,11 @@ def fit_dataset(data, *, features="rff", n_components=1000, kernel="gaussian", g
 def _feature_params(features, **params):
     """The given (not None) parameters that the feature map ``features`` takes.
 
-    The options every map shares in the CLI (kernel, gamma, sampler, variant)
-    are dropped silently at their CLI defaults when the map has no such
-    parameter; any other parameter the map does not take is a user error that
-    names its flag.
+    The options most maps share in the CLI (kernel, gamma, sampler, variant)
+    are dropped silently at their usual values when the map has no such
+    parameter (``--kernel`` has no CLI default, so an unset kernel keeps each
+    map's own, e.g. rff+binning's laplacian); any other parameter the map does
+    not take is a user error that names its flag.
     """
     from .models import FEATURE_OPTIONS, FEATURES
 
@@ -406,7 +407,9 @@ def build_parser():
     p.add_argument("data")
     p.add_argument("--out", required=True, help="model directory to write")
     p.add_argument("--features", choices=sorted(FEATURES), default="rff")
-    p.add_argument("--kernel", choices=sorted(KERNELS), default="gaussian")
+    p.add_argument("--kernel", choices=sorted(KERNELS), default=None,
+                   help="kernel of the random features (default: the map's own, gaussian for all "
+                        "but rff+binning, whose Fourier half is laplacian like its bins)")
     p.add_argument("--n-components", type=int, default=1000)
     p.add_argument("--gamma", type=_gamma, default="auto",
                    help="kernel bandwidth: a number, 'auto' (the papers' nearest-neighbour rule) or, "

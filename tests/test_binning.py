@@ -207,6 +207,11 @@ def test_errors(X):
     with pytest.raises(ValueError, match="--n-components does not apply to --features binning"):
         _feature_params("binning", n_components=10, n_grids=4)
     assert _feature_params("binning", n_components=1000, n_grids=4, kernel="gaussian") == {"n_grids": 4}
+    # no --kernel: the hybrid keeps its own laplacian Fourier half (the CLI used to force gaussian)
+    from rfstream.cli import build_parser
+
+    args = build_parser().parse_args(["fit", "d.zarr", "--out", "m", "--features", "rff+binning"])
+    assert "kernel" not in _feature_params("rff+binning", kernel=args.kernel, n_components=100)
 
 
 def test_gamma_auto_uses_l1_distance(X):
