@@ -259,6 +259,7 @@ def _daskml(train, X, y, Xt, yt, D, gamma, seed, t0):
     """dask-ml's Incremental(SGDClassifier): one epoch of ``partial_fit`` over the row blocks,
     on RBFSampler features computed block by block (the dask-ml way to stay out of core)."""
     import dask
+    import dask.array as da
     import numpy as np
     from dask_ml.wrappers import Incremental
     from sklearn.kernel_approximation import RBFSampler
@@ -277,7 +278,7 @@ def _daskml(train, X, y, Xt, yt, D, gamma, seed, t0):
 
         Z = X.map_blocks(features, chunks=(X.chunks[0], (D,)), dtype=np.float32)
         Zt = Xt.map_blocks(features, chunks=(Xt.chunks[0], (D,)), dtype=np.float32)
-        classes = np.unique(y.compute())
+        classes = da.unique(y).compute()  # a reduction: the label column stays on the workers
         inc = Incremental(SGDClassifier(random_state=seed), scoring=None)
         inc.fit(Z, y, classes=classes)
         t1 = time.perf_counter()

@@ -165,6 +165,10 @@ def test_sparse_ridge_equals_dense_ridge(X):
     np.testing.assert_allclose(cg.coef_, dense.coef_, atol=1e-6)
     with pytest.raises(ValueError, match="single alpha"):
         StreamingRidge(alpha=[1.0, 2.0], solver="cg").fit(Z, y)
+    from sklearn.exceptions import ConvergenceWarning
+
+    with pytest.warns(ConvergenceWarning, match="CG stopped after max_iter=1"):
+        StreamingRidge(alpha=1.0, solver="cg", tol=1e-10, max_iter=1).fit(Z, y)
 
 
 def test_save_load_roundtrip(X, tmp_path):

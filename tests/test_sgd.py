@@ -539,6 +539,10 @@ def test_newton_errors():
         StreamingSGDClassifier(early_stopping=True, solver="newton").fit(X, y)
     with pytest.raises(ValueError, match="partial_fit needs solver='sgd'"):
         StreamingSGDClassifier(solver="newton").partial_fit(X, y, classes=[0, 1, 2])
+    from sklearn.exceptions import ConvergenceWarning
+
+    with pytest.warns(ConvergenceWarning, match="Newton stopped after max_iter=1"):
+        StreamingSGDClassifier("log_loss", solver="newton", max_iter=1, tol=1e-12).fit(X, y)
     X[7, 1] = np.nan  # dask input skips sklearn's check: the pass itself names the problem
     with pytest.raises(ValueError, match="X or y contains NaN or infinity"):
         StreamingSGDClassifier(solver="newton").fit(da.from_array(X, chunks=50), da.from_array(y, chunks=50))

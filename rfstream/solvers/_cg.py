@@ -19,10 +19,12 @@ residual ``||r|| <= tol ||b||`` of every target, or ``max_iter`` passes.
 """
 from __future__ import annotations
 
+import warnings
 from functools import partial
 
 import numpy as np
 import scipy.sparse as sp
+from sklearn.exceptions import ConvergenceWarning
 
 from ..cluster import compute
 from ..reductions import Layout, sum_rows
@@ -103,4 +105,7 @@ def ridge_cg(Z, y, target_fn, n_targets, *, alpha, fit_intercept=True, tol=1e-4,
         Pd = Zr + Pd * np.where(rz > 0, rz_new / np.where(rz > 0, rz, 1.0), 0.0)
         rz = rz_new
         res = np.linalg.norm(R, axis=0) / norm_b
+    if np.any(res > tol):
+        warnings.warn(f"CG stopped after max_iter={max_iter} passes with a relative residual of "
+                      f"{res.max():.2g} (tol={tol}); raise max_iter.", ConvergenceWarning, stacklevel=3)
     return W, nu - mu @ W, {"n": n, "n_iter": n_iter, "residual": res}

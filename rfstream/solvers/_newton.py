@@ -47,9 +47,12 @@ pass is that of the ridge Gram pass (O(n D^2) flops) and the client holds a
 """
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import scipy.sparse as sp
 from scipy.linalg import LinAlgError, cho_factor, cho_solve
+from sklearn.exceptions import ConvergenceWarning
 
 from ..reductions import Layout
 from ._gram import SUB_BLOCK
@@ -228,5 +231,9 @@ def newton_fit(run_pass, chunk_fn, K, D, *, loss, alpha, intercept_scaling, max_
             done[:] = False
         elif done.all():
             break
+    if tol is not None and gap > tol * objective and len(path) >= max_iter:
+        warnings.warn(f"Newton stopped after max_iter={max_iter} passes with the estimated gap at "
+                      f"{gap / objective:.2g} of the objective (tol={tol}); raise max_iter.",
+                      ConvergenceWarning, stacklevel=3)
     return {"W": Wt[:, :D].copy(), "v": Wt[:, D].copy(), "objective": path[-1], "path": path,
             "gaps": gaps, "n_iter": len(path), "gap": gap, "smoothing": h}
