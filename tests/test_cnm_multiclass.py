@@ -9,9 +9,9 @@ from rfstream.datadriven.cnm import (
     PAPER_GAMMA_FACTOR,
     classification_objective,
     crammer_singer,
-    crammer_singer_steps,
     map_gradient,
 )
+from rfstream.solvers import sgd_steps
 
 FAST = {"max_iter": 4, "n_steps_w": 20, "n_steps_theta": 20, "batch_size": 150}
 
@@ -62,7 +62,7 @@ def test_crammer_singer_steps_pegasos():
 
     W0, v0 = np.zeros((K, D)), np.zeros(K)
     batches = [(Z[i:i + 50], y[i:i + 50]) for i in range(0, 600, 50)] * 5
-    W, v, t = crammer_singer_steps(W0, v0, batches, alpha=alpha, t0=0)
+    W, v, t = sgd_steps(W0, v0, batches, loss="crammer_singer", alpha=alpha, t0=0)
     assert t == len(batches) and W.shape == (K, D) and v.shape == (K,)
     assert np.sqrt(np.sum(W**2) + np.sum(v**2)) <= np.sqrt(2 / alpha) + 1e-9
     assert objective(W, v) < 0.5 * objective(W0, v0)  # objective(0) = 1

@@ -43,7 +43,7 @@ from ..random import (
 )
 from ..solvers import sgd_steps
 from ..solvers._linear import _scores_to_labels, labels_from_scores
-from ..solvers._losses import hinge, multinomial
+from ..solvers._losses import crammer_singer, hinge, multinomial
 
 __all__ = ["CompactNonlinearMap"]
 
@@ -92,29 +92,11 @@ def map_gradient(x, params, k, u, dZ):
     return grad
 
 
-def crammer_singer(p, y):
-    """Multi-class hinge of Crammer & Singer (2001): ``max(0, 1 + max_{j != y} p_j - p_y)``.
-
-    ``p`` (m, K) scores, ``y`` (m,) class indices; returns the per-row loss
-    (m,) and a subgradient with respect to ``p`` (m, K): ``+1`` at the most
-    violating wrong class ``r``, ``-1`` at ``y``, on the rows with a positive
-    loss (the convention of :mod:`rfstream.solvers._losses`).
-    """
-    rows = np.arange(p.shape[0])
-    margins = p + 1.0 - p[rows, y][:, None]
-    margins[rows, y] = 0.0
-    r = np.argmax(margins, axis=1)
-    loss = margins[rows, r]
-    g = np.zeros_like(p)
-    active = loss > 0
-    g[rows[active], r[active]] = 1.0
-    g[rows[active], y[active]] -= 1.0
-    return loss, g
-
-
 #: loss of the classifier per ``multiclass`` option: targets +-1 (m, K) for "ovr",
 #: class indices (m,) otherwise
 CLASS_LOSSES = {"ovr": hinge, "multinomial": multinomial, "crammer-singer": crammer_singer}
+#: the same losses by their name in :func:`rfstream.solvers.sgd_steps` (the w-step)
+W_STEP_LOSSES = {"ovr": "hinge", "multinomial": "multinomial", "crammer-singer": "crammer_singer"}
 
 
 def classification_objective(x, Y, params, k, coef, intercept, multiclass="ovr"):
@@ -133,30 +115,6 @@ def classification_objective(x, Y, params, k, coef, intercept, multiclass="ovr")
 def hinge_objective(x, Y, params, k, coef, intercept):
     """Mean OvR hinge loss (eq. 8) and ``dLoss/dZ`` for a batch; ``Y`` is +-1 (m, K)."""
     return classification_objective(x, Y, params, k, coef, intercept, "ovr")
-
-
-def crammer_singer_steps(coef, intercept, batches, *, alpha, t0):
-    """Pegasos (Algorithm 1) on the Crammer-Singer loss: one step per ``(Z, y)`` batch.
-
-    ``eta_t = 1/(alpha t)``, ``W <- (1 - eta alpha) W - eta/m g' Z`` with the
-    intercept as the weight of a constant feature (regularized, as in
-    :func:`rfstream.solvers.sgd_steps`), then the projection of ``(W, b)``
-    onto the ball of radius ``sqrt(2/alpha)`` (``alpha/2 ||W*||^2 <= f(0) = 1``)
-    that holds the optimum.  Returns ``(coef, intercept, t)``.
-    """
-    W, v, t = coef.copy(), intercept.copy(), int(t0)
-    radius = math.sqrt(2.0 / alpha)
-    for Z, y in batches:
-        t += 1
-        eta = 1.0 / (alpha * t)
-        _, g = crammer_singer(Z @ W.T + v, y)
-        g /= Z.shape[0]
-        W = (1.0 - eta * alpha) * W - eta * (g.T @ Z)
-        v = (1.0 - eta * alpha) * v - eta * g.sum(axis=0)
-        norm = math.sqrt(float(np.sum(W**2) + np.sum(v**2)))
-        if norm > radius:
-            W, v = W * (radius / norm), v * (radius / norm)
-    return W, v, t
 
 
 def kernel_objective(x, params, k, kernel, gamma):
@@ -253,8 +211,8 @@ class CompactNonlinearMap(ClassifierMixin, FeatureMap):
     ``max(0, 1 + max_{j != y} w_j' Z - w_y' Z)`` (Crammer & Singer 2001) in
     eq. 5, i.e. one SVM over all classes, the natural multi-class form of the
     paper's objective; the w-step is Pegasos on it
-    (:func:`crammer_singer_steps`, step ``1/(lambda t)``, ball of radius
-    ``sqrt(2/lambda)``).  ``"multinomial"``: the softmax cross-entropy, w-step
+    (``sgd_steps(loss="crammer_singer")``, step ``1/(lambda t)``, ball of
+    radius ``sqrt(2/lambda)``).  ``"multinomial"``: the softmax cross-entropy, w-step
     by ``sgd_steps(loss="multinomial")`` (Pegasos schedule capped by the
     loss's smoothness).  In both the Theta-gradient is the same chain rule
     ``dL/dZ = g W / m`` through :func:`map_gradient`, with ``g`` the loss's
@@ -644,11 +602,8 @@ class _State:
 
     def _sgd(self, stream):
         """Pegasos steps on ``(coef, intercept)`` with this state's loss."""
-        if self.multiclass == "crammer-singer":
-            return crammer_singer_steps(self.coef, self.intercept, stream, alpha=self.alpha,
-                                        t0=self.t)
-        loss = "hinge" if self.multiclass == "ovr" else "multinomial"
-        return sgd_steps(self.coef, self.intercept, stream, loss=loss, alpha=self.alpha, t0=self.t)
+        return sgd_steps(self.coef, self.intercept, stream, loss=W_STEP_LOSSES[self.multiclass],
+                         alpha=self.alpha, t0=self.t)
 
     def w_step(self, xs, Y, batches):
         """Algorithm 1: Pegasos on ``w`` with the map fixed (``sgd_steps``, eq. 7)."""

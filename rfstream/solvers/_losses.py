@@ -10,7 +10,8 @@ derivative with respect to ``p`` (m, K), in float64.
   ``squared_hinge`` max(0, 1 - y p)^2 (LinearSVC's default loss),
   ``log_loss`` log(1 + exp(-y p)).
 * ``multinomial`` (the softmax cross-entropy) gets class indices (m,):
-  log sum_k exp(p_k) - p_y.
+  log sum_k exp(p_k) - p_y; so does ``crammer_singer``, the multi-class hinge
+  max(0, 1 + max_{j != y} p_j - p_y) (Crammer & Singer 2001; CNM's w-step).
 * ``squared`` (regression) gets real targets (m, K): (p - y)^2 / 2.
 
 ``LOSS_AT_ZERO`` is L(0) per row, used for the radius of the ball that holds
@@ -47,6 +48,26 @@ def multinomial(p, y):
     return loss, grad
 
 
+def crammer_singer(p, y):
+    """Multi-class hinge of Crammer & Singer (2001): ``max(0, 1 + max_{j != y} p_j - p_y)``.
+
+    ``p`` (m, K) scores, ``y`` (m,) class indices; returns the per-row loss
+    (m,) and a subgradient with respect to ``p`` (m, K): ``+1`` at the most
+    violating wrong class ``r``, ``-1`` at ``y``, on the rows with a positive
+    loss (the convention above).
+    """
+    rows = np.arange(p.shape[0])
+    margins = p + 1.0 - p[rows, y][:, None]
+    margins[rows, y] = 0.0
+    r = np.argmax(margins, axis=1)
+    loss = margins[rows, r]
+    g = np.zeros_like(p)
+    active = loss > 0
+    g[rows[active], r[active]] = 1.0
+    g[rows[active], y[active]] -= 1.0
+    return loss, g
+
+
 def squared(p, y):
     r = p - y
     return 0.5 * (r**2).sum(axis=1), r
@@ -58,9 +79,12 @@ LOSSES = {
     "log_loss": log_loss,
     "multinomial": multinomial,
     "squared": squared,
+    "crammer_singer": crammer_singer,
 }
+#: losses whose targets are class indices (m,) and whose weights share one ball
+CLASS_INDEX_LOSSES = ("multinomial", "crammer_singer")
 
-LOSS_AT_ZERO = {"hinge": 1.0, "squared_hinge": 1.0, "log_loss": float(np.log(2.0))}
+LOSS_AT_ZERO = {"hinge": 1.0, "squared_hinge": 1.0, "log_loss": float(np.log(2.0)), "crammer_singer": 1.0}
 
 
 def ball_radius(loss, alpha, n_classes=2, max_weight=1.0):

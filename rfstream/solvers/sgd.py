@@ -103,7 +103,7 @@ from ..random import (
 )
 from ..reductions import NUMPY_BLOCK, Layout, sum_rows
 from ._linear import LinearClassifierMixin, LinearPredictMixin
-from ._losses import LOSSES, ball_radius
+from ._losses import CLASS_INDEX_LOSSES, LOSSES, ball_radius
 from ._newton import newton_chunk, newton_fit
 
 LEARNING_RATES = ("pegasos", "optimal", "constant")
@@ -123,7 +123,7 @@ class _Spec:
     eta0: float = 0.01
     intercept_scaling: float = 1.0  # 0: no intercept
     radius: float = np.inf
-    joint_ball: bool = False  # multinomial: one ball for the whole matrix
+    joint_ball: bool = False  # class-index losses: one ball for the whole matrix
     average: bool = True  # polynomial-decay averaging of the iterates
 
     def eta(self, t):
@@ -208,9 +208,10 @@ def sgd_steps(coef, intercept, batches, *, loss="hinge", alpha=1e-4, t0=0,
     batches : iterable of (Z, y)
         Features ``Z`` (m, D) (numpy, any float dtype) and targets: +-1 of
         shape (m,) or (m, K) for "hinge", "squared_hinge", "log_loss" (one
-        binary problem per column); class indices (m,) for "multinomial";
+        binary problem per column); class indices (m,) for "multinomial" and
+        "crammer_singer";
         real values for "squared".
-    loss : {"hinge", "squared_hinge", "log_loss", "multinomial", "squared"}
+    loss : {"hinge", "squared_hinge", "log_loss", "multinomial", "crammer_singer", "squared"}
     alpha : float
         lambda of the objective (see the module docstring).
     t0 : int
@@ -241,14 +242,14 @@ def sgd_steps(coef, intercept, batches, *, loss="hinge", alpha=1e-4, t0=0,
     v = v.copy() if s else np.zeros(W.shape[0])
     b_fixed = np.broadcast_to(np.asarray(intercept, dtype=np.float64), (W.shape[0],)).copy()
     radius = ball_radius(loss, alpha, max(W.shape[0], 2)) if project else np.inf
-    spec = _Spec(loss, float(alpha), learning_rate, float(eta0), s, radius, loss == "multinomial")
+    spec = _Spec(loss, float(alpha), learning_rate, float(eta0), s, radius, loss in CLASS_INDEX_LOSSES)
     t = int(t0)
     for Z, y in batches:
         Z = np.asarray(Z)
         if Z.dtype not in (np.float32, np.float64):
             Z = Z.astype(np.float64)
         y = np.asarray(y)
-        if loss != "multinomial" and y.ndim == 1:
+        if loss not in CLASS_INDEX_LOSSES and y.ndim == 1:
             y = y[:, None]
         batch = [np.arange(Z.shape[0])]
         W, v, t, _ = _run_steps(W, v, Z, y, None, batch, t, spec, offset=None if s else b_fixed)
