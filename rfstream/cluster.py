@@ -59,13 +59,11 @@ def compute(*collections):
                 with contextlib.redirect_stdout(sys.stderr):  # keep stdout for results
                     progress(futures)
             values = iter(client.gather(futures))
-        elif _PROGRESS["enabled"]:
+        else:
             from dask.diagnostics import ProgressBar
 
-            with ProgressBar(out=sys.stderr), _one_blas_thread_per_task(lazy):
-                values = iter(dask.compute(*lazy))
-        else:
-            with _one_blas_thread_per_task(lazy):
+            bar = ProgressBar(out=sys.stderr) if _PROGRESS["enabled"] else contextlib.nullcontext()
+            with bar, _one_blas_thread_per_task(lazy):
                 values = iter(dask.compute(*lazy))
         results = tuple(next(values) if dask.is_dask_collection(c) else c for c in collections)
     return results if len(results) > 1 else results[0]

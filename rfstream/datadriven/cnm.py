@@ -638,7 +638,7 @@ class _State:
         """Held-out accuracy, or minus the kernel MSE over pairs (higher is better)."""
         if est.objective == "kernel":
             x = x[:KERNEL_VALIDATION_ROWS]
-            if getattr(self, "_val_kernel", None) is None:  # fixed rows: computed once
+            if self._val_kernel is None:  # fixed rows: computed once
                 self._val_kernel = kernel_matrix(x, kernel=self.kernel, gamma=self.gamma)
             Z, _ = features(x, self.params, self.k)
             return -float(np.mean((Z @ Z.T - self._val_kernel) ** 2))

@@ -89,9 +89,10 @@ def _srht_sketch_rows(x, offset, *, rff, seed, n_components):
     dividing :data:`rfstream.random.VIRTUAL_BLOCK`).  For each block ``b`` the
     chunk overlaps, the block is zero-padded to ``B`` rows (rows of other
     chunks count as zeros: by linearity their contributions are added by the
-    reduction), multiplied by the block's random signs, transformed by the
-    fast Walsh-Hadamard transform along the rows, and ``l`` of its ``B`` rows
-    are kept; the kept rows of all blocks are summed into the ``l x d`` ``Y'``.
+    reduction), multiplied by the block's random signs, transformed along the
+    rows by :func:`rfstream.hadamard.hadamard_blocks` (two small GEMMs), and
+    ``l`` of its ``B`` rows are kept; one sparse selection product sums the
+    kept rows of all blocks into the ``l x d`` ``Y'``.
     """
     f = rff._block(x)
     n, d = f.shape

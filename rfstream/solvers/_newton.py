@@ -137,8 +137,7 @@ def _candidates(last):
     return np.stack([np.maximum(last - 1, 0), last, np.minimum(last + 1, STEPS.size - 1)], axis=1)
 
 
-def newton_fit(run_pass, chunk_fn, K, D, *, loss, alpha, intercept_scaling, max_iter, tol,
-               smoothing=None):
+def newton_fit(run_pass, chunk_fn, K, D, *, loss, alpha, intercept_scaling, max_iter, tol):
     """Damped Newton from w = 0; returns a dict with the model and the path.
 
     ``run_pass(fn, size)`` sums ``fn`` partials over all row blocks;
@@ -149,7 +148,7 @@ def newton_fit(run_pass, chunk_fn, K, D, *, loss, alpha, intercept_scaling, max_
     """
     s = intercept_scaling
     hinge = loss == "hinge"
-    h = (SMOOTHING_START if smoothing is None else float(smoothing)) if hinge else 0.0
+    h = SMOOTHING_START if hinge else 0.0
     J = 3 if hinge else 1
     layout = newton_layout(K, D, J)
     rows = np.arange(K)
@@ -160,7 +159,7 @@ def newton_fit(run_pass, chunk_fn, K, D, *, loss, alpha, intercept_scaling, max_
     slope = np.zeros(K)
     last = np.zeros(K, dtype=np.intp)  # grid index of the last accepted step
     done = np.zeros(K, dtype=bool)
-    path, gaps = [], []
+    path = []
     gap = np.inf
     for _ in range(max_iter):
         at = _candidates(last) if hinge else np.zeros((K, 1), dtype=np.intp)
@@ -221,7 +220,6 @@ def newton_fit(run_pass, chunk_fn, K, D, *, loss, alpha, intercept_scaling, max_
         smooth_err = float(np.sum(fe_cur - f_cur)) if hinge else 0.0
         gap = float(dec.sum()) + smooth_err
         path.append(objective)
-        gaps.append(gap)
         if tol is not None and gap <= tol * objective:
             break
         if hinge and np.isfinite(gap) and dec.sum() <= 0.1 * smooth_err and h > SMOOTHING_MIN:
@@ -236,4 +234,4 @@ def newton_fit(run_pass, chunk_fn, K, D, *, loss, alpha, intercept_scaling, max_
                       f"{gap / objective:.2g} of the objective (tol={tol}); raise max_iter.",
                       ConvergenceWarning, stacklevel=3)
     return {"W": Wt[:, :D].copy(), "v": Wt[:, D].copy(), "objective": path[-1], "path": path,
-            "gaps": gaps, "n_iter": len(path), "gap": gap, "smoothing": h}
+            "n_iter": len(path), "gap": gap}
