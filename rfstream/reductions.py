@@ -89,8 +89,8 @@ def even_chunks(n: int, k: int) -> tuple:
     return tuple(n // k + (i < n % k) for i in range(k))
 
 
-def even_rows(X, tolerance: float = 0.05):
-    """``X`` with its rows cut into as many blocks as before, all of one size.
+def even_row_chunks(chunks: tuple, tolerance: float = 0.05) -> tuple:
+    """Row chunk sizes cut equally when the given ones leave a round part empty.
 
     Workers of a pass take blocks in turn; when the last block is short (e.g.
     KDD99's 494,021 rows in 8 blocks of 65,536: the last one is half full), a
@@ -98,17 +98,25 @@ def even_rows(X, tolerance: float = 0.05):
     full blocks for 7.5 blocks of work, 6%.  When the blocks add up to more
     than ``1 + tolerance`` times the rows that the largest block times the
     count would hold, the rows are cut into the same number of equal blocks,
-    none larger than before.  The cut depends only on ``X`` (not on the number
-    of workers), so a model is the same on any cluster; rfstream's reductions do
-    not depend on the chunking beyond float rounding.
+    none larger than before; otherwise ``chunks`` come back as they are.  The
+    cut depends only on the sizes (not on the number of workers), so a model
+    is the same on any cluster; rfstream's reductions do not depend on the
+    chunking beyond float rounding.
     """
-    chunks = X.chunks[0]
+    chunks = tuple(chunks)
     if len(chunks) < 2 or any(np.isnan(chunks)):
-        return X
-    n = X.shape[0]
+        return chunks
+    n = sum(chunks)
     if len(chunks) * max(chunks) <= (1 + tolerance) * n:
-        return X
-    return X.rechunk({0: even_chunks(n, len(chunks))})
+        return chunks
+    return even_chunks(n, len(chunks))
+
+
+def even_rows(X, tolerance: float = 0.05):
+    """``X`` with its rows cut into as many blocks as before, all of one size
+    when the last is short (:func:`even_row_chunks`)."""
+    rows = even_row_chunks(X.chunks[0], tolerance)
+    return X if rows == X.chunks[0] else X.rechunk({0: rows})
 
 
 def block_partials(fn, size: int, X, *others, **kwargs):
@@ -132,6 +140,33 @@ def block_partials(fn, size: int, X, *others, **kwargs):
     )
 
 
+def _as_is(x, axis=0, keepdims=True):
+    return x
+
+
+def _add_blocks(blocks, axis=0, keepdims=True):
+    """Sum of a list of ``(1, size)`` partials into one new array, added in place.
+
+    ``Array.sum`` would first concatenate the partials into one fresh
+    ``(k, size)`` array: for D = 2000 that is k x 32 MB of new pages per
+    combine step, measured at 0.3 s for k = 4 on the development machine,
+    against 25 ms for adding in place.  The inputs are never modified.
+    """
+    blocks = list(_flatten(blocks))
+    total = np.add(blocks[0], blocks[1]) if len(blocks) > 1 else blocks[0].copy()
+    for b in blocks[2:]:
+        np.add(total, b, out=total)
+    return total if keepdims else total.reshape(-1)
+
+
+def _flatten(blocks):
+    for b in blocks if isinstance(blocks, (list, tuple)) else [blocks]:
+        if isinstance(b, (list, tuple)):
+            yield from _flatten(b)
+        else:
+            yield b
+
+
 def sum_rows(fn, size: int, X, *others, blocks=None, split_every=None, **kwargs):
     """Sum of ``fn`` partials over the row blocks: lazy for dask, eager for numpy.
 
@@ -144,7 +179,17 @@ def sum_rows(fn, size: int, X, *others, blocks=None, split_every=None, **kwargs)
         parts = block_partials(fn, size, X, *others, **kwargs)
         if blocks is not None:
             parts = parts.blocks[np.sort(np.asarray(blocks))]
-        return parts.sum(axis=0, split_every=split_every)
+        return da.reduction(
+            parts,
+            chunk=_as_is,
+            combine=_add_blocks,
+            aggregate=partial(_add_blocks, keepdims=False),
+            axis=0,
+            concatenate=False,
+            dtype=np.float64,
+            split_every=split_every,
+            meta=np.empty((0,), dtype=np.float64),
+        )
     keep = None if blocks is None else set(int(b) for b in blocks)
     total = np.zeros(size, dtype=np.float64)
     for i, start in enumerate(range(0, max(X.shape[0], 1), NUMPY_BLOCK)):
