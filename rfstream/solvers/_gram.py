@@ -47,14 +47,14 @@ def gram_layout(n_features: int, n_targets: int, n_folds: int) -> Layout:
     return Layout(n=(K,), s=(K, D), t=(K, T), G=(K, D, D), C=(K, D, T), B=(K, T, T))
 
 
-def gram_chunk(z, y, *, offset, n_folds, seed, target_fn, layout, features=None):
+def gram_chunk(z, y, *, offset, n_folds, seed, target_fn, layout, features=None,
+               feature_dtype=np.float32):
     """Partials of one row block; ``target_fn`` turns raw labels into Y (m x T).
 
     With ``features`` (a feature map's block function, see
-    :func:`rfstream.features.feature_source`) ``z`` holds the input rows and the
-    features are computed here, :data:`FUSED_SUB_BLOCK` rows at a time: each
-    feature sub-block goes through the Gram product while it is still in
-    cache, and the chunk's whole ``rows x D`` feature block never exists.
+    :func:`rfstream.features.feature_source`, whose blocks are of
+    ``feature_dtype``) ``z`` holds the input rows and the features are computed
+    here (:func:`_fused_fold`).
     """
     out = layout.empty()
     if z.shape[0] == 0:
@@ -68,37 +68,78 @@ def gram_chunk(z, y, *, offset, n_folds, seed, target_fn, layout, features=None)
         if sp.issparse(z):
             return _sparse_gram_chunk(sp.csr_matrix(z, dtype=np.float64), Y, out, layout, folds)
         z = np.ascontiguousarray(z if z.dtype in (np.float32, np.float64) else z.astype(np.float64))
-    largest = SUB_BLOCK if features is None else FUSED_SUB_BLOCK
     parts = layout.unpack(out)
-    zbuf = gbuf = None  # reused by every sub-block (see FeatureMap._block_into)
+    buffers = {}  # reused by every sub-block and fold of the chunk
     for k in range(n_folds):
         rows = np.flatnonzero(folds == k) if n_folds > 1 else slice(None)
         zk, yk = z[rows], Y[rows]
-        m = zk.shape[0]
-        parts["n"][k] = m
+        parts["n"][k] = zk.shape[0]
         parts["t"][k] = yk.sum(axis=0)
         parts["B"][k] = yk.T @ yk
-        y1 = None  # [Y, 1] of the fold: Z'Y and the column sums Z'1 from one GEMM per sub-block
-        # equal sub-blocks of at most `largest` rows, no short last one (61,753 rows:
-        # 16 x 3860 instead of 15 x 4096 + 313 measured 4% faster per chunk)
-        bounds = np.cumsum((0, *even_chunks(m, -(-m // largest))))
-        for start, stop in itertools.pairwise(bounds):
-            zs = zk[start:stop]
-            if features is not None:
-                fits = zbuf is not None and zbuf.shape[0] >= zs.shape[0]
-                zs = np.asarray(features(zs, zbuf[: zs.shape[0]] if fits else None))
-                if not fits:  # the first (largest) sub-block's array is the buffer from now on
-                    zbuf = zs
-            if gbuf is None:
-                gbuf = np.empty((zs.shape[1], zs.shape[1]), dtype=zs.dtype)
-            if y1 is None:
-                y1 = np.ones((m, yk.shape[1] + 1), dtype=zs.dtype)
-                y1[:, :-1] = yk
-            parts["G"][k] += np.matmul(zs.T, zs, out=gbuf)
-            zy = zs.T @ y1[start:stop]
-            parts["C"][k] += zy[:, :-1]
-            parts["s"][k] += zy[:, -1]
+        fold = {name: parts[name][k] for name in ("G", "C", "s")}  # views, added to in place
+        if features is None:
+            _stored_fold(zk, yk, fold, buffers)
+        else:
+            _fused_fold(zk, yk, fold, buffers, features, np.dtype(feature_dtype))
     return out
+
+
+def _sub_blocks(m, largest):
+    """Bounds of equal sub-blocks of at most ``largest`` rows, no short last one.
+
+    61,753 rows: 16 x 3860 instead of 15 x 4096 + 313, measured 4% faster per chunk.
+    """
+    return itertools.pairwise(np.cumsum((0, *even_chunks(m, -(-m // largest)))))
+
+
+def _stored_fold(z, Y, fold, buffers):
+    """G, C and s of one fold of stored features ``z``, a SYRK per sub-block.
+
+    ``Z'Y`` and the column sums ``Z'1`` come from one GEMM against ``[Y, 1]``.
+    """
+    y1 = np.ones((z.shape[0], Y.shape[1] + 1), dtype=z.dtype)
+    y1[:, :-1] = Y
+    for start, stop in _sub_blocks(z.shape[0], SUB_BLOCK):
+        zs = z[start:stop]
+        if "G" not in buffers:
+            buffers["G"] = np.empty((zs.shape[1], zs.shape[1]), dtype=zs.dtype)
+        fold["G"] += np.matmul(zs.T, zs, out=buffers["G"])
+        zy = zs.T @ y1[start:stop]
+        fold["C"] += zy[:, :-1]
+        fold["s"] += zy[:, -1]
+
+
+def _fused_fold(x, Y, fold, buffers, features, dtype):
+    """G, C and s of one fold when the task computes the features of its rows ``x``.
+
+    The features are made :data:`FUSED_SUB_BLOCK` rows at a time into the first
+    D columns of one reused buffer ``[Z_s, Y_s, 1]`` (m x (D + T + 1)); one SYRK
+    of that buffer gives ``Z_s'Z_s``, ``Z_s'Y_s`` and ``Z_s'1`` together.  So
+    each sub-block is read by a single BLAS call while it is still in cache,
+    instead of a SYRK and then a narrow GEMM that streams the whole sub-block
+    again (measured 2-3% of the chunk, docs/BENCHMARKS.md), and the chunk's
+    whole ``rows x D`` feature block never exists.  ``Y'Y``, ``Y'1`` and the
+    count are not taken from this product: they stay exact in float64.
+    """
+    D, T = fold["G"].shape[0], Y.shape[1]
+    width = D + T + 1
+    m = x.shape[0]
+    rows = even_chunks(m, -(-m // FUSED_SUB_BLOCK))[0] if m else 0
+    if buffers.get("Z") is None or buffers["Z"].shape[0] < rows:
+        buffers["Z"] = np.empty((rows, width), dtype=dtype)
+        buffers["G"] = np.empty((width, width), dtype=dtype)
+    zbuf, gbuf = buffers["Z"], buffers["G"]
+    for start, stop in _sub_blocks(m, FUSED_SUB_BLOCK):
+        zs = zbuf[: stop - start]
+        made = features(x[start:stop], zs[:, :D])
+        if not np.shares_memory(made, zs):  # a map that cannot write into the buffer
+            zs[:, :D] = made
+        zs[:, D:-1] = Y[start:stop]
+        zs[:, -1] = 1.0
+        g = np.matmul(zs.T, zs, out=gbuf)
+        fold["G"] += g[:D, :D]
+        fold["C"] += g[:D, D:-1]
+        fold["s"] += g[:D, -1]
 
 
 def _sparse_gram_chunk(z, Y, out, layout, folds):

@@ -140,6 +140,7 @@ class _BaseStreamingRidge(LinearPredictMixin, BaseEstimator):
             target_fn=target_fn,
             layout=layout,
             features=features,
+            feature_dtype=Z.dtype,
         )
         vec = compute(sum_rows(chunk, layout.size, rows, y))
         return {k: v.copy() for k, v in layout.unpack(vec).items()}
