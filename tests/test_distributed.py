@@ -89,3 +89,18 @@ def test_fit_and_evaluate_dataset_under_client(client, dataset, tmp_path):
     assert result["metric"] == "error_rate" and result["rows"] == 6000
     assert result["value"] == ref["value"]  # the same predictions, counted the same
     assert result["value"] < BAYES + 0.06
+
+
+def test_embedded_cluster_quiets_its_background_work_but_keeps_user_settings():
+    import dask
+
+    from rfstream.cluster import EMBEDDED_CONFIG, _embedded_config
+
+    with connect(None, n_workers=1) as c:
+        seen = c.run(lambda: {k: dask.config.get(k) for k in EMBEDDED_CONFIG})
+        assert list(seen.values()) == [EMBEDDED_CONFIG]  # the worker process took them
+    # the client's own config is left as it was
+    assert dask.config.get("distributed.worker.profile.enabled") is True
+    with dask.config.set({"distributed.admin.tick.interval": "50ms"}):
+        assert "distributed.admin.tick.interval" not in _embedded_config()
+        assert _embedded_config()["distributed.worker.profile.enabled"] is False
