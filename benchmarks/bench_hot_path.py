@@ -19,7 +19,9 @@ repeated ``--repeats`` times with the variants interleaved, medians reported:
    with BLAS left at one thread per core against one BLAS thread per task.
 5. ``sub_block_ab``: the chunk function with the whole feature block made
    first, against the features made in sub-blocks of 1024-8192 rows inside it;
-6. ``pass_ab`` (``--kdd``): the whole pass on KDD99 at D, reduced over ``Z`` as
+6. ``augmented_ab``: the fused chunk with one SYRK of ``[Z, Y, 1]`` against a SYRK
+   and then a narrow ``Z'[Y, 1]`` GEMM per sub-block;
+7. ``pass_ab`` (``--kdd``): the whole pass on KDD99 at D, reduced over ``Z`` as
    it is against features in the task over row blocks balanced between threads.
 """
 from __future__ import annotations
@@ -182,6 +184,45 @@ def sub_block_ab(x, D, repeats):
                 "min_share": min(shares[k]), "max_share": max(shares[k])} for k in variants}
 
 
+def augmented_ab(x, D, repeats):
+    """The fused chunk with one SYRK of the buffer ``[Z_s, Y_s, 1]`` (current) against a
+    SYRK of ``Z_s`` and then a GEMM ``Z_s'[Y_s, 1]`` that reads the sub-block again
+    (the previous form), both on FUSED_SUB_BLOCK-row sub-blocks; paired ratio per round."""
+    from functools import partial
+
+    import rfstream.solvers._gram as gram
+    from rfstream.features import RandomFourierFeatures
+
+    m = x.shape[0]
+    rff = RandomFourierFeatures(D, gamma=0.01, random_state=0).fit(x[:1])
+    y = np.where(np.arange(m) % 3 == 0, 1.0, -1.0)
+    layout = gram.gram_layout(D, 1, 1)
+    current = partial(gram.gram_chunk, x, y, offset=0, n_folds=1, seed=0, target_fn=lambda v: v[:, None],
+                      layout=layout, features=rff._block_into)
+
+    def previous():
+        parts = layout.unpack(layout.empty())
+        rows = gram.even_chunks(m, -(-m // gram.FUSED_SUB_BLOCK))[0]
+        zbuf, gbuf = np.empty((rows, D), np.float32), np.empty((D, D), np.float32)
+        y1 = np.ones((m, 2), np.float32)
+        y1[:, 0] = y
+        for start, stop in gram._sub_blocks(m, gram.FUSED_SUB_BLOCK):
+            zs = rff._block_into(x[start:stop], zbuf[: stop - start])
+            parts["G"][0] += np.matmul(zs.T, zs, out=gbuf)
+            zy = zs.T @ y1[start:stop]
+            parts["C"][0] += zy[:, :-1]
+            parts["s"][0] += zy[:, -1]
+
+    seconds = {"SYRK then Z'[Y, 1] GEMM (previous)": [], "one SYRK of [Z, Y, 1] (current)": []}
+    runs = dict(zip(seconds, (previous, current)))
+    for r in range(repeats):
+        for k in (list(runs) if r % 2 == 0 else list(runs)[::-1]):
+            seconds[k].append(_time(runs[k]))
+    prev, cur = (np.array(v) for v in seconds.values())
+    return {**{k: {"seconds": v, "median_s": float(np.median(v))} for k, v in seconds.items()},
+            "median_ratio_current_over_previous": float(np.median(cur / prev))}
+
+
 def pass_ab(train, D, repeats):
     """Fused pass on KDD99 (dask threads): reduced over ``Z`` as it is, against the
     features computed in the task in sub-blocks over rows balanced between the threads."""
@@ -214,7 +255,7 @@ def pass_ab(train, D, repeats):
             "share_of_gemm": flops / float(np.median(v)) / 1e9 / g} for k, v in out.items()}}
 
 
-PARTS = ("stages", "gram", "elementwise", "sub_block", "threads", "pass")
+PARTS = ("stages", "gram", "elementwise", "sub_block", "augmented", "threads", "pass")
 
 
 def main(argv=None):
@@ -247,6 +288,8 @@ def main(argv=None):
             result["elementwise_ab"] = elementwise_ab(x, W, b, Y, 2 * args.repeats)
         if "sub_block" in parts:
             result["sub_block_ab"] = sub_block_ab(x, D, args.repeats)
+        if "augmented" in parts:
+            result["augmented_ab"] = augmented_ab(x, D, 2 * args.repeats)
     if args.kdd and "threads" in parts:
         result["threads_ab"] = threads_ab(args.kdd, args.kdd_components, 2)
         result["threads_ab"]["D"] = args.kdd_components

@@ -20,9 +20,10 @@ SUB_BLOCK products.  Measured on 65,536 x 2000 float32 features: scipy's
 rows about 0.9 s; on a loaded machine numpy's SYRK ran at 95-100% of the
 same run's GEMM rate (in SYRK's own flops) for sub-blocks of 4096 to 65,536
 rows, and a GEMM over upper-triangular column blocks was slower, so SYRK on
-8192-row sub-blocks stays (docs/BENCHMARKS.md).  ``Z'Y`` and the column sums
-``Z'1`` come from one GEMM against ``[Y, 1]``: one read of the block instead
-of two.
+8192-row sub-blocks stays (docs/BENCHMARKS.md).  For stored features, ``Z'Y``
+and the column sums ``Z'1`` come from one GEMM against ``[Y, 1]``: one read of
+the block instead of two.  When the task computes the features itself, they
+come from the same SYRK as ``Z'Z`` (:func:`_fused_fold`).
 """
 from __future__ import annotations
 
@@ -114,12 +115,13 @@ def _fused_fold(x, Y, fold, buffers, features, dtype):
 
     The features are made :data:`FUSED_SUB_BLOCK` rows at a time into the first
     D columns of one reused buffer ``[Z_s, Y_s, 1]`` (m x (D + T + 1)); one SYRK
-    of that buffer gives ``Z_s'Z_s``, ``Z_s'Y_s`` and ``Z_s'1`` together.  So
-    each sub-block is read by a single BLAS call while it is still in cache,
-    instead of a SYRK and then a narrow GEMM that streams the whole sub-block
-    again (measured 2-3% of the chunk, docs/BENCHMARKS.md), and the chunk's
-    whole ``rows x D`` feature block never exists.  ``Y'Y``, ``Y'1`` and the
-    count are not taken from this product: they stay exact in float64.
+    of that buffer gives ``Z_s'Z_s``, ``Z_s'Y_s`` and ``Z_s'1`` together, so each
+    sub-block is read by a single BLAS call instead of a SYRK and then a narrow
+    GEMM that streams it again.  Measured: paired ratio 0.994 on a synthetic
+    65,536-row block (``bench_hot_path.py --parts augmented``), about 2% on a
+    KDD99 block; docs/BENCHMARKS.md.  The chunk's whole ``rows x D`` feature
+    block never exists.  ``Y'Y``, ``Y'1`` and the count are not taken from
+    this product: they stay exact in float64.
     """
     D, T = fold["G"].shape[0], Y.shape[1]
     width = D + T + 1
