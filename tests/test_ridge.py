@@ -329,8 +329,9 @@ def test_gram_pass_is_one_reduction_with_fused_features(monkeypatch, n_chunks):
     assert reduction.shape == (ridge_module.gram_layout(64, 1, 5).size,)  # nothing with n in it
     names = _key_names(reduction)
     counts = collections.Counter(names)
-    # fused: no task produces a stored feature block or standardized block
-    assert not [k for k in counts if Z.name in k], counts
+    # fused: no layer of the pass makes the stored feature block Z; the standardized
+    # rows are blockwise-fused into the chunk tasks (no task of their own)
+    assert Z.name not in reduction.__dask_graph__().layers
     assert not [k for k in counts if Xs.name in k], counts
     # O(n_chunks): a few tasks per row block (read X, read y, fused chunk) plus
     # the tree of sums; 5 per chunk + a constant is a loose upper bound
@@ -397,6 +398,34 @@ def test_features_in_the_pass_for_other_maps_and_dtypes(make_map, dtype):
     tol = 1e-9 if dtype == "float64" else 1e-4
     assert _rel(fused.coef_, ref.coef_) < tol
     np.testing.assert_allclose(fused.cv_mse_, ref.cv_mse_, rtol=tol)
+
+
+@pytest.mark.parametrize("n_classes", [0, 2, 3])  # 0: regression
+def test_prediction_makes_the_features_in_the_task(n_classes):
+    # decision values on Z = rff.transform(X) are computed over X, the features made
+    # FUSED_SUB_BLOCK rows at a time; Z itself is never a task's output
+    from rfstream.solvers._gram import FUSED_SUB_BLOCK
+
+    rng = np.random.default_rng(7)
+    n = 2 * FUSED_SUB_BLOCK + 301
+    Xn = rng.normal(size=(n, 5))
+    yn = rng.integers(0, n_classes, n) if n_classes else Xn[:, 0] - Xn[:, 1] ** 2
+    X = da.from_array(Xn, chunks=(n // 2 + 1, 5))
+    rff = RandomFourierFeatures(70, gamma=0.4, random_state=2).fit(X)
+    Z = rff.transform(X)
+    Est = StreamingRidgeClassifier if n_classes else StreamingRidge
+    est = Est(alpha=0.5).fit(rff.transform(Xn), yn)
+    scores = est.decision_function(Z) if n_classes else est.predict(Z)
+    layers = scores.__dask_graph__().layers
+    assert Z.name not in layers and rff.transform(X).name not in layers
+    assert Z.name in (est.predict(Z + 0)).__dask_graph__().layers  # (the check can fail)
+    plain = est.decision_function(Z + 0) if n_classes else est.predict(Z + 0)
+    ref = est.decision_function(rff.transform(Xn)) if n_classes else est.predict(rff.transform(Xn))
+    assert scores.shape == plain.shape == ref.shape and scores.chunks == plain.chunks
+    np.testing.assert_allclose(scores.compute(), ref, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(plain.compute(), ref, rtol=1e-5, atol=1e-6)
+    if n_classes:
+        assert (est.predict(Z).compute() == est.predict(rff.transform(Xn))).mean() > 0.999
 
 
 def test_sum_of_partials_adds_in_place_without_touching_the_blocks():

@@ -117,10 +117,10 @@ def _fused_fold(x, Y, fold, buffers, features, dtype):
     D columns of one reused buffer ``[Z_s, Y_s, 1]`` (m x (D + T + 1)); one SYRK
     of that buffer gives ``Z_s'Z_s``, ``Z_s'Y_s`` and ``Z_s'1`` together, so each
     sub-block is read by a single BLAS call instead of a SYRK and then a narrow
-    GEMM that streams it again.  Measured: paired ratio 0.994 on a synthetic
-    65,536-row block (``bench_hot_path.py --parts augmented``), about 2% on a
-    KDD99 block; docs/BENCHMARKS.md.  The chunk's whole ``rows x D`` feature
-    block never exists.  ``Y'Y``, ``Y'1`` and the count are not taken from
+    GEMM that streams it again.  Measured within noise of the previous form
+    (paired ratios 0.993 and 0.994 on a synthetic 65,536-row block,
+    ``bench_hot_path.py --parts augmented``; docs/BENCHMARKS.md); kept for the
+    one read.  The chunk's whole ``rows x D`` feature block never exists.  ``Y'Y``, ``Y'1`` and the count are not taken from
     this product: they stay exact in float64.
     """
     D, T = fold["G"].shape[0], Y.shape[1]

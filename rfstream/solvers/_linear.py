@@ -2,7 +2,10 @@
 
 Decision values are ``X coef' + intercept``: numpy in, numpy out; dask in, a lazy
 dask array (``map_blocks`` with explicit chunks and meta).  A single output (1-D
-``coef_``, or one row of ``coef_`` for a classifier) gives a 1-D result.
+``coef_``, or one row of ``coef_`` for a classifier) gives a 1-D result.  When the
+dask ``X`` is a feature map's ``transform`` output itself
+(:func:`rfstream.features.feature_source`), each task computes the features of its
+rows a sub-block at a time and multiplies them right away, as the ridge pass does.
 """
 from __future__ import annotations
 
@@ -12,11 +15,29 @@ from sklearn.base import ClassifierMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._validation import check_dask_array
+from ..features import feature_source
+from ._gram import FUSED_SUB_BLOCK
 
 
 def _linear_block(x, coef, intercept, one):
     out = x @ coef.T.astype(x.dtype) + intercept
     out = out.astype(np.float64, copy=False)
+    return out[:, 0] if one else out
+
+
+def _fused_linear_block(x, coef, intercept, one, features, dtype, n_features):
+    """``_linear_block`` of the features of input rows ``x``, made :data:`FUSED_SUB_BLOCK`
+    rows at a time into one reused buffer: the block's whole ``rows x D`` feature
+    array never exists (512 MB per 65,536-row task at D = 2000), and each sub-block
+    is multiplied while it is still in cache."""
+    m = x.shape[0]
+    w = coef.T.astype(dtype)
+    out = np.empty((m, coef.shape[0]), dtype=np.float64)
+    buf = np.empty((min(m, FUSED_SUB_BLOCK), n_features), dtype=dtype)
+    for start in range(0, m, FUSED_SUB_BLOCK):
+        stop = min(start + FUSED_SUB_BLOCK, m)
+        out[start:stop] = np.asarray(features(x[start:stop], buf[: stop - start])) @ w
+    out += intercept
     return out[:, 0] if one else out
 
 
@@ -35,12 +56,16 @@ class LinearPredictMixin:
         intercept = np.atleast_1d(self.intercept_)
         one = np.ndim(self.coef_) == 1 or (isinstance(self, ClassifierMixin) and coef.shape[0] == 1)
         if isinstance(X, da.Array):
+            source = feature_source(X)
             X = check_dask_array(X, self)
             chunks = (X.chunks[0],) if one else (X.chunks[0], (coef.shape[0],))
-            return X.map_blocks(
-                _linear_block, coef, intercept, one, dtype=np.float64, chunks=chunks,
-                drop_axis=[1] if one else [], meta=np.empty((0,) * len(chunks), np.float64),
-            )
+            kwargs = dict(dtype=np.float64, chunks=chunks, drop_axis=[1] if one else [],
+                          meta=np.empty((0,) * len(chunks), np.float64))
+            if source is not None:  # X = map.transform(rows): the features are made in the task
+                features, rows = source
+                return rows.map_blocks(_fused_linear_block, coef, intercept, one, features, X.dtype,
+                                       X.shape[1], **kwargs)
+            return X.map_blocks(_linear_block, coef, intercept, one, **kwargs)
         X = validate_data(self, X, reset=False, dtype=[np.float64, np.float32], accept_sparse="csr")
         return _linear_block(X, coef, intercept, one)
 
