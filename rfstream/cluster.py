@@ -102,15 +102,20 @@ def _widest_layer(collections):
 
 
 #: Settings of the embedded LocalCluster, a batch job on the user's own cores,
-#: where every background wake-up is taken from a compute task.  Measured on
-#: one KDD99 ridge pass (D = 2000, 2 cores, docs/BENCHMARKS.md): 11.0 s with
-#: distributed's defaults, 10.2 s without the workers' statistical profiler
-#: (a stack sample every 10 ms), 9.95 s with the event-loop health check and
-#: the system monitor also polled less often.  The profiler only feeds the
-#: dashboard's "Profile" page; the memory monitor that guards a worker's
-#: memory limit is left as it is.  A key set otherwise by the user (in dask's
-#: config files or environment) is left as the user set it.
+#: where every background wake-up is taken from a compute task and an idle
+#: worker is an idle core.  ``worker-saturation`` 1.0: a worker holds only the
+#: task it runs, and takes the next from the scheduler when it finishes; at the
+#: default 1.1 a worker holds a second task, and near the end of a pass its
+#: idle peer waited for work stealing (every second) to move it, 0.65-0.77 s.
+#: The workers' statistical profiler (a stack sample every 10 ms) only feeds the
+#: dashboard's "Profile" page; the event-loop check and the system monitor are
+#: polled less often.  One KDD99 ridge pass (D = 2000, 2 cores, interleaved,
+#: ``benchmarks/bench_pass_anatomy.py --parts cluster_config``, docs/BENCHMARKS.md):
+#: 10.9 and 12.2 s with distributed's defaults, 9.7 and 9.8 s with these.  The
+#: memory monitor that guards a worker's memory limit is left as it is.  A key
+#: the user set otherwise (in dask's config files or environment) is kept.
 EMBEDDED_CONFIG = {
+    "distributed.scheduler.worker-saturation": 1.0,
     "distributed.worker.profile.enabled": False,
     "distributed.admin.tick.interval": "1s",
     "distributed.admin.system-monitor.interval": "5s",
