@@ -22,7 +22,9 @@ repeated ``--repeats`` times with the variants interleaved, medians reported:
 6. ``augmented_ab``: the fused chunk with one SYRK of ``[Z, Y, 1]`` against a SYRK
    and then a narrow ``Z'[Y, 1]`` GEMM per sub-block;
 7. ``pass_ab`` (``--kdd``): the whole pass on KDD99 at D, reduced over ``Z`` as
-   it is against features in the task over row blocks balanced between threads.
+   it is against features in the task over row blocks balanced between threads;
+8. ``predict_ab`` (``--kdd``; KDD99 ``corrected`` beside it, ``kdd_test.zarr``): decision
+   values with each task's whole feature block against the features made in the task.
 """
 from __future__ import annotations
 
@@ -255,7 +257,48 @@ def pass_ab(train, D, repeats):
             "share_of_gemm": flops / float(np.median(v)) / 1e9 / g} for k, v in out.items()}}
 
 
-PARTS = ("stages", "gram", "elementwise", "sub_block", "augmented", "threads", "pass")
+def predict_ab(train, test, D, repeats):
+    """Decision values on KDD99 ``corrected`` (dask threads), with ``Z = rff.transform(X)``
+    reduced as it is (each task makes its whole feature block) against the features made
+    in the task a sub-block at a time (``solvers/_linear._fused_linear_block``): seconds,
+    interleaved, and the peak of numpy memory traced during one more run of each."""
+    import tracemalloc
+
+    from rfstream import io
+    from rfstream.cluster import compute, connect
+    from rfstream.features import RandomFourierFeatures
+    from rfstream.preprocess import Standardizer
+    from rfstream.solvers import StreamingRidgeClassifier
+
+    X, y = io.open_dataset(train)
+    Xt, _ = io.open_dataset(test)
+    out = {"whole feature block per task (before)": [], "features in the task, sub-blocks (now)": []}
+    peak = {}
+    with connect("threads"):
+        scaler = Standardizer().fit(X)
+        rff = RandomFourierFeatures(D, gamma="auto", random_state=0).fit(scaler.transform(X))
+        est = StreamingRidgeClassifier(alpha=1.0).fit(rff.transform(scaler.transform(X)), y)
+
+        def scores(key):
+            Z = rff.transform(scaler.transform(Xt))
+            if key.startswith("whole"):
+                del Z._rfstream_features
+            return est.decision_function(Z)
+
+        for r in range(repeats + 1):
+            for key in (list(out) if r % 2 == 0 else list(out)[::-1]):
+                if r == repeats:  # one more run of each, traced
+                    tracemalloc.start()
+                    compute(scores(key))
+                    peak[key] = tracemalloc.get_traced_memory()[1]
+                    tracemalloc.stop()
+                else:
+                    out[key].append(_time(lambda key=key: compute(scores(key))))
+    return {"D": D, "rows": Xt.shape[0], **{k: {"seconds": v, "median_s": float(np.median(v)),
+                                                "peak_traced_bytes": peak[k]} for k, v in out.items()}}
+
+
+PARTS = ("stages", "gram", "elementwise", "sub_block", "augmented", "threads", "pass", "predict")
 
 
 def main(argv=None):
@@ -295,6 +338,9 @@ def main(argv=None):
         result["threads_ab"]["D"] = args.kdd_components
     if args.kdd and "pass" in parts:
         result["pass_ab"] = pass_ab(args.kdd, D, args.repeats)
+    if args.kdd and "predict" in parts:
+        test = str(Path(args.kdd).with_name("kdd_test.zarr"))
+        result["predict_ab"] = predict_ab(args.kdd, test, D, args.repeats)
     result["loadavg_end"] = list(os.getloadavg())
     text = json.dumps(result, indent=2)
     print(text)
