@@ -463,6 +463,9 @@ def test_features_in_the_pass_from_sparse_rows_with_a_short_last_block():
     fused = StreamingRidge(alpha=1.0).fit(rff.transform(X), da.from_array(y, chunks=300))
     ref = StreamingRidge(alpha=1.0).fit(rff.transform(Xn), y)
     assert _rel(fused.coef_, ref.coef_) < 1e-4
+    # prediction makes the features of the sparse rows in the task as well
+    np.testing.assert_allclose(ref.predict(rff.transform(X)).compute(), ref.predict(rff.transform(Xn)),
+                               rtol=1e-6, atol=1e-6)
 
 
 def test_even_rows_evens_out_a_short_last_block():
