@@ -506,6 +506,38 @@ def test_newton_ignores_row_order_and_chunking():
     assert est.objective_ < sgd.objective_
 
 
+@pytest.mark.parametrize("loss", ["log_loss", "hinge"])
+def test_newton_makes_the_features_in_its_tasks(loss, monkeypatch):
+    # Z = rff.transform(X): each Newton pass reduces over X, the features made in
+    # FUSED_SUB_BLOCK-row sub-blocks inside the task; same model as over the stored
+    # blocks of Z + 0 up to the float32 rounding of the sub-block products
+    from rfstream.solvers._gram import FUSED_SUB_BLOCK
+
+    X, y = _blobs(n=3 * FUSED_SUB_BLOCK + 700, d=5, noise=0.5)
+    Xd = da.from_array(X, chunks=(len(X) // 2 + 1, -1))  # 2 blocks of 2 sub-blocks each
+    rff = RandomFourierFeatures(90, gamma=0.3, random_state=4).fit(Xd)
+    Z = rff.transform(Xd)
+    import rfstream.solvers.sgd as sgd_module
+
+    calls = []
+    original = sgd_module.newton_fused_chunk
+    monkeypatch.setattr(sgd_module, "newton_fused_chunk",
+                        lambda *a, **k: calls.append(len(a[0])) or original(*a, **k))
+    kw = {"alpha": 1e-3, "solver": "newton", "max_iter": 8, "tol": None, "class_weight": "balanced"}
+    with connect("threads"):
+        fused = StreamingSGDClassifier(loss, **kw).fit(Z, y)
+        assert calls and max(calls) > FUSED_SUB_BLOCK  # row blocks of several sub-blocks
+        n_calls = len(calls)
+        plain = StreamingSGDClassifier(loss, **kw).fit(Z + 0, y)
+        assert len(calls) == n_calls  # stored features: the plain chunk function
+    # (near the optimum, whether one more step still decreases f is float rounding:
+    # the paths may differ in length by a pass, not in value)
+    assert abs(fused.n_iter_ - plain.n_iter_) <= 1
+    np.testing.assert_allclose(fused.objective_path_[:4], plain.objective_path_[:4], rtol=1e-6)
+    np.testing.assert_allclose(fused.objective_, plain.objective_, rtol=1e-6)
+    np.testing.assert_allclose(fused.coef_, plain.coef_, rtol=1e-3, atol=1e-5)
+
+
 def test_newton_ovr_class_weight_and_no_intercept():
     # OvR: K independent binary problems, each row weighted by its own class's
     # weight: the sum of K weighted binary logistic regressions.

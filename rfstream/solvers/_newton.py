@@ -19,7 +19,8 @@ for each binary (or one-vs-rest) problem, by damped Newton steps:
   bound on the gap: f(w) - min f <= f(w) - f_h(w) + (f_h(w) - min f_h).
 
 One pass = one reduction over the row blocks (features computed inside the
-task, as every rfstream pass).  Given the current point w and the Newton
+task, as every rfstream pass; for ``Z = map.transform(X)`` the pass reduces over
+``X`` and makes the features a sub-block at a time, :func:`newton_fused_chunk`).  Given the current point w and the Newton
 direction d of the previous pass, each block returns
 
 * sum_i c_i L(w + s d) for the step sizes s in :data:`STEPS` (1, 1/2, ...,
@@ -55,7 +56,7 @@ from scipy.linalg import LinAlgError, cho_factor, cho_solve
 from sklearn.exceptions import ConvergenceWarning
 
 from ..reductions import Layout
-from ._gram import SUB_BLOCK
+from ._gram import FUSED_SUB_BLOCK, SUB_BLOCK
 from ._losses import second_order
 
 STEPS = 2.0 ** -np.arange(16)
@@ -71,14 +72,14 @@ def newton_layout(K, D, J=1):
 
 
 def newton_chunk(z, y, *, offset, W, v, dW, dv, at, loss, smoothing, intercept_scaling, encode,
-                 layout):
-    """Partials of one row block (see the module docstring).
+                 layout, out=None):
+    """Partials of one row block (see the module docstring), added to ``out`` if given.
 
     ``at`` (K, J): indices into :data:`STEPS` of the points w + s d where each
     problem's gradient and Hessian are computed.  ``encode(y)`` -> (targets
     +-1 of shape (m, K), class indices, row weights or None).
     """
-    out = layout.empty()
+    out = layout.empty() if out is None else out
     m = z.shape[0]
     if m == 0:
         return out
@@ -93,14 +94,15 @@ def newton_chunk(z, y, *, offset, W, v, dW, dv, at, loss, smoothing, intercept_s
     K, D = W.shape
     P = (z @ np.vstack([W, dW]).T.astype(z.dtype, copy=False)).astype(np.float64, copy=False)
     p0, pd = P[:, :K] + s * v, P[:, K:] + s * dv
-    parts["n"][...] = m
+    parts["n"][...] += m
     for j, step in enumerate(STEPS):
         value, _, _ = second_order(loss, p0 + step * pd, target, smoothing)
-        parts["f"][:, j] = c @ value
+        f = c @ value
+        parts["f"][:, j] += f
         if loss == "hinge":
-            parts["f_exact"][:, j] = c @ np.maximum(1.0 - target * (p0 + step * pd), 0.0)
+            parts["f_exact"][:, j] += c @ np.maximum(1.0 - target * (p0 + step * pd), 0.0)
         else:
-            parts["f_exact"][:, j] = parts["f"][:, j]
+            parts["f_exact"][:, j] += f
     for k in range(K):
         for i, j in enumerate(at[k]):
             if j in at[k][:i]:  # the same point again (newton_fit picks the first)
@@ -108,9 +110,27 @@ def newton_chunk(z, y, *, offset, W, v, dW, dv, at, loss, smoothing, intercept_s
             p = p0[:, k : k + 1] + STEPS[j] * pd[:, k : k + 1]
             _, d1, d2 = second_order(loss, p, target[:, k : k + 1], smoothing)
             g1, h = c * d1[:, 0], c * d2[:, 0]
-            parts["g"][k, i, :D] = (g1.astype(z.dtype) @ z).astype(np.float64)
-            parts["g"][k, i, D] = s * g1.sum()
+            parts["g"][k, i, :D] += (g1.astype(z.dtype) @ z).astype(np.float64)
+            parts["g"][k, i, D] += s * g1.sum()
             _weighted_gram(z, h, s, parts["H"][k, i])
+    return out
+
+
+def newton_fused_chunk(x, y, *, offset, features, dtype, n_features, chunk, layout):
+    """``chunk`` (a bound :func:`newton_chunk`) over the features of input rows ``x``.
+
+    The features are made :data:`FUSED_SUB_BLOCK` rows at a time into one
+    reused buffer (see :func:`rfstream.features.feature_source`), and each
+    sub-block's partials are added into the block's: every partial is a sum
+    over rows.  The block's whole ``rows x D`` feature array never exists.
+    """
+    out = layout.empty()
+    m = x.shape[0]
+    buf = np.empty((min(m, FUSED_SUB_BLOCK), n_features), dtype=dtype)
+    for start in range(0, m, FUSED_SUB_BLOCK):
+        stop = min(start + FUSED_SUB_BLOCK, m)
+        z = np.asarray(features(x[start:stop], buf[: stop - start]))
+        chunk(z, y[start:stop], offset=offset + start, out=out)
     return out
 
 

@@ -94,6 +94,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._validation import check_dask_array
 from ..cluster import compute
+from ..features import feature_source
 from ..random import (
     STREAM_SGD_CHUNKS,
     STREAM_SGD_HOLDOUT,
@@ -101,10 +102,10 @@ from ..random import (
     check_seed,
     row_uniform,
 )
-from ..reductions import NUMPY_BLOCK, Layout, sum_rows
+from ..reductions import NUMPY_BLOCK, Layout, even_rows, sum_rows
 from ._linear import LinearClassifierMixin, LinearPredictMixin
 from ._losses import CLASS_INDEX_LOSSES, LOSSES, ball_radius
-from ._newton import newton_chunk, newton_fit
+from ._newton import newton_chunk, newton_fit, newton_fused_chunk
 
 LEARNING_RATES = ("pegasos", "optimal", "constant")
 # Losses whose gradient grows with the margin: a step larger than
@@ -500,7 +501,19 @@ class _BaseStreamingSGD(LinearPredictMixin, BaseEstimator):
         s = float(self.intercept_scaling) if self.fit_intercept else 0.0
         chunk = partial(newton_chunk, loss=loss, intercept_scaling=s,
                         encode=partial(_encode, task=task))
-        res = newton_fit(lambda fn, size: _pass(Z, y, fn, size), lambda **kw: partial(chunk, **kw),
+
+        # Z = map.transform(X): each pass reduces over X and makes the features in its
+        # tasks, a sub-block at a time (as the ridge pass; rfstream.features.feature_source)
+        source = feature_source(Z)
+        rows = Z if source is None else even_rows(source[1])
+
+        def chunk_fn(**kw):
+            if source is None:
+                return partial(chunk, **kw)
+            return partial(newton_fused_chunk, features=source[0], dtype=Z.dtype, n_features=D,
+                           chunk=partial(chunk, **kw), layout=kw["layout"])
+
+        res = newton_fit(lambda fn, size: _pass(rows, y, fn, size), chunk_fn,
                          K, D, loss=loss, alpha=float(self.alpha), intercept_scaling=s,
                          max_iter=self.max_iter, tol=self.tol)
         self._init_state(K, D)
