@@ -24,7 +24,9 @@ repeated ``--repeats`` times with the variants interleaved, medians reported:
 7. ``pass_ab`` (``--kdd``): the whole pass on KDD99 at D, reduced over ``Z`` as
    it is against features in the task over row blocks balanced between threads;
 8. ``predict_ab`` (``--kdd``; KDD99 ``corrected`` beside it, ``kdd_test.zarr``): decision
-   values with each task's whole feature block against the features made in the task.
+   values with each task's whole feature block against the features made in the task;
+9. ``newton_ab`` (``--kdd``): two Newton passes of the SGD classifier over the stored
+   feature blocks against the features made in the task.
 """
 from __future__ import annotations
 
@@ -298,7 +300,47 @@ def predict_ab(train, test, D, repeats):
                                                 "peak_traced_bytes": peak[k]} for k, v in out.items()}}
 
 
-PARTS = ("stages", "gram", "elementwise", "sub_block", "augmented", "threads", "pass", "predict")
+def newton_ab(train, D, repeats, passes=2):
+    """``StreamingSGDClassifier(solver="newton")`` on KDD99 (dask threads), ``passes``
+    Newton passes over the stored blocks of ``Z`` against the features made in the task
+    (``solvers/_newton.newton_fused_chunk``): seconds, interleaved, and the peak of numpy
+    memory traced during one more single-pass fit of each."""
+    import tracemalloc
+
+    from rfstream import io
+    from rfstream.cluster import connect
+    from rfstream.features import RandomFourierFeatures
+    from rfstream.preprocess import Standardizer
+    from rfstream.solvers import StreamingSGDClassifier
+
+    X, y = io.open_dataset(train)
+    out = {"over the stored feature blocks (before)": [], "features in the task (now)": []}
+    peak, objective = {}, {}
+    with connect("threads"):
+        Xs = Standardizer().fit(X).transform(X)
+        rff = RandomFourierFeatures(D, gamma="auto", random_state=0).fit(Xs)
+
+        def fit(key, n_passes):
+            Z = rff.transform(Xs)
+            Z = Z + 0 if key.startswith("over") else Z  # Z + 0: no feature source
+            return StreamingSGDClassifier("log_loss", alpha=1e-5, solver="newton", max_iter=n_passes,
+                                          tol=None).fit(Z, y)
+
+        for r in range(repeats):
+            for key in (list(out) if r % 2 == 0 else list(out)[::-1]):
+                t0 = time.perf_counter()
+                objective[key] = fit(key, passes).objective_
+                out[key].append(time.perf_counter() - t0)
+        for key in out:
+            tracemalloc.start()
+            fit(key, 1)
+            peak[key] = tracemalloc.get_traced_memory()[1]
+            tracemalloc.stop()
+    return {"D": D, "passes": passes, **{k: {"seconds": v, "median_s": float(np.median(v)), "objective": objective[k],
+                                             "peak_traced_bytes_one_pass": peak[k]} for k, v in out.items()}}
+
+
+PARTS = ("stages", "gram", "elementwise", "sub_block", "augmented", "threads", "pass", "predict", "newton")
 
 
 def main(argv=None):
@@ -341,6 +383,8 @@ def main(argv=None):
     if args.kdd and "predict" in parts:
         test = str(Path(args.kdd).with_name("kdd_test.zarr"))
         result["predict_ab"] = predict_ab(args.kdd, test, D, args.repeats)
+    if args.kdd and "newton" in parts:
+        result["newton_ab"] = newton_ab(args.kdd, D, args.repeats)
     result["loadavg_end"] = list(os.getloadavg())
     text = json.dumps(result, indent=2)
     print(text)
