@@ -132,7 +132,9 @@ class _BaseStreamingRidge(LinearPredictMixin, BaseEstimator):
         # in sub-blocks inside the task (the same features, less memory traffic)
         features, rows = feature_source(Z) or (None, Z)
         if features is not None:  # rows is then a dask array (feature_source)
-            rows = even_rows(rows)  # cheap here: rows has the input's few columns
+            # equal row blocks: already so for io.open_dataset; otherwise a rechunk of the
+            # input's few columns (tasks then share the pieces they are cut from)
+            rows = even_rows(rows)
         chunk = partial(
             gram_chunk,
             n_folds=n_folds,
