@@ -32,8 +32,9 @@ import itertools
 import numpy as np
 import scipy.sparse as sp
 
+from ..features import feature_source
 from ..random import STREAM_FOLDS, row_integers
-from ..reductions import Layout, even_chunks
+from ..reductions import Layout, even_chunks, even_rows
 
 SUB_BLOCK = 8192
 #: Rows per sub-block when the chunk function computes the features itself.
@@ -93,6 +94,45 @@ def _sub_blocks(m, largest):
     return itertools.pairwise(np.cumsum((0, *even_chunks(m, -(-m // largest)))))
 
 
+def fused_rows(Z):
+    """``(features, rows)`` for a pass over ``Z``: for ``Z = map.transform(X)`` the map's
+    block function and ``X`` in equal row blocks (:func:`rfstream.features.feature_source`,
+    :func:`rfstream.reductions.even_rows`); otherwise ``(None, Z)``.
+
+    ``even_rows`` is a no-op for a dataset from :func:`rfstream.io.open_dataset`
+    (already equal); for other input it rechunks the input's few columns.
+    """
+    source = feature_source(Z)
+    return (None, Z) if source is None else (source[0], even_rows(source[1]))
+
+
+def _largest_sub_block(m):
+    """Rows of the largest of ``m`` rows' equal sub-blocks of at most :data:`FUSED_SUB_BLOCK`."""
+    return even_chunks(m, -(-m // FUSED_SUB_BLOCK))[0] if m else 0
+
+
+def fused_buffer(m, width, dtype):
+    """A buffer for the largest equal sub-block of ``m`` rows (:func:`feature_sub_blocks`)."""
+    return np.empty((_largest_sub_block(m), width), dtype=dtype)
+
+
+def feature_sub_blocks(x, features, buf):
+    """``(start, stop, z)``: the features of ``x``'s equal sub-blocks of at most
+    :data:`FUSED_SUB_BLOCK` rows, each written into the first rows of ``buf``
+    (copied there when a map returns an array of its own).
+
+    What every pass over a feature source does (see :func:`fused_rows`): the
+    ``rows x D`` feature block of a task never exists, one buffer serves all its
+    sub-blocks, and each sub-block is used while it is still in cache.
+    """
+    for start, stop in _sub_blocks(x.shape[0], FUSED_SUB_BLOCK):
+        zs = buf[: stop - start]
+        made = features(x[start:stop], zs)
+        if not np.shares_memory(made, zs):
+            zs[...] = made
+        yield start, stop, zs
+
+
 def _stored_fold(z, Y, fold, buffers):
     """G, C and s of one fold of stored features ``z``, a SYRK per sub-block.
 
@@ -120,22 +160,17 @@ def _fused_fold(x, Y, fold, buffers, features, dtype):
     GEMM that streams it again.  Measured within noise of the previous form
     (paired ratios 0.993 and 0.994 on a synthetic 65,536-row block,
     ``bench_hot_path.py --parts augmented``; docs/BENCHMARKS.md); kept for the
-    one read.  The chunk's whole ``rows x D`` feature block never exists.  ``Y'Y``, ``Y'1`` and the count are not taken from
-    this product: they stay exact in float64.
+    one read.  ``Y'Y``, ``Y'1`` and the count are not taken from this product:
+    they stay exact in float64.
     """
     D, T = fold["G"].shape[0], Y.shape[1]
     width = D + T + 1
-    m = x.shape[0]
-    rows = even_chunks(m, -(-m // FUSED_SUB_BLOCK))[0] if m else 0
-    if buffers.get("Z") is None or buffers["Z"].shape[0] < rows:
-        buffers["Z"] = np.empty((rows, width), dtype=dtype)
+    if buffers.get("Z") is None or buffers["Z"].shape[0] < _largest_sub_block(x.shape[0]):
+        buffers["Z"] = fused_buffer(x.shape[0], width, dtype)
         buffers["G"] = np.empty((width, width), dtype=dtype)
     zbuf, gbuf = buffers["Z"], buffers["G"]
-    for start, stop in _sub_blocks(m, FUSED_SUB_BLOCK):
+    for start, stop, _ in feature_sub_blocks(x, features, zbuf[:, :D]):
         zs = zbuf[: stop - start]
-        made = features(x[start:stop], zs[:, :D])
-        if not np.shares_memory(made, zs):  # a map that cannot write into the buffer
-            zs[:, :D] = made
         zs[:, D:-1] = Y[start:stop]
         zs[:, -1] = 1.0
         g = np.matmul(zs.T, zs, out=gbuf)

@@ -16,7 +16,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._validation import check_dask_array
 from ..features import feature_source
-from ._gram import FUSED_SUB_BLOCK
+from ._gram import feature_sub_blocks, fused_buffer
 
 
 def _linear_block(x, coef, intercept, one):
@@ -26,17 +26,13 @@ def _linear_block(x, coef, intercept, one):
 
 
 def _fused_linear_block(x, coef, intercept, one, features, dtype, n_features):
-    """``_linear_block`` of the features of input rows ``x``, made :data:`FUSED_SUB_BLOCK`
-    rows at a time into one reused buffer: the block's whole ``rows x D`` feature
-    array never exists (512 MB per 65,536-row task at D = 2000), and each sub-block
-    is multiplied while it is still in cache."""
-    m = x.shape[0]
+    """``_linear_block`` of the features of input rows ``x``, made a sub-block at a time
+    (:func:`rfstream.solvers._gram.feature_sub_blocks`): the block's whole ``rows x D``
+    feature array (512 MB per 65,536-row task at D = 2000) never exists."""
     w = coef.T.astype(dtype)
-    out = np.empty((m, coef.shape[0]), dtype=np.float64)
-    buf = np.empty((min(m, FUSED_SUB_BLOCK), n_features), dtype=dtype)
-    for start in range(0, m, FUSED_SUB_BLOCK):
-        stop = min(start + FUSED_SUB_BLOCK, m)
-        out[start:stop] = np.asarray(features(x[start:stop], buf[: stop - start])) @ w
+    out = np.empty((x.shape[0], coef.shape[0]), dtype=np.float64)
+    for start, stop, z in feature_sub_blocks(x, features, fused_buffer(x.shape[0], n_features, dtype)):
+        out[start:stop] = z @ w
     out += intercept
     return out[:, 0] if one else out
 
@@ -59,8 +55,8 @@ class LinearPredictMixin:
             source = feature_source(X)
             X = check_dask_array(X, self)
             chunks = (X.chunks[0],) if one else (X.chunks[0], (coef.shape[0],))
-            kwargs = dict(dtype=np.float64, chunks=chunks, drop_axis=[1] if one else [],
-                          meta=np.empty((0,) * len(chunks), np.float64))
+            kwargs = {"dtype": np.float64, "chunks": chunks, "drop_axis": [1] if one else [],
+                      "meta": np.empty((0,) * len(chunks), np.float64)}
             if source is not None:  # X = map.transform(rows): the features are made in the task
                 features, rows = source
                 return rows.map_blocks(_fused_linear_block, coef, intercept, one, features, X.dtype,

@@ -19,8 +19,9 @@ for each binary (or one-vs-rest) problem, by damped Newton steps:
   bound on the gap: f(w) - min f <= f(w) - f_h(w) + (f_h(w) - min f_h).
 
 One pass = one reduction over the row blocks (features computed inside the
-task, as every rfstream pass; for ``Z = map.transform(X)`` the pass reduces over
-``X`` and makes the features a sub-block at a time, :func:`newton_fused_chunk`).  Given the current point w and the Newton
+task, as every rfstream pass; for ``Z = map.transform(X)`` the pass reduces
+over ``X`` and makes the features a sub-block at a time,
+:func:`newton_fused_chunk`).  Given the current point w and the Newton
 direction d of the previous pass, each block returns
 
 * sum_i c_i L(w + s d) for the step sizes s in :data:`STEPS` (1, 1/2, ...,
@@ -56,7 +57,7 @@ from scipy.linalg import LinAlgError, cho_factor, cho_solve
 from sklearn.exceptions import ConvergenceWarning
 
 from ..reductions import Layout
-from ._gram import FUSED_SUB_BLOCK, SUB_BLOCK
+from ._gram import SUB_BLOCK, feature_sub_blocks, fused_buffer
 from ._losses import second_order
 
 STEPS = 2.0 ** -np.arange(16)
@@ -119,17 +120,12 @@ def newton_chunk(z, y, *, offset, W, v, dW, dv, at, loss, smoothing, intercept_s
 def newton_fused_chunk(x, y, *, offset, features, dtype, n_features, chunk, layout):
     """``chunk`` (a bound :func:`newton_chunk`) over the features of input rows ``x``.
 
-    The features are made :data:`FUSED_SUB_BLOCK` rows at a time into one
-    reused buffer (see :func:`rfstream.features.feature_source`), and each
-    sub-block's partials are added into the block's: every partial is a sum
-    over rows.  The block's whole ``rows x D`` feature array never exists.
+    The features are made a sub-block at a time into one buffer
+    (:func:`rfstream.solvers._gram.feature_sub_blocks`), and each sub-block's
+    partials are added into the block's: every partial is a sum over rows.
     """
     out = layout.empty()
-    m = x.shape[0]
-    buf = np.empty((min(m, FUSED_SUB_BLOCK), n_features), dtype=dtype)
-    for start in range(0, m, FUSED_SUB_BLOCK):
-        stop = min(start + FUSED_SUB_BLOCK, m)
-        z = np.asarray(features(x[start:stop], buf[: stop - start]))
+    for start, stop, z in feature_sub_blocks(x, features, fused_buffer(x.shape[0], n_features, dtype)):
         chunk(z, y[start:stop], offset=offset + start, out=out)
     return out
 

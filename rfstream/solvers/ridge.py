@@ -40,11 +40,10 @@ from sklearn.utils.validation import validate_data
 
 from .._validation import check_dask_array
 from ..cluster import compute
-from ..features import feature_source
 from ..random import check_seed
-from ..reductions import even_rows, sum_rows
+from ..reductions import sum_rows
 from ._cg import ridge_cg
-from ._gram import gram_chunk, gram_layout
+from ._gram import fused_rows, gram_chunk, gram_layout
 from ._linear import LinearClassifierMixin, LinearPredictMixin
 
 #: solver="auto" switches from the D x D Gram pass to conjugate gradients for sparse
@@ -130,11 +129,7 @@ class _BaseStreamingRidge(LinearPredictMixin, BaseEstimator):
         layout = gram_layout(Z.shape[1], n_targets, n_folds)
         # Z = feature_map.transform(X): reduce over X with the features computed
         # in sub-blocks inside the task (the same features, less memory traffic)
-        features, rows = feature_source(Z) or (None, Z)
-        if features is not None:  # rows is then a dask array (feature_source)
-            # equal row blocks: already so for io.open_dataset; otherwise a rechunk of the
-            # input's few columns (tasks then share the pieces they are cut from)
-            rows = even_rows(rows)
+        features, rows = fused_rows(Z)
         chunk = partial(
             gram_chunk,
             n_folds=n_folds,

@@ -94,7 +94,6 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._validation import check_dask_array
 from ..cluster import compute
-from ..features import feature_source
 from ..random import (
     STREAM_SGD_CHUNKS,
     STREAM_SGD_HOLDOUT,
@@ -102,7 +101,8 @@ from ..random import (
     check_seed,
     row_uniform,
 )
-from ..reductions import NUMPY_BLOCK, Layout, even_rows, sum_rows
+from ..reductions import NUMPY_BLOCK, Layout, sum_rows
+from ._gram import fused_rows
 from ._linear import LinearClassifierMixin, LinearPredictMixin
 from ._losses import CLASS_INDEX_LOSSES, LOSSES, ball_radius
 from ._newton import newton_chunk, newton_fit, newton_fused_chunk
@@ -503,14 +503,13 @@ class _BaseStreamingSGD(LinearPredictMixin, BaseEstimator):
                         encode=partial(_encode, task=task))
 
         # Z = map.transform(X): each pass reduces over X and makes the features in its
-        # tasks, a sub-block at a time (as the ridge pass; rfstream.features.feature_source)
-        source = feature_source(Z)
-        rows = Z if source is None else even_rows(source[1])
+        # tasks, a sub-block at a time (as the ridge pass)
+        features, rows = fused_rows(Z)
 
         def chunk_fn(**kw):
-            if source is None:
+            if features is None:
                 return partial(chunk, **kw)
-            return partial(newton_fused_chunk, features=source[0], dtype=Z.dtype, n_features=D,
+            return partial(newton_fused_chunk, features=features, dtype=Z.dtype, n_features=D,
                            chunk=partial(chunk, **kw), layout=kw["layout"])
 
         res = newton_fit(lambda fn, size: _pass(rows, y, fn, size), chunk_fn,
