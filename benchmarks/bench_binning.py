@@ -136,7 +136,7 @@ def collisions(args):
 
 def kdd(args):
     """KDD99: train on the 10% file, test on "corrected" (normal vs attack)."""
-    from rfstream.cli import evaluate_dataset, fit_dataset
+    from rfstream.pipeline import evaluate_dataset, fit_dataset
 
     tr = _zarr(args.workdir, "kdd_train", "kddcup99/kddcup.data_10_percent.gz", positive_class="normal")
     te = _zarr(args.workdir, "kdd_test", "kddcup99/corrected.gz", like=tr)

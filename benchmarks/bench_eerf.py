@@ -47,8 +47,7 @@ SETTINGS = {
 
 def adult():
     """Adult train (adult.data) and test (adult.test) as dask arrays + one-hot columns."""
-    from rfstream.io import convert, dataset_info, open_dataset
-    from rfstream.models import onehot_columns
+    from rfstream.io import convert, dataset_info, onehot_columns, open_dataset
 
     train, test = CACHE / "adult_train.zarr", CACHE / "adult_test.zarr"
     if not test.exists():

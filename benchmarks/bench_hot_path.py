@@ -126,7 +126,7 @@ def elementwise_ab(x, W, b, Y, repeats, sub=8192):
 
 def threads_ab(train, D, repeats):
     from rfstream import cluster
-    from rfstream.bench import fused_pass
+    from rfstream.bench.fused import fused_pass
 
     single = cluster._one_blas_thread_per_task
     out = {"blas one thread per core": [], "one BLAS thread per task": []}
@@ -231,7 +231,7 @@ def pass_ab(train, D, repeats):
     """Fused pass on KDD99 (dask threads): reduced over ``Z`` as it is, against the
     features computed in the task in sub-blocks over rows balanced between the threads."""
     from rfstream import io
-    from rfstream.bench import gemm_gflops
+    from rfstream.bench.measures import gemm_gflops
     from rfstream.cluster import connect
     from rfstream.features import RandomFourierFeatures
     from rfstream.preprocess import Standardizer

@@ -103,8 +103,7 @@ def _thread_cpu():
 def cluster_config(path, D, repeats):
     import psutil
 
-    from rfstream import cluster
-    from rfstream import io
+    from rfstream import cluster, io
     from rfstream.solvers import StreamingRidgeClassifier
 
     X, y = io.open_dataset(path)

@@ -53,8 +53,7 @@ METHODS = {  # label -> SESFeatures keyword arguments
 def load(name):
     """Standardized lazy (Xtr, ytr, Xte, yte, task) of a real dataset (Zarr cached in CACHE)."""
     from rfstream import Standardizer
-    from rfstream.io import convert, dataset_info, open_dataset
-    from rfstream.models import onehot_columns
+    from rfstream.io import convert, dataset_info, onehot_columns, open_dataset
     from rfstream.preprocess import train_test_split
 
     src, kwargs, test_src = DATASETS_SPEC[name]
@@ -137,7 +136,7 @@ def cmd_kernel(args):
 # --------------------------------------------------------- Table 2: supervised
 def cmd_supervised(args):
     from rfstream.metrics import error_rate, relative_rmse
-    from rfstream.models import make_model
+    from rfstream.pipeline import make_model
 
     alphas = [1e-4, 1e-3, 1e-2, 1e-1, 1.0, 10.0]
     results = {}

@@ -34,7 +34,8 @@ import numpy as np
 
 from rfstream import StreamingSGDClassifier, io
 from rfstream.cluster import compute
-from rfstream.models import make_model, onehot_columns
+from rfstream.io import onehot_columns
+from rfstream.pipeline import make_model
 
 DATASETS = {
     "adult": {"train": "adult/adult.data", "test": "adult/adult.test", "positive": ">50K", "alpha": 1e-4},

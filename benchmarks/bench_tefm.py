@@ -13,7 +13,7 @@ to docs/tefm/ by default:
 Every sub-command runs on dask's threads scheduler (2 cores here); ``scale
 --scheduler processes`` fits on a LocalCluster of 2 single-threaded workers
 instead.  The scale run writes a synthetic KDD-shaped dataset
-(:func:`rfstream.synthetic.write_kdd_like`) chunk by chunk and fits each size in
+(:func:`rfstream.datasets.synthetic.write_kdd_like`) chunk by chunk and fits each size in
 its own subprocess, so that the peak resident memory (``ru_maxrss``) of one fit
 is measured alone (with ``processes``, the client's only).
 """
@@ -338,8 +338,8 @@ def cmd_sketch(args):
 
     import rfstream.datadriven.tefm as tefm_module
     from rfstream import RandomFourierFeatures, Standardizer
+    from rfstream.datasets.synthetic import kdd_like_rows
     from rfstream.hadamard import fwht
-    from rfstream.synthetic import kdd_like_rows
 
     x, _ = kdd_like_rows(0, 65536)
     x = Standardizer().fit(x).transform(x).astype(np.float32)
@@ -409,7 +409,7 @@ def _fit_one(args):
 
 def cmd_scale(args):
     """Fit each (method, q) on each size, ``--repeats`` times, the configs interleaved."""
-    from rfstream.synthetic import write_kdd_like
+    from rfstream.datasets.synthetic import write_kdd_like
 
     results = []
     for n in args.rows:

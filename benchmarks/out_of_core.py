@@ -2,7 +2,7 @@
 
     python benchmarks/out_of_core.py --rows 7000000 --worker-memory 512MiB --json docs/out_of_core.json
 
-1. Writes a synthetic KDD99-shaped Zarr dataset (rfstream.synthetic) chunk by chunk, unless
+1. Writes a synthetic KDD99-shaped Zarr dataset (rfstream.datasets.synthetic) chunk by chunk, unless
    it is already there.
 2. Starts a LocalCluster of single-threaded worker processes with a hard memory limit each
    (dask spills at 60%, pauses at 80% and restarts a worker at 95% of it).
@@ -38,9 +38,9 @@ def main(argv=None):
     from distributed import Client, LocalCluster
 
     from rfstream import io
-    from rfstream.bench import peak_rss
-    from rfstream.cli import evaluate_dataset, fit_dataset
-    from rfstream.synthetic import write_kdd_like
+    from rfstream.bench.measures import peak_rss
+    from rfstream.datasets.synthetic import write_kdd_like
+    from rfstream.pipeline import evaluate_dataset, fit_dataset
 
     data = Path(args.workdir) / f"kdd_like_{args.rows}.zarr"
     if not data.exists():

@@ -45,10 +45,11 @@ def main(argv=None):
     from sklearn.pipeline import make_pipeline
 
     from rfstream import io
-    from rfstream.bench import _sklearn_preprocessor, load, prepare_data, shared_gamma
-    from rfstream.cli import evaluate_dataset, fit_dataset
+    from rfstream.bench.e2e import prepare_data, shared_gamma, sklearn_preprocessor
+    from rfstream.bench.measures import load
     from rfstream.features import RandomFourierFeatures
     from rfstream.metrics import kernel_approximation_error
+    from rfstream.pipeline import evaluate_dataset, fit_dataset
 
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -57,7 +58,7 @@ def main(argv=None):
     X, y = io.open_dataset(train)
     Xt, yt = io.open_dataset(test)
     Xn, yn, Xtn, ytn = X.compute(), y.compute(), Xt.compute(), yt.compute()
-    Xs = _sklearn_preprocessor(train).fit(Xn).transform(Xn)
+    Xs = sklearn_preprocessor(train).fit(Xn).transform(Xn)
     result = {"command": " ".join([Path(sys.argv[0]).as_posix(), *sys.argv[1:]]), "dataset": "adult",
               "gamma": gamma, "alpha": args.alpha, "load_at_start": load(), "kernel": [], "fits": []}
 
@@ -82,7 +83,7 @@ def main(argv=None):
             result["fits"].append({"method": "rfstream", "D": D, "seed": seed, "fit_seconds": fit_s,
                                    "test_error": err})
             t0 = time.perf_counter()
-            sk = make_pipeline(_sklearn_preprocessor(train), RBFSampler(gamma=gamma, n_components=D,
+            sk = make_pipeline(sklearn_preprocessor(train), RBFSampler(gamma=gamma, n_components=D,
                                                                         random_state=seed),
                                RidgeClassifier(alpha=args.alpha)).fit(Xn, yn)
             fit_s = time.perf_counter() - t0

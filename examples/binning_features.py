@@ -24,7 +24,7 @@ from rfstream import (
     train_test_split,
 )
 from rfstream.cluster import compute
-from rfstream.data import demo_path
+from rfstream.datasets import demo_path
 
 
 def main():

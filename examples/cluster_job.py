@@ -10,10 +10,9 @@ from pathlib import Path
 
 import rfstream
 from rfstream import io
-from rfstream.cli import evaluate_dataset, fit_dataset
 from rfstream.cluster import connect, set_progress
-from rfstream.persist import read_model_json
-from rfstream.predictions import write_predictions
+from rfstream.io import read_model_json, write_predictions
+from rfstream.pipeline import evaluate_dataset, fit_dataset
 
 
 def main():

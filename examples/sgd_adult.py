@@ -16,8 +16,9 @@ from pathlib import Path
 import dask
 
 from rfstream import io
+from rfstream.io import onehot_columns
 from rfstream.metrics import error_rate
-from rfstream.models import make_model, onehot_columns
+from rfstream.pipeline import make_model
 
 
 def main():

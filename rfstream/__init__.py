@@ -4,8 +4,7 @@ Data arrives as dask arrays (usually a Zarr dataset opened with
 :func:`rfstream.io.open_dataset`), feature maps are applied block by block and
 every pass over the rows is a distributed reduction.  See README.md.
 """
-__version__ = "0.1.0"
-
+from ._version import __version__
 from .datadriven import (
     TEFM,
     CompactNonlinearMap,
@@ -20,7 +19,7 @@ from .features import (
     RandomBinningFeatures,
     RandomFourierFeatures,
 )
-from .persist import load_model, save_model
+from .io import load_model, save_model
 from .preprocess import Standardizer, encode_labels, train_test_split
 from .solvers import (
     StreamingRidge,
@@ -30,6 +29,7 @@ from .solvers import (
 )
 
 __all__ = [
+    "__version__",
     "TEFM",
     "ArcCosineFeatures",
     "CirculantFeatures",

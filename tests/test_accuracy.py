@@ -8,8 +8,8 @@ published numbers where there are some.
 import pytest
 
 from rfstream import io, train_test_split
-from rfstream.cli import evaluate_dataset, fit_dataset
 from rfstream.cluster import connect
+from rfstream.pipeline import evaluate_dataset, fit_dataset
 
 
 def _fit_evaluate(train, test, **params):

@@ -7,7 +7,7 @@ import dask.array as da
 import numpy as np
 import pytest
 
-from rfstream import bench
+from rfstream.bench import e2e, measures, plots
 from rfstream.cluster import compute
 from rfstream.features import RandomFourierFeatures
 from rfstream.features.fourier import _project_with_offset
@@ -54,39 +54,39 @@ def test_rff_block_matches_the_formula():
 
 
 def test_run_capped_reports_out_of_memory_at_the_cap():
-    res = bench.run_capped("import numpy as np; x = np.ones(2**31, dtype=np.uint8)", 1 << 30, 120)
+    res = measures.run_capped("import numpy as np; x = np.ones(2**31, dtype=np.uint8)", 1 << 30, 120)
     assert res["error"] == "out of memory at cap"
-    ok = bench.run_capped("import json; print(json.dumps({'a': 1}))", 1 << 30, 120)
+    ok = measures.run_capped("import json; print(json.dumps({'a': 1}))", 1 << 30, 120)
     assert ok == {"a": 1}
 
 
 def test_plot_writes_every_figure(tmp_path):
     cap = 10 * 10**9
-    e2e = []
-    for method in bench.METHODS:
+    rows = []
+    for method in e2e.METHODS:
         for D in (500, 2000):
             row = {"dataset": "adult", "method": method, "D": D}
             if method == "sklearn-nystroem" and D == 2000:
                 row["error"] = "out of memory at cap"
             else:
                 row.update(total_seconds=1.0 + D / 1000, peak_rss_bytes=1e9, test_error=0.15)
-            e2e.append(row)
+            rows.append(row)
     fused = [{"scheduler": s, "D": 2000, "vs_gemm": 0.6} for s in ("threads", "LocalCluster")]
     scaling = {"D": 500, "loglog_slope_time": 1.0,
                "runs": [{"rows": n, "fit_seconds": n / 1e5, "peak_rss_bytes": 1e9} for n in (10**6, 2 * 10**6)]}
-    result = {"memory_cap_bytes": cap, "fused": {"runs": fused}, "e2e": e2e, "scaling": scaling}
-    bench.plot(result, tmp_path)
+    result = {"memory_cap_bytes": cap, "fused": {"runs": fused}, "e2e": rows, "scaling": scaling}
+    plots.plot(result, tmp_path)
     for name in ("fused_vs_gemm.png", "e2e_adult.png", "scaling.png"):
         assert (tmp_path / name).stat().st_size > 1000
     json.dumps(result)
 
 
 def test_gemm_gflops_reports_best_and_median():
-    rates = bench.gemm_gflops(64, m=128, repeats=3)
+    rates = measures.gemm_gflops(64, m=128, repeats=3)
     assert rates["best"] >= rates["median"] > 0
 
 
 @pytest.mark.parametrize("code", ["raise SystemExit(3)"])
 def test_run_capped_reports_other_failures(code):
-    res = bench.run_capped(code, 1 << 30, 120)
+    res = measures.run_capped(code, 1 << 30, 120)
     assert res["error"] == "failed" and res["returncode"] == 3

@@ -19,7 +19,9 @@ from rfstream import (
     load_model,
     save_model,
 )
-from rfstream.cli import _feature_params, evaluate_dataset, fit_dataset
+from rfstream.cli import build_parser
+from rfstream.cli.options import UserError, split_params
+from rfstream.pipeline import evaluate_dataset, fit_dataset
 
 
 @pytest.fixture(scope="module")
@@ -208,14 +210,21 @@ def test_errors(X):
     m = RandomBinningFeatures(4, gamma=1.0).fit(X)
     with pytest.raises(ValueError, match="5 features"):
         m.transform(X[:, :3])
-    with pytest.raises(ValueError, match="--n-components does not apply to --features binning"):
-        _feature_params("binning", n_components=10, n_grids=4)
-    assert _feature_params("binning", n_components=1000, n_grids=4, kernel="gaussian") == {"n_grids": 4}
-    # no --kernel: the hybrid keeps its own laplacian Fourier half (the CLI used to force gaussian)
-    from rfstream.cli import build_parser
 
-    args = build_parser().parse_args(["fit", "d.zarr", "--out", "m", "--features", "rff+binning"])
-    assert "kernel" not in _feature_params("rff+binning", kernel=args.kernel, n_components=100)
+
+def test_cli_options_that_do_not_apply_to_binning():
+    def split(*flags):
+        args = build_parser().parse_args(["fit", "d.zarr", "--out", "m", *flags])
+        return split_params(args, args.features, args.solver, "classification")
+
+    with pytest.raises(UserError, match="--n-components does not apply to --features binning"):
+        split("--features", "binning", "--n-components", "10", "--n-grids", "4")
+    # the options most maps share are dropped at their usual values
+    feature_params, _ = split("--features", "binning", "--n-components", "1000", "--n-grids", "4",
+                              "--kernel", "gaussian")
+    assert feature_params == {"n_grids": 4, "gamma": "auto", "random_state": 0}
+    # no --kernel: the hybrid keeps its own laplacian Fourier half (the CLI used to force gaussian)
+    assert "kernel" not in split("--features", "rff+binning", "--n-components", "100")[0]
 
 
 def test_gamma_auto_uses_l1_distance(X):

@@ -7,10 +7,10 @@ are the same float64 numbers summed in the same tree.
 import numpy as np
 import pytest
 
-from rfstream import cli
+from rfstream import pipeline
 from rfstream.cluster import compute, connect
 from rfstream.io import open_dataset, write_dataset
-from rfstream.models import make_model
+from rfstream.pipeline import make_model
 
 distributed = pytest.importorskip("distributed")
 
@@ -80,12 +80,12 @@ def test_cluster_equals_threads(client, dataset):
 
 
 def test_fit_and_evaluate_dataset_under_client(client, dataset, tmp_path):
-    model, meta = cli.fit_dataset(dataset, n_components=128, alpha=1.0, out=tmp_path / "model")
+    model, meta = pipeline.fit_dataset(dataset, n_components=128, alpha=1.0, out=tmp_path / "model")
     assert meta["dataset"]["n_rows"] == 6000
-    result = cli.evaluate_dataset(model, meta, dataset)
+    result = pipeline.evaluate_dataset(model, meta, dataset)
     with connect("threads"):
-        loaded, loaded_meta = cli._load(tmp_path / "model")
-        ref = cli.evaluate_dataset(loaded, loaded_meta, dataset)
+        loaded, loaded_meta = pipeline.load_fitted(tmp_path / "model")
+        ref = pipeline.evaluate_dataset(loaded, loaded_meta, dataset)
     assert result["metric"] == "error_rate" and result["rows"] == 6000
     assert result["value"] == ref["value"]  # the same predictions, counted the same
     assert result["value"] < BAYES + 0.06

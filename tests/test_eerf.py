@@ -19,8 +19,7 @@ from rfstream import (
 from rfstream.datadriven.eerf import subsample_mask, top_m
 from rfstream.datadriven.lkrf import chi_square_weights, project_simplex
 from rfstream.features.arccos import arccos_kernel
-from rfstream.io import open_dataset
-from rfstream.models import onehot_columns
+from rfstream.io import onehot_columns, open_dataset
 
 BASES = ["fourier", "arccos0", "arccos1", "arccos2", "linear"]
 

@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 from conftest import _datasets_path, require_datasets
 
-from rfstream import io as rio
+from rfstream.io.dataset import ChunkWriter
 from rfstream.io import (
     convert,
     dataset_info,
@@ -401,8 +401,8 @@ def test_failure_in_pass2_leaves_nothing(tmp_path, monkeypatch):
             raise OSError("disk full")
         return original(self, X, y)
 
-    original = rio._ChunkWriter.append
-    monkeypatch.setattr(rio._ChunkWriter, "append", boom)
+    original = ChunkWriter.append
+    monkeypatch.setattr(ChunkWriter, "append", boom)
     with pytest.raises(OSError, match="disk full"):
         convert(src, dst, rows_per_chunk=4, overwrite=True)
     assert siblings(dst) == ["a.zarr"] and open_dataset(dst)[0].shape == (2, 2)

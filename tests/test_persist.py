@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 from rfstream import StreamingRidge, StreamingRidgeClassifier, load_model, save_model
-from rfstream.models import make_model
-from rfstream.persist import FORMAT_VERSION, ModelFileError
+from rfstream.io.model_files import FORMAT_VERSION, ModelFileError
+from rfstream.pipeline import make_model
 
 
 @pytest.fixture(scope="module")

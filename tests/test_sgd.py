@@ -375,7 +375,8 @@ def test_adult_accuracy_floor(adult_train_zarr, adult_test_zarr):
     # benchmark reaches 14.3% at D=1000 (docs/sgd.md); ridge gets 14.2-14.4%
     # at D=500 (tests/test_accuracy.py).  Floor 16%, chance (majority) 23.6%.
     from rfstream import io
-    from rfstream.models import make_model, onehot_columns
+    from rfstream.io import onehot_columns
+    from rfstream.pipeline import make_model
 
     X, y = io.open_dataset(adult_train_zarr)
     Xt, yt = io.open_dataset(adult_test_zarr)

@@ -4,8 +4,13 @@ import numpy as np
 import pytest
 
 from rfstream import io
-from rfstream.models import onehot_columns
-from rfstream.synthetic import N_FEATURES, kdd_like_rows, make_kdd_like, write_kdd_like
+from rfstream.datasets.synthetic import (
+    N_FEATURES,
+    kdd_like_rows,
+    make_kdd_like,
+    write_kdd_like,
+)
+from rfstream.io import onehot_columns
 
 
 def test_rows_do_not_depend_on_how_they_are_requested():

@@ -1,6 +1,6 @@
 """CSV (and .data/.test/.txt, plain or compressed) -> dense float32 rows, in two passes.
 
-Private module behind :func:`rfstream.io.convert`.
+Read behind :func:`rfstream.io.convert`.
 
 The file is streamed with ``pandas.read_csv(..., chunksize=rows_per_chunk)``, one chunk
 in memory at a time.  ``dask.dataframe.read_csv`` is not used on purpose: gzip and
@@ -9,7 +9,7 @@ bzip2 files cannot be split, so it would make one partition holding the whole fi
 Pass 1 (:func:`scan`) reads every value as text and keeps, per column, whether every
 non-missing value parses as a float, the running sum and count (for the mean used to
 fill missing numbers) and the distinct stripped values (at most ``MAX_CATEGORIES``);
-and, for the label column, a :class:`~rfstream._ingest.LabelScanner`.  Memory does
+and, for the label column, a :class:`~rfstream.io.ingest.LabelScanner`.  Memory does
 not grow with the number of rows.  Pass 2 (:func:`encode_chunks`) re-reads the file
 with numeric columns parsed as float64 and yields one encoded block per chunk:
 numeric columns with missing values filled by the pass-1 mean, categorical columns
@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ._ingest import (
+from .ingest import (
     LabelEncoder,
     LabelScanner,
     Plan,

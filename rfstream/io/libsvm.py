@@ -1,6 +1,6 @@
 """LIBSVM / svmlight text (plain, gzip, bzip2, xz) -> dense float32 rows, in two passes.
 
-Private module behind :func:`rfstream.io.convert`.
+Read behind :func:`rfstream.io.convert`.
 
 A line is ``label idx:val idx:val ... [# comment]``; ``qid:`` tokens are ignored and
 CRLF line ends are accepted.  Indices are 1-based unless an index 0 occurs (then
@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ._ingest import LabelEncoder, LabelScanner, Plan, like_label_schema, open_text
+from .ingest import LabelEncoder, LabelScanner, Plan, like_label_schema, open_text
 
 SUFFIXES = {".svm", ".libsvm", ".svmlight", ".trn", ".tst", ".t"}
 

@@ -1,6 +1,6 @@
 """Shared pieces of the dataset converters: file opening, labels, conversion plans.
 
-Private module; the public entry point is :func:`rfstream.io.convert`.
+The public entry point is :func:`rfstream.io.convert`.
 
 Labels
 ------

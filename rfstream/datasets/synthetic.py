@@ -17,7 +17,7 @@ import dask
 import dask.array as da
 import numpy as np
 
-from .random import STREAM_SYNTHETIC, VIRTUAL_BLOCK
+from ..random import STREAM_SYNTHETIC, VIRTUAL_BLOCK
 
 N_NUMERIC, N_RATES = 38, 8
 CATEGORIES = {"protocol": 3, "service": 66, "flag": 11}
@@ -76,7 +76,7 @@ def make_kdd_like(n_rows, *, rows_per_chunk=65536, seed=0):
 
 def write_kdd_like(path, n_rows, *, rows_per_chunk=65536, seed=0, overwrite=False):
     """Write the synthetic dataset to a Zarr group, chunk by chunk; returns its attrs."""
-    from .io import write_dataset
+    from ..io import write_dataset
 
     X, y = make_kdd_like(n_rows, rows_per_chunk=rows_per_chunk, seed=seed)
     attrs = {

@@ -18,12 +18,14 @@ from __future__ import annotations
 import hashlib
 import importlib
 import json
+import sys
 from pathlib import Path
 
 import numpy as np
 from sklearn.base import BaseEstimator
 
-from ._staging import staging
+from .._version import __version__
+from .staging import staging
 
 FORMAT = "rfstream-model"
 FORMAT_VERSION = 1
@@ -46,10 +48,9 @@ def _class_path(obj) -> str:
     cls = type(obj)
     module = cls.__module__
     if module.startswith("rfstream."):
-        # record the public import path when the class is exported at top level
-        import rfstream
-
-        if getattr(rfstream, cls.__name__, None) is cls:
+        # record the public import path when the class is exported at top level; the
+        # package is loaded whenever this module is (a lookup, not an upward import)
+        if getattr(sys.modules.get("rfstream"), cls.__name__, None) is cls:
             module = "rfstream"
     return f"{module}.{cls.__qualname__}"
 
@@ -124,7 +125,7 @@ def save_model(model, path, *, metadata=None, overwrite=False) -> Path:
         doc = {
             "format": FORMAT,
             "format_version": FORMAT_VERSION,
-            "rfstream_version": _version(),
+            "rfstream_version": __version__,
             "estimator": tree,
             "metadata": metadata or {},
             "arrays": writer.arrays,
@@ -132,12 +133,6 @@ def save_model(model, path, *, metadata=None, overwrite=False) -> Path:
         with open(root / "model.json", "w") as f:
             json.dump(doc, f, indent=1, sort_keys=False)
     return path
-
-
-def _version():
-    import rfstream
-
-    return rfstream.__version__
 
 
 def read_model_json(path) -> dict:

@@ -1,4 +1,4 @@
-"""Zarr datasets: write, open, inspect, and convert CSV / LIBSVM / npy / npz into them.
+"""Zarr datasets: write, open and inspect them (conversion: :mod:`rfstream.io.convert`).
 
 A dataset is a local Zarr v3 group::
 
@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import json
 import os
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -29,26 +28,15 @@ import numpy as np
 import zarr
 from dask.array.core import normalize_chunks
 
-from . import _csv, _libsvm
-from ._ingest import (
-    TASKS,
-    LabelEncoder,
-    LabelScanner,
-    LabelSchema,
-    Plan,
-    canonical_label,
-    check_like_task,
-    first_data_lines,
-)
-from ._staging import check_destination, staging
-from .reductions import even_row_chunks
+from ..reductions import even_row_chunks
+from .staging import staging
 
-__all__ = ["convert", "dataset_info", "iter_row_chunks", "open_dataset", "write_dataset"]
+__all__ = ["dataset_info", "iter_row_chunks", "onehot_columns", "open_dataset", "write_dataset"]
 
 SCHEMA_VERSION = 1
 
 
-class _ChunkWriter:
+class ChunkWriter:
     """Writes row blocks into X (and y) of a new Zarr group, growing it if needed."""
 
     def __init__(self, path: Path, n_features: int, y_dtype, rows_per_chunk: int,
@@ -77,10 +65,10 @@ class _ChunkWriter:
         if self.n_rows is not None and self.rows != self.n_rows:
             raise ValueError(f"read {self.rows} rows in pass 2 but {self.n_rows} in pass 1; "
                              "did the source file change during the conversion?")
-        self.group.attrs.update(_json_attrs(attrs))
+        self.group.attrs.update(json_attrs(attrs))
 
 
-def _json_attrs(attrs: dict) -> dict:
+def json_attrs(attrs: dict) -> dict:
     out = json.loads(json.dumps(attrs, default=_json_default))
     return out
 
@@ -97,7 +85,7 @@ def _json_default(obj):
 
 
 # ----------------------------------------------------------------- write / open
-def _check_rows_per_chunk(rows_per_chunk) -> int:
+def check_rows_per_chunk(rows_per_chunk) -> int:
     if isinstance(rows_per_chunk, bool) or not isinstance(rows_per_chunk, (int, np.integer)) \
             or rows_per_chunk < 1:
         raise ValueError(f"rows_per_chunk must be a positive int; got {rows_per_chunk!r}")
@@ -138,7 +126,7 @@ def write_dataset(path, X, y=None, *, attrs=None, rows_per_chunk=65536, overwrit
     -------
     dict : the attributes written.
     """
-    rows_per_chunk = _check_rows_per_chunk(rows_per_chunk)
+    rows_per_chunk = check_rows_per_chunk(rows_per_chunk)
     X = X if isinstance(X, da.Array) else np.asarray(X)
     if X.ndim != 2:
         raise ValueError(f"X must be 2-D (n_rows, n_features); got shape {X.shape}")
@@ -158,7 +146,7 @@ def write_dataset(path, X, y=None, *, attrs=None, rows_per_chunk=65536, overwrit
             "feature_names": [f"x{j}" for j in range(d)]}
     meta.update(attrs or {})
     with staging(path, overwrite) as tmp:
-        w = _ChunkWriter(tmp, d, y_dtype, rows_per_chunk, n)
+        w = ChunkWriter(tmp, d, y_dtype, rows_per_chunk, n)
         if isinstance(X, da.Array) or isinstance(y, da.Array):
             _store_dask(w, X, y, rows_per_chunk)
         else:
@@ -168,10 +156,10 @@ def write_dataset(path, X, y=None, *, attrs=None, rows_per_chunk=65536, overwrit
                          None if y is None else y[a:b].astype(y_dtype, copy=False))
         w.rows = n
         w.finish(meta)
-    return _json_attrs(meta)
+    return json_attrs(meta)
 
 
-def _store_dask(w: _ChunkWriter, X, y, rows_per_chunk: int) -> None:
+def _store_dask(w: ChunkWriter, X, y, rows_per_chunk: int) -> None:
     sources = [da.asarray(X).astype(np.float32).rechunk((rows_per_chunk, -1))]
     targets = [w.X]
     if y is not None:
@@ -275,153 +263,9 @@ def iter_row_chunks(path) -> Iterator[tuple[int, np.ndarray, np.ndarray | None]]
         yield a, X[a:b], (None if y is None else y[a:b])
 
 
-# ----------------------------------------------------------------- convert
-def _source_kind(src: Path) -> str:
-    name = src.name.lower()
-    for ext in (".gz", ".bz2", ".xz"):
-        name = name.removesuffix(ext)
-    suffix = Path(name).suffix
-    if suffix in (".npy", ".npz"):
-        return suffix[1:]
-    if suffix in _libsvm.SUFFIXES:
-        return "libsvm"
-    _, lines = first_data_lines(src, 1)
-    return "libsvm" if lines and _libsvm.looks_like_libsvm(lines[0]) else "csv"
-
-
-def _plan_array(src: Path, *, label_column, positive, task, like, like_attrs,
-                rows_per_chunk, **_) -> Plan:
-    """.npy (memory-mapped, rows streamed) or .npz (members "X", optional "y").
-
-    npz members cannot be memory-mapped: ``X`` and ``y`` are read whole into memory,
-    then written chunk by chunk.  Use .npy (or CSV/LIBSVM) for data larger than memory.
-    """
-    if src.suffix.lower() == ".npy":
-        X, y = np.load(src, mmap_mode="r", allow_pickle=False), None
-    else:
-        with np.load(src, allow_pickle=False) as z:
-            if "X" not in z:
-                raise ValueError(f"{src} has no member 'X' (members: {list(z.keys())}); "
-                                 "save it with np.savez(path, X=X, y=y)")
-            X, y = z["X"], (z["y"] if "y" in z else None)
-    if X.ndim != 2:
-        raise ValueError(f"{src}: X must be 2-D (n_rows, n_features); got shape {X.shape}")
-    if y is not None and y.shape != (X.shape[0],):
-        raise ValueError(f"{src}: y must have shape ({X.shape[0]},); got {y.shape}")
-    y = None if label_column is None else y
-    d = X.shape[1]
-    if like_attrs is not None:
-        if len(like_attrs["feature_names"]) != d:
-            raise ValueError(f"{src} has {d} features but like={like} has "
-                             f"{len(like_attrs['feature_names'])}")
-        schema = LabelSchema.from_attrs(like_attrs)
-        check_like_task(task, positive, schema, like)
-    elif y is not None:
-        scanner = LabelScanner(positive)
-        for a in range(0, len(y), rows_per_chunk):
-            scanner.update(y[a:a + rows_per_chunk])
-        schema = scanner.decide(task, src, "y")
-    if y is not None and schema is None:
-        raise ValueError(f"like={like} has no labels but {src} has 'y'; pass label_column=None")
-    labels = None if y is None else LabelEncoder(schema, src)
-
-    def chunks():
-        for a in range(0, X.shape[0], rows_per_chunk):
-            b = a + rows_per_chunk
-            yield np.asarray(X[a:b], dtype=np.float32), (labels.encode(y[a:b]) if labels else None)
-
-    def stats():
-        return {"n_unseen_categories": 0, **(labels.stats() if labels else {"n_unseen_labels": 0})}
-
-    names = like_attrs["feature_names"] if like_attrs else [f"x{j}" for j in range(d)]
-    attrs = {"format": src.suffix.lower()[1:], "feature_names": names,
-             "categorical": {}, "fill_values": {}, "label_column": None if y is None else "y"}
-    attrs.update(schema.attrs() if labels else {"task": None, "positive_class": None})
-    return Plan(X.shape[0], d, labels.dtype if labels else None, attrs, chunks, stats)
-
-
-_PLANNERS = {"csv": _csv.plan, "libsvm": _libsvm.plan, "npy": _plan_array, "npz": _plan_array}
-
-
-def convert(src, dst, *, label_column="last", positive_class=None, rows_per_chunk=65536,
-            header="auto", task="auto", like=None, overwrite=False, sep="auto") -> dict:
-    """Convert a CSV, LIBSVM, .npy or .npz file into a Zarr dataset, streaming.
-
-    The format follows the name (``.npy``, ``.npz``; ``.svm .libsvm .svmlight .trn
-    .tst .t`` are LIBSVM) and otherwise the first data line (``label idx:val ...`` is
-    LIBSVM, anything else CSV).  gzip, bzip2 and xz compression is detected.  Text
-    sources are read twice, one chunk of ``rows_per_chunk`` rows at a time, so memory
-    does not grow with the number of rows (see ``rfstream._csv`` and ``rfstream._libsvm``).
-
-    CSV: lines at the top that start with ``#`` or ``|`` and blank lines are skipped;
-    ``?`` and pandas' usual markers (empty, ``NA``, ``nan`` ...) mean missing.  A column
-    whose values all parse as numbers is numeric (missing -> the column mean); any other
-    column is categorical and one-hot encoded into columns named ``"name=value"``, in
-    sorted order (missing -> all zeros).  Without a header, column ``j`` (0-based, label
-    included) is named ``"c{j}"``.
-
-    Labels are stripped of whitespace and of ONE trailing ``"."`` (adult.test writes
-    ``">50K."`` where adult.data writes ``">50K"``, KDD99 writes ``"normal."``), and
-    numeric labels are written canonically (``"-1.0"`` -> ``"-1"``).
-
-    Parameters
-    ----------
-    src, dst : str or Path
-        Source file; destination dataset directory (staged, then renamed).
-    label_column : "last", "first", int, str or None
-        CSV label column: 0-based index (negative allowed) or header name.  None: no
-        label.  LIBSVM: the label is always the first token (None drops it).
-    positive_class : str, optional
-        Binary task "P vs rest": ``classes = ["rest", P]``, y = 1 where the label is P
-        (``"normal"`` and ``"normal."`` are the same).
-    rows_per_chunk : int
-        Rows per Zarr chunk and per streamed block.
-    header : "auto", True or False
-        "auto": a header if no field of the first line is a number while the second
-        line has one.
-    task : "auto", "classification" or "regression"
-        "auto": classification for non-numeric labels or integer-valued labels with at
-        most 32 distinct values; regression otherwise.
-    like : str or Path, optional
-        A dataset converted earlier (the training set): reuse its columns, categories,
-        fill values, classes, task and positive class.  Unseen categories encode as
-        zeros (counted in ``n_unseen_categories``), unseen labels as ``y = -1``
-        (counted in ``n_unseen_labels``).  Pass 1 is skipped.
-    overwrite : bool
-        Replace an existing dataset at ``dst``.
-    sep : "auto" or str
-        CSV field separator; "auto" tries ``,``, tab, ``;``, then whitespace.
-
-    Returns
-    -------
-    dict
-        The attributes written, plus ``path``, ``shape`` and ``seconds``.
-    """
-    start = time.perf_counter()
-    src, dst = Path(src), Path(dst)
-    if not src.exists():
-        raise FileNotFoundError(f"source file {src} does not exist")
-    if not src.is_file():
-        raise ValueError(f"source {src} is not a file")
-    check_destination(dst, overwrite, "zarr.json")
-    rows_per_chunk = _check_rows_per_chunk(rows_per_chunk)
-    if task not in TASKS:
-        raise ValueError(f"task={task!r} is not valid; use one of {TASKS}")
-    if sep != "auto" and not (isinstance(sep, str) and sep):
-        raise ValueError(f"sep={sep!r} is not valid; use 'auto' or a separator string")
-    positive = None if positive_class is None else canonical_label(positive_class)[0]
-    like_attrs = None if like is None else dataset_info(like)["attrs"]
-    plan = _PLANNERS[_source_kind(src)](
-        src, label_column=label_column, positive=positive, task=task, like=like,
-        like_attrs=like_attrs, rows_per_chunk=rows_per_chunk, header=header, sep=sep)
-    with staging(dst, overwrite) as tmp:
-        w = _ChunkWriter(tmp, plan.n_features, plan.y_dtype, rows_per_chunk, plan.n_rows)
-        for X, y in plan.chunks():
-            w.append(X, y)
-        attrs = {"schema_version": SCHEMA_VERSION, **plan.attrs, **plan.stats(),
-                 "source": os.path.abspath(src), "n_rows": w.rows}
-        w.finish(attrs)
-    summary = _json_attrs(attrs)
-    summary.update(path=str(dst), shape=[w.rows, plan.n_features],
-                   seconds=round(time.perf_counter() - start, 3))
-    return summary
+def onehot_columns(attrs):
+    """Indices of the one-hot columns of a dataset (from its ``categorical`` attrs)."""
+    categorical = attrs.get("categorical") or {}
+    names = attrs.get("feature_names") or []
+    prefixes = tuple(f"{col}=" for col in categorical)
+    return [i for i, name in enumerate(names) if prefixes and name.startswith(prefixes)]

@@ -7,8 +7,8 @@ import dask.array as da
 import numpy as np
 import zarr
 
-from ._staging import staging
-from .cluster import compute
+from ..cluster import compute
+from .staging import staging
 
 
 def write_predictions(pred, path, *, attrs=None, overwrite=False):

@@ -1,0 +1,114 @@
+"""``rfstream bench``: performance against the tools users would otherwise pick.
+
+One run on one machine measures three things, so that what is compared was
+measured under the same conditions (the development machine is shared and
+noisy: ratios within a run are what the results report):
+
+1. **Fused pass vs GEMM.**  rfstream's fused pass (read a Zarr chunk ->
+   standardize -> RFF block -> Gram partials, one task per chunk) in GFLOP/s
+   (2 n d D for the projection + n D (D + 1) for the symmetric Gram by SYRK:
+   the flops actually performed), next to the machine's float32 GEMM on the
+   Gram's shape, (D x 4096) @ (4096 x D), measured right before and right
+   after every repeat of the pass.  The ratio of each repeat uses the GEMM
+   measured around it; ``--repeats`` repeats give a median and a spread.
+2. **End to end** (fit + predict, peak memory, test error) of rfstream against
+   scikit-learn's RBFSampler + RidgeClassifier and Nystroem + RidgeClassifier,
+   and dask-ml's Incremental(SGDClassifier) on RBFSampler features, on
+   KDD99-10% (test: ``corrected``) and Adult, at several D.  Every run is its
+   own subprocess with an address-space cap (``RLIMIT_AS``), so its peak
+   resident memory (VmHWM) is its own and a run that needs more than the cap
+   fails with a MemoryError, recorded as "out of memory at cap".  All methods
+   get the same preprocessing (numeric columns standardized, one-hot columns
+   passed through), the same ``gamma`` and the same ``alpha``.
+3. **Scaling**: fit time and peak memory of rfstream at several row counts of
+   a synthetic KDD-shaped Zarr dataset (:mod:`rfstream.synthetic`), the
+   log-log slope of time against n and the ratio of the largest to the
+   smallest peak memory.
+
+Results go to ``<out>/bench.json`` and PNG plots next to it; docs/BENCHMARKS.md
+shows them.
+"""
+
+import json
+import os
+import platform
+import sys
+import time
+from pathlib import Path
+
+from . import e2e, fused, measures, plots
+from .e2e import DATASETS, METHODS
+
+
+def add_arguments(p):
+    p.add_argument("--datasets", default=os.environ.get("RFSTREAM_DATASETS", "../shared/datasets"),
+                   help="folder of the real datasets (kddcup99/, adult/)")
+    p.add_argument("--workdir", default="runs/bench", help="converted Zarr datasets are cached here")
+    p.add_argument("--out", default="docs/benchmarks", help="bench.json and PNG plots go here")
+    p.add_argument("--parts", nargs="+", default=["fused", "e2e", "scaling"],
+                   choices=["fused", "e2e", "scaling"], help="what to measure (default: all three)")
+    p.add_argument("--fused-components", type=int, default=2000, help="D of the fused-pass measurement")
+    p.add_argument("--repeats", type=int, default=3, help="repeats of the fused pass (median and spread)")
+    p.add_argument("--n-components", type=int, nargs="+", default=[500, 2000, 5000],
+                   help="D values of the end-to-end comparison")
+    p.add_argument("--data", nargs="+", default=list(DATASETS), choices=DATASETS)
+    p.add_argument("--methods", nargs="+", default=list(METHODS), choices=METHODS)
+    p.add_argument("--alpha", type=float, default=1.0)
+    p.add_argument("--memory-cap", default="10GB",
+                   help="address-space cap of every end-to-end and scaling subprocess")
+    p.add_argument("--timeout", type=int, default=1200, help="seconds before a subprocess is stopped")
+    p.add_argument("--scaling-rows", type=float, nargs="+", default=[1e6, 2e6, 4e6, 8e6])
+    p.add_argument("--scaling-components", type=int, default=500)
+    p.add_argument("--no-plots", action="store_true")
+
+
+def _bytes(text):
+    from dask.utils import parse_bytes
+
+    return int(parse_bytes(text))
+
+
+def main(args):
+    if not args.no_plots:
+        try:
+            import matplotlib  # noqa: F401
+        except ImportError:
+            raise ValueError(  # a one-line user error in the CLI, before an hour of measuring
+                'rfstream bench draws its plots with matplotlib: pip install "rfstream[plot]", '
+                "or pass --no-plots."
+            ) from None
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    cap = _bytes(args.memory_cap)
+    result = {"command": "rfstream bench " + " ".join(sys.argv[2:]) if sys.argv[1:2] == ["bench"]
+              else " ".join(sys.argv), "started": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
+              "machine": {"cpus": os.cpu_count(), "platform": platform.platform(),
+                          "memory_bytes": os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")},
+              "load_at_start": measures.load(), "memory_cap_bytes": cap}
+    try:
+        import dask_ml
+
+        result["dask_ml"] = dask_ml.__version__
+    except ImportError:
+        result["dask_ml"] = "not installed"
+    json_path = out / "bench.json"
+    if json_path.exists():  # measure one part and keep the others from an earlier run
+        old = json.loads(json_path.read_text())
+        result.update({k: old[k] for k in ("fused", "e2e", "scaling") if k in old and k not in args.parts})
+    paths = e2e.prepare_data(args.datasets, args.workdir) if {"fused", "e2e"} & set(args.parts) else {}
+    parts = {
+        "fused": lambda: fused.fused_vs_gemm(paths["kdd99"][0], args.fused_components, args.alpha, args.repeats),
+        "e2e": lambda: e2e.end_to_end(paths, args.data, args.n_components, args.methods, args.alpha, cap,
+                                  args.timeout),
+        "scaling": lambda: e2e.scaling(args.workdir, args.scaling_rows, args.scaling_components, args.alpha,
+                                   cap, args.timeout),
+    }
+    for part, measure in parts.items():
+        if part in args.parts:
+            result[part] = measure()
+            result["load_at_end"] = measures.load()
+            json_path.write_text(json.dumps(result, indent=2) + "\n")  # after each part
+    if not args.no_plots:
+        plots.plot(result, out)
+    print(json.dumps({k: result[k] for k in ("load_at_start", "load_at_end")}, indent=2))
+    return result

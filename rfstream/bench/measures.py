@@ -1,0 +1,79 @@
+"""What the benchmark harness measures with: peak memory, the machine's GEMM rate, load, capped runs."""
+from __future__ import annotations
+
+import json
+import os
+import resource
+import subprocess
+import sys
+import time
+
+
+def peak_rss():
+    """This process's own peak resident memory, in bytes.
+
+    Linux's VmHWM belongs to the address space, which exec replaces. ``ru_maxrss`` does
+    not start afresh: a process started by fork + exec reports its parent's peak if that
+    was higher. So ``ru_maxrss`` is only the fallback off Linux.
+    """
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
+def gemm_gflops(D, m=4096, repeats=5):
+    """float32 GEMM rate on (D x m) @ (m x D): ``{"best": ..., "median": ...}`` in GFLOP/s.
+
+    Two distinct matrices: numpy routes ``a.T @ a`` to SYRK, which does half
+    the flops, and counting 2 m D^2 for it would overstate the baseline 2x.
+    """
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((m, D), dtype=np.float32)
+    b = rng.standard_normal((m, D), dtype=np.float32)
+    a.T @ b  # warm up
+    rates = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        a.T @ b
+        rates.append(2.0 * m * D * D / (time.perf_counter() - t0) / 1e9)
+    return {"best": max(rates), "median": float(np.median(rates))}
+
+
+def load():
+    """1, 5 and 15-minute load averages and the core count (the machine is shared)."""
+    return {"loadavg": list(os.getloadavg()), "cpus": os.cpu_count()}
+
+
+def run_capped(code, cap_bytes, timeout):
+    """Run the Python statements ``code`` in a fresh interpreter under an address-space cap.
+
+    Returns the JSON it prints, or ``{"error": ...}``: "out of memory at cap"
+    when it raised MemoryError (numpy's "Unable to allocate" included) or was
+    killed by a signal, "timeout" past ``timeout`` seconds.
+    """
+    def limit():
+        resource.setrlimit(resource.RLIMIT_AS, (cap_bytes, cap_bytes))
+
+    cmd = [sys.executable, "-c", code]
+    t0 = time.perf_counter()
+    try:
+        out = subprocess.run(cmd, capture_output=True, text=True, preexec_fn=limit, timeout=timeout,
+                             check=False)
+    except subprocess.TimeoutExpired:
+        return {"error": f"timeout after {timeout} s"}
+    wall = time.perf_counter() - t0
+    lines = out.stdout.strip().splitlines()
+    if out.returncode == 0 and lines:
+        return json.loads(lines[-1])
+    err = out.stderr.strip().splitlines()
+    last = err[-1] if err else f"exit status {out.returncode}"
+    oom = "MemoryError" in out.stderr or "Unable to allocate" in out.stderr or out.returncode < 0
+    return {"error": "out of memory at cap" if oom else "failed", "detail": last[-300:],
+            "returncode": out.returncode, "seconds_until_failure": wall}

@@ -1,0 +1,214 @@
+"""The options of ``rfstream fit``, each named once.
+
+One row per estimator parameter the command line sets: its flag, how the text is
+parsed, who takes it, and a help text without the default.  The parser
+(:func:`add_fit_options`), the applicability check (:func:`split_params`) and the
+defaults shown in ``--help`` (read from the estimators, :func:`default_text`) are
+generated from :data:`FIT_OPTIONS`.  A new option of a feature map or solver is one
+row here; nothing else in the CLI changes.
+"""
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass
+
+from ..kernels import KERNELS
+from ..pipeline import (
+    FEATURES,
+    FIT_DEFAULTS,
+    SOLVERS,
+    TASKS,
+    feature_map_class,
+    solver_class,
+)
+from ..samplers import SAMPLERS
+
+
+class UserError(ValueError):
+    """A problem with the command's input that the user can fix."""
+
+
+@dataclass(frozen=True)
+class Option:
+    """One command-line option of ``rfstream fit``.
+
+    ``target`` is "features" (a feature-map parameter, refused by maps that do not
+    take it), "solver" (a solver parameter; ``solvers`` limits it to some
+    ``--solver`` names) or "both" (given to every estimator that takes it).  A
+    ``shared`` option is one most maps take: at that value (its usual default) it is
+    silently left out for a map without it.  ``default`` is the command line's own default when
+    it differs from the estimators' (:data:`rfstream.pipeline.FIT_DEFAULTS`);
+    ``default_note`` replaces the default shown in ``--help``.
+    """
+
+    param: str
+    flag: str
+    help: str
+    target: str = "features"
+    type: object = None
+    choices: tuple | None = None
+    shared: object = None
+    solvers: tuple | None = None
+    default: object = None
+    default_note: str | None = None
+
+    @property
+    def dest(self):
+        return self.flag[2:].replace("-", "_")
+
+
+def _number_list(flag):
+    """argparse type: a non-negative number or a comma-separated list of them."""
+
+    def parse(text):
+        try:
+            values = [float(v) for v in text.split(",") if v.strip()]
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f"{flag} must be a number or a comma-separated list; got {text!r}") from None
+        if not values or any(v < 0 for v in values):
+            raise argparse.ArgumentTypeError(f"{flag} values must be >= 0; got {text!r}")
+        return values[0] if len(values) == 1 else values
+
+    return parse
+
+
+def positive_or(flag, words=("auto",)):
+    """argparse type: a positive float or one of ``words``."""
+
+    def parse(text):
+        if text in words:
+            return text
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f"{flag} must be a positive number or {' or '.join(map(repr, words))}; got {text!r}") from None
+        if value <= 0:
+            raise argparse.ArgumentTypeError(f"{flag} must be positive; got {text!r}")
+        return value
+
+    return parse
+
+
+FIT_OPTIONS = (
+    Option("n_components", "--n-components", "output features D (tefm: l; eerf/lkrf: M; ses: M "
+           "frequencies)", type=int, shared=FIT_DEFAULTS["n_components"], default=FIT_DEFAULTS["n_components"]),
+    Option("kernel", "--kernel", "kernel of the random features", choices=tuple(sorted(KERNELS)),
+           shared="gaussian", default_note="the map's own: gaussian, laplacian for rff+binning"),
+    Option("gamma", "--gamma", "kernel bandwidth: a number, 'auto' (the papers' nearest-neighbour "
+           "rule) or, for cnm, 'paper' (its Section 7 rule, 4 x 'auto')",
+           type=positive_or("--gamma", ("auto", "paper")), shared="auto", default=FIT_DEFAULTS["gamma"]),
+    Option("sampler", "--sampler", "frequency sampler", choices=tuple(sorted(SAMPLERS)), shared="mc"),
+    Option("variant", "--variant", "cos features, or cos and sin pairs", choices=("cos", "cossin"),
+           shared="cos"),
+    Option("n_random_features", "--n-random-features", "tefm: random Fourier features d", type=int,
+           default_note="4 x --n-components"),
+    Option("n_power_iter", "--power-iter", "tefm: power iterations q", type=int),
+    Option("n_candidates", "--n-candidates", "eerf/lkrf: candidate features M0", type=int,
+           default_note="10 x --n-components"),
+    Option("subsample", "--subsample", "eerf/lkrf: fraction of the rows scored, in (0, 1]", type=float),
+    Option("base", "--base", "eerf/lkrf: candidate features",
+           choices=("fourier", "arccos0", "arccos1", "arccos2", "linear")),
+    Option("score_mode", "--score-mode", "eerf/lkrf: label score centred per class (balanced) or "
+           "eq. 7 as printed (raw)", choices=("balanced", "raw")),
+    Option("rho", "--rho", "lkrf: chi-square divergence bound of the feature weights", type=float),
+    Option("degree", "--degree", "arccos: kernel degree 0, 1 or 2", type=int),
+    Option("n_pairs", "--n-pairs", "ses: sketch size r, pairs of rows", type=int,
+           default_note="max(4 x --n-components, 1024)"),
+    Option("reg", "--reg", "ses: lambda_beta, a positive number or 'auto' (tuned on held-out pairs)",
+           type=positive_or("--reg")),
+    Option("weights", "--weights", "ses: shrinkage weights, Bayesian Quadrature, or uniform (MC/QMC)",
+           choices=("ses", "bq", "uniform")),
+    Option("n_grids", "--n-grids", "binning, rff+binning: random grids P", type=int),
+    Option("n_bins", "--n-bins", "binning, rff+binning: hashed bins per grid", type=int),
+    Option("objective", "--objective", "cnm: learn the map for the classifier or to approximate the "
+           "kernel", choices=("classification", "kernel")),
+    Option("structure", "--structure", "cnm: dense projection or circulant r learned by FFT gradients",
+           choices=("dense", "circulant")),
+    Option("theta_step", "--theta-step", "cnm: constant SGD step of the map", type=float,
+           default_note="0.2; 2.0 for --objective kernel"),
+    Option("multiclass", "--multiclass", "cnm, more than two classes: multi-class hinge, one-vs-rest "
+           "hinge or softmax loss", choices=("crammer-singer", "ovr", "multinomial")),
+    Option("alpha", "--alpha", "regularization: ridge, a value or a comma-separated list (K-fold CV "
+           "in the same pass); sgd, lambda of the regularized risk", target="solver",
+           type=_number_list("--alpha")),
+    Option("loss", "--loss", "sgd classification loss (hinge: Pegasos)", target="solver",
+           choices=("hinge", "log_loss", "squared_hinge"), solvers=("sgd",)),
+    Option("max_iter", "--epochs", "sgd: passes over the data", target="solver", type=int,
+           solvers=("sgd",)),
+    Option("solver", "--sgd-solver", "sgd classification: streaming SGD steps, or newton (one "
+           "gradient + Hessian pass per iteration; exact, any row order)", target="solver",
+           choices=("sgd", "newton"), solvers=("sgd",)),
+    Option("cv", "--cv", "ridge: folds of the cross-validation over a list of --alpha", target="solver",
+           type=int, solvers=("ridge",)),
+    Option("random_state", "--random-state", "seed of every random draw", target="both", type=int,
+           default=FIT_DEFAULTS["random_state"]),
+)
+
+
+def _takers(option):
+    """``(name, class)`` of every estimator that has ``option.param``."""
+    if option.target == "features":
+        pairs = [(name, feature_map_class(name)) for name in FEATURES]
+    else:
+        pairs = [(f"{name} ({task})", solver_class(name, task)) for name in SOLVERS for task in TASKS
+                 if option.solvers is None or name in option.solvers]
+        if option.target == "both":
+            pairs += [(name, feature_map_class(name)) for name in FEATURES]
+    return [(name, cls) for name, cls in pairs if option.param in cls().get_params()]
+
+
+def default_text(option):
+    """The default shown in ``--help``: the CLI's own, else the estimators' (per estimator
+    when they differ)."""
+    if option.default_note is not None:
+        return option.default_note
+    if option.default is not None:
+        return str(option.default)
+    values = {}
+    for name, cls in _takers(option):
+        values.setdefault(repr(cls().get_params()[option.param]), []).append(name.split(" ")[0])
+    if len(values) == 1:
+        return next(iter(values)).strip("'")
+    return "; ".join(f"{'/'.join(dict.fromkeys(names))}: {value.strip(chr(39))}"
+                     for value, names in values.items())
+
+
+def add_fit_options(parser):
+    """One argparse argument per row of :data:`FIT_OPTIONS`, defaults in the help."""
+    for option in FIT_OPTIONS:
+        kwargs = {"help": f"{option.help} (default: {default_text(option)})", "default": option.default}
+        if option.choices:
+            kwargs["choices"] = option.choices
+        if option.type is not None:
+            kwargs["type"] = option.type
+        parser.add_argument(option.flag, **kwargs)
+
+
+def split_params(args, features, solver, task):
+    """``(feature_params, solver_params)`` from the parsed arguments.
+
+    An option given for a map or solver that does not take it is a :class:`UserError`
+    naming its flag; a ``shared`` option at its default is dropped for a map without it.
+    """
+    map_params = feature_map_class(features)().get_params()
+    solver_cls = solver_class(solver, task)
+    solver_params = solver_cls().get_params()
+    to_map, to_solver = {}, {}
+    for option in FIT_OPTIONS:
+        value = getattr(args, option.dest)
+        if value is None:
+            continue
+        if option.target in ("features", "both") and option.param in map_params:
+            to_map[option.param] = value
+        elif option.target == "features" and value != option.shared:
+            raise UserError(f"{option.flag} does not apply to --features {features}.")
+        if option.target in ("solver", "both"):
+            if option.param in solver_params and (option.solvers is None or solver in option.solvers):
+                to_solver[option.param] = value
+            elif option.target == "solver":
+                takers = ", ".join(dict.fromkeys(n for n, _ in _takers(option)))
+                raise UserError(f"{option.flag} does not apply to {solver_cls.__name__}; it is an "
+                                f"option of --solver {takers}.")
+    return to_map, to_solver

@@ -1,0 +1,59 @@
+"""NumPy .npy / .npz -> dense float32 rows (behind :func:`rfstream.io.convert`)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from .ingest import LabelEncoder, LabelScanner, LabelSchema, Plan, check_like_task
+
+
+def plan(src: Path, *, label_column, positive, task, like, like_attrs,
+                rows_per_chunk, **_) -> Plan:
+    """.npy (memory-mapped, rows streamed) or .npz (members "X", optional "y").
+
+    npz members cannot be memory-mapped: ``X`` and ``y`` are read whole into memory,
+    then written chunk by chunk.  Use .npy (or CSV/LIBSVM) for data larger than memory.
+    """
+    if src.suffix.lower() == ".npy":
+        X, y = np.load(src, mmap_mode="r", allow_pickle=False), None
+    else:
+        with np.load(src, allow_pickle=False) as z:
+            if "X" not in z:
+                raise ValueError(f"{src} has no member 'X' (members: {list(z.keys())}); "
+                                 "save it with np.savez(path, X=X, y=y)")
+            X, y = z["X"], (z["y"] if "y" in z else None)
+    if X.ndim != 2:
+        raise ValueError(f"{src}: X must be 2-D (n_rows, n_features); got shape {X.shape}")
+    if y is not None and y.shape != (X.shape[0],):
+        raise ValueError(f"{src}: y must have shape ({X.shape[0]},); got {y.shape}")
+    y = None if label_column is None else y
+    d = X.shape[1]
+    if like_attrs is not None:
+        if len(like_attrs["feature_names"]) != d:
+            raise ValueError(f"{src} has {d} features but like={like} has "
+                             f"{len(like_attrs['feature_names'])}")
+        schema = LabelSchema.from_attrs(like_attrs)
+        check_like_task(task, positive, schema, like)
+    elif y is not None:
+        scanner = LabelScanner(positive)
+        for a in range(0, len(y), rows_per_chunk):
+            scanner.update(y[a:a + rows_per_chunk])
+        schema = scanner.decide(task, src, "y")
+    if y is not None and schema is None:
+        raise ValueError(f"like={like} has no labels but {src} has 'y'; pass label_column=None")
+    labels = None if y is None else LabelEncoder(schema, src)
+
+    def chunks():
+        for a in range(0, X.shape[0], rows_per_chunk):
+            b = a + rows_per_chunk
+            yield np.asarray(X[a:b], dtype=np.float32), (labels.encode(y[a:b]) if labels else None)
+
+    def stats():
+        return {"n_unseen_categories": 0, **(labels.stats() if labels else {"n_unseen_labels": 0})}
+
+    names = like_attrs["feature_names"] if like_attrs else [f"x{j}" for j in range(d)]
+    attrs = {"format": src.suffix.lower()[1:], "feature_names": names,
+             "categorical": {}, "fill_values": {}, "label_column": None if y is None else "y"}
+    attrs.update(schema.attrs() if labels else {"task": None, "positive_class": None})
+    return Plan(X.shape[0], d, labels.dtype if labels else None, attrs, chunks, stats)
