@@ -35,7 +35,6 @@ from sklearn.base import (
     RegressorMixin,
 )
 from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import validate_data
 
 from .._validation import check_dask_array
@@ -45,24 +44,12 @@ from ..reductions import sum_rows
 from ._cg import ridge_cg
 from ._gram import fused_rows, gram_chunk, gram_layout
 from ._linear import LinearClassifierMixin, LinearPredictMixin
+from .targets import check_targets, find_classes, ovr_targets, regression_targets
 
 #: solver="auto" switches from the D x D Gram pass to conjugate gradients for sparse
 #: features wider than this (a float64 Gram of 4096 x 4096 is 128 MiB per partial);
 #: dense features keep the one-pass Gram (CG costs a pass per iteration).
 CG_MIN_FEATURES = 4096
-
-
-def _regression_targets(y):
-    y = np.asarray(y, dtype=np.float64)
-    return y[:, None] if y.ndim == 1 else y
-
-
-def _ovr_targets(y, classes):
-    """+1 for the row's class and -1 elsewhere; one column for two classes."""
-    y = np.asarray(y)
-    if len(classes) == 2:
-        return np.where(y == classes[1], 1.0, -1.0)[:, None]
-    return np.where(y[:, None] == classes[None, :], 1.0, -1.0)
 
 
 def _check_alpha(alpha):
@@ -204,11 +191,7 @@ class _BaseStreamingRidge(LinearPredictMixin, BaseEstimator):
     def _check_fit_input(self, X, y):
         if isinstance(X, da.Array):
             X = check_dask_array(X, self, reset=True)
-            if y.shape[0] != X.shape[0]:
-                raise ValueError(f"X has {X.shape[0]} rows but y has {y.shape[0]}.")
-            if not isinstance(y, da.Array):
-                y = da.from_array(np.asarray(y), chunks=(X.chunks[0],) + (() if np.ndim(y) == 1 else (-1,)))
-            return X, y
+            return X, check_targets(X, y, multi_output=isinstance(self, MultiOutputMixin))
         return None
 
 
@@ -262,7 +245,7 @@ class StreamingRidge(MultiOutputMixin, RegressorMixin, _BaseStreamingRidge):
         else:
             X, y = checked
         n_targets = 1 if y.ndim == 1 else y.shape[1]
-        W, b = self._fit_targets(X, y, _regression_targets, n_targets)
+        W, b = self._fit_targets(X, y, regression_targets, n_targets)
         if y.ndim == 1:
             self.coef_, self.intercept_ = W[:, 0], float(b[0])
         else:
@@ -298,20 +281,10 @@ class StreamingRidgeClassifier(LinearClassifierMixin, ClassifierMixin, _BaseStre
         checked = self._check_fit_input(X, y)
         if checked is None:
             X, y = validate_data(self, X, y, dtype=[np.float64, np.float32], accept_sparse="csr")
-            check_classification_targets(y)
-            classes = np.unique(y)
         else:
             X, y = checked
-            if y.ndim != 1:
-                raise ValueError(f"y must be 1-D class labels; got shape {y.shape}.")
-            classes = compute(da.unique(y))
-        if classes.size < 2:
-            raise ValueError(
-                f"StreamingRidgeClassifier needs samples of at least 2 classes in y; got "
-                f"{classes.size} class ({classes.tolist()})."
-            )
-        self.classes_ = classes
+        self.classes_ = classes = find_classes(y, name=type(self).__name__)
         n_targets = 1 if classes.size == 2 else classes.size
-        W, b = self._fit_targets(X, y, partial(_ovr_targets, classes=classes), n_targets)
+        W, b = self._fit_targets(X, y, partial(ovr_targets, classes=classes), n_targets)
         self.coef_, self.intercept_ = W.T.copy(), b
         return self

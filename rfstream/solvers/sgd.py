@@ -89,7 +89,6 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._validation import check_dask_array
@@ -106,6 +105,7 @@ from ._gram import fused_rows
 from ._linear import LinearClassifierMixin, LinearPredictMixin
 from ._losses import CLASS_INDEX_LOSSES, LOSSES, ball_radius
 from ._newton import newton_chunk, newton_fit, newton_fused_chunk
+from .targets import check_targets, class_weights, encode_classes, find_classes, signed
 
 LEARNING_RATES = ("pegasos", "optimal", "constant")
 # Losses whose gradient grows with the margin: a step larger than
@@ -269,20 +269,11 @@ def _encode(y, task):
     if task["kind"] == "regression":
         return np.asarray(y, dtype=np.float64)[:, None], None, None
     classes = task["classes"]
-    idx = np.searchsorted(classes, y)
-    idx = np.minimum(idx, classes.size - 1)
-    if np.any(classes[idx] != y):
-        unknown = np.unique(y[classes[idx] != y])[:5]
-        raise ValueError(
-            f"y has labels {unknown.tolist()} not in classes {classes.tolist()}; pass every "
-            "class in the first partial_fit call (classes=...)."
-        )
+    idx = encode_classes(y, classes, fix="pass every class in the first partial_fit call (classes=...)")
     weight = task["class_weight"][idx] if task["class_weight"] is not None else None
     if task["multinomial"]:
         return idx, idx, weight
-    if classes.size == 2:
-        return np.where(idx == 1, 1.0, -1.0)[:, None], idx, weight
-    return np.where(idx[:, None] == np.arange(classes.size)[None, :], 1.0, -1.0), idx, weight
+    return signed(idx, classes.size), idx, weight
 
 
 def _epoch_chunk(z, y, *, offset, W, v, t, epoch, seed, spec, task, batch_size,
@@ -552,13 +543,7 @@ class _BaseStreamingSGD(LinearPredictMixin, BaseEstimator):
     def _check_X_y(self, X, y, reset):
         if isinstance(X, da.Array):
             X = check_dask_array(X, self, reset=reset)
-            if y.shape[0] != X.shape[0]:
-                raise ValueError(f"X has {X.shape[0]} rows but y has {y.shape[0]}.")
-            if np.ndim(y) != 1:
-                raise ValueError(f"y must be 1-D; got shape {y.shape}.")
-            if not isinstance(y, da.Array):
-                y = da.from_array(np.asarray(y), chunks=(X.chunks[0],))
-            return X, y
+            return X, check_targets(X, y)
         X, y = validate_data(self, X, y, reset=reset, dtype=[np.float64, np.float32],
                              y_numeric=isinstance(self, RegressorMixin), accept_sparse="csr")
         return X, y
@@ -699,32 +684,14 @@ class StreamingSGDClassifier(LinearClassifierMixin, ClassifierMixin, _BaseStream
     def _n_outputs(self, task):
         return 1 if task["n_classes"] == 2 else task["n_classes"]
 
-    def _classes_and_counts(self, y):
-        if isinstance(y, da.Array):
-            classes, counts = compute(*da.unique(y, return_counts=True))
-        else:
-            check_classification_targets(y)
-            classes, counts = np.unique(y, return_counts=True)
-        return classes, counts
-
     def _make_task(self, classes, counts):
         if self.multi_class == "multinomial" and self.loss != "log_loss":
             raise ValueError(
                 f"multi_class='multinomial' needs loss='log_loss'; got loss={self.loss!r}."
             )
-        cw = self.class_weight
-        if cw is None:
-            weights = None
-        elif isinstance(cw, str):
-            if counts is None:
-                raise ValueError("class_weight='balanced' is not supported by partial_fit; pass a dict.")
-            weights = counts.sum() / (classes.size * np.maximum(counts, 1)).astype(np.float64)
-        else:
-            unknown = [k for k in cw if k not in set(classes.tolist())]
-            if unknown:
-                raise ValueError(f"class_weight has labels {unknown} not in classes {classes.tolist()}.")
-            weights = np.array([float(cw.get(c, 1.0)) for c in classes.tolist()])
-        self.class_weight_ = weights
+        if isinstance(self.class_weight, str) and counts is None:
+            raise ValueError("class_weight='balanced' is not supported by partial_fit; pass a dict.")
+        self.class_weight_ = class_weights(self.class_weight, classes, counts)
         return self._task()
 
     def _task(self):
@@ -735,12 +702,7 @@ class StreamingSGDClassifier(LinearClassifierMixin, ClassifierMixin, _BaseStream
         """Fit on numpy or dask ``X`` (n, D) and labels ``y`` (n,)."""
         self._validate_params()
         X, y = self._check_X_y(X, y, reset=True)
-        classes, counts = self._classes_and_counts(y)
-        if classes.size < 2:
-            raise ValueError(
-                f"StreamingSGDClassifier needs samples of at least 2 classes in y; got "
-                f"{classes.size} class ({classes.tolist()})."
-            )
+        classes, counts = find_classes(y, name=type(self).__name__, return_counts=True)
         self.classes_ = classes
         task = self._make_task(classes, counts)
         if self.solver == "newton":

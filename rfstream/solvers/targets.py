@@ -1,0 +1,184 @@
+"""Targets of the solvers: the checks on ``y``, its classes, class codes and +-1 matrices.
+
+One place for what every solver (ridge, SGD, Newton) and every supervised
+feature map (CNM, EERF) does with the labels before a pass:
+
+* :func:`check_targets` -- ``y`` against a dask ``X``: one label (or target
+  row) per row of ``X``, returned as a dask array with ``X``'s row chunks;
+* :func:`find_classes` -- the sorted distinct labels (and their counts), from
+  one ``da.unique`` reduction when ``y`` is a dask array (only the distinct
+  values reach the client), with scikit-learn's check that they are classes;
+* :func:`encode_classes` -- the labels of one block as class codes
+  ``0 .. K-1`` (indices into ``classes``), refusing labels not in ``classes``;
+* :func:`signed` -- class codes as the +-1 targets of the one-vs-rest problems
+  (Rahimi & Recht 2007's "Fourier+LS" targets; Pegasos' y in {-1, +1}): one
+  column for two classes (+1 for ``classes[1]``), one per class otherwise;
+* :func:`ovr_targets`, :func:`regression_targets` -- a block of raw labels
+  as the float64 target matrix a reduction accumulates;
+* :func:`class_weights` -- scikit-learn's ``class_weight`` as one weight per class.
+
+The block functions are pure numpy and picklable (they run inside reduction
+tasks); only :func:`find_classes` computes anything with dask.
+"""
+from __future__ import annotations
+
+import dask.array as da
+import numpy as np
+from sklearn.utils.multiclass import check_classification_targets
+
+from ..cluster import compute
+
+
+def check_targets(X, y, *, multi_output=False):
+    """``y`` checked against the dask array ``X`` and returned as a dask array with its row chunks.
+
+    Parameters
+    ----------
+    X : dask array of shape (n_samples, n_features)
+    y : array-like or dask array of shape (n_samples,) or (n_samples, n_targets)
+    multi_output : bool, default=False
+        Accept a 2-D ``y`` (one row of targets per row of ``X``).
+
+    Returns
+    -------
+    y : dask array, chunked by rows as ``X`` (a numpy ``y`` is wrapped, not copied
+        to the workers until a pass needs it).
+
+    Raises
+    ------
+    ValueError
+        When ``y`` has another number of rows than ``X``, or is not 1-D (2-D with
+        ``multi_output``).
+    """
+    shape = np.shape(y) if not isinstance(y, da.Array) else y.shape
+    if not shape or shape[0] != X.shape[0]:
+        rows = shape[0] if shape else "no rows (a scalar)"
+        raise ValueError(f"X has {X.shape[0]} rows but y has {rows}; pass one target per row of X.")
+    if len(shape) != 1 and not (multi_output and len(shape) == 2):
+        raise ValueError(f"y must be 1-D{' or 2-D' if multi_output else ''} (one target per row of "
+                         f"X); got shape {shape}. Pass y as a vector.")
+    if isinstance(y, da.Array):
+        return y
+    return da.from_array(np.asarray(y), chunks=(X.chunks[0],) + ((-1,) if len(shape) == 2 else ()))
+
+
+def find_classes(y, *, name="the classifier", return_counts=False):
+    """The sorted distinct labels of ``y`` (and how often each occurs), at least two of them.
+
+    Parameters
+    ----------
+    y : array-like or dask array of shape (n_samples,)
+        Class labels.  For a dask array this is one ``da.unique`` reduction:
+        only the distinct values (and counts) reach the client.
+    name : str
+        The estimator, for the error message.
+    return_counts : bool, default=False
+
+    Returns
+    -------
+    classes : ndarray of shape (n_classes,)
+    counts : ndarray of shape (n_classes,), only with ``return_counts``
+
+    Raises
+    ------
+    ValueError
+        "Unknown label type" (scikit-learn's ``check_classification_targets``)
+        for continuous labels: checked on ``y`` itself for numpy input and on the
+        distinct values for dask input, so both refuse the same labels; and
+        when there are fewer than two classes.
+    """
+    if isinstance(y, da.Array):
+        found = compute(*da.unique(y, return_counts=True)) if return_counts else (compute(da.unique(y)),)
+        check_classification_targets(found[0])
+    else:
+        check_classification_targets(y)
+        found = np.unique(y, return_counts=True) if return_counts else (np.unique(y),)
+    classes = np.asarray(found[0])
+    if classes.size < 2:
+        raise ValueError(
+            f"{name} needs samples of at least 2 classes in y; got {classes.size} class "
+            f"({classes.tolist()})."
+        )
+    return (classes, np.asarray(found[1])) if return_counts else classes
+
+
+def encode_classes(y, classes, *, fix="fit on data that holds every class"):
+    """Class codes (indices into the sorted ``classes``) of a block of labels ``y``.
+
+    Parameters
+    ----------
+    y : ndarray of shape (m,)
+    classes : ndarray of shape (K,), sorted (as :func:`find_classes` returns them)
+    fix : str
+        What to do about an unknown label, for the error message.
+
+    Returns
+    -------
+    codes : ndarray of shape (m,), dtype intp, in ``0 .. K-1``
+
+    Raises
+    ------
+    ValueError
+        When ``y`` holds labels that are not in ``classes`` (the first five are named).
+    """
+    y = np.asarray(y)
+    codes = np.minimum(np.searchsorted(classes, y), classes.size - 1)
+    unknown = classes[codes] != y
+    if np.any(unknown):
+        raise ValueError(
+            f"y has labels {np.unique(y[unknown])[:5].tolist()} not in classes "
+            f"{classes.tolist()}; {fix}."
+        )
+    return codes
+
+
+def signed(codes, n_classes):
+    """The +-1 one-vs-rest targets of class codes, float64.
+
+    Shape (m, 1) for two classes (+1 for code 1, -1 for code 0) and (m, K)
+    for K > 2 classes (+1 in the row's class column, -1 elsewhere).
+    """
+    codes = np.asarray(codes)
+    if n_classes == 2:
+        return np.where(codes == 1, 1.0, -1.0)[:, None]
+    return np.where(codes[:, None] == np.arange(n_classes)[None, :], 1.0, -1.0)
+
+
+def ovr_targets(y, classes):
+    """+1 for the row's class and -1 elsewhere (one column for two classes), float64."""
+    return signed(encode_classes(y, classes), classes.size)
+
+
+def regression_targets(y):
+    """Real targets as a float64 (m, T) matrix (T = 1 for a 1-D ``y``)."""
+    y = np.asarray(y, dtype=np.float64)
+    return y[:, None] if y.ndim == 1 else y
+
+
+def class_weights(class_weight, classes, counts=None):
+    """One weight per class from scikit-learn's ``class_weight``, or None for equal weights.
+
+    Parameters
+    ----------
+    class_weight : dict, "balanced" or None
+        A dict maps labels to weights (1 for a label it leaves out);
+        "balanced" gives ``n / (n_classes * count(class))``.
+    classes : ndarray of shape (K,)
+    counts : ndarray of shape (K,) or None
+        Rows per class, needed for "balanced".
+
+    Returns
+    -------
+    weights : ndarray of shape (K,), float64, or None
+    """
+    if class_weight is None:
+        return None
+    if isinstance(class_weight, str):
+        if class_weight != "balanced" or counts is None:
+            raise ValueError(f"class_weight={class_weight!r} needs the class counts of the whole y "
+                             "(class_weight='balanced' with fit); pass a dict of weights instead.")
+        return counts.sum() / (classes.size * np.maximum(counts, 1)).astype(np.float64)
+    unknown = [k for k in class_weight if k not in set(classes.tolist())]
+    if unknown:
+        raise ValueError(f"class_weight has labels {unknown} not in classes {classes.tolist()}.")
+    return np.array([float(class_weight.get(c, 1.0)) for c in classes.tolist()])
