@@ -74,9 +74,8 @@ def _one_blas_thread_per_task(collections=()):
 
     Each of the pool's threads calls BLAS, which by default starts one thread
     per core itself: with 2 dask threads on 2 cores that is 4 busy threads
-    fighting over 2 cores.  Measured on KDD99 (fused RFF + Gram pass, D=1000,
-    2 cores, loaded machine): 29 s with one BLAS thread against 70-78 s
-    without (docs/BENCHMARKS.md).  A distributed worker gets the same from
+    fighting over 2 cores, which more than doubled the time of a fused pass
+    (docs/BENCHMARKS.md, "Measurements behind the code").  A distributed worker gets the same from
     its nanny (``OPENBLAS_NUM_THREADS=1``).  A graph whose widest layer has a
     single task (a one-chunk dataset) keeps BLAS's threads: nothing else
     would use the other cores.
@@ -106,12 +105,11 @@ def _widest_layer(collections):
 #: worker is an idle core.  ``worker-saturation`` 1.0: a worker holds only the
 #: task it runs, and takes the next from the scheduler when it finishes; at the
 #: default 1.1 a worker holds a second task, and near the end of a pass its
-#: idle peer waited for work stealing (every second) to move it, 0.65-0.77 s.
-#: The workers' statistical profiler (a stack sample every 10 ms) only feeds the
-#: dashboard's "Profile" page; the event-loop check and the system monitor are
-#: polled less often.  One KDD99 ridge pass (D = 2000, 2 cores, interleaved,
-#: ``benchmarks/bench_pass_anatomy.py --parts cluster_config``, docs/BENCHMARKS.md):
-#: 10.9 and 12.2 s with distributed's defaults, 9.7 and 9.8 s with these.  The
+#: idle peer waited for work stealing (every second) to move it.  The workers'
+#: statistical profiler (a stack sample every 10 ms) only feeds the dashboard's
+#: "Profile" page; the event-loop check and the system monitor are polled less
+#: often.  The effect on one KDD99 pass is in docs/BENCHMARKS.md ("Measurements
+#: behind the code"; ``benchmarks/bench_pass_anatomy.py --parts cluster_config``).  The
 #: memory monitor that guards a worker's memory limit is left as it is.  A key
 #: the user set otherwise (in dask's config files or environment) is kept.
 EMBEDDED_CONFIG = {

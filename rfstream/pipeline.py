@@ -20,49 +20,32 @@ from pathlib import Path
 
 from sklearn.pipeline import Pipeline
 
+from . import datadriven as dd
+from . import features as ft
 from . import io
+from . import solvers as sv
 from .cluster import compute
-from .datadriven import (
-    TEFM,
-    CompactNonlinearMap,
-    EERFFeatures,
-    LKRFFeatures,
-    SESFeatures,
-)
-from .features import (
-    ArcCosineFeatures,
-    CirculantFeatures,
-    FourierBinningFeatures,
-    RandomBinningFeatures,
-    RandomFourierFeatures,
-)
 from .metrics import error_counts, squared_error_sums
 from .preprocess import Standardizer
-from .solvers import (
-    StreamingRidge,
-    StreamingRidgeClassifier,
-    StreamingSGDClassifier,
-    StreamingSGDRegressor,
-)
 
 #: ``--features`` name -> feature map (a class, or a class with some parameters fixed).
 FEATURES = {
-    "rff": RandomFourierFeatures,
-    "tefm-g": partial(TEFM, method="gaussian"),  # n_components is l, n_random_features d
-    "tefm-s": partial(TEFM, method="srht"),
-    "eerf": EERFFeatures,  # n_components is M, n_candidates M0
-    "lkrf": LKRFFeatures,
-    "arccos": ArcCosineFeatures,
-    "ses": SESFeatures,  # n_components is M frequencies (2 M columns)
-    "binning": RandomBinningFeatures,  # Laplacian kernel, sparse; no n_components
-    "rff+binning": FourierBinningFeatures,
-    "cnm": CompactNonlinearMap,  # learned with the labels, then the solver is refitted on it
-    "circulant": CirculantFeatures,
+    "rff": ft.RandomFourierFeatures,
+    "tefm-g": partial(dd.TEFM, method="gaussian"),  # n_components is l, n_random_features d
+    "tefm-s": partial(dd.TEFM, method="srht"),
+    "eerf": dd.EERFFeatures,  # n_components is M, n_candidates M0
+    "lkrf": dd.LKRFFeatures,
+    "arccos": ft.ArcCosineFeatures,
+    "ses": dd.SESFeatures,  # n_components is M frequencies (2 M columns)
+    "binning": ft.RandomBinningFeatures,  # Laplacian kernel, sparse; no n_components
+    "rff+binning": ft.FourierBinningFeatures,
+    "cnm": dd.CompactNonlinearMap,  # learned with the labels, then the solver is refitted on it
+    "circulant": ft.CirculantFeatures,
 }
 #: ``--solver`` name -> estimator per task.
 SOLVERS = {
-    "ridge": {"classification": StreamingRidgeClassifier, "regression": StreamingRidge},
-    "sgd": {"classification": StreamingSGDClassifier, "regression": StreamingSGDRegressor},
+    "ridge": {"classification": sv.StreamingRidgeClassifier, "regression": sv.StreamingRidge},
+    "sgd": {"classification": sv.StreamingSGDClassifier, "regression": sv.StreamingSGDRegressor},
 }
 TASKS = ("classification", "regression")
 #: Parameters whose default for a fit on a dataset differs from the estimators' own

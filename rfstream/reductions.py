@@ -149,8 +149,9 @@ def _add_blocks(blocks, axis=0, keepdims=True):
 
     ``Array.sum`` would first concatenate the partials into one fresh
     ``(k, size)`` array: for D = 2000 that is k x 32 MB of new pages per
-    combine step, measured at 0.3 s for k = 4 on the development machine,
-    against 25 ms for adding in place.  The inputs are never modified.
+    combine step, an order of magnitude slower than adding in place
+    (docs/BENCHMARKS.md, "Measurements behind the code").  The inputs are never
+    modified.
     """
     blocks = list(_flatten(blocks))
     total = np.add(blocks[0], blocks[1]) if len(blocks) > 1 else blocks[0].copy()

@@ -233,7 +233,7 @@ def open_dataset(path):
     block reads its own rows straight from the store, so every task of a pass
     stays independent (a rechunk afterwards would make tasks share the chunks
     they were cut from, and a distributed scheduler place them by where those
-    are, unevenly: measured 13.2 s against 9.9 s for one ridge pass, docs/BENCHMARKS.md).
+    are, unevenly: docs/BENCHMARKS.md, "Measurements behind the code").
     ``y`` is None when the dataset has no labels.  Nothing is read until computed; a
     damaged chunk raises a ``ValueError`` naming the dataset and the rows when read.
     """
