@@ -51,6 +51,11 @@ def _common(p, compute=True):
                             "embedded local cluster (also $RFSTREAM_SCHEDULER)")
 
 
+def _model_and_data(p, data_help):
+    p.add_argument("model", help="model directory (rfstream fit --out)")
+    p.add_argument("data", help=data_help)
+
+
 def build_parser():
     parser = _Parser(prog="rfstream", description="Kernel machines with random features on Dask.")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
@@ -82,16 +87,14 @@ def build_parser():
     p.set_defaults(func=commands.cmd_fit, uses_cluster=True)
 
     p = sub.add_parser("predict", help="predict a Zarr dataset, write a Zarr of predictions")
-    p.add_argument("model", help="model directory (rfstream fit --out)")
-    p.add_argument("data", help="Zarr dataset with the training data's columns")
+    _model_and_data(p, "Zarr dataset with the training data's columns")
     p.add_argument("--out", required=True, help="Zarr group to write, array y_pred")
     p.add_argument("--overwrite", action="store_true")
     _common(p)
     p.set_defaults(func=commands.cmd_predict, uses_cluster=True)
 
     p = sub.add_parser("evaluate", help="error rate or relative RMSE of a model on a dataset")
-    p.add_argument("model", help="model directory (rfstream fit --out)")
-    p.add_argument("data", help="Zarr dataset with labels")
+    _model_and_data(p, "Zarr dataset with labels")
     p.add_argument("--out", default=None,
                    help="JSON file for the metrics (default: MODEL/metrics-<DATA name>.json)")
     _common(p)
