@@ -1,21 +1,21 @@
-"""Shared fixtures: the real datasets folder and datasets converted once per session."""
+"""Shared fixtures: the real datasets folder and datasets converted once per session.
+
+Every real dataset is described once, in :mod:`rfstream.datasets.registry`; the
+``prepared`` fixture converts one there (once per session and chunking), and the
+KDD99 and Adult fixtures below are its most used conversions.
+"""
 
 import os
 from pathlib import Path
 
 import pytest
 
-from rfstream.io import convert
-
-
-def _datasets_path() -> Path:
-    env = os.environ.get("RFSTREAM_DATASETS")
-    return Path(env) if env else Path(__file__).resolve().parents[1].parent / "shared" / "datasets"
+from rfstream.datasets import datasets_folder, prepare
 
 
 def require_datasets() -> Path:
     """The datasets folder; skip when it is missing, but fail under CI=true."""
-    path = _datasets_path()
+    path = datasets_folder()
     if not path.is_dir():
         if os.environ.get("CI", "").lower() in ("true", "1"):
             pytest.fail(f"real datasets folder {path} is missing (CI=true: must not skip); "
@@ -30,32 +30,39 @@ def datasets_dir() -> Path:
 
 
 @pytest.fixture(scope="session")
-def kdd_train_zarr(datasets_dir, tmp_path_factory) -> Path:
+def prepared(datasets_dir, tmp_path_factory):
+    """``prepared(name, rows_per_chunk=None, test=True) -> (train_zarr, test_zarr or None)``.
+
+    :func:`rfstream.datasets.prepare` into one session folder: each dataset is
+    converted once per chunking, whichever test asks first.
+    """
+    workdir = tmp_path_factory.mktemp("datasets")
+
+    def get(name, rows_per_chunk=None, test=True):
+        return prepare(name, workdir, datasets_dir, rows_per_chunk=rows_per_chunk, test=test)
+
+    return get
+
+
+@pytest.fixture(scope="session")
+def kdd_train_zarr(prepared) -> Path:
     """KDD99 10% training set, binary: classes ["rest", "normal"] (494,021 rows)."""
-    dst = tmp_path_factory.mktemp("kdd") / "train.zarr"
-    convert(datasets_dir / "kddcup99" / "kddcup.data_10_percent.gz", dst, positive_class="normal")
-    return dst
+    return prepared("kddcup99", test=False)[0]
 
 
 @pytest.fixture(scope="session")
-def kdd_test_zarr(datasets_dir, kdd_train_zarr) -> Path:
+def kdd_test_zarr(prepared) -> Path:
     """KDD99 'corrected' test set encoded like the training set (311,029 rows)."""
-    dst = kdd_train_zarr.parent / "test.zarr"
-    convert(datasets_dir / "kddcup99" / "corrected.gz", dst, like=kdd_train_zarr)
-    return dst
+    return prepared("kddcup99")[1]
 
 
 @pytest.fixture(scope="session")
-def adult_train_zarr(datasets_dir, tmp_path_factory) -> Path:
+def adult_train_zarr(prepared) -> Path:
     """Adult training set, classes ["rest", ">50K"] (32,561 rows)."""
-    dst = tmp_path_factory.mktemp("adult") / "train.zarr"
-    convert(datasets_dir / "adult" / "adult.data", dst, positive_class=">50K")
-    return dst
+    return prepared("adult", test=False)[0]
 
 
 @pytest.fixture(scope="session")
-def adult_test_zarr(datasets_dir, adult_train_zarr) -> Path:
+def adult_test_zarr(prepared) -> Path:
     """Adult test set encoded like the training set (16,281 rows)."""
-    dst = adult_train_zarr.parent / "test.zarr"
-    convert(datasets_dir / "adult" / "adult.test", dst, like=adult_train_zarr)
-    return dst
+    return prepared("adult")[1]
