@@ -44,10 +44,8 @@ def test_kdd99_error(kdd_train_zarr, kdd_test_zarr):
 
 
 @pytest.fixture(scope="module")
-def cpusmall_zarr(datasets_dir, tmp_path_factory):
-    dst = tmp_path_factory.mktemp("cpusmall") / "cpusmall.zarr"
-    io.convert(datasets_dir / "cpusmall" / "cpusmall.txt", dst, task="regression", rows_per_chunk=2048)
-    return dst
+def cpusmall_zarr(prepared):
+    return prepared("cpusmall", rows_per_chunk=2048)[0]
 
 
 def test_cpusmall_relative_rmse(cpusmall_zarr):

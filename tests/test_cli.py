@@ -14,6 +14,7 @@ import zarr
 
 from rfstream import cli
 from rfstream.cluster import set_progress
+from rfstream.datasets import source_paths
 from rfstream.io import dataset_info
 
 
@@ -103,7 +104,7 @@ def test_convert_fit_predict_evaluate_info(workdir, capsys):
 
 
 def test_magic_end_to_end(datasets_dir, tmp_path, capsys):
-    src = datasets_dir / "magic_gamma" / "magic04.data"
+    src, _ = source_paths("magic_gamma", datasets_dir)
     data, model = tmp_path / "magic.zarr", tmp_path / "model"
     assert run(["convert", src, data, "--quiet"]) == 0
     assert run(["fit", data, "--out", model, "--n-components", 300, "--alpha", "0.1,1,10",

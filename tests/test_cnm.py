@@ -13,7 +13,7 @@ from rfstream.datadriven.cnm import (
     kernel_objective,
     map_gradient,
 )
-from rfstream.io import convert, open_dataset
+from rfstream.io import open_dataset
 from rfstream.preprocess import train_test_split
 
 FAST = {"max_iter": 3, "n_steps_w": 10, "n_steps_theta": 10, "batch_size": 100}
@@ -130,11 +130,9 @@ def test_multiclass_one_vs_rest(rings):
 
 
 @pytest.fixture(scope="module")
-def magic(datasets_dir, tmp_path_factory):
+def magic(prepared):
     """magic04 (19,020 x 10, binary), standardized, split 75/25, as dask arrays."""
-    dst = tmp_path_factory.mktemp("magic") / "magic.zarr"
-    convert(datasets_dir / "magic_gamma" / "magic04.data", dst, header=False, rows_per_chunk=4000)
-    X, y = open_dataset(dst)
+    X, y = open_dataset(prepared("magic_gamma", rows_per_chunk=4000)[0])
     Xtr, Xte, ytr, yte = train_test_split(X, y, test_size=0.25, random_state=0)
     st = Standardizer().fit(Xtr)
     return st.transform(Xtr).compute(), st.transform(Xte).compute(), ytr.compute(), yte.compute()

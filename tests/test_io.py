@@ -8,8 +8,9 @@ import dask.array as da
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import _datasets_path, require_datasets
+from conftest import require_datasets
 
+from rfstream.datasets import source_paths
 from rfstream.io.dataset import ChunkWriter
 from rfstream.io import (
     convert,
@@ -19,7 +20,6 @@ from rfstream.io import (
     write_dataset,
 )
 
-DATASETS = _datasets_path()
 need_datasets = require_datasets  # skip when missing; under CI=true fail instead
 
 
@@ -79,10 +79,10 @@ def test_kdd_test_like_train(kdd_train_zarr, kdd_test_zarr):
 
 
 def test_kdd_multiclass_unseen_labels(tmp_path):
-    src = need_datasets() / "kddcup99"
-    train = convert(src / "kddcup.data_10_percent.gz", tmp_path / "tr.zarr")
+    train_src, test_src = source_paths("kddcup99", need_datasets())
+    train = convert(train_src, tmp_path / "tr.zarr")
     assert len(train["classes"]) == 23 and train["class_counts"]["smurf"] == 280790
-    test = convert(src / "corrected.gz", tmp_path / "te.zarr", like=tmp_path / "tr.zarr")
+    test = convert(test_src, tmp_path / "te.zarr", like=tmp_path / "tr.zarr")
     _, y = open_dataset(tmp_path / "te.zarr")
     y = y.compute()
     # 17 attack types of the test set never occur in training: 18,729 rows -> y = -1
@@ -100,7 +100,7 @@ def test_adult(adult_train_zarr, adult_test_zarr):
     assert counts(yte, ate) == {"rest": 12435, ">50K": 3846}  # ">50K." == ">50K"
     assert ate["positive_class"] == ">50K" and ate["n_unseen_labels"] == 0
     # oracle: pandas reading the whole (small) file
-    df = pd.read_csv(need_datasets() / "adult" / "adult.data", header=None,
+    df = pd.read_csv(source_paths("adult", need_datasets())[0], header=None,
                      skipinitialspace=True, na_values=["?"])
     names = atr["feature_names"]
     np.testing.assert_allclose(Xtr[:, names.index("c0")], df[0], rtol=1e-6)
@@ -111,9 +111,9 @@ def test_adult(adult_train_zarr, adult_test_zarr):
 
 
 def test_ijcnn1_libsvm_bz2(tmp_path):
-    src = need_datasets() / "ijcnn1"
-    tr = convert(src / "ijcnn1.trn.bz2", tmp_path / "tr.zarr")
-    te = convert(src / "ijcnn1.tst.bz2", tmp_path / "te.zarr", like=tmp_path / "tr.zarr")
+    train_src, test_src = source_paths("ijcnn1", need_datasets())
+    tr = convert(train_src, tmp_path / "tr.zarr")
+    te = convert(test_src, tmp_path / "te.zarr", like=tmp_path / "tr.zarr")
     assert tr["shape"] == [49990, 22] and te["shape"] == [91701, 22]
     assert tr["classes"] == te["classes"] == ["-1", "1"]  # "-1.0" (train) == "-1" (test)
     assert tr["class_counts"] == {"-1": 45137, "1": 4853}
@@ -121,7 +121,7 @@ def test_ijcnn1_libsvm_bz2(tmp_path):
 
 
 def test_cpusmall_crlf_regression(tmp_path):
-    summary = convert(need_datasets() / "cpusmall" / "cpusmall.txt", tmp_path / "c.zarr")
+    summary = convert(source_paths("cpusmall", need_datasets())[0], tmp_path / "c.zarr")
     X, y, attrs = load(tmp_path / "c.zarr")
     assert X.shape == (8192, 12) and attrs["task"] == "regression" and y.dtype == np.float32
     assert "classes" not in attrs and summary["format"] == "libsvm"
@@ -132,19 +132,19 @@ def test_cpusmall_crlf_regression(tmp_path):
 
 
 def test_magic_gamma(tmp_path):
-    s = convert(need_datasets() / "magic_gamma" / "magic04.data", tmp_path / "m.zarr")
+    s = convert(source_paths("magic_gamma", need_datasets())[0], tmp_path / "m.zarr")
     assert s["shape"] == [19020, 10] and s["class_counts"] == {"g": 12332, "h": 6688}
 
 
 def test_letter_label_first(tmp_path):
-    s = convert(need_datasets() / "letter" / "letter-recognition.data", tmp_path / "l.zarr",
+    s = convert(source_paths("letter", need_datasets())[0], tmp_path / "l.zarr",
                 label_column="first")
     assert s["shape"] == [20000, 16] and len(s["classes"]) == 26
     assert s["class_counts"]["A"] == 789 and s["class_counts"]["Z"] == 734
 
 
 def test_covtype_header_gz(tmp_path):
-    s = convert(need_datasets() / "covtype_sample" / "covtype_sample.csv.gz", tmp_path / "c.zarr")
+    s = convert(source_paths("covtype_sample", need_datasets())[0], tmp_path / "c.zarr")
     assert s["header"] and s["label_column"] == "Cover_Type"
     assert s["shape"] == [15000, 54] and s["feature_names"][0] == "Elevation"
     assert s["class_counts"] == {"1": 5487, "2": 7292, "3": 931, "4": 67, "5": 238,

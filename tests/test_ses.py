@@ -17,7 +17,7 @@ from rfstream import (
     save_model,
 )
 from rfstream.datadriven.ses import bq_system, bq_weights, nonnegative_quadratic
-from rfstream.io import convert, open_dataset
+from rfstream.io import open_dataset
 from rfstream.kernels import kernel_matrix
 from rfstream.metrics import kernel_approximation_error
 
@@ -30,10 +30,9 @@ def X():
 
 
 @pytest.fixture(scope="module")
-def cpusmall(datasets_dir, tmp_path_factory):
+def cpusmall(prepared):
     """cpusmall (8192 x 12) standardized: 7192 rows to fit on, 1000 held-out rows."""
-    dst = tmp_path_factory.mktemp("ses") / "cpusmall.zarr"
-    convert(datasets_dir / "cpusmall" / "cpusmall.txt", dst, rows_per_chunk=2000)
+    dst, _ = prepared("cpusmall", rows_per_chunk=2000)
     Xd, y = open_dataset(dst)
     Xs = Standardizer().fit(Xd).transform(Xd)
     perm = np.random.default_rng(0).permutation(Xs.shape[0])

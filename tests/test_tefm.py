@@ -16,7 +16,7 @@ from rfstream.features import (
     FastfoodFeatures,
     RandomFourierFeatures,
 )
-from rfstream.io import convert, open_dataset
+from rfstream.io import open_dataset
 from rfstream.kernels import kernel_matrix
 from rfstream.metrics import kernel_approximation_error
 from rfstream.random import STREAM_SRHT_SAMPLE, STREAM_SRHT_SIGNS, row_uniform
@@ -32,11 +32,9 @@ def X():
 
 
 @pytest.fixture(scope="module")
-def cpusmall(datasets_dir, tmp_path_factory):
+def cpusmall(prepared):
     """cpusmall (8192 x 12, LIBSVM regression) as a Zarr dataset, opened as dask arrays."""
-    dst = tmp_path_factory.mktemp("cpusmall") / "cpusmall.zarr"
-    convert(datasets_dir / "cpusmall" / "cpusmall.txt", dst, rows_per_chunk=1000)
-    return open_dataset(dst)
+    return open_dataset(prepared("cpusmall", rows_per_chunk=1000)[0])
 
 
 @pytest.mark.parametrize("method", METHODS)
