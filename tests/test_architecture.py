@@ -1,0 +1,239 @@
+"""The shape of the package (DESIGN.md, "Layout"), read from the source with ``ast``.
+
+Nothing is imported: each module of rfstream/ is parsed and its imports (absolute and
+relative, at module level or inside functions) are resolved to modules of rfstream.
+Four rules, each a test whose failure names the file and the offending import:
+
+* no import cycle between modules of rfstream (package ``__init__`` modules included);
+* no upward import across the layers, lowest first::
+
+      core (the flat modules at the top of rfstream/) < io < datasets < features
+      < solvers < datadriven < pipeline < bench, cli
+
+  (``rfstream/__init__.py`` is the facade and may import anything);
+* no module over 400 lines;
+* nothing in benchmarks/, examples/ or deploy/ imports a private name of rfstream
+  (a module or attribute whose name starts with one underscore), nor reaches one
+  through a module it imported.
+"""
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGE = ROOT / "rfstream"
+OUTSIDE = ("benchmarks", "examples", "deploy")
+MAX_LINES = 400
+
+#: the flat modules at the top of rfstream/: numerics that know no estimator, file or CLI
+CORE = {"kernels", "samplers", "random", "reductions", "hadamard", "cluster", "preprocess",
+        "metrics", "_validation", "_version"}
+#: layer of each part of the package; a module may import its own layer and those below
+LAYERS = {"core": 0, "io": 1, "datasets": 2, "features": 3, "solvers": 4, "datadriven": 5,
+          "pipeline": 6, "bench": 7, "cli": 7}
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def package_modules() -> dict:
+    """``{module name: path}`` of every module of rfstream."""
+    return {module_name(p): p for p in sorted(PACKAGE.rglob("*.py"))}
+
+
+MODULES = package_modules()
+
+
+def imports_of(path: Path, name: str):
+    """``(line, imported module, statement text)`` for each rfstream module ``path`` imports.
+
+    ``from a import b`` imports the module ``a.b`` when there is one, else ``a``.
+    """
+    tree = ast.parse(path.read_text(), filename=str(path))
+    is_package = path.name == "__init__.py"
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name == "rfstream" or alias.name.startswith("rfstream."):
+                    yield node.lineno, alias.name, ast.unparse(node)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = name.split(".")
+                base = base if is_package else base[:-1]
+                base = base[: len(base) - (node.level - 1)]
+                source = ".".join(base + ([node.module] if node.module else []))
+            else:
+                source = node.module or ""
+            if source != "rfstream" and not source.startswith("rfstream."):
+                continue
+            for alias in node.names:
+                target = f"{source}.{alias.name}"
+                yield node.lineno, (target if target in MODULES else source), ast.unparse(node)
+
+
+def layer_of(module: str):
+    """The layer name of a module of rfstream, "facade" for rfstream/__init__.py, or None."""
+    parts = module.split(".")
+    if len(parts) == 1:
+        return "facade"
+    if len(parts) == 2 and parts[1] in CORE:
+        return "core"
+    return parts[1] if parts[1] in LAYERS else None
+
+
+def graph() -> dict:
+    """``{module: [(line, imported module, statement)]}``, rfstream modules only."""
+    return {name: sorted(set(imports_of(path, name))) for name, path in MODULES.items()}
+
+
+def relative(path: Path) -> str:
+    return str(path.relative_to(ROOT))
+
+
+# ------------------------------------------------------------------ the rules
+def test_the_source_is_found():
+    # the checks below would pass vacuously on an empty package
+    assert {"rfstream", "rfstream.pipeline", "rfstream.features.fourier", "rfstream.io.dataset",
+            "rfstream.solvers.ridge", "rfstream.cli"} <= set(MODULES)
+    edges = graph()
+    assert ("rfstream.io" in {m for _, m, _ in edges["rfstream.pipeline"]})
+
+
+def test_every_module_belongs_to_a_layer():
+    unknown = [f"{relative(MODULES[m])}: not in a layer (add it to CORE or LAYERS in "
+               "tests/test_architecture.py, and to docs/ARCHITECTURE.md)"
+               for m in MODULES if layer_of(m) is None]
+    assert not unknown, "\n".join(unknown)
+
+
+def test_no_upward_import_across_layers():
+    problems = []
+    for module, edges in graph().items():
+        own = layer_of(module)
+        if own in ("facade", None):
+            continue
+        for line, target, text in edges:
+            other = layer_of(target)
+            if other == "facade" or (other is not None and LAYERS[other] > LAYERS[own]):
+                problems.append(f"{relative(MODULES[module])}:{line}: {text!r} imports {target} "
+                                f"({other}) from the lower layer {own}")
+    assert not problems, "upward imports:\n" + "\n".join(problems)
+
+
+def find_cycles(edges: dict) -> list:
+    """Strongly connected components with more than one module (or a self-import)."""
+    index, low, stack, on_stack, cycles = {}, {}, [], set(), []
+    counter = [0]
+
+    def visit(v):  # Tarjan's algorithm
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on_stack.add(v)
+        for w in edges.get(v, ()):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1 or v in edges.get(v, ()):
+                cycles.append(sorted(component))
+
+    for v in sorted(edges):
+        if v not in index:
+            visit(v)
+    return cycles
+
+
+def test_find_cycles_finds_them():
+    # the detector itself: a 3-cycle, a self-import, and an acyclic chain
+    assert find_cycles({"a": ["b"], "b": ["c"], "c": ["a"], "d": ["a"]}) == [["a", "b", "c"]]
+    assert find_cycles({"a": ["a"]}) == [["a"]]
+    assert find_cycles({"a": ["b"], "b": ["c"], "c": []}) == []
+
+
+def test_no_import_cycles():
+    full = graph()
+    edges = {m: sorted({t for _, t, _ in e if t in MODULES}) for m, e in full.items()}
+    problems = []
+    for cycle in find_cycles(edges):
+        members = set(cycle)
+        lines = [f"  {relative(MODULES[m])}:{line}: {text!r}" for m in cycle
+                 for line, t, text in full[m] if t in members]
+        problems.append(f"cycle between {', '.join(cycle)}:\n" + "\n".join(lines))
+    assert not problems, "\n".join(problems)
+
+
+def test_no_module_over_400_lines():
+    long = [f"{relative(p)}: {n} lines (at most {MAX_LINES})"
+            for p in MODULES.values() if (n := len(p.read_text().splitlines())) > MAX_LINES]
+    assert not long, "\n".join(long)
+
+
+def _is_private(name: str) -> bool:
+    return name.startswith("_") and not (name.startswith("__") and name.endswith("__"))
+
+
+def private_uses(path: Path) -> list:
+    """``(line, text)`` where the file imports or reaches a private name of rfstream."""
+    tree = ast.parse(path.read_text(), filename=str(path))
+    found, bound = [], {}  # bound: local name -> rfstream module path it refers to
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.split(".")[0] != "rfstream":
+                    continue
+                if any(_is_private(p) for p in alias.name.split(".")):
+                    found.append((node.lineno, ast.unparse(node)))
+                bound[alias.asname or "rfstream"] = alias.name if alias.asname else "rfstream"
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            if node.module.split(".")[0] != "rfstream":
+                continue
+            names = node.module.split(".") + [a.name for a in node.names]
+            if any(_is_private(p) for p in names):
+                found.append((node.lineno, ast.unparse(node)))
+            for alias in node.names:
+                bound[alias.asname or alias.name] = f"{node.module}.{alias.name}"
+    for node in ast.walk(tree):  # rfstream.solvers._gram.x, F._block where F is a module
+        if isinstance(node, ast.Attribute) and _is_private(node.attr):
+            root = node.value
+            while isinstance(root, ast.Attribute):
+                root = root.value
+            if isinstance(root, ast.Name) and root.id in bound and bound[root.id] in MODULES:
+                found.append((node.lineno, ast.unparse(node)))
+    return sorted(set(found))
+
+
+def test_private_use_detector(tmp_path):
+    sample = tmp_path / "sample.py"
+    sample.write_text(
+        "import rfstream.solvers._gram\n"
+        "from rfstream.features.fourier import _project_with_offset, RandomFourierFeatures\n"
+        "from rfstream import features as F, __version__\n"
+        "import rfstream.features.fourier as fourier\n"
+        "x = fourier._block\n"
+        "y = F.RandomFourierFeatures()._block\n"  # an object's method: not a module name
+    )
+    assert [line for line, _ in private_uses(sample)] == [1, 2, 5]
+
+
+@pytest.mark.parametrize("folder", OUTSIDE)
+def test_nothing_outside_imports_a_private_name(folder):
+    files = sorted((ROOT / folder).rglob("*.py"))
+    problems = [f"{relative(p)}:{line}: {text}" for p in files for line, text in private_uses(p)]
+    assert not problems, "private names of rfstream used outside the package:\n" + "\n".join(problems)
