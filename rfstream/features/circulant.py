@@ -49,7 +49,7 @@ def circulant_project(xs, r, k):
     fx = scipy.fft.rfft(xs, axis=1)  # (m, d//2+1), once for all blocks
     fr = scipy.fft.rfft(r.astype(xs.dtype, copy=False), axis=1)  # (B, d//2+1)
     u = scipy.fft.irfft(fx[:, None, :] * fr[None, :, :], n=d, axis=2)  # (m, B, d)
-    return u.reshape(m, -1)[:, :k].astype(xs.dtype, copy=False)
+    return u.reshape(m, r.shape[0] * d)[:, :k].astype(xs.dtype, copy=False)  # m may be 0
 
 
 def circulant_grad(xs, G, n_blocks):
