@@ -1,6 +1,6 @@
-"""Exact kernels, spectral densities, frequency samplers and the bandwidth rule."""
+"""Exact kernels, spectral densities and the bandwidth rule (rfstream.kernels); the
+frequency samplers are tested in test_samplers.py."""
 import time
-import warnings
 
 import dask.array as da
 import numpy as np
@@ -17,10 +17,8 @@ from rfstream.kernels import (
     kernel_matrix,
     sample_frequencies,
 )
-from rfstream.samplers import SAMPLERS, check_sampler, sample_weights
 
 GAMMAS = [0.1, 1.0, 7.0]
-SUPPORTED = [(s, k) for s, f in SAMPLERS.items() for k in f.kernels]
 
 
 def k1(kernel, gamma, t):
@@ -98,52 +96,6 @@ def test_ppf_is_inverse_cdf(kernel):
     np.testing.assert_allclose(frequency_ppf(kernel, 0.8, u), dist.ppf(u), rtol=1e-9, atol=1e-12)
     x = np.linspace(-5, 5, 101)
     np.testing.assert_allclose(frequency_ppf(kernel, 0.8, dist.cdf(x)), x, atol=1e-8)
-
-
-# ---------------------------------------------------------------------- samplers
-@pytest.mark.parametrize("sampler,kernel", SUPPORTED)
-def test_samplers_shape_law_and_determinism(sampler, kernel):
-    d, m, gamma = 6, 1000, 0.7
-    W = sample_weights(sampler, kernel, gamma, d, m, np.random.default_rng(3))
-    assert W.shape == (d, m) and W.dtype == np.float64 and np.all(np.isfinite(W))
-    np.testing.assert_array_equal(W, sample_weights(sampler, kernel, gamma, d, m, np.random.default_rng(3)))
-    assert not np.array_equal(W, sample_weights(sampler, kernel, gamma, d, m, np.random.default_rng(4)))
-    # every coordinate has the kernel's spectral law (pooled KS test, fixed seed)
-    assert stats.kstest(W.ravel(), frequency_distribution(kernel, gamma).cdf).pvalue > 1e-3
-
-
-def test_qmc_is_more_uniform_than_mc():
-    # Sobol points: the empirical CDF of each coordinate is far closer to the
-    # target than i.i.d. draws (KS statistic ~1/m vs ~1/sqrt(m)).
-    dist = frequency_distribution("gaussian", 1.0)
-    W = sample_weights("qmc", "gaussian", 1.0, 4, 1024, np.random.default_rng(0))
-    ks = max(stats.kstest(row, dist.cdf).statistic for row in W)
-    assert ks < 0.01  # i.i.d.: ~0.04 typical
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")  # m not a power of 2: no Sobol balance warning
-        assert sample_weights("qmc", "laplacian", 1.0, 4, 1000, np.random.default_rng(0)).shape == (4, 1000)
-
-
-def test_orthogonal_blocks():
-    d, gamma = 5, 1.5
-    W = sample_weights("orthogonal", "gaussian", gamma, d, 12, np.random.default_rng(0))
-    for start in (0, 5, 10):  # blocks of d columns; the last one truncated to 2
-        block = W[:, start : start + d]
-        G = block.T @ block
-        np.testing.assert_allclose(G - np.diag(np.diag(G)), 0, atol=1e-10)  # orthogonal
-    # norms^2 / (2 gamma) ~ chi^2(d), as for i.i.d. N(0, 2 gamma I) frequencies
-    big = sample_weights("orthogonal", "gaussian", gamma, d, 5000, np.random.default_rng(1))
-    r2 = np.sum(big**2, axis=0) / (2 * gamma)
-    assert stats.kstest(r2, stats.chi2(d).cdf).pvalue > 1e-3
-
-
-def test_sampler_errors():
-    with pytest.raises(ValueError, match=r"sampler must be one of 'mc', 'qmc', 'orthogonal'.*; got 'sobol'"):
-        check_sampler("sobol", "gaussian")
-    with pytest.raises(ValueError, match=r"sampler='orthogonal' supports only kernel in \('gaussian',\); got kernel='laplacian'"):
-        check_sampler("orthogonal", "laplacian")
-    with pytest.raises(ValueError, match="at most 21201 input features"):
-        sample_weights("qmc", "gaussian", 1.0, 21202, 2, np.random.default_rng(0))
 
 
 # -------------------------------------------------------------------- auto_gamma

@@ -1,24 +1,19 @@
-"""Standardizer, moments, Layout, train_test_split, encode_labels, per-row randomness.
+"""Standardizer, train_test_split, encode_labels (rfstream.preprocess).
 
 Invariants: the streaming moments equal numpy's whatever the chunking (and keep
 precision when the mean dwarfs the spread); the split is a function of
-(seed, row) only, so numpy and every chunking select the same rows; per-row
-random numbers do not depend on how a row range is requested.
+(seed, row) only, so numpy and every chunking select the same rows.  The
+moments reduction itself is tested in test_reductions.py, per-row random
+numbers in test_random.py.
 """
 import dask.array as da
 import numpy as np
 import pytest
 from sklearn.exceptions import NotFittedError
+from sklearn.utils.estimator_checks import check_estimator
 
 from rfstream import Standardizer, encode_labels, train_test_split
-from rfstream.random import (
-    STREAM_FOLDS,
-    STREAM_SPLIT,
-    VIRTUAL_BLOCK,
-    row_integers,
-    row_uniform,
-)
-from rfstream.reductions import Layout, moments, unpack_moments
+from rfstream.random import STREAM_SPLIT, row_uniform
 
 N = 3000
 CHUNKINGS = [
@@ -39,46 +34,6 @@ def X():
     rng = np.random.default_rng(0)
     scales = np.array([1.0, 10.0, 0.01, 3.0])
     return rng.normal(size=(N, 4)) * scales + np.array([0.0, -5.0, 100.0, 2.0])
-
-
-# ----------------------------------------------------------------- moments / Layout
-@pytest.mark.parametrize("chunks", CHUNKINGS, ids=str)
-@pytest.mark.parametrize("split_every", [None, 2])
-def test_moments_equal_numpy(X, chunks, split_every):
-    # Chan's pairwise combine is exact in exact arithmetic; in float64 the
-    # difference from numpy's two-pass mean/var is a few ulps: 1e-12 relative.
-    Xd = da.from_array(X, chunks=chunks + ((4,),))
-    n, mean, var = unpack_moments(moments(Xd, split_every=split_every).compute())
-    assert n == N
-    assert _rel(mean, X.mean(axis=0)) < 1e-12
-    assert _rel(var, X.var(axis=0)) < 1e-12
-    n_np, mean_np, var_np = unpack_moments(moments(X))
-    assert n_np == N
-    assert _rel(mean_np, X.mean(axis=0)) < 1e-12
-    assert _rel(var_np, X.var(axis=0)) < 1e-12
-
-
-def test_layout_pack_unpack_round_trip():
-    lay = Layout(n=(), s=(3,), t=(2, 1), g=(3, 3), k=(2, 3, 3))
-    assert lay.size == 1 + 3 + 2 + 9 + 18
-    # the slices tile [0, size) without gaps or overlaps, in declaration order
-    starts = [lay.slices[k].start for k in lay.shapes]
-    stops = [lay.slices[k].stop for k in lay.shapes]
-    assert starts[0] == 0 and stops[-1] == lay.size and starts[1:] == stops[:-1]
-    rng = np.random.default_rng(0)
-    values = {k: rng.normal(size=s) for k, s in lay.shapes.items()}
-    vec = lay.empty()
-    assert vec.dtype == np.float64 and not vec.any()
-    for k, v in lay.unpack(vec).items():
-        v[...] = values[k]  # views write through into the packed vector
-    np.testing.assert_array_equal(vec, np.concatenate([values[k].ravel() for k in lay.shapes]))
-    for k, v in lay.unpack(vec).items():
-        assert v.shape == lay.shapes[k]
-        np.testing.assert_array_equal(v, values[k])
-    # a sum of packed vectors is the sum of every partial
-    out = lay.unpack(vec + vec)
-    for k in lay.shapes:
-        np.testing.assert_array_equal(out[k], 2 * values[k])
 
 
 # --------------------------------------------------------------------- Standardizer
@@ -292,36 +247,7 @@ def test_encode_labels_dask_equals_numpy(chunks):
     np.testing.assert_array_equal(unseen.compute(), [2, -1, -1, -1, 3])
 
 
-# ------------------------------------------------------------------- per-row randomness
-@pytest.mark.parametrize("seed,stream", [(0, STREAM_SPLIT), (12345, STREAM_FOLDS)])
-def test_row_uniform_independent_of_how_rows_are_requested(seed, stream):
-    B = VIRTUAL_BLOCK
-    n = 3 * B + 100
-    whole = row_uniform(seed, stream, 0, n)
-    assert whole.shape == (n,)
-    cuts = [0, 1, B - 1, B, B + 1, 2 * B - 3, 2 * B + 5, 3 * B, n]
-    pieces = np.concatenate([row_uniform(seed, stream, a, b) for a, b in zip(cuts[:-1], cuts[1:])])
-    np.testing.assert_array_equal(pieces, whole)
-    # any sub-range, including ones that straddle two or three virtual blocks
-    for a, b in [(B - 10, B + 10), (5, 2 * B + 7), (2 * B, 2 * B + 1), (17, 17)]:
-        np.testing.assert_array_equal(row_uniform(seed, stream, a, b), whole[a:b])
-    assert np.all((whole >= 0) & (whole < 1))
-    # uniform: mean 1/2 with std 1/sqrt(12 n) ~ 0.0025; 5 std
-    assert abs(whole.mean() - 0.5) < 5 / np.sqrt(12 * n)
-
-
-def test_row_streams_and_seeds_differ():
-    a = row_uniform(0, STREAM_SPLIT, 0, 1000)
-    assert not np.array_equal(a, row_uniform(0, STREAM_FOLDS, 0, 1000))
-    assert not np.array_equal(a, row_uniform(1, STREAM_SPLIT, 0, 1000))
-    # independent uniforms: correlation ~ N(0, 1/sqrt(1000)); 5 std = 0.16
-    assert abs(np.corrcoef(a, row_uniform(0, STREAM_FOLDS, 0, 1000))[0, 1]) < 0.16
-
-
-def test_row_integers_in_range_and_balanced():
-    k = row_integers(3, STREAM_FOLDS, 100, 20_100, 5)
-    assert k.min() == 0 and k.max() == 4
-    # each fold holds Binomial(20000, 1/5) rows: std ~57, 5 std ~ 283
-    counts = np.bincount(k, minlength=5)
-    assert np.all(np.abs(counts - 4000) < 283)
-    np.testing.assert_array_equal(k[50:60], row_integers(3, STREAM_FOLDS, 150, 160, 5))
+# ------------------------------------------------------------------- sklearn conventions
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.SkipTestWarning")
+def test_standardizer_check_estimator():
+    check_estimator(Standardizer())
