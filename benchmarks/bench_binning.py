@@ -6,14 +6,13 @@
     python benchmarks/bench_binning.py memorization  # docs/binning/memorization_ijcnn1.json, figure
     python benchmarks/bench_binning.py fourier_wide  # docs/binning/memorization_ijcnn1_fourier_wide.json
 
-Datasets come from ../shared/datasets (or RFSTREAM_DATASETS) and are converted to
-Zarr under --workdir once.  Everything runs on the threaded scheduler with
+Datasets come from rfstream.datasets.registry (../shared/datasets or RFSTREAM_DATASETS)
+and are converted to Zarr under --workdir once.  Everything runs on the threaded scheduler with
 --threads threads; times are wall-clock seconds of ``fit`` on a shared machine.
 The out-of-core memory runs use benchmarks/out_of_core.py (see docs/binning.md).
 """
 import argparse
 import json
-import os
 import sys
 import time
 from pathlib import Path
@@ -24,19 +23,6 @@ import numpy as np
 OUT = Path("docs/binning")
 
 
-def _datasets():
-    return Path(os.environ.get("RFSTREAM_DATASETS", "../shared/datasets"))
-
-
-def _zarr(workdir, name, src, **kw):
-    from rfstream.io import convert
-
-    dst = Path(workdir) / f"{name}.zarr"
-    if not dst.exists():
-        convert(_datasets() / src, dst, **kw)
-    return dst
-
-
 def _dump(name, result):
     OUT.mkdir(parents=True, exist_ok=True)
     (OUT / name).write_text(json.dumps(result, indent=2) + "\n")
@@ -45,10 +31,11 @@ def _dump(name, result):
 
 def _standardized_sample(workdir, n):
     """n rows of ijcnn1 (LIBSVM, 22 columns), standardized."""
+    from rfstream.datasets import prepare
     from rfstream.io import open_dataset
     from rfstream.preprocess import Standardizer
 
-    X, _ = open_dataset(_zarr(workdir, "ijcnn1_train", "ijcnn1/ijcnn1.trn.bz2"))
+    X, _ = open_dataset(prepare("ijcnn1", workdir, test=False)[0])
     X = X[:n].compute().astype(np.float64)
     return Standardizer().fit_transform(X)
 
@@ -136,10 +123,10 @@ def collisions(args):
 
 def kdd(args):
     """KDD99: train on the 10% file, test on "corrected" (normal vs attack)."""
+    from rfstream.datasets import prepare
     from rfstream.pipeline import evaluate_dataset, fit_dataset
 
-    tr = _zarr(args.workdir, "kdd_train", "kddcup99/kddcup.data_10_percent.gz", positive_class="normal")
-    te = _zarr(args.workdir, "kdd_test", "kddcup99/corrected.gz", like=tr)
+    tr, te = prepare("kddcup99", args.workdir)
     runs = [("binning", {"n_grids": 10, "n_bins": 64}), ("binning", {"n_grids": 30, "n_bins": 64}),
             ("rff", {"n_components": 500})]
     rows = []
@@ -157,13 +144,11 @@ def kdd(args):
 
 
 def _ijcnn1(args):
-    from rfstream.io import open_dataset
+    from rfstream.datasets import train_test
     from rfstream.kernels import auto_gamma
     from rfstream.preprocess import Standardizer
 
-    Xa, ya = open_dataset(_zarr(args.workdir, "ijcnn1_train", "ijcnn1/ijcnn1.trn.bz2"))
-    Xb, yb = open_dataset(_zarr(args.workdir, "ijcnn1_test", "ijcnn1/ijcnn1.tst.bz2",
-                                like=Path(args.workdir) / "ijcnn1_train.zarr"))
+    Xa, Xb, ya, yb = train_test("ijcnn1", args.workdir)
     Xa, ya, Xb, yb = (a.compute() for a in (Xa, ya, Xb, yb))
     st = Standardizer().fit(Xa)
     Xa, Xb = st.transform(Xa), st.transform(Xb)

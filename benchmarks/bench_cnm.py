@@ -39,13 +39,9 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-DATASETS = Path(os.environ.get("RFSTREAM_DATASETS", ROOT.parent / "shared" / "datasets"))
 CACHE = Path(os.environ.get("RFSTREAM_BENCH_CACHE", "/tmp/rfstream-bench"))
 OUT = ROOT / "docs" / "cnm"
-SOURCES = {
-    "letter": ("letter/letter-recognition.data", {"label_column": "first", "header": False}),
-    "magic_gamma": ("magic_gamma/magic04.data", {"header": False}),
-}
+DATASETS = ("letter", "magic_gamma")  # entries of rfstream.datasets.registry
 C_LOGISTIC, MAX_ITER_LOGISTIC = 100.0, 300
 
 
@@ -53,16 +49,10 @@ def load(name):
     """Standardized train/test numpy arrays and dask training arrays of a dataset."""
     import dask.array as da
 
-    from rfstream import Standardizer, train_test_split
-    from rfstream.io import convert, open_dataset
+    from rfstream import Standardizer
+    from rfstream.datasets import train_test
 
-    src, kwargs = SOURCES[name]
-    dst = CACHE / f"cnm-{name}.zarr"
-    if not dst.exists():
-        CACHE.mkdir(parents=True, exist_ok=True)
-        convert(DATASETS / src, dst, rows_per_chunk=4096, **kwargs)
-    X, y = open_dataset(dst)
-    Xtr, Xte, ytr, yte = train_test_split(X, y, test_size=0.25, random_state=0)
+    Xtr, Xte, ytr, yte = train_test(name, CACHE, rows_per_chunk=4096, test_size=0.25)
     st = Standardizer().fit(Xtr)
     Xtr, Xte = st.transform(Xtr).compute(), st.transform(Xte).compute()
     ytr, yte = ytr.compute(), yte.compute()
@@ -252,7 +242,7 @@ def probe(args):
     """
     from rfstream.datadriven.cnm import features, map_gradient
     from rfstream.kernels import sample_frequencies
-    from rfstream.solvers._losses import multinomial
+    from rfstream.solvers.losses import multinomial
 
     path = OUT / f"probe_{args.dataset}.json"
     res = json.loads(path.read_text()) if path.exists() else {"dataset": args.dataset, "runs": []}
@@ -357,7 +347,7 @@ def plot(args=None):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    files = [OUT / f"figure1_{n}.json" for n in SOURCES if (OUT / f"figure1_{n}.json").exists()]
+    files = [OUT / f"figure1_{n}.json" for n in DATASETS if (OUT / f"figure1_{n}.json").exists()]
     if files:
         fig, axes = plt.subplots(1, len(files), figsize=(5.5 * len(files), 4), squeeze=False)
         for ax, path in zip(axes[0], files):
@@ -413,7 +403,7 @@ def _grid(runs, method, k, scale, variant=None, key="accuracy"):
 
 def _plot_gamma(plt):
     """Accuracy against gamma / auto: RFF at k and 8 k, CNM at k (docs/cnm/gamma_accuracy.png)."""
-    files = [OUT / f"gamma_{n}.json" for n in SOURCES if (OUT / f"gamma_{n}.json").exists()]
+    files = [OUT / f"gamma_{n}.json" for n in DATASETS if (OUT / f"gamma_{n}.json").exists()]
     if not files:
         return
     fig, axes = plt.subplots(1, len(files), figsize=(6 * len(files), 4.2), squeeze=False)
@@ -507,10 +497,10 @@ def tables(args=None):
     def mean(values):
         return f"{np.mean(values):.3f}" if values else "-"
 
-    for name in SOURCES:
+    for name in DATASETS:
         _gamma_tables(name)
 
-    for name in SOURCES:
+    for name in DATASETS:
         path = OUT / f"figure1_{name}.json"
         if not path.exists():
             continue
@@ -533,7 +523,7 @@ def tables(args=None):
                 "circulant_optimized_refit"]
         print("\n| dataset (k) | " + " | ".join(keys) + " |")
         print("|---" * (len(keys) + 1) + "|")
-        for name in SOURCES:
+        for name in DATASETS:
             for k in sorted({r["k"] for r in runs if r["dataset"] == name}):
                 sel = [r for r in runs if r["dataset"] == name and r["k"] == k]
                 cells = [f"{np.mean([r[c] for r in sel]):.3f} +- {np.std([r[c] for r in sel]):.3f}"
@@ -554,7 +544,7 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="cmd", required=True)
     p = sub.add_parser("figure1")
-    p.add_argument("--dataset", choices=sorted(SOURCES), required=True)
+    p.add_argument("--dataset", choices=sorted(DATASETS), required=True)
     p.add_argument("--seeds", type=int, default=2)
     p.add_argument("--rff-k", type=int, nargs="+", default=[8, 16, 32, 64, 128, 256, 512])
     p.add_argument("--cnm-k", type=int, nargs="+", default=[8, 16, 32, 64])
@@ -564,12 +554,12 @@ def main(argv=None):
     p.add_argument("--kerapp-iter", type=int, default=10)
     p.set_defaults(fn=figure1)
     p = sub.add_parser("kerapp")
-    p.add_argument("--dataset", choices=sorted(SOURCES), required=True)
+    p.add_argument("--dataset", choices=sorted(DATASETS), required=True)
     p.add_argument("--k", type=int, nargs="+", default=[16, 32])
     p.add_argument("--kerapp-iter", type=int, default=10)
     p.set_defaults(fn=kerapp)
     p = sub.add_parser("gamma")
-    p.add_argument("--dataset", choices=sorted(SOURCES), required=True)
+    p.add_argument("--dataset", choices=sorted(DATASETS), required=True)
     p.add_argument("--scales", type=float, nargs="+", default=[4.0, 2.0, 1.0])
     p.add_argument("--seed-list", type=int, nargs="+", default=[0, 1])
     p.add_argument("--rff-k", type=int, nargs="*", default=[16, 32, 128, 256])
@@ -581,7 +571,7 @@ def main(argv=None):
     p.add_argument("--alpha", type=float, default=1e-4)
     p.set_defaults(fn=gamma_grid)
     p = sub.add_parser("probe")
-    p.add_argument("--dataset", choices=sorted(SOURCES), required=True)
+    p.add_argument("--dataset", choices=sorted(DATASETS), required=True)
     p.add_argument("--scales", type=float, nargs="+", default=[1.0, 4.0])
     p.add_argument("--seed-list", type=int, nargs="+", default=[0, 1])
     p.add_argument("--k", type=int, nargs="+", default=[16, 32])

@@ -31,7 +31,7 @@ import dask
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_tefm import CACHE, DATASETS, dataset
+from bench_tefm import CACHE, dataset
 
 ROOT = Path(__file__).resolve().parents[1]
 ALPHAS = [10.0**k for k in range(-4, 5)]
@@ -47,14 +47,10 @@ SETTINGS = {
 
 def adult():
     """Adult train (adult.data) and test (adult.test) as dask arrays + one-hot columns."""
-    from rfstream.io import convert, dataset_info, onehot_columns, open_dataset
+    from rfstream.datasets import prepare
+    from rfstream.io import dataset_info, onehot_columns, open_dataset
 
-    train, test = CACHE / "adult_train.zarr", CACHE / "adult_test.zarr"
-    if not test.exists():
-        CACHE.mkdir(parents=True, exist_ok=True)
-        convert(DATASETS / "adult" / "adult.data", train, positive_class=">50K", rows_per_chunk=8192,
-                overwrite=True)
-        convert(DATASETS / "adult" / "adult.test", test, like=train, rows_per_chunk=8192, overwrite=True)
+    train, test = prepare("adult", CACHE, rows_per_chunk=8192)
     passthrough = onehot_columns(dataset_info(train)["attrs"])
     return (*open_dataset(train), *open_dataset(test), passthrough)
 

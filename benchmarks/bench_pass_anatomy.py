@@ -1,7 +1,7 @@
 """Where one ridge pass spends its wall time, task by task, and what the embedded cluster's
 settings cost.
 
-    python benchmarks/bench_pass_anatomy.py --kdd runs/bench/kdd_train.zarr --json out.json
+    python benchmarks/bench_pass_anatomy.py --kdd runs/bench/kddcup99_train.zarr --json out.json
 
 KDD99 (the Zarr that ``rfstream bench`` converts), standardized, RFF with D features,
 ``StreamingRidgeClassifier(alpha=1).fit``: the pass that ``rfstream bench --parts fused``
@@ -135,7 +135,8 @@ def cluster_config(path, D, repeats):
 
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--kdd", default="runs/bench/kdd_train.zarr")
+    p.add_argument("--kdd", default="runs/bench/kddcup99_train.zarr",
+                   help="KDD99 training Zarr, as rfstream bench converts it")
     p.add_argument("--n-components", type=int, default=2000)
     p.add_argument("--repeats", type=int, default=2)
     p.add_argument("--parts", nargs="+", default=["tasks", "cluster_config"], choices=["tasks", "cluster_config"])

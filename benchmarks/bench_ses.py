@@ -30,16 +30,8 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-DATASETS = Path(os.environ.get("RFSTREAM_DATASETS", ROOT.parent / "shared" / "datasets"))
 CACHE = Path(os.environ.get("RFSTREAM_BENCH_CACHE", "/tmp/rfstream-bench"))
-
-# name -> (train source, convert() kwargs, test source or None for a 20% split)
-DATASETS_SPEC = {
-    "cpusmall": ("cpusmall/cpusmall.txt", {}, None),
-    "magic_gamma": ("magic_gamma/magic04.data", {"header": False}, None),
-    "letter": ("letter/letter-recognition.data", {"label_column": "first", "header": False}, None),
-    "adult": ("adult/adult.data", {"positive_class": ">50K"}, "adult/adult.test"),
-}
+TEST_SIZE = 0.2  # held out of datasets without a test file (Adult has one)
 MS = (16, 32, 64, 128, 256, 512)
 METHODS = {  # label -> SESFeatures keyword arguments
     "MC": {"weights": "uniform", "sampler": "mc"},
@@ -53,23 +45,11 @@ METHODS = {  # label -> SESFeatures keyword arguments
 def load(name):
     """Standardized lazy (Xtr, ytr, Xte, yte, task) of a real dataset (Zarr cached in CACHE)."""
     from rfstream import Standardizer
-    from rfstream.io import convert, dataset_info, onehot_columns, open_dataset
-    from rfstream.preprocess import train_test_split
+    from rfstream.datasets import get, prepare, train_test
+    from rfstream.io import dataset_info, onehot_columns
 
-    src, kwargs, test_src = DATASETS_SPEC[name]
-    dst = CACHE / f"{name}.zarr"
-    if not dst.exists():
-        CACHE.mkdir(parents=True, exist_ok=True)
-        convert(DATASETS / src, dst, **kwargs)
-    X, y = open_dataset(dst)
-    attrs = dataset_info(dst)["attrs"]
-    if test_src is None:
-        Xtr, Xte, ytr, yte = train_test_split(X, y, test_size=0.2, random_state=0)
-    else:
-        tdst = CACHE / f"{name}-test.zarr"
-        if not tdst.exists():
-            convert(DATASETS / test_src, tdst, like=dst)
-        (Xtr, ytr), (Xte, yte) = (X, y), open_dataset(tdst)
+    Xtr, Xte, ytr, yte = train_test(name, CACHE, test_size=None if get(name).test else TEST_SIZE)
+    attrs = dataset_info(prepare(name, CACHE)[0])["attrs"]
     std = Standardizer(passthrough=onehot_columns(attrs) or None).fit(Xtr)
     return std.transform(Xtr), ytr, std.transform(Xte), yte, attrs["task"]
 

@@ -24,7 +24,6 @@ from __future__ import annotations
 import argparse
 import gc
 import json
-import os
 import time
 import warnings
 from pathlib import Path
@@ -32,34 +31,22 @@ from pathlib import Path
 import dask
 import numpy as np
 
-from rfstream import StreamingSGDClassifier, io
+from rfstream import StreamingSGDClassifier, datasets, io
 from rfstream.cluster import compute
 from rfstream.io import onehot_columns
 from rfstream.pipeline import make_model
 
-DATASETS = {
-    "adult": {"train": "adult/adult.data", "test": "adult/adult.test", "positive": ">50K", "alpha": 1e-4},
-    "kdd": {"train": "kddcup99/kddcup.data_10_percent.gz", "test": "kddcup99/corrected.gz",
-                "positive": "normal", "alpha": 1e-5},
+DATASETS = {  # name -> its entry in rfstream.datasets.registry and the lambda of the objective
+    "adult": {"entry": "adult", "alpha": 1e-4},
+    "kdd": {"entry": "kddcup99", "alpha": 1e-5},
 }
 LOSSES = {"hinge": "LinearSVC(loss='hinge', dual=True)", "log_loss": "LogisticRegression(solver='liblinear')",
           "squared_hinge": "LinearSVC(loss='squared_hinge', dual=False)"}
 LBFGS = "LogisticRegression(solver='lbfgs', fit_intercept=False) on [Z, 1]"
 
 
-def _datasets_dir():
-    env = os.environ.get("RFSTREAM_DATASETS")
-    return Path(env) if env else Path(__file__).resolve().parents[2] / "shared" / "datasets"
-
-
 def prepare(name, workdir, fraction=1.0, chunk_rows=None):
-    spec = DATASETS[name]
-    src = _datasets_dir()
-    train, test = Path(workdir) / f"{name}.zarr", Path(workdir) / f"{name}_test.zarr"
-    if not train.exists():
-        io.convert(src / spec["train"], train, positive_class=spec["positive"])
-    if not test.exists():
-        io.convert(src / spec["test"], test, like=train)
+    train, test = datasets.prepare(DATASETS[name]["entry"], workdir)
     X, y = io.open_dataset(train)
     if fraction < 1.0:  # rows chosen from (seed, row index); the row order is kept
         from rfstream import train_test_split
@@ -136,9 +123,9 @@ def reference(loss, alpha, Z, y, Zt, yt, method="liblinear"):
 def run_newton(loss, alpha, Z, y, max_iter, tol):
     """solver="newton": the exact objective of each pass's accepted point
     (objective_path_) and the wall time at the end of each pass."""
-    from rfstream.solvers import sgd as sgd_module
+    from rfstream.solvers import sgd_base as sgd_module
 
-    stamps, inner = [], sgd_module._pass
+    stamps, inner = [], sgd_module.run_pass
 
     def timed_pass(*args, **kwargs):
         out = inner(*args, **kwargs)
@@ -146,12 +133,12 @@ def run_newton(loss, alpha, Z, y, max_iter, tol):
         return out
 
     est = StreamingSGDClassifier(loss, alpha=alpha, solver="newton", max_iter=max_iter, tol=tol)
-    sgd_module._pass = timed_pass
+    sgd_module.run_pass = timed_pass
     try:
         t0 = time.perf_counter()
         est.fit(Z, y)
     finally:
-        sgd_module._pass = inner
+        sgd_module.run_pass = inner
     return est, [s - t0 for s in stamps], list(est.objective_path_)
 
 

@@ -32,30 +32,19 @@ from pathlib import Path
 import dask
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
-DATASETS = Path(os.environ.get("RFSTREAM_DATASETS", ROOT.parent / "shared" / "datasets"))
-CACHE = Path(os.environ.get("RFSTREAM_BENCH_CACHE", "/tmp/rfstream-bench"))
+from rfstream.datasets import DATASETS
 
-# name -> (source file, convert() keyword arguments)
-KERNEL_DATASETS = {
-    "cpusmall": ("cpusmall/cpusmall.txt", {}),
-    "magic_gamma": ("magic_gamma/magic04.data", {"header": False}),
-    "letter": ("letter/letter-recognition.data", {"label_column": "first", "header": False}),
-    "covtype_sample": ("covtype_sample/covtype_sample.csv.gz", {}),
-}
+ROOT = Path(__file__).resolve().parents[1]
+CACHE = Path(os.environ.get("RFSTREAM_BENCH_CACHE", "/tmp/rfstream-bench"))
 LS = (50, 100, 200, 400)
 
 
 def dataset(name):
-    """(X, y) dask arrays of a real dataset, converted to Zarr once into CACHE."""
-    from rfstream.io import convert, open_dataset
+    """(X, y) dask arrays of a registered dataset's training file, converted to Zarr once into CACHE."""
+    from rfstream.datasets import prepare
+    from rfstream.io import open_dataset
 
-    src, kwargs = KERNEL_DATASETS[name]
-    dst = CACHE / f"{name}.zarr"
-    if not dst.exists():
-        CACHE.mkdir(parents=True, exist_ok=True)
-        convert(DATASETS / src, dst, **kwargs)
-    return open_dataset(dst)
+    return open_dataset(prepare(name, CACHE, test=False)[0])
 
 
 def feature_maps(l, gamma, seed):
@@ -438,7 +427,7 @@ def main(argv=None):
     sub = p.add_subparsers(dest="cmd", required=True)
     k = sub.add_parser("kernel")
     k.add_argument("--datasets", nargs="+", default=["cpusmall", "magic_gamma", "letter",
-                                                     "covtype_sample"])
+                                                     "covtype_sample"], choices=sorted(DATASETS))
     k.add_argument("--n-rows", type=int, default=4000)
     k.add_argument("--seeds", type=int, default=2)
     r = sub.add_parser("regression")

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import time
 from pathlib import Path
@@ -31,7 +30,8 @@ import numpy as np
 
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--datasets", default=os.environ.get("RFSTREAM_DATASETS", "../shared/datasets"))
+    p.add_argument("--datasets", default=None, help="real datasets folder (default: $RFSTREAM_DATASETS, "
+                   "else ../shared/datasets beside the repository)")
     p.add_argument("--workdir", default="runs/bench")
     p.add_argument("--out", default="docs/rff")
     p.add_argument("--n-components", type=int, nargs="+", default=[100, 200, 500, 1000, 2000])
@@ -45,7 +45,8 @@ def main(argv=None):
     from sklearn.pipeline import make_pipeline
 
     from rfstream import io
-    from rfstream.bench.e2e import prepare_data, shared_gamma, sklearn_preprocessor
+    from rfstream.bench.e2e import shared_gamma, sklearn_preprocessor
+    from rfstream.datasets import prepare
     from rfstream.bench.measures import load
     from rfstream.features import RandomFourierFeatures
     from rfstream.metrics import kernel_approximation_error
@@ -53,7 +54,7 @@ def main(argv=None):
 
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    train, test = prepare_data(args.datasets, args.workdir)["adult"]
+    train, test = (str(p) for p in prepare("adult", args.workdir, args.datasets))
     gamma = shared_gamma(train)
     X, y = io.open_dataset(train)
     Xt, yt = io.open_dataset(test)

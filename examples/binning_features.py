@@ -10,7 +10,6 @@ hashed space -- next to Fourier features and the rff+binning hybrid.
 """
 import argparse
 import time
-from pathlib import Path
 
 import dask
 
@@ -20,22 +19,16 @@ from rfstream import (
     RandomFourierFeatures,
     Standardizer,
     StreamingRidgeClassifier,
-    io,
-    train_test_split,
 )
 from rfstream.cluster import compute
-from rfstream.datasets import demo_path
+from rfstream.datasets import train_test
 
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--workdir", default="runs/binning_example")
     args = p.parse_args()
-    data = Path(args.workdir) / "magic.zarr"
-    if not data.exists():
-        io.convert(str(demo_path()), str(data), rows_per_chunk=4096)
-    X, y = io.open_dataset(data)
-    Xtr, Xte, ytr, yte = train_test_split(X, y, test_size=0.3, random_state=0)
+    Xtr, Xte, ytr, yte = train_test("magic_demo", args.workdir, rows_per_chunk=4096, test_size=0.3)
     scaler = Standardizer().fit(Xtr)
     # 19,020 rows: keep the standardized blocks in memory, so that each CG pass only
     # recomputes the (cheap) binning features of each block

@@ -11,25 +11,21 @@ from pathlib import Path
 import rfstream
 from rfstream import io
 from rfstream.cluster import connect, set_progress
+from rfstream.datasets import prepare
 from rfstream.io import read_model_json, write_predictions
 from rfstream.pipeline import evaluate_dataset, fit_dataset
 
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--datasets", default="../shared/datasets")
+    p.add_argument("--datasets", default=None, help="real datasets folder (default: $RFSTREAM_DATASETS, "
+                   "else ../shared/datasets beside the repository)")
     p.add_argument("--workdir", default="runs/kdd_job")
     p.add_argument("--scheduler", default=None)
     p.add_argument("--n-components", type=int, default=2000)
     args = p.parse_args()
     work = Path(args.workdir)
-    work.mkdir(parents=True, exist_ok=True)
-    src = Path(args.datasets) / "kddcup99"
-    train, test = work / "train.zarr", work / "test.zarr"
-    if not train.exists():
-        io.convert(str(src / "kddcup.data_10_percent.gz"), str(train), positive_class="normal")
-    if not test.exists():
-        io.convert(str(src / "corrected.gz"), str(test), like=str(train))
+    train, test = prepare("kddcup99", work, args.datasets)
     set_progress(True)
     with connect(args.scheduler):
         model, meta = fit_dataset(train, n_components=args.n_components, alpha=[0.01, 0.1, 1.0, 10.0],

@@ -1,31 +1,30 @@
 """Compact Nonlinear Map on UCI letter (26 classes): 16 learned features vs 16 random ones.
 
-    python examples/cnm_letter.py [path/to/letter-recognition.data]
+    python examples/cnm_letter.py [--datasets ../shared/datasets]
 
-Converts the CSV to a Zarr dataset, splits it 75/25, standardizes it, then fits
+Converts letter to a Zarr dataset, splits it 75/25, standardizes it, then fits
 ``CompactNonlinearMap`` (Yu et al. 2015) with k = 16 on the dask arrays, next to
 the same Pegasos training on a random Fourier map (``theta_step=0``), a CNM
 with the Crammer-Singer multi-class hinge instead of one-vs-rest, and a
 circulant CNM.  Takes well under a minute on 2 cores.
 """
-import sys
+import argparse
 import tempfile
-from pathlib import Path
 
 import dask
 
-from rfstream import CompactNonlinearMap, Standardizer, train_test_split
-from rfstream.io import convert, open_dataset
+from rfstream import CompactNonlinearMap, Standardizer
+from rfstream.datasets import train_test
 from rfstream.metrics import error_rate
 
-src = Path(sys.argv[1]) if len(sys.argv) > 1 else (
-    Path(__file__).resolve().parents[2] / "shared" / "datasets" / "letter" / "letter-recognition.data")
+p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+p.add_argument("--datasets", default=None, help="real datasets folder (default: $RFSTREAM_DATASETS, "
+               "else ../shared/datasets beside the repository)")
+args = p.parse_args()
 
 dask.config.set(scheduler="threads")
 with tempfile.TemporaryDirectory() as tmp:
-    convert(src, Path(tmp) / "letter.zarr", label_column="first", header=False, rows_per_chunk=4096)
-    X, y = open_dataset(Path(tmp) / "letter.zarr")
-    Xtr, Xte, ytr, yte = train_test_split(X, y, test_size=0.25, random_state=0)
+    Xtr, Xte, ytr, yte = train_test("letter", tmp, args.datasets, rows_per_chunk=4096)  # 75/25, seed 0
     scaler = Standardizer().fit(Xtr)
     Xtr, Xte = scaler.transform(Xtr), scaler.transform(Xte)
 

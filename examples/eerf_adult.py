@@ -11,11 +11,11 @@ pre-processing) and the whole model.  About 30 seconds on 2 cores.
 """
 import argparse
 import time
-from pathlib import Path
 
 import dask
 
 from rfstream import io
+from rfstream.datasets import prepare
 from rfstream.io import onehot_columns
 from rfstream.metrics import error_rate
 from rfstream.pipeline import make_model
@@ -23,15 +23,12 @@ from rfstream.pipeline import make_model
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--datasets", default="../shared/datasets")
+    p.add_argument("--datasets", default=None, help="real datasets folder (default: $RFSTREAM_DATASETS, "
+                   "else ../shared/datasets beside the repository)")
     p.add_argument("--workdir", default="runs/eerf_adult")
     p.add_argument("--seed", type=int, default=0)
     args = p.parse_args()
-    train, test = Path(args.workdir) / "train.zarr", Path(args.workdir) / "test.zarr"
-    if not test.exists():
-        src = Path(args.datasets) / "adult"
-        io.convert(src / "adult.data", train, positive_class=">50K", rows_per_chunk=8192, overwrite=True)
-        io.convert(src / "adult.test", test, like=train, rows_per_chunk=8192, overwrite=True)
+    train, test = prepare("adult", args.workdir, args.datasets, rows_per_chunk=8192)
     X, y = io.open_dataset(train)
     Xt, yt = io.open_dataset(test)
     passthrough = onehot_columns(io.dataset_info(train)["attrs"])

@@ -6,23 +6,21 @@ For each kernel and sampler, ||K - Z Z'||_F / ||K||_F on 1000 sampled rows of
 standardized MAGIC data, D from 64 to 4096.
 """
 import argparse
-from pathlib import Path
 
 import dask
 
 from rfstream import RandomFourierFeatures, Standardizer, io
+from rfstream.datasets import prepare
 from rfstream.metrics import kernel_approximation_error
 
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--datasets", default="../shared/datasets")
+    p.add_argument("--datasets", default=None, help="real datasets folder (default: $RFSTREAM_DATASETS, "
+                   "else ../shared/datasets beside the repository)")
     p.add_argument("--workdir", default="runs/rff_approx")
     args = p.parse_args()
-    data = Path(args.workdir) / "magic.zarr"
-    if not data.exists():
-        io.convert(str(Path(args.datasets) / "magic_gamma" / "magic04.data"), str(data))
-    X, _ = io.open_dataset(data)
+    X, _ = io.open_dataset(prepare("magic_gamma", args.workdir, args.datasets)[0])
     dask.config.set(scheduler="threads")
     Xs = Standardizer().fit(X).transform(X)
     print("kernel     sampler     " + " ".join(f"D={D:<6d}" for D in (64, 256, 1024, 4096)))

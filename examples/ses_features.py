@@ -8,15 +8,14 @@ gathers only the sampled rows), prints the kernel approximation error
 the weights SES learned.  Runs in well under a minute.
 """
 import argparse
-from pathlib import Path
 
 import dask
 import numpy as np
 
-from rfstream import SESFeatures, Standardizer, io
+from rfstream import SESFeatures, Standardizer
+from rfstream.datasets import train_test
 from rfstream.kernels import auto_gamma
 from rfstream.metrics import kernel_approximation_error
-from rfstream.preprocess import train_test_split
 from rfstream.random import sample_rows
 
 METHODS = {
@@ -30,15 +29,12 @@ METHODS = {
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--datasets", default="../shared/datasets")
+    p.add_argument("--datasets", default=None, help="real datasets folder (default: $RFSTREAM_DATASETS, "
+                   "else ../shared/datasets beside the repository)")
     p.add_argument("--workdir", default="runs/ses")
     args = p.parse_args()
-    data = Path(args.workdir) / "magic.zarr"
-    if not data.exists():
-        io.convert(str(Path(args.datasets) / "magic_gamma" / "magic04.data"), str(data), header=False)
-    X, _ = io.open_dataset(data)
     dask.config.set(scheduler="threads")
-    Xtr, Xte = train_test_split(X, test_size=0.2, random_state=0)
+    Xtr, Xte, _, _ = train_test("magic_gamma", args.workdir, args.datasets, test_size=0.2)
     std = Standardizer().fit(Xtr)
     Xtr, Xte = std.transform(Xtr), std.transform(Xte)
     gamma = auto_gamma(Xtr, "gaussian", random_state=0)

@@ -12,30 +12,26 @@ which predicts from the d random features alone, gives the same predictions.
 """
 import argparse
 import time
-from pathlib import Path
 
 import dask
 import numpy as np
 from sklearn.pipeline import Pipeline
 
-from rfstream import TEFM, RandomFourierFeatures, Standardizer, StreamingRidge, io
+from rfstream import TEFM, RandomFourierFeatures, Standardizer, StreamingRidge
 from rfstream.datadriven import fold_projection
+from rfstream.datasets import train_test
 from rfstream.metrics import kernel_approximation_error, relative_rmse
-from rfstream.preprocess import train_test_split
 
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--datasets", default="../shared/datasets")
+    p.add_argument("--datasets", default=None, help="real datasets folder (default: $RFSTREAM_DATASETS, "
+                   "else ../shared/datasets beside the repository)")
     p.add_argument("--workdir", default="runs/tefm_cpusmall")
     p.add_argument("--l", type=int, default=100, help="TEFM output features")
     args = p.parse_args()
     dask.config.set(scheduler="threads")
-    data = Path(args.workdir) / "cpusmall.zarr"
-    if not data.exists():
-        io.convert(str(Path(args.datasets) / "cpusmall" / "cpusmall.txt"), str(data))
-    X, y = io.open_dataset(data)
-    Xtr, Xte, ytr, yte = train_test_split(X, y, test_size=0.25, random_state=0)
+    Xtr, Xte, ytr, yte = train_test("cpusmall", args.workdir, args.datasets)  # 75/25, seed 0
     Xtr, Xte, ytr, yte = (a.persist() for a in (Xtr, Xte, ytr, yte))
     l = args.l
     maps = {

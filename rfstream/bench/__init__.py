@@ -41,8 +41,9 @@ from .e2e import DATASETS, METHODS
 
 
 def add_arguments(p):
-    p.add_argument("--datasets", default=os.environ.get("RFSTREAM_DATASETS", "../shared/datasets"),
-                   help="folder of the real datasets (kddcup99/, adult/)")
+    p.add_argument("--datasets", default=None,
+                   help="folder of the real datasets (kddcup99/, adult/; default: $RFSTREAM_DATASETS, "
+                        "else ../shared/datasets beside the repository)")
     p.add_argument("--workdir", default="runs/bench", help="converted Zarr datasets are cached here")
     p.add_argument("--out", default="docs/benchmarks", help="bench.json and PNG plots go here")
     p.add_argument("--parts", nargs="+", default=["fused", "e2e", "scaling"],

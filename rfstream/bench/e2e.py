@@ -13,30 +13,21 @@ from pathlib import Path
 from .measures import load, peak_rss, run_capped
 
 METHODS = ("rfstream", "sklearn-rbf", "sklearn-nystroem", "daskml-sgd")
-DATASETS = ("kdd99", "adult")
+# the names --data takes -> their entries in rfstream.datasets.registry
+REGISTRY_NAMES = {"kdd99": "kddcup99", "adult": "adult"}
+DATASETS = tuple(REGISTRY_NAMES)
 
 
 def prepare_data(datasets, workdir):
-    """Convert KDD99-10% / corrected and Adult train / test to Zarr once; returns paths."""
-    from .. import io
+    """KDD99-10% / corrected and Adult train / test as Zarr, converted once into ``workdir``.
 
-    workdir = Path(workdir)
-    workdir.mkdir(parents=True, exist_ok=True)
-    src = {
-        "kdd99": (Path(datasets) / "kddcup99" / "kddcup.data_10_percent.gz",
-                  Path(datasets) / "kddcup99" / "corrected.gz", "normal"),
-        "adult": (Path(datasets) / "adult" / "adult.data", Path(datasets) / "adult" / "adult.test", ">50K"),
-    }
-    out = {}
-    for name, (train_src, test_src, positive) in src.items():
-        prefix = "kdd" if name == "kdd99" else name
-        train, test = workdir / f"{prefix}_train.zarr", workdir / f"{prefix}_test.zarr"
-        if not train.exists():
-            io.convert(str(train_src), str(train), positive_class=positive)
-        if not test.exists():
-            io.convert(str(test_src), str(test), like=str(train))
-        out[name] = (str(train), str(test))
-    return out
+    ``datasets`` is the real datasets folder (None: :func:`rfstream.datasets.datasets_folder`);
+    returns ``{"kdd99": (train, test), "adult": (train, test)}`` as strings.
+    """
+    from ..datasets import prepare
+
+    return {name: tuple(str(p) for p in prepare(entry, workdir, datasets))
+            for name, entry in REGISTRY_NAMES.items()}
 
 
 def shared_gamma(train, seed=0):
