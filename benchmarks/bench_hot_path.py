@@ -340,71 +340,7 @@ def newton_ab(train, D, repeats, passes=2):
                                              "peak_traced_bytes_one_pass": peak[k]} for k, v in out.items()}}
 
 
-def solver_child(kind, data, D, passes):
-    """One timed fit in this process, for ``solvers_ab``: ``kind`` "sgd" (``passes`` epochs of
-    ``StreamingSGDClassifier``, tol=None, then its evaluation pass) or "cg" (``StreamingRidge``
-    with solver="cg": the statistics pass and ``passes`` product passes) on
-    ``Z = rff.transform(X)``, dask threads.  Prints seconds, peak RSS and a result."""
-    import resource
-    import warnings
-
-    from rfstream import io
-    from rfstream.cluster import connect
-    from rfstream.features import RandomFourierFeatures
-    from rfstream.preprocess import Standardizer
-    from rfstream.solvers import StreamingRidge, StreamingSGDClassifier
-
-    X, y = io.open_dataset(data)
-    with connect("threads"):
-        Xs = Standardizer().fit(X).transform(X)
-        Z = RandomFourierFeatures(D, gamma="auto", random_state=0).fit(Xs).transform(Xs)
-        t0 = time.perf_counter()
-        if kind == "sgd":
-            est = StreamingSGDClassifier("hinge", alpha=1e-5, max_iter=passes, tol=None).fit(Z, y)
-            result = est.objective_
-        else:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")  # max_iter reached: wanted
-                est = StreamingRidge(alpha=1.0, solver="cg", tol=1e-12, max_iter=passes).fit(Z, y.astype("f8"))
-            result = float(np.abs(est.coef_).sum())
-        seconds = time.perf_counter() - t0
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-    print(json.dumps({"seconds": seconds, "peak_rss_bytes": peak, "result": result}))
-
-
-def solvers_ab(before, data, D, repeats, sgd_epochs=2, cg_passes=4):
-    """SGD epochs and CG on ``Z = rff.transform(X)``: the tree at ``before`` (a checkout of
-    the commit before the change, e.g. a ``git worktree``) against this one, each fit in a
-    fresh process (``solver_child``) with ``PYTHONPATH`` set to its tree, interleaved."""
-    import os
-    import subprocess
-    import sys
-
-    here = str(Path(__file__).resolve().parents[1])
-    trees = {"before": str(Path(before).resolve()), "now": here}
-    out = {kind: {tree: [] for tree in trees} for kind in ("sgd", "cg")}
-    for r in range(repeats):
-        for kind, passes in (("sgd", sgd_epochs), ("cg", cg_passes)):
-            for tree in (list(trees) if r % 2 == 0 else list(trees)[::-1]):
-                env = dict(os.environ, PYTHONPATH=trees[tree])
-                cmd = [sys.executable, __file__, "--child", kind, "--data", data,
-                       "--n-components", str(D), "--passes", str(passes)]
-                line = subprocess.run(cmd, env=env, capture_output=True, text=True, check=True).stdout
-                out[kind][tree].append(json.loads(line.strip().splitlines()[-1]))
-    summary = {"D": D, "sgd_epochs": sgd_epochs, "cg_passes": cg_passes, "repeats": repeats}
-    for kind, runs in out.items():
-        summary[kind] = {}
-        for tree, rows in runs.items():
-            secs = [row["seconds"] for row in rows]
-            summary[kind][tree] = {"seconds": secs, "min_s": min(secs), "median_s": float(np.median(secs)),
-                                   "peak_rss_mb": [round(row["peak_rss_bytes"] / 2**20) for row in rows],
-                                   "result": rows[-1]["result"]}
-        summary[kind]["ratio_median_now_over_before"] = (summary[kind]["now"]["median_s"]
-                                                         / summary[kind]["before"]["median_s"])
-    return summary
-
-
-PARTS = ("stages", "gram", "elementwise", "sub_block", "augmented", "threads", "pass", "predict", "newton", "solvers")
+PARTS = ("stages", "gram", "elementwise", "sub_block", "augmented", "threads", "pass", "predict", "newton")
 
 
 def main(argv=None):
@@ -416,13 +352,7 @@ def main(argv=None):
     p.add_argument("--kdd-components", type=int, default=1000)
     p.add_argument("--json", default=None)
     p.add_argument("--parts", nargs="+", default=list(PARTS), choices=PARTS)
-    p.add_argument("--before", default=None, help="checkout of the commit before a change, for --parts solvers")
-    p.add_argument("--data", default=None, help="Zarr dataset of --parts solvers (e.g. a synthetic KDD-like one)")
-    p.add_argument("--child", choices=("sgd", "cg"), default=None, help=argparse.SUPPRESS)
-    p.add_argument("--passes", type=int, default=2, help=argparse.SUPPRESS)
     args = p.parse_args(argv)
-    if args.child:
-        return solver_child(args.child, args.data, args.n_components, args.passes)
     import os
 
     rng = np.random.default_rng(0)
@@ -456,8 +386,6 @@ def main(argv=None):
         result["predict_ab"] = predict_ab(args.kdd, test, D, args.repeats)
     if args.kdd and "newton" in parts:
         result["newton_ab"] = newton_ab(args.kdd, D, args.repeats)
-    if args.before and args.data and "solvers" in parts:
-        result["solvers_ab"] = solvers_ab(args.before, args.data, args.n_components, args.repeats)
     result["loadavg_end"] = list(os.getloadavg())
     text = json.dumps(result, indent=2)
     print(text)
