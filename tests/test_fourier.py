@@ -1,19 +1,23 @@
-"""RandomFourierFeatures and the FeatureMap base: mathematics, dask contract, errors."""
+"""RandomFourierFeatures (rfstream.features.fourier): mathematics, variants, errors.
+
+The contract every map keeps (numpy/dask, chunkings, processes, save/load,
+check_estimator, bad input) is tested once for all maps in test_contract.py.
+"""
+import math
 import pickle
 
 import dask.array as da
-import dask.dataframe as dd
 import numpy as np
 import pandas as pd
 import pytest
 import scipy.sparse as sp
 from _sklearn_checks import FLOAT32_ROW_GROUPING
 from dask.array.utils import assert_eq
-from sklearn.exceptions import NotFittedError
 from sklearn.metrics.pairwise import laplacian_kernel, rbf_kernel
 from sklearn.utils.estimator_checks import check_estimator
 
 from rfstream.features import FeatureMap, RandomFourierFeatures
+from rfstream.features.fourier import _project_with_offset
 from rfstream.samplers import SAMPLERS
 
 # ----------------------------------------------------------- kernel approximation
@@ -189,14 +193,23 @@ def test_block_is_picklable_and_pure(X):
     assert issubclass(RandomFourierFeatures, FeatureMap)
 
 
-def test_distributed_processes(X):
-    distributed = pytest.importorskip("distributed")
-    rff = RandomFourierFeatures(16, kernel="cauchy", random_state=0).fit(X)
-    with distributed.LocalCluster(
-        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
-    ) as cluster, distributed.Client(cluster):
-        Zd = rff.transform(da.from_array(X, chunks=(25, 6))).compute()
-    np.testing.assert_allclose(Zd, rff.transform(X), rtol=1e-5, atol=1e-6)
+def test_offset_folded_into_the_projection():
+    rng = np.random.default_rng(70)
+    x = rng.standard_normal((300, 7))
+    W = rng.standard_normal((7, 11)).astype(np.float32)
+    b = rng.uniform(0, 2 * np.pi, 11).astype(np.float32)
+    got = _project_with_offset(x, W, b)
+    assert got.dtype == np.float32
+    np.testing.assert_allclose(got, x.astype(np.float32) @ W + b, rtol=1e-5, atol=1e-5)
+
+
+def test_rff_block_matches_the_formula():
+    rng = np.random.default_rng(71)
+    X = rng.standard_normal((50, 4))
+    rff = RandomFourierFeatures(n_components=16, gamma=0.5, random_state=0).fit(X)
+    W, b = rff.random_weights_.astype(np.float64), rff.random_offset_.astype(np.float64)
+    expected = math.sqrt(2 / 16) * np.cos(X @ W + b)
+    np.testing.assert_allclose(rff.transform(X), expected, atol=2e-6)
 
 
 # -------------------------------------------------------------------------- errors
@@ -221,27 +234,6 @@ def test_parameter_errors(X, params, match):
         RandomFourierFeatures(**params).fit(X)
 
 
-def test_input_errors(X):
-    rff = RandomFourierFeatures(8)
-    with pytest.raises(NotFittedError, match="not fitted yet"):
-        rff.transform(X)
-    rff.fit(X)
-    with pytest.raises(ValueError, match="X has 5 features, but RandomFourierFeatures is expecting 6 features"):
-        rff.transform(X[:, :5])
-    with pytest.raises(ValueError, match="X has 5 features, but RandomFourierFeatures is expecting 6 features"):
-        rff.transform(da.from_array(X[:, :5]))
-    with pytest.raises(ValueError, match="Expected a 2-d dask array for X; got ndim=1"):
-        rff.fit(da.ones(5))
-    with pytest.raises(ValueError, match="real numeric dtype; got dtype"):
-        rff.fit(da.from_array(np.array([["a", "b"]])))
-    with pytest.raises(ValueError, match="unknown number of columns"):
-        rff.fit(da.ones((4, 4), chunks=2).map_blocks(lambda b: b, chunks=((2, 2), (np.nan, np.nan))))
-    with pytest.raises(TypeError, match=r"X is a dask DataFrame; pass a dask array .*to_dask_array"):
-        rff.fit(dd.from_pandas(pd.DataFrame(X), npartitions=2))
-    with pytest.raises(ValueError, match="NaN"):
-        rff.fit(np.full((3, 2), np.nan))
-
-
 # ------------------------------------------------------------ scikit-learn checks
 # check_array_api_input skips itself (SCIPY_ARRAY_API unset) with a warning.
 pytestmark_skiptest = pytest.mark.filterwarnings("ignore::sklearn.exceptions.SkipTestWarning")
@@ -256,11 +248,11 @@ CHECKING_N_COMPONENTS_1 = (
 @pytest.mark.parametrize(
     "estimator, expected_failed",
     [
-        (RandomFourierFeatures(), FLOAT32_ROW_GROUPING),
+        # the default configuration is checked in test_contract.py::test_map_check_estimator[rff]
         (RandomFourierFeatures(kernel="cauchy", sampler="qmc", dtype="float64"), {}),
         (RandomFourierFeatures(sampler="orthogonal", gamma="auto"), FLOAT32_ROW_GROUPING),
     ],
-    ids=["default", "cauchy-qmc-float64", "orthogonal-auto"],
+    ids=["cauchy-qmc-float64", "orthogonal-auto"],
 )
 def test_sklearn_check_estimator(estimator, expected_failed):
     check_estimator(estimator, expected_failed_checks=expected_failed)

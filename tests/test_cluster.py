@@ -1,0 +1,92 @@
+"""Where computations run (rfstream.cluster): compute, connect, the embedded cluster's settings."""
+import dask
+import dask.array as da
+import numpy as np
+import pytest
+
+from rfstream.cluster import (
+    EMBEDDED_CONFIG,
+    _embedded_config,
+    _local_cluster_kwargs,
+    _widest_layer,
+    compute,
+    connect,
+)
+
+
+def _blas_threads(x):
+    from threadpoolctl import threadpool_info
+
+    n = [i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"]
+    return np.array([min(n) if n else -1])
+
+
+def test_compute_returns_values_and_passes_numpy_through():
+    a = da.arange(10, chunks=3)
+    n = np.ones(2)
+    assert compute(a.sum()) == 45  # one collection: its value, not a tuple
+    total, same, doubled = compute(a.sum(), n, a * 2)
+    assert total == 45 and same is n
+    np.testing.assert_array_equal(doubled, np.arange(10) * 2)
+    assert compute(n) is n  # nothing lazy: returned as is
+
+
+def test_compute_runs_blas_single_threaded_in_the_thread_pool():
+    X = da.zeros((4, 1), chunks=1)
+    with dask.config.set(scheduler="threads", num_workers=2):
+        inside = compute(X.map_blocks(_blas_threads, chunks=(1,), drop_axis=1, dtype=int))
+    assert set(inside.tolist()) <= {1, -1}
+    with dask.config.set(scheduler="synchronous"):  # one task at a time: BLAS keeps its threads
+        seq = compute(X.map_blocks(_blas_threads, chunks=(1,), drop_axis=1, dtype=int))
+    assert (seq == _blas_threads(None)[0]).all()
+    one = da.zeros((4, 1), chunks=4)  # a single task: nothing else would use the other cores
+    with dask.config.set(scheduler="threads", num_workers=2):
+        single = compute(one.map_blocks(_blas_threads, chunks=(1,), drop_axis=1, dtype=int))
+    assert (single == _blas_threads(None)[0]).all()
+
+
+def test_widest_layer_counts_the_tasks_that_can_run_at_once():
+    assert _widest_layer([da.zeros(10, chunks=10)]) == 1
+    assert _widest_layer([da.zeros(10, chunks=2)]) == 5
+    assert _widest_layer([da.zeros(10, chunks=2).sum(), da.zeros(9, chunks=1)]) == 9
+
+
+@pytest.mark.parametrize("scheduler", ["threads", "synchronous"])
+def test_connect_to_a_local_scheduler(scheduler, monkeypatch):
+    before = dask.config.get("scheduler", None)
+    with connect(scheduler) as client:
+        assert client is None and dask.config.get("scheduler") == scheduler
+    assert dask.config.get("scheduler", None) == before
+    monkeypatch.setenv("RFSTREAM_SCHEDULER", scheduler)  # no argument: the environment's
+    with connect() as client:
+        assert client is None and dask.config.get("scheduler") == scheduler
+
+
+def test_connect_refuses_a_name_that_is_no_address():
+    with pytest.raises(ValueError, match=r"scheduler must be an address like tcp://host:8786, or one of "
+                                         r"threads, synchronous, processes; got 'thread'"):
+        with connect("thread"):
+            pass
+
+
+def test_local_cluster_kwargs_split_the_machine(monkeypatch):
+    import psutil
+
+    monkeypatch.setattr("os.cpu_count", lambda: 8)
+    kw = _local_cluster_kwargs()
+    assert (kw["n_workers"], kw["threads_per_worker"], kw["processes"]) == (8, 1, True)
+    assert kw["memory_limit"] == int(0.8 * psutil.virtual_memory().total / 8)
+    assert kw["host"] == "127.0.0.1" and kw["dashboard_address"] == "127.0.0.1:0"
+    kw = _local_cluster_kwargs(2)
+    assert (kw["n_workers"], kw["threads_per_worker"]) == (2, 4)
+
+
+def test_embedded_cluster_quiets_its_background_work_but_keeps_user_settings():
+    with connect(None, n_workers=1) as c:
+        seen = c.run(lambda: {k: dask.config.get(k) for k in EMBEDDED_CONFIG})
+        assert list(seen.values()) == [EMBEDDED_CONFIG]  # the worker process took them
+    # the client's own config is left as it was
+    assert dask.config.get("distributed.worker.profile.enabled") is True
+    with dask.config.set({"distributed.admin.tick.interval": "50ms"}):
+        assert "distributed.admin.tick.interval" not in _embedded_config()
+        assert _embedded_config()["distributed.worker.profile.enabled"] is False

@@ -1,0 +1,196 @@
+"""rfstream.pipeline: the registries, make_model, route_params, and fit / evaluate /
+predict on a dataset, on threads and on a real distributed cluster (2 worker processes).
+
+Every pass is a reduction with a fixed tree and per-row randomness from
+(seed, row), so the cluster must reproduce the threads result: the partials
+are the same float64 numbers summed in the same tree.
+"""
+from functools import partial
+
+import distributed
+import numpy as np
+import pytest
+
+import zarr
+from sklearn.pipeline import Pipeline
+
+from rfstream import TEFM, CompactNonlinearMap, Standardizer, StreamingRidgeClassifier, pipeline
+from rfstream.cluster import compute, connect
+from rfstream.io import dataset_info, open_dataset, write_dataset
+from rfstream.pipeline import (
+    FEATURES,
+    FIT_DEFAULTS,
+    SOLVERS,
+    feature_map_class,
+    make_model,
+    route_params,
+    solver_class,
+)
+
+
+@pytest.fixture(scope="module")
+def client():
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                  dashboard_address=None, host="127.0.0.1") as cluster:
+        with distributed.Client(cluster) as c:
+            yield c
+
+
+@pytest.fixture(scope="module")
+def dataset(tmp_path_factory):
+    rng = np.random.default_rng(0)
+    n = 6000
+    X = rng.normal(size=(n, 6)) * [1.0, 2.0, 0.5, 1.0, 3.0, 1.0] + 10.0
+    r2 = ((X[:, :2] - 10.0) ** 2 / [1.0, 4.0]).sum(axis=1)
+    y = (r2 + 0.3 * rng.normal(size=n) > 1.4).astype(np.int64)
+    path = tmp_path_factory.mktemp("dist") / "data.zarr"
+    write_dataset(path, X, y, attrs={"classes": ["in", "out"]}, rows_per_chunk=1000)
+    return path
+
+
+# Rows whose label the noise flipped across the ellipse r2 = 1.4 (6.65% of
+# them): no classifier of X beats that by much; RFF + ridge lands ~4 points
+# above it (10.5%), chance is 50%.
+BAYES = 0.0665
+
+
+def _fit(path):
+    X, y = open_dataset(path)
+    assert X.numblocks[0] == 6
+    model = make_model(
+        "classification",
+        feature_params=dict(n_components=128, gamma="auto", random_state=1),
+        solver_params=dict(alpha=[0.1, 1.0, 10.0], random_state=1),
+    )
+    return model.fit(X, y), X
+
+
+def test_cluster_equals_threads(client, dataset):
+    with connect("threads") as none:
+        assert none is None  # local schedulers: no distributed client
+        ref, X = _fit(dataset)
+        ref_pred = compute(ref.predict(X))
+    assert distributed.get_client() is client
+    model, _ = _fit(dataset)  # runs on the two worker processes
+    assert len(client.scheduler_info()["workers"]) == 2
+    for step in ("standardize", "features"):
+        for attr in ("mean_", "scale_", "gamma_", "random_weights_", "random_offset_"):
+            if hasattr(ref.named_steps[step], attr):
+                np.testing.assert_array_equal(getattr(model.named_steps[step], attr),
+                                              getattr(ref.named_steps[step], attr))
+    a, b = model.named_steps["solver"], ref.named_steps["solver"]
+    assert a.alpha_ == b.alpha_
+    # same partials, same reduction tree: equal up to float64 rounding (the
+    # partials are float64 sums; 1e-10 allows for BLAS threading differences)
+    np.testing.assert_allclose(a.cv_mse_, b.cv_mse_, rtol=1e-10)
+    np.testing.assert_allclose(a.coef_, b.coef_, rtol=1e-8, atol=1e-10 * np.abs(b.coef_).max())
+    np.testing.assert_allclose(a.intercept_, b.intercept_, rtol=1e-8, atol=1e-10)
+    pred = model.predict(X)
+    np.testing.assert_array_equal(compute(pred), ref_pred)
+    # an ellipse in 2 of 6 dimensions with label noise: well learned
+    y = compute(open_dataset(dataset)[1])
+    assert np.mean(ref_pred != y) < BAYES + 0.06
+
+
+def test_fit_and_evaluate_dataset_under_client(client, dataset, tmp_path):
+    model, meta = pipeline.fit_dataset(dataset, n_components=128, alpha=1.0, out=tmp_path / "model")
+    assert meta["dataset"]["n_rows"] == 6000
+    result = pipeline.evaluate_dataset(model, meta, dataset)
+    with connect("threads"):
+        loaded, loaded_meta = pipeline.load_fitted(tmp_path / "model")
+        ref = pipeline.evaluate_dataset(loaded, loaded_meta, dataset)
+    assert result["metric"] == "error_rate" and result["rows"] == 6000
+    assert result["value"] == ref["value"]  # the same predictions, counted the same
+    assert result["value"] < BAYES + 0.06
+
+
+# ------------------------------------------------------------------ registries
+def test_registries_name_classes():
+    assert feature_map_class("tefm-s") is TEFM and FEATURES["tefm-s"]().method == "srht"
+    assert FEATURES["tefm-g"]().method == "gaussian" and isinstance(FEATURES["tefm-g"], partial)
+    assert feature_map_class("cnm") is CompactNonlinearMap
+    assert solver_class("ridge", "classification") is StreamingRidgeClassifier
+    for name in FEATURES:  # every entry makes a feature map with the common parameters
+        params = FEATURES[name]().get_params()
+        assert {"random_state", "dtype"} <= set(params), name
+    assert {t for s in SOLVERS.values() for t in s} == {"classification", "regression"}
+    with pytest.raises(ValueError, match=r"features must be one of \[.*'rff'.*\]; got 'rbf'"):
+        feature_map_class("rbf")
+    with pytest.raises(ValueError, match=r"solver must be one of \['ridge', 'sgd'\]; got 'svm'"):
+        solver_class("svm", "classification")
+    with pytest.raises(ValueError, match=r"task must be 'classification' or 'regression'; got None"):
+        solver_class("ridge", None)
+
+
+def test_make_model_steps_and_parameters():
+    model = make_model("regression", features="tefm-g", solver="sgd", passthrough=[2],
+                       feature_params=dict(n_components=7), solver_params=dict(alpha=0.5))
+    assert isinstance(model, Pipeline) and [n for n, _ in model.steps] == ["standardize", "features", "solver"]
+    assert model.named_steps["standardize"].passthrough == [2]
+    f, s = model.named_steps["features"], model.named_steps["solver"]
+    assert (type(f).__name__, f.method, f.n_components) == ("TEFM", "gaussian", 7)
+    assert (type(s).__name__, s.alpha) == ("StreamingSGDRegressor", 0.5)
+    bare = make_model("classification", standardize=False)
+    assert [n for n, _ in bare.steps] == ["features", "solver"]
+    assert isinstance(make_model("classification").named_steps["standardize"], Standardizer)
+    with pytest.raises(ValueError, match="features must be one of"):
+        make_model("classification", features="nystroem")
+    with pytest.raises(ValueError, match="task must be 'classification' or 'regression'"):
+        make_model("clustering")
+
+
+def test_route_params_sends_each_name_to_who_takes_it():
+    to_map, to_solver = route_params("rff", "ridge", "classification",
+                                     {"n_components": 50, "alpha": [1.0, 2.0], "kernel": "laplacian",
+                                      "cv": None})
+    # FIT_DEFAULTS fill what is not given; random_state goes to both; None is dropped
+    assert to_map == {"n_components": 50, "gamma": "auto", "random_state": 0, "kernel": "laplacian"}
+    assert to_solver == {"alpha": [1.0, 2.0], "random_state": 0}
+    assert "gamma" not in route_params("rff", "ridge", "regression", {"gamma": None})[0]
+    assert FIT_DEFAULTS == {"n_components": 1000, "gamma": "auto", "random_state": 0}
+    # a name both take goes to the solver (CNM's own alpha is set through feature_params)
+    to_map, to_solver = route_params("cnm", "sgd", "classification", {"alpha": 1e-3, "max_iter": 4})
+    assert "alpha" not in to_map and to_solver["alpha"] == 1e-3 and to_solver["max_iter"] == 4
+    # binning has no n_components: the default is not forced on it
+    to_map, _ = route_params("binning", "ridge", "regression", {"n_grids": 8})
+    assert to_map == {"n_grids": 8, "gamma": "auto", "random_state": 0}
+    with pytest.raises(ValueError, match=r"'rho' is a parameter of neither features='rff' nor "
+                                         r"solver='ridge' \(classification\)"):
+        route_params("rff", "ridge", "classification", {"rho": 1.0})
+
+
+# ------------------------------------------------------------------ on a dataset
+def test_fit_predict_evaluate_dataset_on_threads(dataset, tmp_path):
+    with connect("threads"):
+        model, meta = pipeline.fit_dataset(dataset, n_components=64, alpha=1.0, out=tmp_path / "m")
+        assert meta["dataset"] == {"path": str(dataset), "n_rows": 6000, "n_features": 6,
+                                   "task": "classification", "classes": ["in", "out"],
+                                   "feature_names": dataset_info(dataset)["attrs"].get("feature_names"),
+                                   "categorical": None}
+        loaded, loaded_meta = pipeline.load_fitted(tmp_path / "m")
+        assert loaded_meta["dataset"] == meta["dataset"]
+        assert pipeline.predict_dataset(tmp_path / "m", dataset, tmp_path / "p.zarr") == 6000
+        X, y = open_dataset(dataset)
+        expected = compute(model.predict(X))
+        stored = zarr.open_group(str(tmp_path / "p.zarr"), mode="r")
+        np.testing.assert_array_equal(stored["y_pred"][:], expected)
+        assert stored.attrs["task"] == "classification" and stored.attrs["classes"] == ["in", "out"]
+        result = pipeline.evaluate_dataset(loaded, loaded_meta, dataset)
+        assert result["value"] == pytest.approx(np.mean(expected != compute(y)))
+        with pytest.raises(FileExistsError, match="already exists; pass --overwrite"):
+            pipeline.fit_dataset(dataset, n_components=8, out=tmp_path / "m")
+
+
+def test_dataset_errors(dataset, tmp_path):
+    X = np.random.default_rng(0).normal(size=(50, 6))
+    write_dataset(tmp_path / "nolabels.zarr", X)
+    write_dataset(tmp_path / "narrow.zarr", X[:, :4], np.zeros(50, np.int64))
+    model, meta = pipeline.fit_dataset(dataset, n_components=16, alpha=1.0)
+    with connect("threads"):
+        with pytest.raises(ValueError, match="has no labels .*fit needs a labelled dataset"):
+            pipeline.fit_dataset(tmp_path / "nolabels.zarr")
+        with pytest.raises(ValueError, match="has no labels; use `rfstream predict` instead"):
+            pipeline.evaluate_dataset(model, meta, tmp_path / "nolabels.zarr")
+        with pytest.raises(ValueError, match=r"has 4 features but the model was trained on 6; convert it "
+                                             r"with `rfstream convert SRC DST --like TRAIN.zarr`"):
+            pipeline.evaluate_dataset(model, meta, tmp_path / "narrow.zarr")
