@@ -1,4 +1,5 @@
-"""save_model / load_model: exact round trip, no pickle, and refusal of bad files."""
+"""Model files (rfstream.io.model_files): save_model / load_model, exact round trip, no pickle,
+and refusal of bad files."""
 import json
 from pathlib import Path
 
