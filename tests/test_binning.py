@@ -1,4 +1,7 @@
-"""Random binning features (Rahimi & Recht 2007, Algorithm 2): mathematics and invariants."""
+"""Random binning features (Rahimi & Recht 2007, Algorithm 2): mathematics and invariants.
+
+The contract of every map (numpy/dask, chunkings, processes, save/load, check_estimator,
+bad input) is tested in test_contract.py, exactly for the sparse binning features."""
 import json
 import subprocess
 import sys
@@ -9,18 +12,13 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 from sklearn.metrics.pairwise import laplacian_kernel
-from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from rfstream import (
     FourierBinningFeatures,
     RandomBinningFeatures,
     StreamingRidge,
     StreamingRidgeClassifier,
-    load_model,
-    save_model,
 )
-from rfstream.cli import build_parser
-from rfstream.cli.options import UserError, split_params
 from rfstream.pipeline import evaluate_dataset, fit_dataset
 
 
@@ -96,23 +94,6 @@ def test_bins_follow_algorithm_2(X):
     assert abs(pitches.mean() - 1.0) < 0.03
 
 
-def test_numpy_dask_equal_and_chunk_invariant(X):
-    m = RandomBinningFeatures(20, n_bins=32, gamma=1.0, random_state=0).fit(X)
-    Z = m.transform(X)
-    for chunks in [(300,), (100, 150, 50), (7,) * 42 + (6,)]:
-        Zd = m.transform(da.from_array(X, chunks=(chunks, 5)))
-        assert isinstance(Zd, da.Array) and Zd.shape == Z.shape and Zd.chunks[0] == chunks
-        assert isinstance(Zd._meta, sp.csr_matrix)
-        out = Zd.compute(scheduler="threads")
-        assert sp.issparse(out) and (out != Z).nnz == 0
-    # sparse input gives the same features
-    assert (m.transform(sp.csr_matrix(X)) != Z).nnz == 0
-    # dask input to fit gives the same parameters
-    md = RandomBinningFeatures(20, n_bins=32, gamma=1.0, random_state=0).fit(da.from_array(X, chunks=50))
-    np.testing.assert_array_equal(md.pitches_, m.pitches_)
-    np.testing.assert_array_equal(md.hash_multipliers_, m.hash_multipliers_)
-
-
 _KEYS_SCRIPT = """
 import json, sys
 import numpy as np
@@ -173,29 +154,6 @@ def test_sparse_ridge_equals_dense_ridge(X):
         StreamingRidge(alpha=1.0, solver="cg", tol=1e-10, max_iter=1).fit(Z, y)
 
 
-def test_save_load_roundtrip(X, tmp_path):
-    y = (X[:, 0] > 0.5).astype(int)
-    from sklearn.pipeline import make_pipeline
-
-    for feats in (RandomBinningFeatures(10, n_bins=16, gamma=1.0, random_state=0),
-                  FourierBinningFeatures(20, n_grids=5, n_bins=8, gamma=1.0, random_state=0)):
-        model = make_pipeline(feats, StreamingRidgeClassifier(alpha=1.0)).fit(X, y)
-        path = tmp_path / type(feats).__name__
-        save_model(model, path)
-        loaded = load_model(path)
-        np.testing.assert_array_equal(loaded.predict(X), model.predict(X))
-        assert (loaded[0].transform(X) != model[0].transform(X)).nnz == 0
-
-
-@parametrize_with_checks([
-    RandomBinningFeatures(5, n_bins=8, random_state=0),
-    # float64: the Fourier half's float32 GEMM may round by 1 ulp with another batch size
-    FourierBinningFeatures(6, n_grids=3, n_bins=8, random_state=0, dtype="float64"),
-])
-def test_sklearn_compatible(estimator, check):
-    check(estimator)
-
-
 def test_errors(X):
     with pytest.raises(ValueError, match="n_grids"):
         RandomBinningFeatures(0).fit(X)
@@ -210,21 +168,6 @@ def test_errors(X):
     m = RandomBinningFeatures(4, gamma=1.0).fit(X)
     with pytest.raises(ValueError, match="5 features"):
         m.transform(X[:, :3])
-
-
-def test_cli_options_that_do_not_apply_to_binning():
-    def split(*flags):
-        args = build_parser().parse_args(["fit", "d.zarr", "--out", "m", *flags])
-        return split_params(args, args.features, args.solver, "classification")
-
-    with pytest.raises(UserError, match="--n-components does not apply to --features binning"):
-        split("--features", "binning", "--n-components", "10", "--n-grids", "4")
-    # the options most maps share are dropped at their usual values
-    feature_params, _ = split("--features", "binning", "--n-components", "1000", "--n-grids", "4",
-                              "--kernel", "gaussian")
-    assert feature_params == {"n_grids": 4, "gamma": "auto", "random_state": 0}
-    # no --kernel: the hybrid keeps its own laplacian Fourier half (the CLI used to force gaussian)
-    assert "kernel" not in split("--features", "rff+binning", "--n-components", "100")[0]
 
 
 def test_gamma_auto_uses_l1_distance(X):

@@ -1,14 +1,14 @@
-"""CirculantFeatures (Yu et al. 2015, Section 8): FFT products, gradients, kernel, dask contract."""
+"""CirculantFeatures (Yu et al. 2015, Section 8): FFT products, gradients, kernel, dask.
+
+Save/load, check_estimator and the rest of the contract of every map: test_contract.py."""
 import dask.array as da
 import numpy as np
 import pytest
 import scipy.linalg
 import scipy.sparse as sp
-from _sklearn_checks import FLOAT32_ROW_GROUPING
 from sklearn.metrics.pairwise import rbf_kernel
-from sklearn.utils.estimator_checks import check_estimator
 
-from rfstream import CirculantFeatures, load_model, save_model
+from rfstream import CirculantFeatures
 from rfstream.features.circulant import circulant_grad, circulant_project
 
 
@@ -95,14 +95,6 @@ def test_numpy_dask_chunks_sparse_and_determinism():
     assert again.gamma_ == cf.gamma_
 
 
-def test_save_load_round_trip(tmp_path):
-    X = np.random.default_rng(4).normal(size=(30, 5))
-    cf = CirculantFeatures(12, gamma=0.2, random_state=0).fit(X)
-    save_model(cf, tmp_path / "m")
-    loaded = load_model(tmp_path / "m")
-    np.testing.assert_array_equal(loaded.transform(X), cf.transform(X))
-
-
 def test_errors():
     X = np.zeros((5, 3))
     with pytest.raises(ValueError, match="n_components"):
@@ -114,8 +106,3 @@ def test_errors():
     cf = CirculantFeatures(4, random_state=0).fit(X)
     with pytest.raises(ValueError, match="3 features"):
         cf.transform(np.zeros((2, 4)))
-
-
-def test_sklearn_check_estimator():
-    check_estimator(CirculantFeatures(n_components=8, random_state=0),
-                    expected_failed_checks=FLOAT32_ROW_GROUPING)

@@ -13,6 +13,8 @@ import pytest
 import zarr
 
 from rfstream import cli
+from rfstream.cli import build_parser
+from rfstream.cli.options import UserError, split_params
 from rfstream.cluster import set_progress
 from rfstream.datasets import source_paths
 from rfstream.io import dataset_info
@@ -230,3 +232,19 @@ def test_evaluate_writes_metrics_beside_the_model_by_default(workdir, capsys):
     written = json.loads((workdir / "model" / "metrics-train.json").read_text())
     assert written == printed
     assert written["metric"] == "error_rate" and 0.0 <= written["value"] < 0.5
+
+
+# ------------------------------------------------------------------ options per method
+def test_cli_options_that_do_not_apply_to_binning():
+    def split(*flags):
+        args = build_parser().parse_args(["fit", "d.zarr", "--out", "m", *flags])
+        return split_params(args, args.features, args.solver, "classification")
+
+    with pytest.raises(UserError, match="--n-components does not apply to --features binning"):
+        split("--features", "binning", "--n-components", "10", "--n-grids", "4")
+    # the options most maps share are dropped at their usual values
+    feature_params, _ = split("--features", "binning", "--n-components", "1000", "--n-grids", "4",
+                              "--kernel", "gaussian")
+    assert feature_params == {"n_grids": 4, "gamma": "auto", "random_state": 0}
+    # no --kernel: the hybrid keeps its own laplacian Fourier half (the CLI used to force gaussian)
+    assert "kernel" not in split("--features", "rff+binning", "--n-components", "100")[0]
