@@ -7,7 +7,7 @@ import pytest
 
 from rfstream import CompactNonlinearMap, Standardizer, cli, load_model, save_model
 from rfstream.cluster import set_progress
-from rfstream.datadriven.cnm import (
+from rfstream.datadriven.cnm_sgd import (
     features,
     hinge_objective,
     kernel_objective,
@@ -194,7 +194,7 @@ def test_errors(rings):
         CompactNonlinearMap(4, theta_step=-1.0).fit(X, y)
     with pytest.raises(ValueError, match="structure"):
         CompactNonlinearMap(4, structure="toeplitz").fit(X, y)
-    with pytest.raises(ValueError, match="y must be 1-D"):
+    with pytest.raises(ValueError, match="rows but y has 3; pass one target per row of X"):
         CompactNonlinearMap(4, **FAST).fit(da.from_array(X, chunks=500), np.zeros(3))
     est = CompactNonlinearMap(4, random_state=0, **FAST).fit(X, y)
     with pytest.raises(ValueError, match="4 features"):

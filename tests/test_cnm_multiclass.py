@@ -5,8 +5,8 @@ import pytest
 from test_cnm import _finite_differences, _params
 
 from rfstream import CompactNonlinearMap, load_model, save_model
-from rfstream.datadriven.cnm import (
-    PAPER_GAMMA_FACTOR,
+from rfstream.datadriven.cnm import PAPER_GAMMA_FACTOR
+from rfstream.datadriven.cnm_sgd import (
     classification_objective,
     crammer_singer,
     map_gradient,

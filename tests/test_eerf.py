@@ -16,8 +16,9 @@ from rfstream import (
     load_model,
     save_model,
 )
-from rfstream.datadriven.eerf import subsample_mask, top_m
+from rfstream.datadriven.eerf import top_m
 from rfstream.datadriven.lkrf import chi_square_weights, project_simplex
+from rfstream.datadriven.scored import subsample_mask
 from rfstream.features.arccos import arccos_kernel
 from rfstream.io import onehot_columns, open_dataset
 
@@ -291,11 +292,11 @@ def test_label_errors(data):
     X, y = data
     with pytest.raises(ValueError, match=r"requires y to be passed.*call fit\(X, y\)"):
         EERFFeatures(5).fit(X)
-    with pytest.raises(ValueError, match=r"y must be 1-D with one label per row of X \(3000 rows\); got shape \(10,\)"):
+    with pytest.raises(ValueError, match=r"X has 3000 rows but y has 10; pass one target per row of X"):
         EERFFeatures(5).fit(X, y[:10])
-    with pytest.raises(ValueError, match=r"one label per row of X \(3000 rows\); got shape \(10,\)"):
+    with pytest.raises(ValueError, match=r"X has 3000 rows but y has 10; pass one target per row of X"):
         EERFFeatures(5).fit(da.from_array(X, chunks=1000), y[:10])  # dask X, numpy y
-    with pytest.raises(ValueError, match=r"only one class \(\[1\]\)"):
+    with pytest.raises(ValueError, match=r"at least 2 classes in y; got 1 class \(\[1\]\)"):
         EERFFeatures(5).fit(X, np.ones(3000, dtype=int))
     with pytest.raises(ValueError, match=r"constant target .* Increase subsample"):
         EERFFeatures(5).fit(X, np.ones(3000))

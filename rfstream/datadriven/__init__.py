@@ -1,5 +1,10 @@
 """Data-dependent feature maps: fitted by passes over the rows (reductions).
 
+Each is a :class:`rfstream.features.FeatureMap` whose inherited ``fit`` checks
+the input, draws the random part (``_draw``) and then calls the map's data-pass
+hook ``_fit_data(X, y, seed)`` with the checked ``X`` (and ``y`` for the maps
+that need labels, checked by :mod:`rfstream.solvers.targets`).
+
 * :class:`TEFM` -- TEFM-G / TEFM-S (Chen et al. 2015): a randomized range
   finder over the random Fourier feature matrix, ``d -> l`` features.
 * :class:`CompactNonlinearMap` -- CNM (Yu et al. 2015): random Fourier

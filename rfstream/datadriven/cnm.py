@@ -2,12 +2,9 @@
 
 ``Z(x) = sqrt(2/k) cos(Theta' x + b)`` with ``Theta`` (``d x k``) initialized as
 random Fourier features and then learned, jointly with a linear SVM ``w``, by
-alternating mini-batch SGD (Algorithm 3): ``T1`` Pegasos steps on ``w`` with
-``Theta`` fixed (Algorithm 1, gradient eq. 7; :func:`rfstream.solvers.sgd_steps`),
-then ``T2`` SGD steps on ``Theta`` with ``w`` fixed (Algorithm 2, gradient eq. 9).
-``objective="kernel"`` learns ``Theta`` for kernel approximation instead (Section
-5, eqs. 10-11); ``structure="circulant"`` learns a circulant ``R = circ(r)``
-(Section 8.3, FFT gradient of eqs. 16-17).
+alternating mini-batch SGD (Algorithm 3; the steps are in
+:mod:`rfstream.datadriven.cnm_sgd`).  Rationale and measurements of every
+choice that departs from the paper: docs/cnm.md.
 
 Data access: every outer iteration draws its ``(T1 + T2) x batch_size`` row
 indices from ``(seed, iteration)`` (stream :data:`rfstream.random.STREAM_CNM_BATCHES`)
@@ -25,125 +22,25 @@ from typing import ClassVar
 
 import dask.array as da
 import numpy as np
-from dask.base import is_dask_collection
-from sklearn.base import ClassifierMixin, _fit_context
+from sklearn.base import ClassifierMixin
 from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import check_is_fitted
 
 from .._validation import check_dask_array
-from ..cluster import compute
-from ..features._base import FeatureMap
-from ..features.circulant import circulant_grad, circulant_project, dense_rows
-from ..kernels import KERNELS, kernel_matrix, sample_frequencies
-from ..random import (
-    STREAM_CNM_BATCHES,
-    STREAM_CNM_HOLDOUT,
-    check_seed,
-    sample_row_indices,
-)
-from ..solvers import sgd_steps
-from ..solvers._linear import _scores_to_labels, labels_from_scores
-from ..solvers._losses import crammer_singer, hinge, multinomial
+from ..features._base import KERNEL_PARAMETERS, FeatureMap
+from ..features.circulant import dense_rows, draw_circulant
+from ..kernels import sample_frequencies
+from ..random import STREAM_CNM_BATCHES, STREAM_CNM_HOLDOUT, sample_row_indices
+from ..solvers._linear import labels_from_scores
+from ..solvers.targets import check_targets, encode_classes, find_classes, signed
+from .cnm_sgd import Iterate, features, gather_rows, train_index
 
 __all__ = ["CompactNonlinearMap"]
 
 #: at most this many held-out rows are gathered for early stopping
 MAX_VALIDATION_ROWS = 10_000
-#: theta_step=None: the constant map step per objective (docs/cnm.md, step sweep)
-DEFAULT_STEP = {"classification": 0.2, "kernel": 2.0}
 #: gamma="paper": Section 7's 2/sigma^2 over rfstream's "auto" 1/(2 sigma^2)
 PAPER_GAMMA_FACTOR = 4.0
-#: held-out rows whose pairs give the validation kernel MSE (objective="kernel")
-KERNEL_VALIDATION_ROWS = 1000
-
-
-# ------------------------------------------------------------ the map and its gradient
-def _phases(x, params, k):
-    """``u = Theta' x + b`` (dense) or ``circ(r) D x + b`` (circulant), float64."""
-    if "theta" in params:
-        return x @ params["theta"] + params["offset"]
-    xs = x * params["signs"]
-    return circulant_project(xs, params["r"], k) + params["offset"]
-
-
-def features(x, params, k):
-    """``Z(x) = sqrt(2/k) cos(u)`` and the phases ``u`` (float64)."""
-    u = _phases(x, params, k)
-    return math.sqrt(2.0 / k) * np.cos(u), u
-
-
-def map_gradient(x, params, k, u, dZ):
-    """Gradient of ``sum(dZ * Z(x))`` with respect to the learned parameters.
-
-    ``dZ`` (m, k) is the derivative of the objective with respect to the
-    features.  Chain rule through ``Z = sqrt(2/k) cos(u)``:
-    ``dU = -sqrt(2/k) sin(u) dZ``, then ``d/dTheta = x' dU`` (eq. 9 for the
-    hinge loss, eq. 11 for the kernel MSE), ``d/db = sum_rows dU``, or for the
-    circulant map the FFT cross-correlation of eqs. 16-17
-    (:func:`rfstream.features.circulant.circulant_grad`).  Returns a dict with
-    the keys of the learned parameters.
-    """
-    dU = -math.sqrt(2.0 / k) * np.sin(u) * dZ
-    grad = {"offset": dU.sum(axis=0)}
-    if "theta" in params:
-        grad["theta"] = x.T @ dU
-    else:
-        grad["r"] = circulant_grad(x * params["signs"], dU, params["r"].shape[0])
-    return grad
-
-
-#: loss of the classifier per ``multiclass`` option: targets +-1 (m, K) for "ovr",
-#: class indices (m,) otherwise
-CLASS_LOSSES = {"ovr": hinge, "multinomial": multinomial, "crammer-singer": crammer_singer}
-#: the same losses by their name in :func:`rfstream.solvers.sgd_steps` (the w-step)
-W_STEP_LOSSES = {"ovr": "hinge", "multinomial": "multinomial", "crammer-singer": "crammer_singer"}
-
-
-def classification_objective(x, Y, params, k, coef, intercept, multiclass="ovr"):
-    """Mean loss of ``w' Z(x)`` (eq. 8 for "ovr") and ``dLoss/dZ`` for a batch.
-
-    ``Y``: +-1 (m, K) for the OvR hinge, class indices (m,) for "multinomial"
-    and "crammer-singer".  ``dLoss/dZ = g W / m`` with ``g = dL/dscores``: one
-    chain rule for every loss, continued by :func:`map_gradient`.
-    """
-    Z, u = features(x, params, k)
-    loss, g = CLASS_LOSSES[multiclass](Z @ coef.T + intercept, Y)  # g = dL/dscores (m, K)
-    m = x.shape[0]
-    return loss.mean(), (g @ coef) / m, u
-
-
-def hinge_objective(x, Y, params, k, coef, intercept):
-    """Mean OvR hinge loss (eq. 8) and ``dLoss/dZ`` for a batch; ``Y`` is +-1 (m, K)."""
-    return classification_objective(x, Y, params, k, coef, intercept, "ovr")
-
-
-def kernel_objective(x, params, k, kernel, gamma):
-    """Mean squared kernel error over all pairs of the batch (eq. 10) and ``dLoss/dZ``.
-
-    ``E = Z Z' - K``; ``d mean(E^2) / dZ = 4 E Z / m^2`` (``E`` symmetric), the
-    pair sum of eq. 11.
-    """
-    Z, u = features(x, params, k)
-    E = Z @ Z.T - kernel_matrix(x, kernel=kernel, gamma=gamma)
-    m = x.shape[0]
-    return float(np.mean(E**2)), 4.0 * (E @ Z) / (m * m), u
-
-
-# ------------------------------------------------------------ rows
-def _gather(X, y, idx):
-    """Rows ``idx`` (sorted, distinct) of numpy or dask ``X`` (and ``y``), as numpy float64."""
-    if isinstance(X, da.Array):
-        xs, ys = compute(X[idx], None if y is None else y[idx])  # one graph, one pass
-    else:
-        xs, ys = X[idx], (None if y is None else np.asarray(y)[idx])
-    return dense_rows(xs, np.float64), ys
-
-
-def _train_index(j, holdout):
-    """The ``j``-th row that is not held out (``holdout`` sorted), vectorized over ``j``."""
-    if holdout.size == 0:
-        return j
-    return j + np.searchsorted(holdout - np.arange(holdout.size), j, side="right")
 
 
 class CompactNonlinearMap(ClassifierMixin, FeatureMap):
@@ -155,10 +52,7 @@ class CompactNonlinearMap(ClassifierMixin, FeatureMap):
     augmenting ``x``), by alternating minimization (Algorithm 3):
 
     1. ``Theta, b`` initialized as random Fourier features of ``kernel`` with
-       ``gamma`` (``"auto"``: rfstream's bandwidth rule, ``sigma`` = mean
-       distance to the 50th nearest neighbour of 1000 sampled rows and
-       ``gamma = 1/(2 sigma^2)``; ``"paper"``: Section 7's literal
-       ``gamma = 2/sigma^2``, see below), ``w = 0``;
+       ``gamma``, ``w = 0``;
     2. repeat ``max_iter`` times: ``n_steps_w`` (``T1``) Pegasos steps on
        ``w`` (Algorithm 1, eq. 7, step ``1/(lambda t)`` with ``t`` counted over
        all iterations, projection on the ``1/sqrt(lambda)`` ball), run by
@@ -167,60 +61,9 @@ class CompactNonlinearMap(ClassifierMixin, FeatureMap):
 
     Every step uses a mini-batch of ``batch_size`` rows drawn at random from
     the training rows (see the module docstring for how rows are gathered).
-
-    **Theta's step size** (``theta_step``).  Algorithm 2 reuses Pegasos'
-    ``1/(lambda t)``, which for the small ``lambda`` that suits the w-step is
-    orders of magnitude too large for ``Theta``: the phases jump by many
-    periods and accuracy collapses (worst at small ``k``).  We use a constant
-    step ``eta_t = theta_step`` (deviation from the paper), default 0.2 (2.0
-    for the kernel objective),
-    chosen on held-out rows of letter and magic04 (docs/cnm.md has the sweep).
-
-    **Averaging** (``average=True``, deviation): the ``w`` used by the
-    Theta-step, for scoring and as ``coef_`` is the mean of the ``T1`` Pegasos
-    iterates of the last w-step (Pegasos continues from its last iterate).
-    Pegasos' last iterate at small ``lambda`` jumps between steps, which made
-    the held-out accuracy oscillate by several points from one iteration to
-    the next; the average removes most of that (docs/cnm.md).
-
-    **Regularization** (Section 6.1): no penalty on ``Theta``; early stopping.
-    With ``early_stopping=True`` a ``validation_fraction`` of the rows (at most
-    :data:`MAX_VALIDATION_ROWS`) is held out; after every w-step the current
-    ``(Theta, b, w)`` is scored on them (accuracy, or the kernel MSE over their
-    pairs for ``objective="kernel"``); the best one is kept and training stops
-    after ``n_iter_no_change`` iterations without improvement.  The first
-    candidate is the initial random Fourier map with its Pegasos ``w``.
-
-    **Bandwidth.**  Section 7 sets ``gamma = 2/sigma^2`` without writing the
-    kernel out; read with the usual RBF convention ``exp(-gamma ||x-y||^2)``
-    (rfstream's), that is 4 x the ``"auto"`` value ``1/(2 sigma^2)`` that
-    every rfstream map uses.  ``gamma="paper"`` (Gaussian kernel only) takes
-    that literal reading; the default stays ``"auto"`` so that CNM starts
-    from the same random map as :class:`~rfstream.RandomFourierFeatures` with
-    ``gamma="auto"``.  CNM's own accuracy moves by about a point between the
-    two on letter and magic04; random Fourier features with 128-256 features
-    lose 4-11 points at 4 x ``"auto"`` (docs/cnm.md, bandwidth grid).
-
-    **Multi-class** (``multiclass``, more than two classes; two classes
-    always use the paper's binary hinge).  ``"ovr"`` (default): ``K`` binary
-    hinge problems (class vs rest) share the map: the w-step is Pegasos on each
-    row of ``coef_`` (each in its own ball, as :func:`~rfstream.solvers.sgd_steps`
-    does for OvR), and the Theta-step gradient is the sum of the ``K``
-    gradients of eq. 9, i.e. ``dL/dZ = g W`` with ``g`` the hinge
-    derivatives.  ``"crammer-singer"``: the multi-class hinge
-    ``max(0, 1 + max_{j != y} w_j' Z - w_y' Z)`` (Crammer & Singer 2001) in
-    eq. 5, i.e. one SVM over all classes, the natural multi-class form of the
-    paper's objective; the w-step is Pegasos on it
-    (``sgd_steps(loss="crammer_singer")``, step ``1/(lambda t)``, ball of
-    radius ``sqrt(2/lambda)``).  ``"multinomial"``: the softmax cross-entropy, w-step
-    by ``sgd_steps(loss="multinomial")`` (Pegasos schedule capped by the
-    loss's smoothness).  In both the Theta-gradient is the same chain rule
-    ``dL/dZ = g W / m`` through :func:`map_gradient`, with ``g`` the loss's
-    derivative with respect to the ``K`` scores.  With OvR the map is pulled
-    by ``K`` problems that each see one class against the rest; a joint loss
-    only cares about the margin to the closest wrong class, which on letter
-    (26 classes) gave 1.7-3.5 points (Crammer-Singer) and 0.4-2.7 points
-    (multinomial) more than OvR at the same ``k`` and gamma (docs/cnm.md).
+    Regularization as in Section 6.1: no penalty on ``Theta``, early stopping
+    on held-out rows (the best ``(Theta, b, w)`` seen is kept; the first
+    candidate is the initial random map with its Pegasos ``w``).
 
     ``objective="kernel"`` (Section 5): only ``Theta, b`` are learned, by SGD on
     the squared kernel error over all pairs of each mini-batch (eqs. 10-11);
@@ -229,6 +72,25 @@ class CompactNonlinearMap(ClassifierMixin, FeatureMap):
     circulant map ``circ(r) D x`` of :class:`~rfstream.CirculantFeatures`
     (random signs ``D`` fixed, ``r`` learned with the FFT gradient of eqs.
     16-17, ``O(k)`` parameters).
+
+    Deviations from the paper (docs/cnm.md, "Deviations (and why)", gives the
+    reasons and the measurements behind each):
+
+    * ``theta_step``: a constant step for ``Theta`` instead of Algorithm 2's
+      Pegasos step ``1/(lambda t)``, which for a small ``lambda`` moves the
+      phases by many periods;
+    * ``average=True``: the ``w`` used by the Theta-step, for scoring and as
+      ``coef_`` is the mean of the ``T1`` Pegasos iterates of the last w-step;
+    * ``multiclass``: with more than two classes, the multi-class hinge of
+      Crammer & Singer (2001) in eq. 5 (or the softmax, or ``K`` one-vs-rest
+      hinge problems sharing the map); the Theta-gradient is the same chain
+      rule ``dL/dZ = g W / m`` (eq. 9 for the hinge), ``g`` the loss's
+      derivative with respect to the ``K`` scores.  Two classes always use the
+      paper's binary hinge;
+    * ``gamma="paper"`` reads Section 7's ``gamma = 2/sigma^2`` in rfstream's
+      convention ``exp(-gamma ||x-y||^2)``, i.e. 4 x ``"auto"``; the default
+      ``"auto"`` starts from the same map as
+      :class:`~rfstream.RandomFourierFeatures` with ``gamma="auto"``.
 
     Parameters
     ----------
@@ -240,21 +102,21 @@ class CompactNonlinearMap(ClassifierMixin, FeatureMap):
         Kernel of the random Fourier initialization (and the kernel approximated
         with ``objective="kernel"``).
     gamma : float > 0, "auto" or "paper", default="auto"
-        Bandwidth of the initial random Fourier map; "paper" is 4 x "auto"
-        (``2/sigma^2``, Gaussian kernel only), see above.
+        Bandwidth of the initial random Fourier map.  "auto": ``sigma`` = mean
+        distance to the 50th nearest neighbour of 1000 sampled rows and
+        ``gamma = 1/(2 sigma^2)`` (:func:`rfstream.kernels.auto_gamma`);
+        "paper": 4 x "auto" (``2/sigma^2``, Gaussian kernel only), see above.
     alpha : float, default=1e-4
         ``lambda`` of eq. 5 (the w-step's regularization; not given in the
-        paper).  Held-out accuracy preferred 1e-5 on letter (with
-        ``multiclass="crammer-singer"``) and 1e-4 on magic04 (docs/cnm.md).
+        paper; docs/cnm.md has the held-out sweep).
     multiclass : {"ovr", "crammer-singer", "multinomial"}, default="crammer-singer"
-        Loss of the classifier with more than two classes, see above (the
-        multi-class hinge measured best on letter; two classes always use the
-        paper's binary hinge).
+        Loss of the classifier with more than two classes, see above (two
+        classes always use the paper's binary hinge).  The w-step is
+        ``sgd_steps(loss="hinge" | "crammer_singer" | "multinomial")``.
     max_iter : int, default=200
         Outer iterations ``T`` of Algorithm 3 (the paper: "a few hundred"
         iterations suffice), each ``n_steps_w + n_steps_theta`` steps; early
-        stopping usually ends the run well before.  On letter 200 (with
-        ``n_iter_no_change=30``) added 0.3-2.3 points over 30 (docs/cnm.md).
+        stopping usually ends the run well before.
     n_steps_w : int, default=100
         ``T1``, Pegasos steps per iteration (the paper's 100).
     n_steps_theta : int, default=100
@@ -267,6 +129,11 @@ class CompactNonlinearMap(ClassifierMixin, FeatureMap):
         for ``objective="classification"``, 2.0 for ``objective="kernel"``
         (whose gradient, eq. 11, is an average over pairs and much smaller).
     early_stopping : bool, default=True
+        Hold out ``validation_fraction`` of the rows (at most
+        :data:`MAX_VALIDATION_ROWS`), score every candidate ``(Theta, b, w)``
+        on them after each w-step (accuracy, or the kernel MSE over their pairs
+        for ``objective="kernel"``), keep the best, and stop after
+        ``n_iter_no_change`` iterations without improvement.
     validation_fraction : float, default=0.1
     n_iter_no_change : int, default=30
     average : bool, default=True
@@ -301,6 +168,12 @@ class CompactNonlinearMap(ClassifierMixin, FeatureMap):
         Pegasos step counter.
     n_features_in_ : int
 
+    Notes
+    -----
+    ``fit`` never loads a dask ``X``: each outer iteration gathers its
+    ``(n_steps_w + n_steps_theta) * batch_size`` sampled rows (at most), and
+    early stopping the held-out rows once.
+
     References
     ----------
     F. X. Yu, S. Kumar, H. Rowley and S.-F. Chang, "Compact Nonlinear Maps and
@@ -322,10 +195,9 @@ class CompactNonlinearMap(ClassifierMixin, FeatureMap):
 
     _parameter_constraints: ClassVar[dict] = {
         **FeatureMap._parameter_constraints,
-        "n_components": [Interval(Integral, 1, None, closed="left")],
+        **KERNEL_PARAMETERS,
         "objective": [StrOptions({"classification", "kernel"})],
         "structure": [StrOptions({"dense", "circulant"})],
-        "kernel": [StrOptions(set(KERNELS))],
         "gamma": [Interval(Real, 0, None, closed="neither"), StrOptions({"auto", "paper"})],
         "alpha": [Interval(Real, 0, None, closed="neither")],
         "multiclass": [StrOptions({"ovr", "multinomial", "crammer-singer"})],
@@ -339,6 +211,10 @@ class CompactNonlinearMap(ClassifierMixin, FeatureMap):
         "n_iter_no_change": [Interval(Integral, 1, None, closed="left")],
         "average": ["boolean"],
     }
+    _y_purpose = (
+        "with objective='classification' the map is learned with a linear SVM on the labels "
+        "(y is required; objective='kernel' learns the map for kernel approximation without labels)"
+    )
 
     def __init__(self, n_components=32, *, objective="classification", structure="dense",
                  kernel="gaussian", gamma="auto", alpha=1e-4, multiclass="crammer-singer", max_iter=200,
@@ -378,108 +254,36 @@ class CompactNonlinearMap(ClassifierMixin, FeatureMap):
         return PAPER_GAMMA_FACTOR * super()._resolve_gamma(X, rng)
 
     def _draw(self, rng, n_features):
-        """Random Fourier initialization (Algorithm 3, line 1), float64."""
+        """Random Fourier initialization (Algorithm 3, line 1), kept in float64 until ``fit`` ends."""
         k, d = self.n_components, n_features
         if self.structure == "dense":
-            params = {"theta": sample_frequencies(self.kernel, self.gamma_, (d, k), rng)}
+            theta = sample_frequencies(self.kernel, self.gamma_, (d, k), rng)
+            params = {"theta": theta, "offset": rng.uniform(0.0, 2.0 * np.pi, size=k)}
         else:
-            params = {
-                "r": sample_frequencies(self.kernel, self.gamma_, (-(-k // d), d), rng),
-                "signs": np.where(rng.random(d) < 0.5, -1.0, 1.0),
-            }
-        params["offset"] = rng.uniform(0.0, 2.0 * np.pi, size=k)
-        return params
+            r, signs, offset = draw_circulant(rng, self.kernel, self.gamma_, k, d)
+            params = {"r": r, "signs": signs, "offset": offset}
+        self._set_params_(params, np.float64)
 
-    @property
-    def _n_features_out(self):
-        return self.offset_.shape[0]
+    def _fit_data(self, X, y, seed):
+        """Algorithm 3 on mini-batches of sampled rows, with early stopping on held-out rows.
 
-    def _params(self, dtype=np.float64):
-        if self.structure == "dense" and hasattr(self, "projection_"):
-            p = {"theta": self.projection_}
-        else:
-            p = {"r": self.circulant_, "signs": self.signs_}
-        p["offset"] = self.offset_
-        return {key: np.asarray(v, dtype=dtype) for key, v in p.items()}
-
-    def _block(self, x):
-        dtype = self._output_dtype()
-        Z, _ = features(dense_rows(x, dtype), self._params(dtype), self._n_features_out)
-        return Z.astype(dtype, copy=False)
-
-    def _set_params_(self, params):
-        dtype = self._output_dtype()
-        for name in ("projection_", "circulant_", "signs_"):
-            if hasattr(self, name):
-                delattr(self, name)
-        if "theta" in params:
-            self.projection_ = params["theta"].astype(dtype)
-        else:
-            self.circulant_ = params["r"].astype(dtype)
-            self.signs_ = params["signs"].astype(dtype)
-        self.offset_ = params["offset"].astype(dtype)
-
-    # ------------------------------------------------------------ fit
-    def _check_fit_input(self, X, y):
-        classify = self.objective == "classification"
-        if classify and y is None:
-            raise ValueError(
-                "y is required with objective='classification'; pass labels, or use "
-                "objective='kernel' to learn the map for kernel approximation without labels."
-            )
-        if not is_dask_collection(X):
-            if classify:
-                X, y = validate_data(self, X, y, accept_sparse=("csr", "csc"),
-                                     dtype=[np.float64, np.float32])
-            else:
-                X = validate_data(self, X, accept_sparse=("csr", "csc"),
-                                  dtype=[np.float64, np.float32])
-                y = None
-            return X, y
-        X = check_dask_array(X, self, reset=True)
-        if not classify:
-            return X, None
-        if np.ndim(y) != 1 or y.shape[0] != X.shape[0]:
-            raise ValueError(f"y must be 1-D with one label per row of X ({X.shape[0]}); "
-                             f"got shape {getattr(y, 'shape', None)}.")
-        if not isinstance(y, da.Array):
-            y = np.asarray(y)
-        return X, y
-
-    @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y=None):
-        """Learn the map (and, for classification, the linear SVM) by Algorithm 3.
-
-        Parameters
-        ----------
-        X : {array-like, sparse matrix, dask array} of shape (n_samples, n_features)
-            A dask array is never loaded: each outer iteration gathers its
-            ``(n_steps_w + n_steps_theta) * batch_size`` sampled rows (at most).
-        y : array-like or dask array of shape (n_samples,), or None
-            Labels; required with ``objective="classification"``, ignored with
-            ``objective="kernel"``.
-
-        Returns
-        -------
-        self : object
+        ``y`` is None with ``objective="kernel"`` (the base ``fit`` passes labels
+        only to a map that needs them).
         """
-        self._output_dtype()
-        X, y = self._check_fit_input(X, y)
-        n, d = int(X.shape[0]), int(X.shape[1])
-        seed = check_seed(self.random_state)
-        rng = np.random.default_rng(seed)
-        self.gamma_ = self._resolve_gamma(X, rng)
-        params = self._draw(rng, d)
-        classify = self.objective == "classification"
+        if isinstance(X, da.Array):  # the row draws need the number of rows
+            check_dask_array(X, self, known_rows=True)
+        classify = y is not None
         if classify:
-            self._init_classes(y)
+            y = check_targets(X, y)
+            self.classes_ = find_classes(y, name=type(self).__name__)
+        n = int(X.shape[0])
         # held-out rows (early stopping), drawn once and never trained on
         n_val = min(math.ceil(self.validation_fraction * n), MAX_VALIDATION_ROWS, n - 1)
         n_val = n_val if self.early_stopping else 0
         holdout = (sample_row_indices(n, n_val, np.random.default_rng([seed, STREAM_CNM_HOLDOUT]))
                    if n_val else np.empty(0, dtype=np.int64))
-        val = _gather(X, y, holdout) if n_val else None
-        state = _State(params, self, d)
+        val = gather_rows(X, y, holdout) if n_val else None
+        state = Iterate(self._params(), self)
         best = (-np.inf, None, 0)
         self.validation_path_, no_change, it = [], 0, 0
         for it in range(self.max_iter + 1):
@@ -487,9 +291,9 @@ class CompactNonlinearMap(ClassifierMixin, FeatureMap):
             n_steps = (self.n_steps_w if classify else 0) + (
                 self.n_steps_theta if it < self.max_iter else 0)
             pos = draw.integers(0, n - holdout.size, size=(n_steps, min(self.batch_size, n)))
-            rows = _train_index(pos, holdout)
+            rows = train_index(pos, holdout)
             idx, inverse = np.unique(rows, return_inverse=True)
-            xs, ys = _gather(X, y, idx) if n_steps else (None, None)
+            xs, ys = gather_rows(X, y, idx) if n_steps else (None, None)
             batches = inverse.reshape(rows.shape)
             if classify:
                 state.w_step(xs, self._encode(ys), batches[: self.n_steps_w])
@@ -516,27 +320,43 @@ class CompactNonlinearMap(ClassifierMixin, FeatureMap):
         else:  # a refit with objective="kernel" keeps no classifier from an earlier fit
             for name in ("coef_", "intercept_", "t_", "classes_"):
                 self.__dict__.pop(name, None)
-        return self
 
-    def _init_classes(self, y):
-        classes = compute(da.unique(y)) if isinstance(y, da.Array) else np.unique(y)
-        if classes.dtype.kind == "f" and np.any(classes != np.round(classes)):
-            raise ValueError(
-                "Unknown label type: continuous (y has non-integer float values). "
-                f"{type(self).__name__} is a classifier; pass class labels."
-            )
-        if classes.size < 2:
-            raise ValueError(f"y must have at least 2 classes; got {classes.tolist()}.")
-        self.classes_ = np.asarray(classes)
+    @property
+    def _n_features_out(self):
+        return self.offset_.shape[0]
+
+    def _params(self, dtype=np.float64):
+        if self.structure == "dense" and hasattr(self, "projection_"):
+            p = {"theta": self.projection_}
+        else:
+            p = {"r": self.circulant_, "signs": self.signs_}
+        p["offset"] = self.offset_
+        return {key: np.asarray(v, dtype=dtype) for key, v in p.items()}
+
+    def _block(self, x):
+        dtype = self._output_dtype()
+        Z, _ = features(dense_rows(x, dtype), self._params(dtype), self._n_features_out)
+        return Z.astype(dtype, copy=False)
+
+    def _set_params_(self, params, dtype=None):
+        """Store the map's parameters as fitted attributes, in ``dtype`` (default: ``self.dtype``)."""
+        dtype = self._output_dtype() if dtype is None else dtype
+        for name in ("projection_", "circulant_", "signs_"):
+            if hasattr(self, name):
+                delattr(self, name)
+        if "theta" in params:
+            self.projection_ = params["theta"].astype(dtype)
+        else:
+            self.circulant_ = params["r"].astype(dtype)
+            self.signs_ = params["signs"].astype(dtype)
+        self.offset_ = params["offset"].astype(dtype)
 
     def _encode(self, y):
-        """+-1 targets (m, K) for the OvR hinge (K = 1 for two classes); class indices otherwise."""
-        idx = np.searchsorted(self.classes_, y)
-        if self.classes_.size == 2:
-            return np.where(idx == 1, 1.0, -1.0)[:, None]
-        if self.multiclass != "ovr":
-            return idx
-        return np.where(idx[:, None] == np.arange(self.classes_.size)[None, :], 1.0, -1.0)
+        """+-1 targets (m, K) for the OvR hinge (K = 1 for two classes); class codes otherwise."""
+        codes = encode_classes(y, self.classes_)
+        if self.classes_.size > 2 and self.multiclass != "ovr":
+            return codes
+        return signed(codes, self.classes_.size)
 
     # ------------------------------------------------------------ classifier API
     def _check_classifier(self):
@@ -569,80 +389,6 @@ class CompactNonlinearMap(ClassifierMixin, FeatureMap):
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
-        tags.input_tags.sparse = True
+        # ClassifierMixin says y is required; the kernel objective learns without labels
+        tags.target_tags.required = self.objective == "classification"
         return tags
-
-
-class _State:
-    """The iterate of Algorithm 3: map parameters (float64), ``w``, Pegasos' ``t``."""
-
-    def __init__(self, params, est, d):
-        self.params = params
-        self.k = est.n_components
-        self.alpha = float(est.alpha)
-        self.step = float(est.theta_step if est.theta_step is not None else DEFAULT_STEP[est.objective])
-        self.kernel, self.gamma = est.kernel, est.gamma_
-        K = 0
-        if est.objective == "classification":
-            K = 1 if est.classes_.size == 2 else est.classes_.size
-        # two classes: the binary hinge of the paper whatever ``multiclass`` says
-        self.multiclass = est.multiclass if K > 1 else "ovr"
-        self.coef, self.intercept, self.t = np.zeros((K, self.k)), np.zeros(K), 0
-        self.w, self.b = self.coef, self.intercept
-        self.average = est.average
-        self._val_kernel = None
-
-    def copy(self):
-        new = object.__new__(_State)
-        new.__dict__.update(self.__dict__)
-        new.params = {key: v.copy() for key, v in self.params.items()}
-        new.coef, new.intercept = self.coef.copy(), self.intercept.copy()
-        new.w, new.b = self.w.copy(), self.b.copy()
-        return new
-
-    def _sgd(self, stream):
-        """Pegasos steps on ``(coef, intercept)`` with this state's loss."""
-        return sgd_steps(self.coef, self.intercept, stream, loss=W_STEP_LOSSES[self.multiclass],
-                         alpha=self.alpha, t0=self.t)
-
-    def w_step(self, xs, Y, batches):
-        """Algorithm 1: Pegasos on ``w`` with the map fixed (``sgd_steps``, eq. 7)."""
-        if not self.average:
-            stream = ((features(xs[b], self.params, self.k)[0], Y[b]) for b in batches)
-            self.coef, self.intercept, self.t = self._sgd(stream)
-            self.w, self.b = self.coef, self.intercept
-            return
-        w_sum, b_sum = np.zeros_like(self.coef), np.zeros_like(self.intercept)
-        for b in batches:
-            Z = features(xs[b], self.params, self.k)[0]
-            self.coef, self.intercept, self.t = self._sgd([(Z, Y[b])])
-            w_sum += self.coef
-            b_sum += self.intercept
-        self.w, self.b = w_sum / len(batches), b_sum / len(batches)
-
-    def map_step(self, xs, Y, batches):
-        """Algorithm 2 (eq. 9) or the kernel objective (eq. 11): SGD on the map."""
-        if self.step == 0:  # the random map is kept: nothing to compute
-            return
-        for b in batches:
-            x = xs[b]
-            if Y is None:
-                _, dZ, u = kernel_objective(x, self.params, self.k, self.kernel, self.gamma)
-            else:
-                _, dZ, u = classification_objective(x, Y[b], self.params, self.k, self.w,
-                                                    self.b, self.multiclass)
-            for key, g in map_gradient(x, self.params, self.k, u, dZ).items():
-                self.params[key] -= self.step * g
-
-    def score(self, x, y, est):
-        """Held-out accuracy, or minus the kernel MSE over pairs (higher is better)."""
-        if est.objective == "kernel":
-            x = x[:KERNEL_VALIDATION_ROWS]
-            if self._val_kernel is None:  # fixed rows: computed once
-                self._val_kernel = kernel_matrix(x, kernel=self.kernel, gamma=self.gamma)
-            Z, _ = features(x, self.params, self.k)
-            return -float(np.mean((Z @ Z.T - self._val_kernel) ** 2))
-        Z, _ = features(x, self.params, self.k)
-        s = Z @ self.w.T + self.b
-        pred = _scores_to_labels(s[:, 0] if s.shape[1] == 1 else s, est.classes_)
-        return float(np.mean(pred == y))

@@ -1,7 +1,7 @@
 """LKRF: learning kernels with random features (Sinha & Duchi 2016).
 
 The EERF paper's main data-dependent baseline.  Same candidates and same single
-score pass as :class:`~rfstream.EERFFeatures` (:mod:`rfstream.datadriven.eerf`);
+score pass as :class:`~rfstream.EERFFeatures` (:mod:`rfstream.datadriven.scored`);
 the scores are turned into a distribution over the candidates by kernel
 alignment under a chi-square constraint, and ``M`` features are sampled from it.
 """
@@ -13,7 +13,7 @@ from typing import ClassVar
 import numpy as np
 from sklearn.utils._param_validation import Interval
 
-from .eerf import LabelScoredFeatures
+from .scored import LabelScoredFeatures
 
 __all__ = ["LKRFFeatures", "chi_square_weights", "project_simplex"]
 

@@ -25,11 +25,11 @@ import scipy.sparse as sp
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from .._validation import check_dask_array
-from ..features._base import FeatureMap
-from ..features.fourier import RandomFourierFeatures
-from ..kernels import KERNELS, kernel_matrix
+from ..features._base import KERNEL_PARAMETERS, FeatureMap
+from ..features.fourier import FOURIER_PARAMETERS, RandomFourierFeatures
+from ..kernels import kernel_matrix
 from ..random import STREAM_SES_PAIRS, STREAM_SES_ROWS, sample_row_indices, sample_rows
-from ..samplers import SAMPLERS, check_sampler
+from ..samplers import check_sampler
 
 __all__ = ["SESFeatures", "bq_system", "bq_weights", "nonnegative_quadratic"]
 
@@ -159,9 +159,8 @@ class SESFeatures(FeatureMap):
     semi-definite kernel.  We therefore minimise the *same* objectives over
     ``beta >= 0`` (:func:`nonnegative_quadratic`, an exact non-negative least
     squares solve), rather than clipping the unconstrained solution afterwards:
-    clipping ignores how the other weights should compensate, and measured up to 9%
-    worse held-out error at ``M = 512`` while NNLS matched the signed,
-    indefinite solution (docs/ses.md).  A zero weight drops its
+    clipping ignores how the other weights should compensate (docs/ses.md,
+    "Negative weights (decision)", compares the two).  A zero weight drops its
     frequency's two columns to exactly 0; every feature is finite.  The count
     of negative entries of the unconstrained solution is kept in
     ``n_negative_``.
@@ -226,10 +225,8 @@ class SESFeatures(FeatureMap):
 
     _parameter_constraints: ClassVar[dict] = {
         **FeatureMap._parameter_constraints,
-        "n_components": [Interval(Integral, 1, None, closed="left")],
-        "kernel": [StrOptions(set(KERNELS))],
-        "gamma": [Interval(Real, 0, None, closed="neither"), StrOptions({"auto"})],
-        "sampler": [StrOptions(set(SAMPLERS))],
+        **KERNEL_PARAMETERS,
+        "sampler": FOURIER_PARAMETERS["sampler"],
         "n_pairs": [Interval(Integral, 1, None, closed="left"), None],
         "reg": [Interval(Real, 0, None, closed="neither"), StrOptions({"auto"})],
         "weights": [StrOptions({"ses", "bq", "uniform"})],
@@ -268,33 +265,19 @@ class SESFeatures(FeatureMap):
 
     def _draw(self, rng, n_features):
         self.seed_ = int(rng.integers(0, 2**63 - 1))
-        self.rff_ = RandomFourierFeatures(
-            2 * self.n_components, kernel=self.kernel, gamma=self.gamma_, sampler=self.sampler,
-            variant="cossin", random_state=int(rng.integers(0, 2**63 - 1)), dtype=self.dtype,
-        ).fit(np.zeros((1, n_features)))
+        self.rff_ = RandomFourierFeatures.for_columns(
+            n_features, n_components=2 * self.n_components, kernel=self.kernel, gamma=self.gamma_,
+            sampler=self.sampler, variant="cossin", random_state=int(rng.integers(0, 2**63 - 1)),
+            dtype=self.dtype)
 
-    def fit(self, X, y=None):
-        """Draw the frequencies and fit the weights on pairs of sampled rows.
-
-        Parameters
-        ----------
-        X : {array-like, sparse matrix, dask array} of shape (n_samples, n_features)
-            A dask array is not loaded: only the chunks holding sampled rows are read.
-        y : None
-            Ignored.
-
-        Returns
-        -------
-        self : object
-        """
-        super().fit(X)
+    def _fit_data(self, X, y, seed):
+        """The weights, fitted on pairs of sampled rows (only the chunks that hold them are read)."""
         m = self.n_components
         self.reg_ = self.sigma_gp_ = self.validation_error_ = None
         self.n_negative_ = 0
         if self.weights == "uniform":
             self.weights_ = np.full(m, 1.0 / m)
-            return self
-        X = self._check_input(X, reset=False)
+            return
         if isinstance(X, da.Array):  # the row sample needs the number of rows
             check_dask_array(X, self, known_rows=True)
         r = max(4 * m, MIN_PAIRS) if self.n_pairs is None else int(self.n_pairs)
@@ -313,7 +296,6 @@ class SESFeatures(FeatureMap):
             self.reg_ = self._select(fits, Hv, tv)
             unconstrained = np.linalg.solve(A + self.reg_ * np.eye(m), b)
         self.n_negative_ = int(np.sum(unconstrained < 0))
-        return self
 
     def _select(self, fits, Hv, tv):
         """Keep the weights with the lowest mean squared error on the held-out pairs."""

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import copy
 from functools import partial
-from numbers import Integral, Real
+from numbers import Integral
 
 import numpy as np
 import scipy.linalg
@@ -24,9 +24,8 @@ from sklearn.utils.validation import check_is_fitted
 
 from ..cluster import compute
 from ..features._base import FeatureMap
-from ..features.fourier import RandomFourierFeatures
+from ..features.fourier import FOURIER_PARAMETERS, RandomFourierFeatures
 from ..hadamard import hadamard_blocks, next_power_of_two
-from ..kernels import KERNELS
 from ..random import (
     STREAM_SRHT_SAMPLE,
     STREAM_SRHT_SIGNS,
@@ -36,7 +35,7 @@ from ..random import (
     row_uniform,
 )
 from ..reductions import sum_rows
-from ..samplers import SAMPLERS, check_sampler
+from ..samplers import check_sampler
 
 __all__ = ["TEFM", "fold_projection"]
 
@@ -180,14 +179,8 @@ class TEFM(FeatureMap):
     function of ``(seed, global row index)`` only (:mod:`rfstream.random`), so
     ``Q`` does not depend on the chunking or on the number of workers.
 
-    ``dask.array.linalg.compression_matrix`` (``iterator="QR"``) is *not* reused:
-    it needs the matrix being compressed as a dask array (here ``F'``, i.e. the
-    lazy ``n x d`` features: each pass would rebuild them, which is fine, but)
-    it draws its Gaussian test matrix with ``da.random`` chunked like the data,
-    so ``Q`` would change with the chunk sizes; it offers no SRHT; and its QR
-    iterator runs a TSQR over the ``n x l`` intermediate ``F Q`` at every power
-    iteration (an extra pass and ``n x l`` data), where re-orthonormalizing the
-    ``d x l`` side on the client suffices for stability.
+    ``dask.array.linalg.compression_matrix`` is not reused: its test matrix
+    depends on the chunking and it has no SRHT (docs/tefm.md says why in full).
 
     Parameters
     ----------
@@ -246,14 +239,10 @@ class TEFM(FeatureMap):
 
     _parameter_constraints: dict = {
         **FeatureMap._parameter_constraints,
-        "n_components": [Interval(Integral, 1, None, closed="left")],
+        **FOURIER_PARAMETERS,
         "n_random_features": [Interval(Integral, 1, None, closed="left"), None],
         "n_power_iter": [Interval(Integral, 0, None, closed="left")],
         "method": [StrOptions({"gaussian", "srht"})],
-        "kernel": [StrOptions(set(KERNELS))],
-        "gamma": [Interval(Real, 0, None, closed="neither"), StrOptions({"auto"})],
-        "sampler": [StrOptions(set(SAMPLERS))],
-        "variant": [StrOptions({"cos", "cossin"})],
     }
 
     def __init__(
@@ -306,26 +295,12 @@ class TEFM(FeatureMap):
         d = self._d()
         self.n_random_features_ = d
         self.seed_ = int(rng.integers(0, 2**63 - 1))
-        self.rff_ = RandomFourierFeatures(
-            d, kernel=self.kernel, gamma=self.gamma_, sampler=self.sampler,
-            variant=self.variant, random_state=int(rng.integers(0, 2**63 - 1)), dtype=self.dtype,
-        ).fit(np.zeros((1, n_features)))
+        self.rff_ = RandomFourierFeatures.for_columns(
+            n_features, n_components=d, kernel=self.kernel, gamma=self.gamma_, sampler=self.sampler,
+            variant=self.variant, random_state=int(rng.integers(0, 2**63 - 1)), dtype=self.dtype)
 
-    def fit(self, X, y=None):
-        """Draw the random Fourier features and fit ``Q`` in ``1 + n_power_iter`` passes.
-
-        Parameters
-        ----------
-        X : {array-like, sparse matrix, dask array} of shape (n_samples, n_features)
-        y : None
-            Ignored.
-
-        Returns
-        -------
-        self : object
-        """
-        super().fit(X)
-        X = self._check_input(X, reset=False)
+    def _fit_data(self, X, y, seed):
+        """``Q`` from ``1 + n_power_iter`` passes over the rows (the sketch, then power iterations)."""
         d, l = self.n_random_features_, self.n_components
         sketch = _gaussian_sketch_chunk if self.method == "gaussian" else _srht_sketch_chunk
         chunk = partial(sketch, rff=self.rff_, seed=self.seed_, n_components=l)

@@ -2,12 +2,24 @@
 
 Template method, as in ``scipy.stats.qmc``: the public ``fit`` and ``transform``
 do the bookkeeping (parameter validation, input checks, ``gamma="auto"``, the
-random generator, numpy vs dask) and call the hooks a map implements:
+random generator, numpy vs dask) and call the hooks a map implements.  ``fit``
+runs, in this order: the parameter checks; ``y is None`` refused when the map
+needs labels (scikit-learn's ``target_tags.required``, the message ends with
+the class's ``_y_purpose``); the checks on ``X`` (``n_features_in_``);
+``_check_params``; ``gamma="auto"``; ``_draw``; ``_fit_data``.
 
 ``_draw(self, rng, n_features)``
     Draw every random parameter from ``rng`` (a ``numpy.random.Generator``
     seeded from ``random_state``) and store it in trailing-underscore
-    attributes.  Called once per ``fit``, on the client.
+    attributes (return nothing).  Called once per ``fit``, on the client.
+``_fit_data(self, X, y, seed)`` (optional; the data-driven maps)
+    The passes over the data that fit the rest of the map, after ``_draw``:
+    ``X`` as checked by ``fit`` (numpy, sparse or a dask array with one column
+    chunk), ``y`` as given when the map needs labels (else None), and the int
+    ``seed`` of ``random_state``, from which any per-row randomness of a pass
+    is derived (``(seed, stream, row)``, :mod:`rfstream.random`).  Store the
+    result in trailing-underscore attributes.  Default: nothing (a
+    data-independent map reads only the number of columns of ``X``).
 ``_block(self, x) -> ndarray``
     The feature map of one block of rows, a pure numpy function of ``x``
     (dense ndarray or scipy sparse matrix, shape ``(rows, n_features_in_)``)
@@ -27,7 +39,9 @@ random generator, numpy vs dask) and call the hooks a map implements:
 """
 from __future__ import annotations
 
+import warnings
 from abc import abstractmethod
+from numbers import Integral, Real
 
 import dask.array as da
 import numpy as np
@@ -39,14 +53,23 @@ from sklearn.base import (
     TransformerMixin,
     _fit_context,
 )
-from sklearn.utils._param_validation import StrOptions
+from sklearn.exceptions import DataConversionWarning
+from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._validation import check_dask_array
-from ..kernels import auto_gamma
+from ..kernels import KERNELS, auto_gamma
 from ..random import check_seed
 
 _DTYPES = ("float32", "float64")
+
+#: ``_parameter_constraints`` of the parameters every map of a shift-invariant
+#: kernel has (a map adds its own, or narrows ``kernel``)
+KERNEL_PARAMETERS = {
+    "n_components": [Interval(Integral, 1, None, closed="left")],
+    "kernel": [StrOptions(set(KERNELS))],
+    "gamma": [Interval(Real, 0, None, closed="neither"), StrOptions({"auto"})],
+}
 
 
 class FeatureMap(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
@@ -54,9 +77,12 @@ class FeatureMap(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimato
 
     Subclasses define ``__init__`` (store the parameters, nothing else),
     ``_parameter_constraints``, and the hooks ``_draw``, ``_block`` and
-    ``_n_features_out`` (see the module docstring); optionally ``_check_params``.
-    A subclass with ``gamma`` and ``kernel`` parameters gets ``gamma="auto"``
-    resolved into ``gamma_`` before ``_draw`` (see :func:`rfstream.kernels.auto_gamma`).
+    ``_n_features_out`` (see the module docstring); optionally ``_check_params``
+    and, for a map fitted to the data, ``_fit_data``.  A subclass with ``gamma``
+    and ``kernel`` parameters gets ``gamma="auto"`` resolved into ``gamma_``
+    before ``_draw`` (see :func:`rfstream.kernels.auto_gamma`).  A map that
+    needs labels sets ``target_tags.required`` in ``__sklearn_tags__`` and says
+    what it does with them in ``_y_purpose``.
 
     ``transform`` returns a numpy array for numpy (or sparse, or pandas) input
     and a lazy dask array, one output block per input row block, for dask input.
@@ -69,6 +95,8 @@ class FeatureMap(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimato
     #: True for a map whose ``_block`` returns a ``scipy.sparse`` CSR matrix
     #: (the dask output then has CSR blocks and a CSR ``meta``).
     _sparse_output = False
+    #: what a map that needs labels does with them: ends the error for ``fit(X)``
+    _y_purpose = "it is fitted to the labels"
 
     # ------------------------------------------------------------------ hooks
     @abstractmethod
@@ -87,33 +115,85 @@ class FeatureMap(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimato
     def _check_params(self, n_features):
         """Cross-parameter checks; raise ValueError.  Default: nothing."""
 
+    def _fit_data(self, X, y, seed):
+        """Passes over the checked ``X`` (and ``y``) after ``_draw``.  Default: nothing."""
+
     # ------------------------------------------------------------ public API
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None):
-        """Validate the parameters and draw the random feature map.
+        """Validate the parameters, draw the random feature map, and fit it to the data.
 
         Parameters
         ----------
         X : {array-like, sparse matrix, dask array} of shape (n_samples, n_features)
-            Only its number of columns is used, plus a sample of rows when
-            ``gamma="auto"`` (a dask array is not loaded: the sampled rows are
-            gathered from the chunks that hold them).
-        y : None
-            Ignored.
+            A data-independent map uses only its number of columns, plus a
+            sample of rows when ``gamma="auto"``; a data-driven map makes the
+            passes its class describes.  A dask array is not loaded: passes are
+            reductions over its row blocks, and sampled rows are gathered from
+            the chunks that hold them.
+        y : array-like or dask array of shape (n_samples,), or None
+            Labels, for a map that needs them (its ``fit`` raises without);
+            ignored otherwise.
 
         Returns
         -------
         self : object
         """
         self._output_dtype()  # validate dtype before touching the data
+        y = self._labels_for_fit(y)
         X = self._check_input(X, reset=True)
         n_features = int(X.shape[1])
         self._check_params(n_features)
-        rng = np.random.default_rng(check_seed(self.random_state))
+        seed = check_seed(self.random_state)
+        rng = np.random.default_rng(seed)
         if "gamma" in self._parameter_constraints:
             self.gamma_ = self._resolve_gamma(X, rng)
         self._draw(rng, n_features)
+        self._fit_data(X, y, seed)
         return self
+
+    def _labels_for_fit(self, y):
+        """``y`` as ``_fit_data`` gets it: None for a map without labels (``y`` ignored).
+
+        A map with ``target_tags.required`` refuses ``y=None`` (scikit-learn's
+        requires-y message, ended by ``_y_purpose``) and takes a column vector
+        ``(n, 1)`` as its one column with a ``DataConversionWarning``, as
+        scikit-learn's ``column_or_1d``.  Everything else about the labels
+        (rows, classes) is the map's own check, in ``_fit_data``.
+        """
+        if not self.__sklearn_tags__().target_tags.required:
+            return None
+        if y is None:
+            raise ValueError(
+                f"{type(self).__name__} requires y to be passed, but the target y is None: "
+                f"{self._y_purpose}; call fit(X, y) (in a Pipeline, fit it with y)."
+            )
+        if not isinstance(y, da.Array):
+            y = np.asarray(y)
+        if y.ndim == 2 and y.shape[1] == 1:
+            warnings.warn("A column-vector y was passed when a 1d array was expected. Please change "
+                          "the shape of y to (n_samples, ), for example using ravel().",
+                          DataConversionWarning, stacklevel=4)
+            y = y[:, 0]
+        return y
+
+    @classmethod
+    def for_columns(cls, n_features, **params):
+        """A fitted map for ``n_features`` input columns, drawn without data.
+
+        ``cls(**params).fit(X)`` for any ``X`` with ``n_features`` columns: a
+        data-independent map with a float ``gamma`` reads only the number of
+        columns, so this draws exactly what a fit on the data would draw.  The
+        maps built on an inner map (TEFM, SES, EERF, Fastfood, the binning
+        hybrid) make it with this from their resolved ``gamma_`` and a seed
+        drawn from their own generator.
+        """
+        if isinstance(params.get("gamma"), str):
+            raise ValueError(
+                f"for_columns needs a float gamma (it sees no data); got gamma={params['gamma']!r}. "
+                "Resolve it first, e.g. with rfstream.kernels.auto_gamma."
+            )
+        return cls(**params).fit(np.zeros((1, n_features)))
 
     def transform(self, X):
         """Apply the feature map.

@@ -32,6 +32,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 
 from ..kernels import auto_gamma
 from ._base import FeatureMap
+from .fourier import FOURIER_PARAMETERS, RandomFourierFeatures
 
 _MIX1 = np.uint64(0xBF58476D1CE4E5B9)
 _MIX2 = np.uint64(0x94D049BB133111EB)
@@ -262,13 +263,9 @@ class FourierBinningFeatures(FeatureMap):
 
     _parameter_constraints: dict = {
         **FeatureMap._parameter_constraints,
-        "n_components": [Interval(Integral, 1, None, closed="left")],
+        **FOURIER_PARAMETERS,
         "n_grids": [Interval(Integral, 1, None, closed="left")],
         "n_bins": [Interval(Integral, 1, 2**31 - 1, closed="both")],
-        "kernel": [StrOptions({"gaussian", "laplacian", "cauchy"})],
-        "gamma": [Interval(Real, 0, None, closed="neither"), StrOptions({"auto"})],
-        "sampler": [StrOptions({"mc", "qmc", "orthogonal"})],
-        "variant": [StrOptions({"cos", "cossin"})],
         "weight": [Interval(Real, 0, 1, closed="both")],
     }
     _sparse_output = True
@@ -299,16 +296,14 @@ class FourierBinningFeatures(FeatureMap):
         self._halves(self.gamma if isinstance(self.gamma, Real) else 1.0, 1.0, 0, 0)
 
     def _halves(self, gamma_f, gamma_b, seed_f, seed_b):
-        from .fourier import RandomFourierFeatures
-
-        fourier = RandomFourierFeatures(
-            self.n_components, kernel=self.kernel, gamma=gamma_f, sampler=self.sampler,
-            variant=self.variant, random_state=seed_f, dtype=self.dtype)
-        binning = RandomBinningFeatures(
-            self.n_grids, n_bins=self.n_bins, gamma=gamma_b, random_state=seed_b, dtype=self.dtype)
-        zeros = np.zeros((1, self.n_features_in_))
-        # gamma is a float here: fit only reads the number of columns
-        return fourier.fit(zeros), binning.fit(zeros)
+        d = self.n_features_in_
+        fourier = RandomFourierFeatures.for_columns(
+            d, n_components=self.n_components, kernel=self.kernel, gamma=gamma_f,
+            sampler=self.sampler, variant=self.variant, random_state=seed_f, dtype=self.dtype)
+        binning = RandomBinningFeatures.for_columns(
+            d, n_grids=self.n_grids, n_bins=self.n_bins, gamma=gamma_b, random_state=seed_b,
+            dtype=self.dtype)
+        return fourier, binning
 
     def _draw(self, rng, n_features):
         seeds = rng.integers(0, 2**63 - 1, size=2)

@@ -13,17 +13,15 @@ learns ``r`` with the FFT gradient of eqs. 16-17.
 from __future__ import annotations
 
 import math
-from numbers import Integral, Real
 
 import numpy as np
 import scipy.fft
 import scipy.sparse as sp
-from sklearn.utils._param_validation import Interval, StrOptions
 
-from ..kernels import KERNELS, sample_frequencies
-from ._base import FeatureMap
+from ..kernels import sample_frequencies
+from ._base import KERNEL_PARAMETERS, FeatureMap
 
-__all__ = ["CirculantFeatures", "circulant_grad", "circulant_project"]
+__all__ = ["CirculantFeatures", "circulant_grad", "circulant_project", "draw_circulant"]
 
 
 def circulant_project(xs, r, k):
@@ -81,6 +79,20 @@ def circulant_grad(xs, G, n_blocks):
     fx = scipy.fft.rfft(np.asarray(xs, dtype=np.float64), axis=1)  # (m, d//2+1)
     spectrum = np.einsum("mbf,mf->bf", fg, np.conj(fx))
     return scipy.fft.irfft(spectrum, n=d, axis=1)
+
+
+def draw_circulant(rng, kernel, gamma, k, d):
+    """``(r, signs, offset)`` of a circulant map with ``k`` outputs of ``d`` inputs, float64.
+
+    Section 8.2: ``ceil(k/d)`` circulant vectors ``r`` with i.i.d. entries
+    from the kernel's spectral density, the ``d`` random signs of ``D`` and
+    ``k`` phases ``b ~ U[0, 2 pi]``, drawn from ``rng`` in that order (the
+    random map of :class:`CirculantFeatures` and the start of
+    :class:`rfstream.CompactNonlinearMap` with ``structure="circulant"``).
+    """
+    r = sample_frequencies(kernel, gamma, (-(-k // d), d), rng)
+    signs = np.where(rng.random(d) < 0.5, -1.0, 1.0)
+    return r, signs, rng.uniform(0.0, 2.0 * np.pi, size=k)
 
 
 def dense_rows(x, dtype):
@@ -151,12 +163,7 @@ class CirculantFeatures(FeatureMap):
     ((5, 20), (3, 8))
     """
 
-    _parameter_constraints: dict = {
-        **FeatureMap._parameter_constraints,
-        "n_components": [Interval(Integral, 1, None, closed="left")],
-        "kernel": [StrOptions(set(KERNELS))],
-        "gamma": [Interval(Real, 0, None, closed="neither"), StrOptions({"auto"})],
-    }
+    _parameter_constraints: dict = {**FeatureMap._parameter_constraints, **KERNEL_PARAMETERS}
 
     def __init__(self, n_components=100, *, kernel="gaussian", gamma=1.0, random_state=None,
                  dtype="float32"):
@@ -168,11 +175,8 @@ class CirculantFeatures(FeatureMap):
 
     def _draw(self, rng, n_features):
         dtype = self._output_dtype()
-        k, d = self.n_components, n_features
-        n_blocks = -(-k // d)
-        self.circulant_ = sample_frequencies(self.kernel, self.gamma_, (n_blocks, d), rng).astype(dtype)
-        self.signs_ = np.where(rng.random(d) < 0.5, -1.0, 1.0).astype(dtype)
-        self.random_offset_ = rng.uniform(0.0, 2.0 * np.pi, size=k).astype(dtype)
+        r, signs, offset = draw_circulant(rng, self.kernel, self.gamma_, self.n_components, n_features)
+        self.circulant_, self.signs_, self.random_offset_ = (a.astype(dtype) for a in (r, signs, offset))
 
     @property
     def _n_features_out(self):

@@ -5,17 +5,16 @@ Both are baselines of the TEFM paper's Figure 1 (Chen et al. 2015, Section 4).
 from __future__ import annotations
 
 import math
-from numbers import Integral, Real
+from numbers import Integral
 
 import numpy as np
 import scipy.sparse as sp
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from ..hadamard import fwht, next_power_of_two
-from ..kernels import KERNELS
-from ..samplers import SAMPLERS, check_sampler
-from ._base import FeatureMap
-from .fourier import RandomFourierFeatures
+from ..samplers import check_sampler
+from ._base import KERNEL_PARAMETERS, FeatureMap
+from .fourier import FOURIER_PARAMETERS, RandomFourierFeatures
 
 
 class FastfoodFeatures(FeatureMap):
@@ -67,9 +66,8 @@ class FastfoodFeatures(FeatureMap):
 
     _parameter_constraints: dict = {
         **FeatureMap._parameter_constraints,
-        "n_components": [Interval(Integral, 1, None, closed="left")],
+        **KERNEL_PARAMETERS,
         "kernel": [StrOptions({"gaussian"})],
-        "gamma": [Interval(Real, 0, None, closed="neither"), StrOptions({"auto"})],
     }
 
     def __init__(self, n_components=100, *, kernel="gaussian", gamma=1.0, random_state=None,
@@ -151,12 +149,8 @@ class CompactRandomFeatures(FeatureMap):
 
     _parameter_constraints: dict = {
         **FeatureMap._parameter_constraints,
-        "n_components": [Interval(Integral, 1, None, closed="left")],
+        **FOURIER_PARAMETERS,
         "n_random_features": [Interval(Integral, 1, None, closed="left"), None],
-        "kernel": [StrOptions(set(KERNELS))],
-        "gamma": [Interval(Real, 0, None, closed="neither"), StrOptions({"auto"})],
-        "sampler": [StrOptions(set(SAMPLERS))],
-        "variant": [StrOptions({"cos", "cossin"})],
     }
 
     def __init__(self, n_components=100, *, n_random_features=None, kernel="gaussian", gamma=1.0,
@@ -180,10 +174,9 @@ class CompactRandomFeatures(FeatureMap):
 
     def _draw(self, rng, n_features):
         d = 4 * self.n_components if self.n_random_features is None else self.n_random_features
-        self.rff_ = RandomFourierFeatures(
-            d, kernel=self.kernel, gamma=self.gamma_, sampler=self.sampler, variant=self.variant,
-            random_state=int(rng.integers(0, 2**63 - 1)), dtype=self.dtype,
-        ).fit(np.zeros((1, n_features)))
+        self.rff_ = RandomFourierFeatures.for_columns(
+            n_features, n_components=d, kernel=self.kernel, gamma=self.gamma_, sampler=self.sampler,
+            variant=self.variant, random_state=int(rng.integers(0, 2**63 - 1)), dtype=self.dtype)
         R = rng.standard_normal((d, self.n_components)) / math.sqrt(self.n_components)
         self.projection_ = R.astype(self._output_dtype())
 

@@ -2,15 +2,21 @@
 from __future__ import annotations
 
 import math
-from numbers import Integral, Real
 
 import numpy as np
 import scipy.sparse as sp
-from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils._param_validation import StrOptions
 
-from ..kernels import KERNELS
 from ..samplers import SAMPLERS, check_sampler, sample_weights
-from ._base import FeatureMap
+from ._base import KERNEL_PARAMETERS, FeatureMap
+
+#: ``_parameter_constraints`` of random Fourier features, shared by the maps
+#: that pass them on to an inner :class:`RandomFourierFeatures`
+FOURIER_PARAMETERS = {
+    **KERNEL_PARAMETERS,
+    "sampler": [StrOptions(set(SAMPLERS))],
+    "variant": [StrOptions({"cos", "cossin"})],
+}
 
 
 class RandomFourierFeatures(FeatureMap):
@@ -98,14 +104,7 @@ class RandomFourierFeatures(FeatureMap):
     ((5, 8), dtype('float32'))
     """
 
-    _parameter_constraints: dict = {
-        **FeatureMap._parameter_constraints,
-        "n_components": [Interval(Integral, 1, None, closed="left")],
-        "kernel": [StrOptions(set(KERNELS))],
-        "gamma": [Interval(Real, 0, None, closed="neither"), StrOptions({"auto"})],
-        "sampler": [StrOptions(set(SAMPLERS))],
-        "variant": [StrOptions({"cos", "cossin"})],
-    }
+    _parameter_constraints: dict = {**FeatureMap._parameter_constraints, **FOURIER_PARAMETERS}
 
     def __init__(
         self,

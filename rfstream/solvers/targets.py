@@ -30,11 +30,11 @@ from ..cluster import compute
 
 
 def check_targets(X, y, *, multi_output=False):
-    """``y`` checked against the dask array ``X`` and returned as a dask array with its row chunks.
+    """``y`` checked against ``X`` and returned aligned with it: dask with ``X``'s row chunks, or numpy.
 
     Parameters
     ----------
-    X : dask array of shape (n_samples, n_features)
+    X : dask array or ndarray (or sparse matrix) of shape (n_samples, n_features)
     y : array-like or dask array of shape (n_samples,) or (n_samples, n_targets)
     multi_output : bool, default=False
         Accept a 2-D ``y`` (one row of targets per row of ``X``).
@@ -42,7 +42,8 @@ def check_targets(X, y, *, multi_output=False):
     Returns
     -------
     y : dask array, chunked by rows as ``X`` (a numpy ``y`` is wrapped, not copied
-        to the workers until a pass needs it).
+        to the workers until a pass needs it); for a numpy ``X``, an ndarray (a
+        dask ``y`` is computed).
 
     Raises
     ------
@@ -57,6 +58,8 @@ def check_targets(X, y, *, multi_output=False):
     if len(shape) != 1 and not (multi_output and len(shape) == 2):
         raise ValueError(f"y must be 1-D{' or 2-D' if multi_output else ''} (one target per row of "
                          f"X); got shape {shape}. Pass y as a vector.")
+    if not isinstance(X, da.Array):
+        return np.asarray(compute(y) if isinstance(y, da.Array) else y)
     if isinstance(y, da.Array):
         return y
     return da.from_array(np.asarray(y), chunks=(X.chunks[0],) + ((-1,) if len(shape) == 2 else ()))
