@@ -240,7 +240,7 @@ def probe(args):
     gamma); the gradient of the map is CNM's own :func:`map_gradient`.  Reports
     the final training and test accuracy (no selection on the test rows).
     """
-    from rfstream.datadriven.cnm import features, map_gradient
+    from rfstream.datadriven.cnm_sgd import features, map_gradient
     from rfstream.kernels import sample_frequencies
     from rfstream.solvers._losses import multinomial
 
