@@ -340,14 +340,14 @@ def cmd_sketch(args):
     def srht_butterflies(x, offset, **kw):
         tefm_module.hadamard_blocks = butterflies
         try:
-            return tefm_module._srht_sketch_chunk(x, offset, **kw)
+            return tefm_module.srht_sketch_chunk(x, offset, **kw)
         finally:
             tefm_module.hadamard_blocks = fast
 
     variants = {
         "features only": lambda x, offset, rff, **kw: rff._block(x),
-        "TEFM-G (Gaussian sketch)": tefm_module._gaussian_sketch_chunk,
-        "TEFM-S (GEMM Hadamard)": tefm_module._srht_sketch_chunk,
+        "TEFM-G (Gaussian sketch)": tefm_module.gaussian_sketch_chunk,
+        "TEFM-S (GEMM Hadamard)": tefm_module.srht_sketch_chunk,
         "TEFM-S (radix-2 butterflies)": srht_butterflies,
     }
     runs = []

@@ -10,7 +10,7 @@ from sklearn.utils.estimator_checks import check_estimator
 
 from rfstream import TEFM, Standardizer, StreamingRidge, StreamingRidgeClassifier, cli
 from rfstream.datadriven import fold_projection
-from rfstream.datadriven.tefm import _srht_sketch_chunk, srht_block_size
+from rfstream.datadriven.tefm import srht_block_size, srht_sketch_chunk
 from rfstream.features import (
     CompactRandomFeatures,
     FastfoodFeatures,
@@ -99,7 +99,7 @@ def test_srht_sketch_is_the_documented_block_srht(X):
         theta_t[:, b * B:(b + 1) * B] = np.sqrt(B / l) * R @ H @ np.diag(signs[b * B:(b + 1) * B])
     Y_dense = theta_t[:, :n] @ F  # rows beyond n are zero padding
     for step in (333, 320):  # chunks cutting blocks (zero-padded) / made of whole blocks
-        parts = [_srht_sketch_chunk(X[s:s + step], s, rff=rff, seed=seed, n_components=l)
+        parts = [srht_sketch_chunk(X[s:s + step], s, rff=rff, seed=seed, n_components=l)
                  for s in range(0, n, step)]
         Y_fast = np.sum(parts, axis=0).reshape(d, l).T
         np.testing.assert_allclose(Y_fast, Y_dense, atol=1e-4)
@@ -117,8 +117,8 @@ def test_srht_chunk_sketched_in_sub_ranges_equals_smaller_chunks():
     X = rng.normal(size=(10_000, 5))
     rff = RandomFourierFeatures(64, gamma=0.2, random_state=0).fit(X)
     kw = dict(rff=rff, seed=11, n_components=16)
-    whole = _srht_sketch_chunk(X[100:], 100, **kw)
-    pieces = sum(_srht_sketch_chunk(X[s:s + 1500], s, **kw) for s in range(100, 10_000, 1500))
+    whole = srht_sketch_chunk(X[100:], 100, **kw)
+    pieces = sum(srht_sketch_chunk(X[s:s + 1500], s, **kw) for s in range(100, 10_000, 1500))
     np.testing.assert_allclose(whole, pieces, rtol=1e-6, atol=1e-6 * np.abs(whole).max())
 
 

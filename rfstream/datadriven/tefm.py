@@ -37,14 +37,15 @@ from ..random import (
 from ..reductions import sum_rows
 from ..samplers import check_sampler
 
-__all__ = ["TEFM", "fold_projection"]
+__all__ = ["TEFM", "fold_projection", "gaussian_sketch_chunk", "power_chunk", "srht_block_size",
+           "srht_sketch_chunk", "srht_sketch_rows"]
 
 
 # --------------------------------------------------------------- chunk functions
 # Pure numpy functions of one row block and its global row offset, returning a
 # flat float64 partial of size d * l (see rfstream.reductions.sum_rows).
 
-def _gaussian_sketch_chunk(x, offset, *, rff, seed, n_components):
+def gaussian_sketch_chunk(x, offset, *, rff, seed, n_components):
     """Partial of ``Y = F' Theta`` with ``Theta[i] ~ N(0, I_l)`` drawn from (seed, row i)."""
     f = rff._block(x)
     theta = row_normal(seed, STREAM_TEFM_GAUSSIAN, offset, offset + f.shape[0], n_components,
@@ -62,7 +63,7 @@ def srht_block_size(n_components: int) -> int:
 SKETCH_ROWS = 4096
 
 
-def _srht_sketch_chunk(x, offset, *, rff, seed, n_components):
+def srht_sketch_chunk(x, offset, *, rff, seed, n_components):
     """Partial of ``Y = F' Theta`` for one chunk, sketched in sub-ranges of rows.
 
     Sub-ranges are cut at global multiples of ``max(SKETCH_ROWS, B)``, so every
@@ -75,13 +76,13 @@ def _srht_sketch_chunk(x, offset, *, rff, seed, n_components):
     bounds = [offset, *range((offset // step + 1) * step, stop, step), stop]
     total = None
     for a, b in zip(bounds[:-1], bounds[1:]):
-        part = _srht_sketch_rows(x[a - offset : b - offset], a, rff=rff, seed=seed,
+        part = srht_sketch_rows(x[a - offset : b - offset], a, rff=rff, seed=seed,
                                  n_components=n_components)
         total = part if total is None else total + part
     return total
 
 
-def _srht_sketch_rows(x, offset, *, rff, seed, n_components):
+def srht_sketch_rows(x, offset, *, rff, seed, n_components):
     """Partial of ``Y = F' Theta`` with the block SRHT ``Theta`` (see :class:`TEFM`).
 
     The global rows are cut into fixed blocks of ``B`` rows (``B`` a power of two
@@ -123,7 +124,7 @@ def _srht_sketch_rows(x, offset, *, rff, seed, n_components):
     return np.ascontiguousarray(yt.T, dtype=np.float64).ravel()
 
 
-def _power_chunk(x, offset, *, rff, Q):
+def power_chunk(x, offset, *, rff, Q):
     """Partial of ``F' (F Q)`` for one row block (one power iteration)."""
     f = rff._block(x)
     return (f.T @ (f @ Q)).astype(np.float64).ravel()
@@ -302,13 +303,13 @@ class TEFM(FeatureMap):
     def _fit_data(self, X, y, seed):
         """``Q`` from ``1 + n_power_iter`` passes over the rows (the sketch, then power iterations)."""
         d, l = self.n_random_features_, self.n_components
-        sketch = _gaussian_sketch_chunk if self.method == "gaussian" else _srht_sketch_chunk
+        sketch = gaussian_sketch_chunk if self.method == "gaussian" else srht_sketch_chunk
         chunk = partial(sketch, rff=self.rff_, seed=self.seed_, n_components=l)
         Y = np.asarray(compute(sum_rows(chunk, d * l, X))).reshape(d, l)
         dtype = self._output_dtype()
         for _ in range(self.n_power_iter):
             Q = _orthonormal(Y).astype(dtype)
-            chunk = partial(_power_chunk, rff=self.rff_, Q=Q)
+            chunk = partial(power_chunk, rff=self.rff_, Q=Q)
             Y = np.asarray(compute(sum_rows(chunk, d * l, X))).reshape(d, l)
         self.components_ = _orthonormal(Y).astype(dtype)
         return self
