@@ -1,23 +1,20 @@
-"""TEFM-G / TEFM-S (Chen et al. 2015), Fastfood and compact maps: mathematics and invariants."""
+"""TEFM-G / TEFM-S (Chen et al. 2015): mathematics and invariants.
+
+Fastfood and compact maps: test_fastfood.py; the contract of every map (numpy/dask,
+chunkings, determinism, processes, save/load, check_estimator, bad input):
+test_contract.py."""
 import dask
 import dask.array as da
 import numpy as np
 import pytest
 import scipy.linalg
-from _sklearn_checks import FLOAT32_ROW_GROUPING
 from sklearn.pipeline import Pipeline
-from sklearn.utils.estimator_checks import check_estimator
 
 from rfstream import TEFM, Standardizer, StreamingRidge, StreamingRidgeClassifier, cli
 from rfstream.datadriven import fold_projection
 from rfstream.datadriven.tefm import srht_block_size, srht_sketch_chunk
-from rfstream.features import (
-    CompactRandomFeatures,
-    FastfoodFeatures,
-    RandomFourierFeatures,
-)
+from rfstream.features import RandomFourierFeatures
 from rfstream.io import open_dataset
-from rfstream.kernels import kernel_matrix
 from rfstream.metrics import kernel_approximation_error
 from rfstream.random import STREAM_SRHT_SAMPLE, STREAM_SRHT_SIGNS, row_uniform
 
@@ -217,20 +214,6 @@ def test_parameter_errors(X, params, match):
         TEFM(**params).fit(X)
 
 
-def test_determinism_and_seeds(X):
-    a = TEFM(10, method="srht", gamma=0.3, random_state=5).fit(X).components_
-    b = TEFM(10, method="srht", gamma=0.3, random_state=5).fit(X).components_
-    c = TEFM(10, method="srht", gamma=0.3, random_state=6).fit(X).components_
-    np.testing.assert_array_equal(a, b)
-    assert not np.allclose(a, c)
-
-
-@pytest.mark.parametrize("method", METHODS)
-def test_sklearn_check_estimator(method):
-    check_estimator(TEFM(n_components=8, method=method, random_state=0),
-                    expected_failed_checks=FLOAT32_ROW_GROUPING)
-
-
 def test_cli_fit_tefm(cpusmall, tmp_path, capsys):
     X, y = cpusmall
     src = tmp_path / "small.zarr"
@@ -253,51 +236,6 @@ def test_cli_fit_tefm(cpusmall, tmp_path, capsys):
                      "--power-iter", "2", "--scheduler", "threads", "--quiet"])
     assert code == 2
     assert "--power-iter does not apply to --features rff" in capsys.readouterr().err
-
-
-# ------------------------------------------------------------------ baselines
-def test_fastfood_kernel_approximation_and_dense_equivalent(X):
-    for gamma in (0.05, 0.3):
-        ff = FastfoodFeatures(2048, gamma=gamma, random_state=0).fit(X[:400])
-        Z = ff.transform(X[:400]).astype(np.float64)
-        err = kernel_matrix(X[:400], X[:400], "gaussian", gamma) - Z @ Z.T
-        # close to unbiased (frequencies of one stack share G, S: more variance than RFF)
-        assert abs(err.mean()) < 0.02 and np.abs(err).max() < 0.15
-        W = ff.frequencies()  # the fast transform equals a dense W
-        np.testing.assert_allclose(
-            np.sqrt(2 / 2048) * np.cos(X[:50] @ W + ff.random_offset_), Z[:50], atol=2e-5)
-        # rows of V have the norm of N(0, 2 gamma I_p) vectors (p = 8); restricted to
-        # the 6 real input columns: mean ||w||^2 = 2 gamma 6
-        assert np.mean(np.sum(W**2, axis=0)) == pytest.approx(2 * gamma * 6, rel=0.05)
-    Xd = da.from_array(X, chunks=500)
-    ff = FastfoodFeatures(100, gamma=0.3, random_state=0).fit(Xd)
-    np.testing.assert_allclose(ff.transform(Xd).compute(), ff.transform(X), atol=1e-6)
-
-
-def test_compact_maps_are_a_projection_of_rff(X):
-    comp = CompactRandomFeatures(50, gamma=0.3, random_state=0).fit(X)
-    F = comp.rff_.transform(X[:200]).astype(np.float64)
-    np.testing.assert_allclose(comp.transform(X[:200]), F @ comp.projection_, atol=1e-5)
-    assert comp.projection_.shape == (200, 50)
-    with pytest.raises(ValueError, match="n_random_features must be >= n_components"):
-        CompactRandomFeatures(50, n_random_features=10).fit(X)
-
-
-@pytest.mark.parametrize("est", [FastfoodFeatures(n_components=16, random_state=0),
-                                 CompactRandomFeatures(n_components=8, random_state=0)])
-def test_baselines_check_estimator(est):
-    check_estimator(est, expected_failed_checks=FLOAT32_ROW_GROUPING)
-
-
-def test_distributed_processes_same_q(X):
-    """A real LocalCluster (worker processes): the chunk functions pickle and Q is unchanged."""
-    distributed = pytest.importorskip("distributed")
-    ref = TEFM(10, method="srht", gamma=0.3, random_state=0).fit(X)
-    with distributed.LocalCluster(
-        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
-    ) as cluster, distributed.Client(cluster):
-        tefm = TEFM(10, method="srht", gamma=0.3, random_state=0).fit(da.from_array(X, chunks=400))
-    np.testing.assert_allclose(tefm.components_, ref.components_, atol=2e-5)
 
 
 def test_save_load_roundtrip(X, tmp_path):
