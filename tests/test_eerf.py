@@ -1,13 +1,13 @@
-"""EERF (Shahrampour et al. 2018), LKRF (Sinha & Duchi 2016) and arc-cosine features."""
+"""EERF (Shahrampour et al. 2018) and LKRF (Sinha & Duchi 2016): selection, scores, accuracy.
+
+Arc-cosine features: test_arccos.py; the contract of every map (numpy/dask, chunkings,
+determinism, processes, save/load, check_estimator, bad input): test_contract.py."""
 import dask.array as da
 import numpy as np
 import pytest
-from _sklearn_checks import FLOAT32_ROW_GROUPING
 from sklearn.pipeline import Pipeline
-from sklearn.utils.estimator_checks import check_estimator
 
 from rfstream import (
-    ArcCosineFeatures,
     EERFFeatures,
     LKRFFeatures,
     Standardizer,
@@ -19,7 +19,6 @@ from rfstream import (
 from rfstream.datadriven.eerf import top_m
 from rfstream.datadriven.lkrf import chi_square_weights, project_simplex
 from rfstream.datadriven.scored import subsample_mask
-from rfstream.features.arccos import arccos_kernel
 from rfstream.io import onehot_columns, open_dataset
 
 BASES = ["fourier", "arccos0", "arccos1", "arccos2", "linear"]
@@ -221,55 +220,6 @@ def test_lkrf_samples_from_the_weights(data):
     assert set(est.selected_) <= set(np.flatnonzero(est.weights_ > 0))
     uniform = LKRFFeatures(20, rho=0.0, subsample=0.5, random_state=0).fit(X, y)
     np.testing.assert_allclose(uniform.weights_, 1 / 200)
-
-
-# ------------------------------------------------------------ arc-cosine
-
-@pytest.mark.parametrize("degree", [0, 1, 2])
-def test_arccos_features_approximate_the_kernel(degree):
-    X = np.random.default_rng(0).normal(size=(60, 5))
-    X /= np.linalg.norm(X, axis=1, keepdims=True)  # unit rows: k in [0, 1] (degree 2: [0, 3])
-    K = arccos_kernel(X, degree=degree)
-    errs = []
-    for seed in range(8):
-        Z = ArcCosineFeatures(4000, degree=degree, random_state=seed, dtype="float64").fit_transform(X)
-        errs.append(Z @ Z.T - K)
-    mean_err = np.mean(errs, axis=0)
-    scale = np.abs(K).max()
-    # The features of degree n have 2n-th moments: the variance grows with n (measured
-    # max |mean error| over 4 draws: 0.02, 0.04, 0.28 of scale 1, 1, 3).
-    assert abs(mean_err.mean()) < 0.01 * scale  # unbiased: no systematic offset
-    assert np.abs(mean_err).max() < 0.08 * scale  # nothing far off after averaging draws
-    assert np.abs(errs[0]).mean() < 0.02 * scale  # one draw is close on average
-
-
-def test_arccos_kernel_known_values():
-    x = np.array([[1.0, 0.0], [0.0, 2.0], [-1.0, 0.0]])
-    # orthogonal (theta = pi/2): J0 = pi/2, J1 = 1, J2 = pi/2
-    assert arccos_kernel(x, degree=0)[0, 1] == pytest.approx(0.5)
-    assert arccos_kernel(x, degree=1)[0, 1] == pytest.approx(2 / np.pi)
-    assert arccos_kernel(x, degree=2)[0, 1] == pytest.approx(4 * 0.5)
-    assert arccos_kernel(x, degree=1)[0, 2] == pytest.approx(0.0)  # opposite: J1(pi) = 0
-    assert arccos_kernel(x, degree=1)[1, 1] == pytest.approx(4.0)  # ||x||^2 J1(0)/pi
-
-
-def test_arccos_numpy_dask_sparse():
-    import scipy.sparse as sp
-
-    X = np.random.default_rng(2).normal(size=(300, 4))
-    est = ArcCosineFeatures(16, degree=2, random_state=0).fit(X)
-    Z = est.transform(X)
-    np.testing.assert_array_equal(est.transform(da.from_array(X, chunks=(77, 4))).compute(), Z)
-    np.testing.assert_allclose(est.transform(sp.csr_matrix(X)), Z, rtol=1e-5, atol=1e-6)  # float32 GEMM
-
-
-@pytest.mark.parametrize("estimator", [
-    ArcCosineFeatures(5, random_state=0, dtype="float64"),
-    EERFFeatures(5, subsample=1.0, random_state=0, dtype="float64"),
-    LKRFFeatures(5, subsample=1.0, random_state=0, dtype="float64"),
-])
-def test_sklearn_check_estimator(estimator):
-    check_estimator(estimator, expected_failed_checks=FLOAT32_ROW_GROUPING if estimator.dtype == "float32" else {})
 
 
 # ----------------------------------------------------------------- errors
