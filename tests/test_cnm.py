@@ -172,7 +172,7 @@ def test_kernel_objective_lowers_the_kernel_error(magic):
         cnm.predict(x)
 
 
-@pytest.mark.parametrize("structure", ["dense", "circulant"])
+@pytest.mark.parametrize("structure", ["circulant"])  # dense: test_contract.py (save/load of cnm)
 def test_save_load_round_trip(rings, tmp_path, structure):
     X, y = rings
     est = CompactNonlinearMap(5, structure=structure, random_state=0, **FAST).fit(X, y)
@@ -221,4 +221,5 @@ def test_cli_fit_cnm_and_circulant(magic, tmp_path, capsys):
         assert code == 2 and "--theta-step does not apply" in capsys.readouterr().err
     finally:
         set_progress(False)
-    json.dumps(model.named_steps["features"].get_params())  # plain parameters
+    params = model.named_steps["features"].get_params()
+    assert json.loads(json.dumps(params)) == params  # plain parameters: a JSON round trip
