@@ -3,7 +3,9 @@
 The oracle is scikit-learn's Ridge (same objective, same alpha scale): the single
 Gram reduction must reproduce it.  Cross-validation over an alpha list is checked
 against a brute-force K-fold on the same folds, and the pass itself against its
-graph: one reduction with the feature map fused into it.
+graph: one reduction with the feature map fused into it.  The contract every solver
+keeps (numpy/dask, chunkings, determinism, processes, save/load, check_estimator,
+bad input) is tested in test_contract.py.
 """
 import collections
 
@@ -11,9 +13,7 @@ import dask
 import dask.array as da
 import numpy as np
 import pytest
-from sklearn.exceptions import NotFittedError
 from sklearn.linear_model import Ridge, RidgeClassifier
-from sklearn.utils.estimator_checks import parametrize_with_checks
 
 import rfstream.solvers.ridge as ridge_module
 import rfstream.solvers.targets as targets_module
@@ -178,14 +178,6 @@ def test_classifier_dask_equals_numpy(chunks, n_classes):
     assert labels.dtype == ref.classes_.dtype
     assert _rel(scores.compute(), ref.decision_function(X)) < 1e-10
     np.testing.assert_array_equal(labels.compute(), ref.predict(X))
-
-
-def test_fit_is_deterministic():
-    X, y = _regression()
-    a = StreamingRidge(alpha=[0.1, 1.0, 10.0], random_state=3).fit(X, y)
-    b = StreamingRidge(alpha=[0.1, 1.0, 10.0], random_state=3).fit(X, y)
-    np.testing.assert_array_equal(a.coef_, b.coef_)
-    np.testing.assert_array_equal(a.cv_mse_, b.cv_mse_)
 
 
 # ---------------------------------------------------------------- alpha path and CV
@@ -430,29 +422,6 @@ def test_prediction_makes_the_features_in_the_task(n_classes):
         assert (est.predict(Z).compute() == est.predict(rff.transform(Xn))).mean() > 0.999
 
 
-def test_sum_of_partials_adds_in_place_without_touching_the_blocks():
-    from rfstream.reductions import _add_blocks, sum_rows
-
-    Xn = np.arange(70.0).reshape(35, 2)
-    X = da.from_array(Xn, chunks=(4, 2))  # 9 blocks
-
-    def fn(x, offset):
-        return np.concatenate([[x.shape[0], offset], x.sum(axis=0)])
-
-    expected = np.array([35.0, sum(range(0, 35, 4)), *Xn.sum(axis=0)])
-    for split_every in (None, 2, 3, 9):
-        np.testing.assert_array_equal(sum_rows(fn, 4, X, split_every=split_every).compute(), expected)
-    np.testing.assert_array_equal(sum_rows(fn, 4, X, blocks=[1, 8]).compute(), [4 + 3, 4 + 32, 242, 249])
-    blocks = [np.ones((1, 3)), np.full((1, 3), 2.0), [np.full((1, 3), 3.0)]]
-    assert _add_blocks(blocks).tolist() == [[6.0, 6.0, 6.0]]
-    assert _add_blocks(blocks, keepdims=False).tolist() == [6.0, 6.0, 6.0]
-    assert blocks[0].tolist() == [[1.0, 1.0, 1.0]] and blocks[1].tolist() == [[2.0, 2.0, 2.0]]
-    single = np.ones((1, 2))
-    total = _add_blocks([single])
-    total += 1
-    assert single.tolist() == [[1.0, 1.0]]
-
-
 def test_features_in_the_pass_from_sparse_rows_with_a_short_last_block():
     # CSR row blocks of 300, 300, 300, 100: the pass cuts them into 4 x 250 and
     # computes the dense RFF of each sub-block in the task; same model as numpy
@@ -468,20 +437,6 @@ def test_features_in_the_pass_from_sparse_rows_with_a_short_last_block():
     # prediction makes the features of the sparse rows in the task as well
     np.testing.assert_allclose(ref.predict(rff.transform(X)).compute(), ref.predict(rff.transform(Xn)),
                                rtol=1e-6, atol=1e-6)
-
-
-def test_even_rows_evens_out_a_short_last_block():
-    from rfstream.reductions import even_rows
-
-    kdd = da.zeros((7 * 65536 + 35269, 3), chunks=(65536, 3))  # KDD99's 494,021 rows
-    even = even_rows(kdd)
-    assert len(even.chunks[0]) == 8 and max(even.chunks[0]) - min(even.chunks[0]) <= 8
-    assert sum(even.chunks[0]) == kdd.shape[0]
-    for X in [da.zeros((8 * 100, 3), chunks=(100, 3)), da.zeros((100, 3), chunks=(100, 3)),
-              da.zeros((8 * 100 - 3, 3), chunks=(100, 3))]:
-        assert even_rows(X) is X  # equal blocks, one block, a last block short by less than 5%
-    small = even_rows(da.zeros((10, 3), chunks=(3, 3)))  # 3, 3, 3, 1 -> 3, 3, 2, 2
-    assert small.chunks[0] == (3, 3, 2, 2)
 
 
 def test_classifier_fit_dask_is_two_small_computes(monkeypatch):
@@ -520,52 +475,7 @@ def test_dask_x_with_y_of_other_length(y_kind):
         StreamingRidge().fit(X, y)
 
 
-def test_numpy_x_with_y_of_other_length():
-    with pytest.raises(ValueError, match="inconsistent numbers of samples"):
-        StreamingRidge().fit(np.zeros((100, 3)), np.zeros(90))
-
-
-def test_classifier_one_class():
-    X = np.random.default_rng(0).normal(size=(20, 3))
-    with pytest.raises(ValueError, match="at least 2 classes"):
-        StreamingRidgeClassifier().fit(X, np.ones(20))
-    with pytest.raises(ValueError, match="at least 2 classes"):
-        StreamingRidgeClassifier().fit(da.from_array(X, chunks=5), da.ones(20, chunks=5))
-
-
 def test_classifier_continuous_targets():
     X, y = _regression()
     with pytest.raises(ValueError, match="Unknown label type"):
         StreamingRidgeClassifier().fit(X, y)
-
-
-@pytest.mark.parametrize("Est", [StreamingRidge, StreamingRidgeClassifier])
-def test_not_fitted(Est):
-    X = np.zeros((5, 3))
-    with pytest.raises(NotFittedError):
-        Est().predict(X)
-    with pytest.raises(NotFittedError):
-        Est().predict(da.from_array(X))
-
-
-@pytest.mark.parametrize("Est", [StreamingRidge, StreamingRidgeClassifier])
-def test_wrong_number_of_features_at_predict(Est):
-    X, y = _classification(2, d=5)
-    est = Est().fit(X, y)
-    with pytest.raises(ValueError, match="X has 3 features"):
-        est.predict(X[:, :3])
-    with pytest.raises(ValueError, match="X has 3 features"):
-        est.predict(da.from_array(X[:, :3], chunks=100))
-
-
-# -------------------------------------------------------------- sklearn conventions
-# Checks that fail for reasons that are not defects of the estimator (none at present).
-EXPECTED_FAILED = {}
-
-
-@parametrize_with_checks(
-    [StreamingRidge(), StreamingRidgeClassifier(), Standardizer()],
-    expected_failed_checks=lambda est: EXPECTED_FAILED.get(type(est).__name__, {}),
-)
-def test_sklearn_compatible(estimator, check):
-    check(estimator)
