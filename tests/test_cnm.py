@@ -1,12 +1,9 @@
 """CompactNonlinearMap (Yu et al. 2015): gradients, dask contract, accuracy, persistence, errors."""
-import json
-
 import dask.array as da
 import numpy as np
 import pytest
 
-from rfstream import CompactNonlinearMap, Standardizer, cli, load_model, save_model
-from rfstream.cluster import set_progress
+from rfstream import CompactNonlinearMap, Standardizer, load_model, save_model
 from rfstream.datadriven.cnm_sgd import (
     features,
     hinge_objective,
@@ -199,27 +196,3 @@ def test_errors(rings):
     est = CompactNonlinearMap(4, random_state=0, **FAST).fit(X, y)
     with pytest.raises(ValueError, match="4 features"):
         est.transform(np.zeros((2, 3)))
-
-
-def test_cli_fit_cnm_and_circulant(magic, tmp_path, capsys):
-    from rfstream.io import write_dataset
-
-    Xtr, _, ytr, _ = magic
-    src = tmp_path / "small.zarr"
-    write_dataset(src, Xtr[::10], ytr[::10], attrs={"task": "classification", "classes": [0, 1]})
-    try:
-        for extra in (["--features", "cnm", "--structure", "circulant", "--theta-step", "0.3"],
-                      ["--features", "circulant"]):
-            out = tmp_path / extra[1]
-            code = cli.main(["fit", str(src), "--out", str(out), "--n-components", "16", "--quiet",
-                             "--scheduler", "threads", *extra])
-            assert code == 0, capsys.readouterr().err
-            model = load_model(out)
-            assert model.named_steps["features"].n_components == 16
-        code = cli.main(["fit", str(src), "--out", str(tmp_path / "bad"), "--features", "rff",
-                         "--theta-step", "0.1", "--scheduler", "threads", "--quiet"])
-        assert code == 2 and "--theta-step does not apply" in capsys.readouterr().err
-    finally:
-        set_progress(False)
-    params = model.named_steps["features"].get_params()
-    assert json.loads(json.dumps(params)) == params  # plain parameters: a JSON round trip

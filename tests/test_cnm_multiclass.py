@@ -115,31 +115,3 @@ def test_gamma_paper_is_four_times_auto(rings3):
         CompactNonlinearMap(8, kernel="laplacian", gamma="paper", **FAST).fit(X, y)
     with pytest.raises(ValueError, match="multiclass"):
         CompactNonlinearMap(8, multiclass="softmax", **FAST).fit(X, y)
-
-
-def test_cli_multiclass_flag(rings3, tmp_path, capsys):
-    from rfstream import cli
-    from rfstream.cluster import set_progress
-    from rfstream.io import write_dataset
-
-    X, y = rings3
-    src = tmp_path / "rings.zarr"
-    write_dataset(src, X[:600], y[:600], attrs={"task": "classification", "classes": [0, 1, 2]})
-    try:
-        code = cli.main(["fit", str(src), "--out", str(tmp_path / "m"), "--features", "cnm",
-                         "--n-components", "8", "--multiclass", "crammer-singer", "--quiet",
-                         "--scheduler", "threads"])
-        assert code == 0, capsys.readouterr().err
-        assert load_model(tmp_path / "m").named_steps["features"].multiclass == "crammer-singer"
-        code = cli.main(["fit", str(src), "--out", str(tmp_path / "bad"), "--features", "rff",
-                         "--multiclass", "multinomial", "--scheduler", "threads", "--quiet"])
-        assert code == 2 and "--multiclass does not apply" in capsys.readouterr().err
-        code = cli.main(["fit", str(src), "--out", str(tmp_path / "p"), "--features", "cnm",
-                         "--n-components", "8", "--gamma", "paper", "--quiet", "--scheduler", "threads"])
-        assert code == 0, capsys.readouterr().err
-        assert load_model(tmp_path / "p").named_steps["features"].gamma == "paper"
-        code = cli.main(["fit", str(src), "--out", str(tmp_path / "bad2"), "--features", "rff",
-                         "--gamma", "paper", "--scheduler", "threads", "--quiet"])
-        assert code == 2 and "'gamma' parameter of RandomFourierFeatures" in capsys.readouterr().err
-    finally:
-        set_progress(False)

@@ -12,7 +12,6 @@ from rfstream import (
     LKRFFeatures,
     Standardizer,
     StreamingRidgeClassifier,
-    cli,
     load_model,
     save_model,
 )
@@ -268,24 +267,6 @@ def test_save_load_round_trip(data, tmp_path, cls, base):
     loaded = load_model(tmp_path / "m")
     np.testing.assert_array_equal(loaded.predict(X), model.predict(X))
     np.testing.assert_array_equal(loaded.named_steps["f"].selected_, model.named_steps["f"].selected_)
-
-
-def test_cli_fit_eerf_and_flag_errors(tmp_path, capsys):
-    from rfstream.io import write_dataset
-
-    X, y = np.random.default_rng(0).normal(size=(500, 3)), np.arange(500) % 2
-    write_dataset(tmp_path / "d.zarr", X, y, rows_per_chunk=128)
-    argv = ["fit", tmp_path / "d.zarr", "--out", tmp_path / "m", "--features", "lkrf",
-            "--n-components", 8, "--n-candidates", 40, "--subsample", 0.5, "--rho", 0.5,
-            "--base", "arccos1", "--scheduler", "threads", "--quiet"]
-    assert cli.main([str(a) for a in argv]) == 0
-    f = load_model(tmp_path / "m").named_steps["features"]
-    assert (type(f).__name__, f.n_candidates, f.subsample, f.rho, f.base) == ("LKRFFeatures", 40, 0.5, 0.5, "arccos1")
-    capsys.readouterr()
-    bad = ["fit", tmp_path / "d.zarr", "--out", tmp_path / "m2", "--features", "eerf", "--rho", 2,
-           "--scheduler", "threads", "--quiet"]
-    assert cli.main([str(a) for a in bad]) == 2
-    assert "--rho does not apply to --features eerf" in capsys.readouterr().err
 
 
 # ------------------------------------------------------------- real data

@@ -15,7 +15,6 @@ from rfstream import (
     SESFeatures,
     Standardizer,
     StreamingRidge,
-    cli,
     load_model,
     save_model,
 )
@@ -240,28 +239,3 @@ def test_save_load_roundtrip(X, tmp_path):
 def test_sklearn_check_estimator(weights):
     check_estimator(SESFeatures(n_components=8, weights=weights, random_state=0),
                     expected_failed_checks=FLOAT32_ROW_GROUPING)
-
-
-def test_cli_fit_ses(cpusmall, tmp_path, capsys):
-    from rfstream.io import write_dataset
-
-    Xs, _, _, y = cpusmall
-    src = tmp_path / "small.zarr"
-    write_dataset(src, Xs[:1500], y[:1500], attrs={"task": "regression"})
-    out = tmp_path / "ses"
-    code = cli.main(["fit", str(src), "--out", str(out), "--features", "ses", "--n-components", "16",
-                     "--n-pairs", "64", "--reg", "0.25", "--weights", "ses", "--sampler", "qmc",
-                     "--scheduler", "threads", "--quiet"])
-    assert code in (0, None)
-    ses = load_model(out).named_steps["features"]
-    assert isinstance(ses, SESFeatures)
-    assert (ses.n_pairs, ses.reg, ses.weights, ses.sampler, ses.reg_) == (64, 0.25, "ses", "qmc", 0.25)
-    code = cli.main(["fit", str(src), "--out", str(tmp_path / "rff"), "--features", "rff",
-                     "--n-pairs", "64", "--scheduler", "threads", "--quiet"])
-    assert code == 2
-    assert "--n-pairs does not apply to --features rff" in capsys.readouterr().err
-    with pytest.raises(SystemExit) as exc:  # argparse: usage error, exit code 2
-        cli.main(["fit", str(src), "--out", str(tmp_path / "x"), "--features", "ses",
-                  "--reg", "-1", "--scheduler", "threads", "--quiet"])
-    assert exc.value.code == 2
-    assert "--reg must be positive" in capsys.readouterr().err

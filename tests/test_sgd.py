@@ -347,46 +347,6 @@ def test_adult_accuracy_floor(adult_train_zarr, adult_test_zarr):
 
 
 # ------------------------------------------------------------------ CLI and model files
-def test_cli_fit_sgd_and_evaluate(tmp_path, capsys):
-    from rfstream import cli, load_model, save_model
-    from rfstream.io import write_dataset
-
-    X, y = _blobs(n=3000, d=4, noise=0.5)
-    write_dataset(tmp_path / "d.zarr", X, y, attrs={"classes": ["no", "yes"]}, rows_per_chunk=1000)
-    rc = cli.main(["fit", str(tmp_path / "d.zarr"), "--out", str(tmp_path / "m"), "--solver", "sgd",
-                   "--loss", "log_loss", "--epochs", "3", "--alpha", "1e-3", "--n-components", "64",
-                   "--scheduler", "threads", "--quiet"])
-    assert rc == 0
-    model = load_model(tmp_path / "m")
-    solver = model.named_steps["solver"]
-    assert isinstance(solver, StreamingSGDClassifier)
-    assert (solver.loss, solver.max_iter, solver.alpha) == ("log_loss", 3, 1e-3)
-    assert rc == 0 and cli.main(["evaluate", str(tmp_path / "m"), str(tmp_path / "d.zarr"),
-                                 "--scheduler", "threads", "--quiet"]) == 0
-    out = capsys.readouterr().out
-    assert '"error_rate"' in out
-    # a loaded model continues training with partial_fit from its weights
-    coef = solver.coef_.copy()
-    Z = model[:-1].transform(X)
-    solver.partial_fit(Z, y)
-    assert solver.coef_.shape == coef.shape and not np.array_equal(solver.coef_, coef)
-    save_model(model, tmp_path / "m2")
-    # options of the SGD solver are refused for ridge, with a one-line error
-    rc = cli.main(["fit", str(tmp_path / "d.zarr"), "--out", str(tmp_path / "m3"), "--loss", "hinge",
-                   "--scheduler", "threads", "--quiet"])
-    assert rc == 2
-    assert "--loss does not apply to StreamingRidgeClassifier" in capsys.readouterr().err
-    # ridge has a max_iter of its own (CG); --epochs must still be refused, not passed to it
-    rc = cli.main(["fit", str(tmp_path / "d.zarr"), "--out", str(tmp_path / "m5"), "--epochs", "3",
-                   "--scheduler", "threads", "--quiet"])
-    assert rc == 2
-    assert "--epochs does not apply to StreamingRidgeClassifier" in capsys.readouterr().err
-    rc = cli.main(["fit", str(tmp_path / "d.zarr"), "--out", str(tmp_path / "m4"), "--solver", "sgd",
-                   "--alpha", "0.1,1", "--scheduler", "threads", "--quiet"])
-    assert rc == 2
-    assert "alpha" in capsys.readouterr().err
-
-
 @pytest.mark.parametrize("learning_rate,eta0", [("optimal", 1.0), ("constant", 0.05)])
 def test_other_learning_rates(learning_rate, eta0):
     # Bottou's 1/(alpha (t + t0)) and a constant step: both fit, the constant
@@ -535,18 +495,3 @@ def test_newton_errors():
     X[7, 1] = np.nan  # dask input skips sklearn's check: the pass itself names the problem
     with pytest.raises(ValueError, match="X or y contains NaN or infinity"):
         StreamingSGDClassifier(solver="newton").fit(da.from_array(X, chunks=50), da.from_array(y, chunks=50))
-
-
-def test_cli_fit_newton(tmp_path):
-    from rfstream import cli, load_model
-    from rfstream.io import write_dataset
-
-    X, y = _blobs(n=2000, d=4, noise=0.5)
-    write_dataset(tmp_path / "d.zarr", X, y, attrs={"classes": ["no", "yes"]}, rows_per_chunk=500)
-    args = ["fit", str(tmp_path / "d.zarr"), "--solver", "sgd", "--sgd-solver", "newton", "--loss",
-            "squared_hinge", "--alpha", "1e-3", "--n-components", "32", "--scheduler", "threads", "--quiet"]
-    assert cli.main(args + ["--out", str(tmp_path / "m")]) == 0
-    solver = load_model(tmp_path / "m").named_steps["solver"]
-    assert solver.solver == "newton" and solver.n_iter_ <= 8 and solver.gap_ <= 1e-3 * solver.objective_
-    assert cli.main(["fit", str(tmp_path / "d.zarr"), "--out", str(tmp_path / "m2"), "--sgd-solver",
-                     "newton", "--scheduler", "threads", "--quiet"]) == 2  # not for ridge

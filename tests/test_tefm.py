@@ -10,7 +10,7 @@ import pytest
 import scipy.linalg
 from sklearn.pipeline import Pipeline
 
-from rfstream import TEFM, Standardizer, StreamingRidge, StreamingRidgeClassifier, cli
+from rfstream import TEFM, Standardizer, StreamingRidge, StreamingRidgeClassifier
 from rfstream.datadriven import fold_projection
 from rfstream.datadriven.tefm import srht_block_size, srht_sketch_chunk
 from rfstream.features import RandomFourierFeatures
@@ -212,30 +212,6 @@ def test_fold_projection_classifier_and_errors(X):
 def test_parameter_errors(X, params, match):
     with pytest.raises(ValueError, match=match):
         TEFM(**params).fit(X)
-
-
-def test_cli_fit_tefm(cpusmall, tmp_path, capsys):
-    X, y = cpusmall
-    src = tmp_path / "small.zarr"
-    from rfstream.io import write_dataset
-    write_dataset(src, X[:1500], y[:1500], attrs={"task": "regression"})
-    for features in ("tefm-g", "tefm-s"):
-        out = tmp_path / features
-        code = cli.main(["fit", str(src), "--out", str(out), "--features", features,
-                         "--n-components", "16", "--n-random-features", "48", "--power-iter", "2",
-                         "--scheduler", "threads", "--quiet"])
-        assert code in (0, None)
-        from rfstream import load_model
-        model = load_model(out)
-        tefm = model.named_steps["features"]
-        assert isinstance(tefm, TEFM)
-        assert (tefm.method, tefm.n_random_features, tefm.n_power_iter) == (
-            {"tefm-g": "gaussian", "tefm-s": "srht"}[features], 48, 2)
-        assert tefm.components_.shape == (48, 16)
-    code = cli.main(["fit", str(src), "--out", str(tmp_path / "rff"), "--features", "rff",
-                     "--power-iter", "2", "--scheduler", "threads", "--quiet"])
-    assert code == 2
-    assert "--power-iter does not apply to --features rff" in capsys.readouterr().err
 
 
 def test_save_load_roundtrip(X, tmp_path):
