@@ -90,7 +90,7 @@ def gram_rates(z, repeats):
 
 
 def elementwise_ab(x, W, b, Y, repeats, sub=8192):
-    from rfstream.features.fourier import _project_with_offset
+    from rfstream.features.fourier import project_with_offset
 
     D, m = W.shape[1], x.shape[0]
 
@@ -104,7 +104,7 @@ def elementwise_ab(x, W, b, Y, repeats, sub=8192):
             p[s:s + sub].T @ Y[s:s + sub]
 
     def current():
-        p = _project_with_offset(x, W, b)
+        p = project_with_offset(x, W, b)
         np.cos(p, out=p)
         p *= math.sqrt(2.0 / D)
         y1 = np.ones((m, Y.shape[1] + 1), np.float32)

@@ -123,9 +123,9 @@ def reference(loss, alpha, Z, y, Zt, yt, method="liblinear"):
 def run_newton(loss, alpha, Z, y, max_iter, tol):
     """solver="newton": the exact objective of each pass's accepted point
     (objective_path_) and the wall time at the end of each pass."""
-    from rfstream.solvers import sgd as sgd_module
+    from rfstream.solvers import sgd_base as sgd_module
 
-    stamps, inner = [], sgd_module._pass
+    stamps, inner = [], sgd_module.run_pass
 
     def timed_pass(*args, **kwargs):
         out = inner(*args, **kwargs)
@@ -133,12 +133,12 @@ def run_newton(loss, alpha, Z, y, max_iter, tol):
         return out
 
     est = StreamingSGDClassifier(loss, alpha=alpha, solver="newton", max_iter=max_iter, tol=tol)
-    sgd_module._pass = timed_pass
+    sgd_module.run_pass = timed_pass
     try:
         t0 = time.perf_counter()
         est.fit(Z, y)
     finally:
-        sgd_module._pass = inner
+        sgd_module.run_pass = inner
     return est, [s - t0 for s in stamps], list(est.objective_path_)
 
 

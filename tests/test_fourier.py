@@ -17,7 +17,7 @@ from sklearn.metrics.pairwise import laplacian_kernel, rbf_kernel
 from sklearn.utils.estimator_checks import check_estimator
 
 from rfstream.features import FeatureMap, RandomFourierFeatures
-from rfstream.features.fourier import _project_with_offset
+from rfstream.features.fourier import project_with_offset
 from rfstream.samplers import SAMPLERS
 
 # ----------------------------------------------------------- kernel approximation
@@ -198,7 +198,7 @@ def test_offset_folded_into_the_projection():
     x = rng.standard_normal((300, 7))
     W = rng.standard_normal((7, 11)).astype(np.float32)
     b = rng.uniform(0, 2 * np.pi, 11).astype(np.float32)
-    got = _project_with_offset(x, W, b)
+    got = project_with_offset(x, W, b)
     assert got.dtype == np.float32
     np.testing.assert_allclose(got, x.astype(np.float32) @ W + b, rtol=1e-5, atol=1e-5)
 

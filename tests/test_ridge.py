@@ -348,7 +348,8 @@ def test_features_computed_in_the_pass_equal_reducing_over_z(Est):
     # reduced as it is, in SUB_BLOCK-row sub-blocks: same model up to float32
     # rounding of the sub-block sums.  Chunks wide enough for several
     # sub-blocks in each of the 5 CV folds (whose sizes differ).
-    from rfstream.solvers._gram import FUSED_SUB_BLOCK, SUB_BLOCK
+    from rfstream.features.fused import FUSED_SUB_BLOCK
+    from rfstream.solvers.gram import SUB_BLOCK
 
     rng = np.random.default_rng(3)
     n = 12 * max(SUB_BLOCK, FUSED_SUB_BLOCK) + 123
@@ -376,7 +377,7 @@ def test_features_in_the_pass_for_other_maps_and_dtypes(make_map, dtype):
     # 4 classes: the [Z, Y, 1] buffer of the pass holds 4 target columns; the
     # reference is the same map in float64 on numpy (float32 ReLU features of
     # this 80-feature Gram: 3e-5 relative error in the pass, 1.3e-4 for numpy's)
-    from rfstream.solvers._gram import FUSED_SUB_BLOCK
+    from rfstream.features.fused import FUSED_SUB_BLOCK
 
     rng = np.random.default_rng(5)
     n = 3 * FUSED_SUB_BLOCK + 17
@@ -398,7 +399,7 @@ def test_features_in_the_pass_for_other_maps_and_dtypes(make_map, dtype):
 def test_prediction_makes_the_features_in_the_task(n_classes):
     # decision values on Z = rff.transform(X) are computed over X, the features made
     # FUSED_SUB_BLOCK rows at a time; Z itself is never a task's output
-    from rfstream.solvers._gram import FUSED_SUB_BLOCK
+    from rfstream.features.fused import FUSED_SUB_BLOCK
 
     rng = np.random.default_rng(7)
     n = 2 * FUSED_SUB_BLOCK + 301
@@ -420,6 +421,58 @@ def test_prediction_makes_the_features_in_the_task(n_classes):
     np.testing.assert_allclose(plain.compute(), ref, rtol=1e-5, atol=1e-6)
     if n_classes:
         assert (est.predict(Z).compute() == est.predict(rff.transform(Xn))).mean() > 0.999
+
+
+@pytest.mark.parametrize("Est", [StreamingRidge, StreamingRidgeClassifier])
+def test_cg_makes_the_features_in_its_tasks(Est, monkeypatch):
+    # solver="cg" on Z = rff.transform(X): the statistics pass and every product pass
+    # reduce over X, the features made a sub-block at a time in the task and turned into
+    # float64 there; Z + 0 is reduced over its stored blocks.  The same float64 products of
+    # the same float32 features, summed in another order: equal to 1e-8 (CG's recursion
+    # stays well conditioned at alpha = 1), and the CG solution equals the Gram pass's.
+    import rfstream.solvers._cg as cg_module
+    from rfstream.features.fused import FUSED_SUB_BLOCK
+
+    rng = np.random.default_rng(11)
+    n = 2 * FUSED_SUB_BLOCK + 501
+    Xn = rng.normal(size=(n, 5))
+    yn = Xn[:, 0] - Xn[:, 1] ** 2 + 0.1 * rng.normal(size=n)
+    if Est is StreamingRidgeClassifier:
+        yn = (yn > 0).astype(int) + (yn > 1).astype(int)
+    X = da.from_array(Xn, chunks=(n // 2 + 1, 5))
+    rff = RandomFourierFeatures(60, gamma=0.3, random_state=3).fit(X)
+    Z = rff.transform(X)
+    passes = []
+    original = cg_module.compute
+    monkeypatch.setattr(cg_module, "compute", lambda *c: passes.extend(c) or original(*c))
+    kw = {"alpha": 1.0, "solver": "cg", "tol": 1e-10, "max_iter": 300}
+    fused = Est(**kw).fit(Z, yn)
+    assert len(passes) == fused.n_iter_  # the statistics pass and one per CG iteration
+    assert all(Z.name not in p.__dask_graph__().layers for p in passes)
+    plain = Est(**kw).fit(Z + 0, yn)
+    assert len(passes) == 2 * fused.n_iter_
+    assert Z.name in passes[-1].__dask_graph__().layers  # (the check can fail)
+    assert _rel(fused.coef_, plain.coef_) < 1e-8
+    np.testing.assert_allclose(fused.intercept_, plain.intercept_, rtol=1e-8, atol=1e-10)
+    gram = Est(alpha=1.0, solver="gram").fit(Z, yn)
+    assert _rel(fused.coef_, gram.coef_) < 1e-5  # float32 Gram sub-block sums vs float64 products
+
+
+def test_sparse_maps_have_no_feature_source():
+    # random binning's CSR blocks hold rows x P non-zeros: passes (CG, the sparse Gram)
+    # reduce over the stored blocks, and the result is the same as on numpy
+    from rfstream import RandomBinningFeatures
+
+    rng = np.random.default_rng(2)
+    Xn = rng.uniform(size=(3000, 4))
+    yn = np.sin(4 * Xn[:, 0]) + Xn[:, 1]
+    X = da.from_array(Xn, chunks=(1000, 4))
+    rbf = RandomBinningFeatures(20, gamma=2.0, random_state=0).fit(X)
+    Z = rbf.transform(X)
+    assert feature_source(Z) is None
+    est = StreamingRidge(alpha=1.0, solver="cg", tol=1e-10, max_iter=300).fit(Z, yn)
+    ref = StreamingRidge(alpha=1.0, solver="cg", tol=1e-10, max_iter=300).fit(rbf.transform(Xn), yn)
+    assert _rel(est.coef_, ref.coef_) < 1e-8
 
 
 def test_features_in_the_pass_from_sparse_rows_with_a_short_last_block():

@@ -23,7 +23,7 @@ from rfstream import (
 )
 from rfstream.cluster import compute, connect
 from rfstream.solvers import sgd_steps
-from rfstream.solvers._losses import LOSSES, ball_radius
+from rfstream.solvers.losses import LOSSES, ball_radius
 
 
 def _blobs(n=2000, d=8, n_classes=2, seed=0, noise=1.0):
@@ -364,7 +364,7 @@ def test_other_learning_rates(learning_rate, eta0):
 def test_second_order_derivatives(loss):
     # d1 and d2 against central differences of the value and of d1, away from
     # the kinks (margin 0, and margin h for the smoothed hinge)
-    from rfstream.solvers._losses import second_order
+    from rfstream.solvers.losses import second_order
 
     rng = np.random.default_rng(0)
     y = rng.choice([-1.0, 1.0], size=(200, 2))
@@ -428,17 +428,17 @@ def test_newton_makes_the_features_in_its_tasks(loss, monkeypatch):
     # Z = rff.transform(X): each Newton pass reduces over X, the features made in
     # FUSED_SUB_BLOCK-row sub-blocks inside the task; same model as over the stored
     # blocks of Z + 0 up to the float32 rounding of the sub-block products
-    from rfstream.solvers._gram import FUSED_SUB_BLOCK
+    from rfstream.features.fused import FUSED_SUB_BLOCK
 
     X, y = _blobs(n=3 * FUSED_SUB_BLOCK + 700, d=5, noise=0.5)
     Xd = da.from_array(X, chunks=(len(X) // 2 + 1, -1))  # 2 blocks of 2 sub-blocks each
     rff = RandomFourierFeatures(90, gamma=0.3, random_state=4).fit(Xd)
     Z = rff.transform(Xd)
-    import rfstream.solvers.sgd as sgd_module
+    import rfstream.features.fused as fused_module
 
     calls = []
-    original = sgd_module.newton_fused_chunk
-    monkeypatch.setattr(sgd_module, "newton_fused_chunk",
+    original = fused_module.fused_chunk
+    monkeypatch.setattr(fused_module, "fused_chunk",
                         lambda *a, **k: calls.append(len(a[0])) or original(*a, **k))
     kw = {"alpha": 1e-3, "solver": "newton", "max_iter": 8, "tol": None, "class_weight": "balanced"}
     with connect("threads"):
@@ -453,6 +453,49 @@ def test_newton_makes_the_features_in_its_tasks(loss, monkeypatch):
     np.testing.assert_allclose(fused.objective_path_[:4], plain.objective_path_[:4], rtol=1e-6)
     np.testing.assert_allclose(fused.objective_, plain.objective_, rtol=1e-6)
     np.testing.assert_allclose(fused.coef_, plain.coef_, rtol=1e-3, atol=1e-5)
+
+
+@pytest.mark.parametrize("kw", [
+    {"loss": "hinge"},
+    {"loss": "log_loss", "early_stopping": True},  # held-out rows: features made apart
+    {"loss": "squared_hinge", "chunks_per_round": 1, "average": False},
+    {"regression": True},
+])
+def test_sgd_epochs_make_the_features_in_their_tasks(kw, monkeypatch):
+    # Z = rff.transform(X): each epoch reduces over X (with Z's row chunks: the averaged
+    # model depends on them) and makes the features of each mini-batch in the task; the
+    # held-out rows and the evaluation pass are made in sub-blocks.  Same model as over
+    # the stored blocks of Z + 0: the same block function per row, the same steps.  Only
+    # float32 rounding can differ (the map's GEMM on a 16-row batch against a whole
+    # block), about 1e-7 of each feature, and the incoming model is scored per batch
+    # instead of per block (the objective's float64 sum in another order).
+    from rfstream.features.fused import FUSED_SUB_BLOCK
+    import rfstream.solvers.epochs as epochs_module
+
+    kw = dict(kw)
+    regression = kw.pop("regression", False)
+    X, y = _blobs(n=2 * FUSED_SUB_BLOCK + 900, d=5, noise=0.5)
+    Xd = da.from_array(X, chunks=(FUSED_SUB_BLOCK + 1000, -1))  # a short last block, kept
+    rff = RandomFourierFeatures(90, gamma=0.3, random_state=4).fit(Xd)
+    Z = rff.transform(Xd)
+    target = X[:, 0] - X[:, 1] ** 2 if regression else y
+    passes = []
+    original = epochs_module.compute
+    monkeypatch.setattr(epochs_module, "compute", lambda *c: passes.extend(c) or original(*c))
+    make = (lambda: StreamingSGDRegressor(alpha=1e-3, max_iter=3, tol=None)) if regression else (
+        lambda: StreamingSGDClassifier(alpha=1e-3, max_iter=3, tol=None, **kw))
+    with connect("threads"):
+        fused = make().fit(Z, target)
+        assert passes and all(Z.name not in p.__dask_graph__().layers for p in passes)
+        assert all(Xd.name in p.__dask_graph__().layers for p in passes)  # X as chunked, no rechunk
+        plain = make().fit(Z + 0, target)
+    np.testing.assert_allclose(fused.coef_, plain.coef_, rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(fused.intercept_, plain.intercept_, rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(fused.objective_path_, plain.objective_path_, rtol=1e-6)
+    assert fused.t_ == plain.t_ and fused.n_samples_seen_ == plain.n_samples_seen_
+    if kw.get("early_stopping"):
+        assert np.isfinite(fused.validation_score_)
+        assert fused.validation_score_ == pytest.approx(plain.validation_score_, abs=1e-3)
 
 
 def test_newton_ovr_class_weight_and_no_intercept():

@@ -4,12 +4,13 @@ All maps share :class:`FeatureMap`: parameters are drawn once in ``fit`` and
 ``transform`` applies a pure numpy block function, to numpy arrays directly and
 to dask arrays block by block (lazily).
 """
-from ._base import FeatureMap, feature_source
+from ._base import FeatureMap
 from .arccos import ArcCosineFeatures
 from .binning import FourierBinningFeatures, RandomBinningFeatures
 from .circulant import CirculantFeatures
 from .fastfood import CompactRandomFeatures, FastfoodFeatures
 from .fourier import RandomFourierFeatures
+from .fused import FeatureSource, feature_source
 
 __all__ = ["ArcCosineFeatures", "CirculantFeatures", "CompactRandomFeatures", "FastfoodFeatures", "FeatureMap", "FourierBinningFeatures",
-           "RandomBinningFeatures", "RandomFourierFeatures", "feature_source"]
+           "RandomBinningFeatures", "RandomFourierFeatures", "FeatureSource", "feature_source"]

@@ -60,6 +60,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from .._validation import check_dask_array
 from ..kernels import KERNELS, auto_gamma
 from ..random import check_seed
+from .fused import attach_source
 
 _DTYPES = ("float32", "float64")
 
@@ -223,15 +224,15 @@ class FeatureMap(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimato
                   else np.empty((0, n_out), dtype=dtype)),
             name=name,
         )
-        if not self._sparse_output:
-            Z._rfstream_features = (self._block_into, X)
+        if not self._sparse_output:  # passes over Z make the features in their tasks
+            attach_source(Z, self._block_into, X)
         return Z
 
     def _block_into(self, x, out=None):
         """``_block(x)``, written into the buffer ``out`` (rows x n_out) where the map can.
 
         For solvers that compute the features of many sub-blocks inside one task
-        (:func:`feature_source`): one buffer for all of them instead of a fresh
+        (:mod:`rfstream.features.fused`): one buffer for all of them instead of a fresh
         array each time, which in a dask worker (``MALLOC_TRIM_THRESHOLD_`` set
         by the nanny) is a fresh mapping and its page faults every time.  The
         default ignores ``out``.
@@ -282,19 +283,3 @@ class FeatureMap(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimato
         except ValueError:
             tags.transformer_tags.preserves_dtype = []
         return tags
-
-
-def feature_source(Z):
-    """``(block_function, X)`` when the dask array ``Z`` is ``transform(X)`` of a dense feature map.
-
-    A solver whose pass reduces over ``Z`` can instead reduce over ``X`` and
-    compute the features inside its chunk function, a few thousand rows at a
-    time, so that the ``rows x D`` feature block of a whole chunk never exists
-    and each sub-block is still in cache when the Gram product reads it
-    (:func:`rfstream.solvers._gram.gram_chunk`).  The function and rows are the
-    ones ``Z``'s own graph would use, so the result is the same.  Only the very
-    array ``transform`` returned carries the source: anything derived from it
-    (``astype``, slicing, ``persist``) returns None and is reduced as it is.
-    """
-    return getattr(Z, "_rfstream_features", None) if isinstance(Z, da.Array) else None
-

@@ -10,6 +10,8 @@ from sklearn.utils._param_validation import StrOptions
 from ..samplers import SAMPLERS, check_sampler, sample_weights
 from ._base import KERNEL_PARAMETERS, FeatureMap
 
+__all__ = ["FOURIER_PARAMETERS", "RandomFourierFeatures", "project_with_offset"]
+
 #: ``_parameter_constraints`` of random Fourier features, shared by the maps
 #: that pass them on to an inner :class:`RandomFourierFeatures`
 FOURIER_PARAMETERS = {
@@ -155,7 +157,7 @@ class RandomFourierFeatures(FeatureMap):
         W = self.random_weights_
         m = W.shape[1]
         if self.variant == "cos" and not sp.issparse(x):
-            proj = _project_with_offset(np.asarray(x), W, self.random_offset_, out=out)
+            proj = project_with_offset(np.asarray(x), W, self.random_offset_, out=out)
             np.cos(proj, out=proj)
             proj *= math.sqrt(2.0 / m)  # a Python float keeps the float32 loop
             return proj
@@ -172,7 +174,7 @@ class RandomFourierFeatures(FeatureMap):
         return out
 
 
-def _project_with_offset(x, W, b, out=None):
+def project_with_offset(x, W, b, out=None):
     """``x @ W + b`` as one GEMM, ``[x, 1] @ [W; b]``, in ``W``'s dtype.
 
     Adding ``b`` after the product is one more read and write of the whole

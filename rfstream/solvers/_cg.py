@@ -1,7 +1,7 @@
 """Ridge by preconditioned conjugate gradients on the implicit normal equations.
 
 For wide sparse features (random binning with many bins per grid) the D x D
-Gram of :mod:`rfstream.solvers._gram` does not fit.  Conjugate gradients only
+Gram of :mod:`rfstream.solvers.gram` does not fit.  Conjugate gradients only
 need products with
 
     A = Z_c' Z_c + alpha I,    Z_c = Z - 1 mu'  (columns centred when fitting an intercept),
@@ -16,6 +16,14 @@ Methods for Sparse Linear Systems", 2003, Algorithm 9.1).
 
 Only D x T arrays live on the client; the stopping rule is the relative
 residual ``||r|| <= tol ||b||`` of every target, or ``max_iter`` passes.
+
+Every pass goes through :func:`rfstream.features.fused.fused_pass`: for dense
+``Z = map.transform(X)`` (``solver="cg"`` chosen for dense features) each task
+makes its features a sub-block at a time and converts only that sub-block to
+float64; for stored blocks, and for sparse maps (random binning attaches no
+feature source: its CSR block, made by the transform task that feeds the
+reduction, holds ``rows x P`` non-zeros, not ``rows x D`` values), each task
+reduces over its block of ``Z`` as it is, O(nnz) per pass.
 """
 from __future__ import annotations
 
@@ -27,6 +35,7 @@ import scipy.sparse as sp
 from sklearn.exceptions import ConvergenceWarning
 
 from ..cluster import compute
+from ..features.fused import fused_pass
 from ..reductions import Layout, sum_rows
 
 
@@ -34,25 +43,25 @@ def _as_float64(z):
     return sp.csr_matrix(z, dtype=np.float64) if sp.issparse(z) else np.asarray(z, dtype=np.float64)
 
 
-def _stats_chunk(z, y, *, offset, target_fn, layout):
-    out = layout.empty()
+def _stats_chunk(z, y, *, offset, target_fn, layout, out):
+    """Adds n, Z'1, diag(Z'Z), Y'1 and Z'Y of one block into ``out``."""
     if z.shape[0] == 0:
-        return out
+        return
     z, Y = _as_float64(z), target_fn(y)
     parts = layout.unpack(out)
-    parts["n"][...] = z.shape[0]
-    parts["s"][:] = np.asarray(z.sum(axis=0)).ravel()
-    parts["d"][:] = np.asarray((z.multiply(z) if sp.issparse(z) else z * z).sum(axis=0)).ravel()
-    parts["t"][:] = Y.sum(axis=0)
-    parts["C"][:] = z.T @ Y
-    return out
+    parts["n"][...] += z.shape[0]
+    parts["s"][:] += np.asarray(z.sum(axis=0)).ravel()
+    parts["d"][:] += np.asarray((z.multiply(z) if sp.issparse(z) else z * z).sum(axis=0)).ravel()
+    parts["t"][:] += Y.sum(axis=0)
+    parts["C"][:] += z.T @ Y
 
 
-def _product_chunk(z, *, offset, V):
+def _product_chunk(z, *, offset, V, out):
+    """Adds Z'(Z V) of one block into ``out``."""
     if z.shape[0] == 0:
-        return np.zeros(V.size)
+        return
     z = _as_float64(z)
-    return np.asarray(z.T @ (z @ V)).ravel()
+    out += np.asarray(z.T @ (z @ V)).ravel()
 
 
 def ridge_cg(Z, y, target_fn, n_targets, *, alpha, fit_intercept=True, tol=1e-4, max_iter=200):
@@ -66,7 +75,8 @@ def ridge_cg(Z, y, target_fn, n_targets, *, alpha, fit_intercept=True, tol=1e-4,
     """
     D, T = Z.shape[1], n_targets
     layout = Layout(n=(), s=(D,), d=(D,), t=(T,), C=(D, T))
-    vec = compute(sum_rows(partial(_stats_chunk, target_fn=target_fn, layout=layout), layout.size, Z, y))
+    fn, rows = fused_pass(Z, partial(_stats_chunk, target_fn=target_fn, layout=layout), layout.size)
+    vec = compute(sum_rows(fn, layout.size, rows, y))
     st = {k: np.array(v) for k, v in layout.unpack(vec).items()}
     n = float(st["n"])
     if n == 0:
@@ -81,7 +91,8 @@ def ridge_cg(Z, y, target_fn, n_targets, *, alpha, fit_intercept=True, tol=1e-4,
     precond[precond <= 0] = 1.0  # alpha = 0 and an empty column: leave that coordinate alone
 
     def apply(V):
-        ZZV = compute(sum_rows(partial(_product_chunk, V=V), D * T, Z)).reshape(D, T)
+        fn, rows = fused_pass(Z, partial(_product_chunk, V=V), D * T)
+        ZZV = compute(sum_rows(fn, D * T, rows)).reshape(D, T)
         return ZZV - n * np.outer(mu, mu @ V) + alpha * V
 
     W = np.zeros((D, T))

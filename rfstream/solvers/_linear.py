@@ -4,8 +4,8 @@ Decision values are ``X coef' + intercept``: numpy in, numpy out; dask in, a laz
 dask array (``map_blocks`` with explicit chunks and meta).  A single output (1-D
 ``coef_``, or one row of ``coef_`` for a classifier) gives a 1-D result.  When the
 dask ``X`` is a feature map's ``transform`` output itself
-(:func:`rfstream.features.feature_source`), each task computes the features of its
-rows a sub-block at a time and multiplies them right away, as the ridge pass does.
+(:mod:`rfstream.features.fused`), each task computes the features of its rows a
+sub-block at a time and multiplies them right away, as every other pass does.
 """
 from __future__ import annotations
 
@@ -15,8 +15,7 @@ from sklearn.base import ClassifierMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._validation import check_dask_array
-from ..features import feature_source
-from ._gram import feature_sub_blocks, fused_buffer
+from ..features.fused import feature_sub_blocks, fused_buffer, fused_rows
 
 
 def _linear_block(x, coef, intercept, one):
@@ -27,7 +26,7 @@ def _linear_block(x, coef, intercept, one):
 
 def _fused_linear_block(x, coef, intercept, one, features, dtype, n_features):
     """``_linear_block`` of the features of input rows ``x``, made a sub-block at a time
-    (:func:`rfstream.solvers._gram.feature_sub_blocks`): the block's whole ``rows x D``
+    (:func:`rfstream.features.fused.feature_sub_blocks`): the block's whole ``rows x D``
     feature array (512 MB per 65,536-row task at D = 2000) never exists."""
     w = coef.T.astype(dtype)
     out = np.empty((x.shape[0], coef.shape[0]), dtype=np.float64)
@@ -52,13 +51,12 @@ class LinearPredictMixin:
         intercept = np.atleast_1d(self.intercept_)
         one = np.ndim(self.coef_) == 1 or (isinstance(self, ClassifierMixin) and coef.shape[0] == 1)
         if isinstance(X, da.Array):
-            source = feature_source(X)
+            features, rows = fused_rows(X, even=False)  # the output keeps X's row chunks
             X = check_dask_array(X, self)
             chunks = (X.chunks[0],) if one else (X.chunks[0], (coef.shape[0],))
             kwargs = {"dtype": np.float64, "chunks": chunks, "drop_axis": [1] if one else [],
                       "meta": np.empty((0,) * len(chunks), np.float64)}
-            if source is not None:  # X = map.transform(rows): the features are made in the task
-                features, rows = source
+            if features is not None:  # X = map.transform(rows): the features are made in the task
                 return rows.map_blocks(_fused_linear_block, coef, intercept, one, features, X.dtype,
                                        X.shape[1], **kwargs)
             return X.map_blocks(_linear_block, coef, intercept, one, **kwargs)

@@ -4,12 +4,11 @@ Rahimi & Recht (2007) train "Fourier+LS": regularized least squares on random
 features, one-vs-rest with +-1 targets for classes.  Here the features Z
 arrive as a (lazy) dask array, usually ``RandomFourierFeatures().transform(X)``;
 the solver makes one pass that accumulates Z'Z, Z'Y and per-fold partials
-(:mod:`rfstream.solvers._gram`), then solves on the client with D x D
+(:mod:`rfstream.solvers.gram`), then solves on the client with D x D
 matrices only.  When Z is exactly what a feature map's ``transform(X)``
 returned, the pass runs over ``X`` (cut into equal row blocks) and each task
 computes its features itself, a sub-block at a time
-(:func:`rfstream.features.feature_source`): same statistics, less memory
-traffic (docs/BENCHMARKS.md, section 4).  The problem solved is
+(:mod:`rfstream.features.fused`): same statistics, less memory traffic.  The problem solved is
 
     minimize ||Y - Z W - 1 b'||_F^2 + alpha ||W||_F^2
 
@@ -39,11 +38,12 @@ from sklearn.utils.validation import validate_data
 
 from .._validation import check_dask_array
 from ..cluster import compute
+from ..features.fused import fused_rows
 from ..random import check_seed
 from ..reductions import sum_rows
 from ._cg import ridge_cg
-from ._gram import fused_rows, gram_chunk, gram_layout
 from ._linear import LinearClassifierMixin, LinearPredictMixin
+from .gram import gram_chunk, gram_layout
 from .targets import check_targets, find_classes, ovr_targets, regression_targets
 
 #: solver="auto" switches from the D x D Gram pass to conjugate gradients for sparse

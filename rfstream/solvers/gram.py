@@ -15,33 +15,23 @@ chunking.  Inside a block the Gram is accumulated over sub-blocks of
 :data:`SUB_BLOCK` rows in the features' dtype (numpy sends ``z.T @ z`` to
 BLAS SYRK, which does half the flops of a GEMM) and the results are added in
 float64: BLAS speed, with the float32 rounding confined to sums of at most
-SUB_BLOCK products.  Measured on 65,536 x 2000 float32 features: scipy's
-``ssyrk`` on 4096-row sub-blocks 1.25 s, numpy 4096 rows 0.97 s, numpy 8192
-rows about 0.9 s; on a loaded machine numpy's SYRK ran at 95-100% of the
-same run's GEMM rate (in SYRK's own flops) for sub-blocks of 4096 to 65,536
-rows, and a GEMM over upper-triangular column blocks was slower, so SYRK on
-8192-row sub-blocks stays (docs/BENCHMARKS.md).  For stored features, ``Z'Y``
-and the column sums ``Z'1`` come from one GEMM against ``[Y, 1]``: one read of
-the block instead of two.  When the task computes the features itself, they
-come from the same SYRK as ``Z'Z`` (:func:`_fused_fold`).
+SUB_BLOCK products (the sub-block size and SYRK against the alternatives are
+measured in docs/BENCHMARKS.md, "Measurements behind the code").  For stored
+features, ``Z'Y`` and the column sums ``Z'1`` come from one GEMM against
+``[Y, 1]``: one read of the block instead of two.  When the task computes the
+features itself (:mod:`rfstream.features.fused`), they come from the same SYRK
+as ``Z'Z`` (:func:`_fused_fold`).
 """
 from __future__ import annotations
-
-import itertools
 
 import numpy as np
 import scipy.sparse as sp
 
-from ..features import feature_source
+from ..features.fused import even_sub_blocks, feature_sub_blocks, fused_buffer
 from ..random import STREAM_FOLDS, row_integers
-from ..reductions import Layout, even_chunks, even_rows
+from ..reductions import Layout
 
 SUB_BLOCK = 8192
-#: Rows per sub-block when the chunk function computes the features itself.
-#: One 65,536 x 118 block, D = 2000, one BLAS thread, idle core: whole block
-#: first then the Gram, 58-64% of GEMM; 1024-row sub-blocks 65%; 2048 to 8192
-#: rows 73-77% (docs/BENCHMARKS.md, section 4).
-FUSED_SUB_BLOCK = 4096
 
 
 def gram_layout(n_features: int, n_targets: int, n_folds: int) -> Layout:
@@ -53,8 +43,8 @@ def gram_chunk(z, y, *, offset, n_folds, seed, target_fn, layout, features=None,
                feature_dtype=np.float32):
     """Partials of one row block; ``target_fn`` turns raw labels into Y (m x T).
 
-    With ``features`` (a feature map's block function, see
-    :func:`rfstream.features.feature_source`, whose blocks are of
+    With ``features`` (a feature map's block function,
+    :func:`rfstream.features.fused.fused_rows`, whose blocks are of
     ``feature_dtype``) ``z`` holds the input rows and the features are computed
     here (:func:`_fused_fold`).
     """
@@ -86,53 +76,6 @@ def gram_chunk(z, y, *, offset, n_folds, seed, target_fn, layout, features=None,
     return out
 
 
-def _sub_blocks(m, largest):
-    """Bounds of equal sub-blocks of at most ``largest`` rows, no short last one.
-
-    61,753 rows: 16 x 3860 instead of 15 x 4096 + 313, measured 4% faster per chunk.
-    """
-    return itertools.pairwise(np.cumsum((0, *even_chunks(m, -(-m // largest)))))
-
-
-def fused_rows(Z):
-    """``(features, rows)`` for a pass over ``Z``: for ``Z = map.transform(X)`` the map's
-    block function and ``X`` in equal row blocks (:func:`rfstream.features.feature_source`,
-    :func:`rfstream.reductions.even_rows`); otherwise ``(None, Z)``.
-
-    ``even_rows`` is a no-op for a dataset from :func:`rfstream.io.open_dataset`
-    (already equal); for other input it rechunks the input's few columns.
-    """
-    source = feature_source(Z)
-    return (None, Z) if source is None else (source[0], even_rows(source[1]))
-
-
-def _largest_sub_block(m):
-    """Rows of the largest of ``m`` rows' equal sub-blocks of at most :data:`FUSED_SUB_BLOCK`."""
-    return even_chunks(m, -(-m // FUSED_SUB_BLOCK))[0] if m else 0
-
-
-def fused_buffer(m, width, dtype):
-    """A buffer for the largest equal sub-block of ``m`` rows (:func:`feature_sub_blocks`)."""
-    return np.empty((_largest_sub_block(m), width), dtype=dtype)
-
-
-def feature_sub_blocks(x, features, buf):
-    """``(start, stop, z)``: the features of ``x``'s equal sub-blocks of at most
-    :data:`FUSED_SUB_BLOCK` rows, each written into the first rows of ``buf``
-    (copied there when a map returns an array of its own).
-
-    What every pass over a feature source does (see :func:`fused_rows`): the
-    ``rows x D`` feature block of a task never exists, one buffer serves all its
-    sub-blocks, and each sub-block is used while it is still in cache.
-    """
-    for start, stop in _sub_blocks(x.shape[0], FUSED_SUB_BLOCK):
-        zs = buf[: stop - start]
-        made = features(x[start:stop], zs)
-        if not np.shares_memory(made, zs):
-            zs[...] = made
-        yield start, stop, zs
-
-
 def _stored_fold(z, Y, fold, buffers):
     """G, C and s of one fold of stored features ``z``, a SYRK per sub-block.
 
@@ -140,7 +83,7 @@ def _stored_fold(z, Y, fold, buffers):
     """
     y1 = np.ones((z.shape[0], Y.shape[1] + 1), dtype=z.dtype)
     y1[:, :-1] = Y
-    for start, stop in _sub_blocks(z.shape[0], SUB_BLOCK):
+    for start, stop in even_sub_blocks(z.shape[0], SUB_BLOCK):
         zs = z[start:stop]
         if "G" not in buffers:
             buffers["G"] = np.empty((zs.shape[1], zs.shape[1]), dtype=zs.dtype)
@@ -153,19 +96,19 @@ def _stored_fold(z, Y, fold, buffers):
 def _fused_fold(x, Y, fold, buffers, features, dtype):
     """G, C and s of one fold when the task computes the features of its rows ``x``.
 
-    The features are made :data:`FUSED_SUB_BLOCK` rows at a time into the first
-    D columns of one reused buffer ``[Z_s, Y_s, 1]`` (m x (D + T + 1)); one SYRK
-    of that buffer gives ``Z_s'Z_s``, ``Z_s'Y_s`` and ``Z_s'1`` together, so each
+    The features are made a sub-block at a time
+    (:func:`rfstream.features.fused.feature_sub_blocks`) into the first D
+    columns of one reused buffer ``[Z_s, Y_s, 1]`` (m x (D + T + 1)); one SYRK of
+    that buffer gives ``Z_s'Z_s``, ``Z_s'Y_s`` and ``Z_s'1`` together, so each
     sub-block is read by a single BLAS call instead of a SYRK and then a narrow
-    GEMM that streams it again.  Measured within noise of the previous form
-    (paired ratios 0.993 and 0.994 on a synthetic 65,536-row block,
-    ``bench_hot_path.py --parts augmented``; docs/BENCHMARKS.md); kept for the
-    one read.  ``Y'Y``, ``Y'1`` and the count are not taken from this product:
-    they stay exact in float64.
+    GEMM that streams it again (no slower, docs/BENCHMARKS.md; kept for the one
+    read).  ``Y'Y``, ``Y'1`` and the count are not taken from this product: they
+    stay exact in float64.
     """
     D, T = fold["G"].shape[0], Y.shape[1]
     width = D + T + 1
-    if buffers.get("Z") is None or buffers["Z"].shape[0] < _largest_sub_block(x.shape[0]):
+    needed = fused_buffer(x.shape[0], 0, dtype).shape[0]
+    if buffers.get("Z") is None or buffers["Z"].shape[0] < needed:
         buffers["Z"] = fused_buffer(x.shape[0], width, dtype)
         buffers["G"] = np.empty((width, width), dtype=dtype)
     zbuf, gbuf = buffers["Z"], buffers["G"]
@@ -211,7 +154,7 @@ def _sparse_gram_chunk(z, Y, out, layout, folds):
                 G[np.ix_(dense, rest)] += cross.T
             g = zs.T @ zs
             if not dense.size:
-                G += g.toarray()  # a dense add beats a scatter (about 2x, D = 3200)
+                G += g.toarray()  # a dense add beats a scatter (docs/BENCHMARKS.md)
                 continue
             g = g.tocoo()  # canonical: no repeated (row, col)
             G[rest[g.row], rest[g.col]] += g.data

@@ -1,7 +1,7 @@
 """Newton's method as distributed reductions: one fused pass per iteration.
 
 ``StreamingSGDClassifier(solver="newton")`` minimizes the same regularized risk
-as the SGD solver (module docstring of :mod:`rfstream.solvers.sgd`),
+as the SGD solver (docs/sgd.md, :mod:`rfstream.solvers.sgd`),
 
     f(w) = alpha/2 ||w~||^2 + 1/n sum_i c_i L(y_i, w~ z~_i),   z~ = [z, s],
 
@@ -13,7 +13,7 @@ for each binary (or one-vs-rest) problem, by damped Newton steps:
   margin is violated (the loss is once differentiable; its gradient is
   piecewise linear and the method terminates finitely);
 * hinge: Newton on a smoothed hinge of width h (one-sided variant of Chapelle
-  2007's Huber loss, :func:`rfstream.solvers._losses.second_order`) with h
+  2007's Huber loss, :func:`rfstream.solvers.losses.second_order`) with h
   decreased by 10 each time the smoothing error dominates (continuation).
   The smoothed loss is below the hinge, so min f_h <= min f, which gives a
   bound on the gap: f(w) - min f <= f(w) - f_h(w) + (f_h(w) - min f_h).
@@ -21,7 +21,7 @@ for each binary (or one-vs-rest) problem, by damped Newton steps:
 One pass = one reduction over the row blocks (features computed inside the
 task, as every rfstream pass; for ``Z = map.transform(X)`` the pass reduces
 over ``X`` and makes the features a sub-block at a time,
-:func:`newton_fused_chunk`).  Given the current point w and the Newton
+:func:`rfstream.features.fused.fused_pass`).  Given the current point w and the Newton
 direction d of the previous pass, each block returns
 
 * sum_i c_i L(w + s d) for the step sizes s in :data:`STEPS` (1, 1/2, ...,
@@ -29,7 +29,7 @@ direction d of the previous pass, each block returns
   nothing more, since scores are linear in s (two products per row);
 * the gradient and the (D+1) x (D+1) Hessian at the full step w + d, in float64
   (Gram products of sqrt(c L'') z over sub-blocks in the features' dtype, as
-  the ridge Gram pass :mod:`rfstream.solvers._gram`; rows with L'' = 0 are
+  the ridge Gram pass :mod:`rfstream.solvers.gram`; rows with L'' = 0 are
   skipped, so the squared hinge and the smoothed hinge only pay for the rows
   near or inside the margin).
 
@@ -57,8 +57,8 @@ from scipy.linalg import LinAlgError, cho_factor, cho_solve
 from sklearn.exceptions import ConvergenceWarning
 
 from ..reductions import Layout
-from ._gram import SUB_BLOCK, feature_sub_blocks, fused_buffer
-from ._losses import second_order
+from .gram import SUB_BLOCK
+from .losses import second_order
 
 STEPS = 2.0 ** -np.arange(16)
 ARMIJO = 1e-4
@@ -117,19 +117,6 @@ def newton_chunk(z, y, *, offset, W, v, dW, dv, at, loss, smoothing, intercept_s
     return out
 
 
-def newton_fused_chunk(x, y, *, offset, features, dtype, n_features, chunk, layout):
-    """``chunk`` (a bound :func:`newton_chunk`) over the features of input rows ``x``.
-
-    The features are made a sub-block at a time into one buffer
-    (:func:`rfstream.solvers._gram.feature_sub_blocks`), and each sub-block's
-    partials are added into the block's: every partial is a sum over rows.
-    """
-    out = layout.empty()
-    for start, stop, z in feature_sub_blocks(x, features, fused_buffer(x.shape[0], n_features, dtype)):
-        chunk(z, y[start:stop], offset=offset + start, out=out)
-    return out
-
-
 def _weighted_gram(z, h, s, H):
     """H += [z, s]' diag(h) [z, s] over the rows with h > 0 (float64 sums of
     sub-block products in z's dtype)."""
@@ -156,9 +143,9 @@ def _candidates(last):
 def newton_fit(run_pass, chunk_fn, K, D, *, loss, alpha, intercept_scaling, max_iter, tol):
     """Damped Newton from w = 0; returns a dict with the model and the path.
 
-    ``run_pass(fn, size)`` sums ``fn`` partials over all row blocks;
-    ``chunk_fn(W=, v=, dW=, dv=, at=, smoothing=, layout=)`` is
-    :func:`newton_chunk` with the data-specific arguments bound.  ``max_iter``
+    ``run_pass(chunk, size)`` sums the partials of ``chunk(z, y, offset=, out=)``
+    over all row blocks; ``chunk_fn(W=, v=, dW=, dv=, at=, smoothing=, layout=)``
+    is :func:`newton_chunk` with the data-specific arguments bound.  ``max_iter``
     passes at most; ``tol`` (relative) on the estimated gap, None: run
     ``max_iter`` passes (or until no step decreases f).
     """

@@ -1,0 +1,171 @@
+"""Fused features: every pass computes a feature map's features inside its own tasks.
+
+``Z = fmap.transform(X)`` on a dask ``X`` is lazy: each block of ``Z`` is
+``fmap._block`` of a block of ``X``.  A solver that reduces over ``Z`` would get
+each task's whole ``rows x D`` feature block (512 MB for 65,536 rows at
+D = 2000 in float32) as a task input.  Instead, ``transform`` attaches a
+:class:`FeatureSource` to the array it returns, and every pass over the rows
+(the ridge Gram, linear prediction, Newton, SGD epochs, conjugate gradients)
+asks :func:`feature_source` for it: when there is one, the pass reduces over
+``X`` and its tasks make the features of their rows themselves, a sub-block or
+a mini-batch at a time into one reused buffer, and use them while they are
+still in cache.  The function and the rows are the ones ``Z``'s own graph would
+use, so the features are the same numbers (up to BLAS rounding of products of
+other shapes); the ``rows x D`` block of a task never exists (time and memory:
+docs/BENCHMARKS.md, "Fused features in SGD epochs and CG").
+
+The accessor:
+
+* :func:`feature_source` -- the :class:`FeatureSource` of ``Z``, or None;
+* :func:`fused_rows` -- what a pass reduces over: ``(block function, X)`` or
+  ``(None, Z)``;
+* :func:`fused_pass` -- a chunk function of a sum over rows (``chunk(z, *others,
+  offset=, out=)``) wrapped to run over the rows' features sub-block by sub-block;
+* :func:`feature_sub_blocks`, :func:`fused_buffer`, :func:`make_features` -- the
+  sub-block loop and the one buffer that passes with their own loop use (the
+  Gram's ``[Z, Y, 1]`` buffer, prediction, SGD's mini-batches).
+
+Which arrays have a source: only the very array a *dense* map's ``transform``
+returned.  Anything derived from it (``Z + 0``, ``astype``, slicing,
+``persist``) has none and is reduced over its stored blocks, as is a numpy
+``Z``.  Sparse maps (random binning, ``_sparse_output``) attach no source: their
+CSR blocks hold ``rows x P`` non-zeros (P grids), not ``rows x D`` values, so a
+pass reduces over those blocks (each made by the transform task that feeds the
+reduction task) at no memory cost worth fusing away.
+"""
+from __future__ import annotations
+
+import itertools
+from functools import partial
+from typing import Callable, NamedTuple
+
+import dask.array as da
+import numpy as np
+
+from ..reductions import even_chunks, even_rows
+
+#: Rows per sub-block when a task computes the features itself: small enough for a
+#: sub-block to stay in cache between the map and its product, large enough for BLAS
+#: (the sizes measured: docs/BENCHMARKS.md, "Measurements behind the solvers").
+FUSED_SUB_BLOCK = 4096
+
+_ATTRIBUTE = "_rfstream_features"
+
+
+class FeatureSource(NamedTuple):
+    """Where a dask feature array came from: ``Z = map.transform(rows)``.
+
+    Attributes
+    ----------
+    block : callable ``(x, out=None) -> ndarray``
+        The map's block function (``FeatureMap._block_into``): the features of
+        input rows ``x``, written into ``out`` where the map can.  Pure numpy and
+        picklable: it runs inside the pass's tasks.
+    rows : dask array of shape (n_samples, n_features_in)
+        The input rows, with the row chunks of ``Z``.
+    """
+
+    block: Callable
+    rows: da.Array
+
+
+def attach_source(Z, block, rows):
+    """Record on the dask array ``Z`` that it is ``block`` applied to ``rows``; returns ``Z``."""
+    setattr(Z, _ATTRIBUTE, FeatureSource(block, rows))
+    return Z
+
+
+def feature_source(Z):
+    """The :class:`FeatureSource` of ``Z`` when it is a dense feature map's ``transform`` output, else None."""
+    return getattr(Z, _ATTRIBUTE, None) if isinstance(Z, da.Array) else None
+
+
+def fused_rows(Z, *, even=True):
+    """``(features, rows)`` that a pass over ``Z`` reduces over.
+
+    For ``Z = map.transform(X)``: the map's block function and ``X``, its rows cut
+    into equal blocks with ``even=True`` (:func:`rfstream.reductions.even_rows`: a
+    no-op for a dataset from :func:`rfstream.io.open_dataset`, already equal;
+    for other input it rechunks the input's few columns) -- for passes whose
+    result does not depend on the chunking.  ``even=False`` keeps ``Z``'s own
+    row chunks (SGD's parameter averaging, prediction).  Otherwise ``(None, Z)``.
+    """
+    source = feature_source(Z)
+    if source is None:
+        return None, Z
+    return source.block, even_rows(source.rows) if even else source.rows
+
+
+def even_sub_blocks(m, largest):
+    """Bounds ``(start, stop)`` of equal sub-blocks of at most ``largest`` rows, no short last one.
+
+    E.g. 61,753 rows: 16 x 3860 instead of 15 x 4096 + 313 (docs/BENCHMARKS.md).
+    """
+    return itertools.pairwise(np.cumsum((0, *even_chunks(m, -(-m // largest)))))
+
+
+def fused_buffer(m, width, dtype):
+    """A buffer for the largest of ``m`` rows' equal sub-blocks (:func:`feature_sub_blocks`)."""
+    rows = even_chunks(m, -(-m // FUSED_SUB_BLOCK))[0] if m else 0
+    return np.empty((rows, width), dtype=dtype)
+
+
+def make_features(features, x, out):
+    """The features of input rows ``x`` in ``out`` (its first ``len(x)`` rows); returns that view.
+
+    ``features`` writes into ``out`` where the map can; a map that returns an
+    array of its own has it copied there.
+    """
+    z = out[: x.shape[0]]
+    made = features(x, z)
+    if not np.shares_memory(made, z):
+        z[...] = made
+    return z
+
+
+def feature_sub_blocks(x, features, buf):
+    """``(start, stop, z)``: the features of ``x``'s equal sub-blocks of at most
+    :data:`FUSED_SUB_BLOCK` rows, each written into the first rows of ``buf``.
+
+    The ``rows x D`` feature block of a task never exists, one buffer serves all
+    its sub-blocks, and each sub-block is used while it is still in cache.
+    ``z`` is overwritten by the next sub-block.
+    """
+    for start, stop in even_sub_blocks(x.shape[0], FUSED_SUB_BLOCK):
+        yield start, stop, make_features(features, x[start:stop], buf)
+
+
+def fused_chunk(x, *others, offset, features, dtype, n_features, chunk, size):
+    """Partials of a sum over rows, with the features of input rows ``x`` made in sub-blocks.
+
+    ``chunk(z, *others_rows, offset=, out=)`` adds the partials of feature rows
+    ``z`` into ``out`` (a float64 vector of ``size``); ``others`` are arrays
+    aligned with ``x`` by rows (labels), sliced with each sub-block.
+    """
+    out = np.zeros(size, dtype=np.float64)
+    buf = fused_buffer(x.shape[0], n_features, dtype)
+    for start, stop, z in feature_sub_blocks(x, features, buf):
+        chunk(z, *(o[start:stop] for o in others), offset=offset + start, out=out)
+    return out
+
+
+def fused_pass(Z, chunk, size):
+    """``(fn, rows)`` for a sum over the rows of ``Z`` of ``chunk`` partials.
+
+    ``chunk(z, *others, offset=, out=)`` adds one block's partials into ``out``.
+    For ``Z = map.transform(X)``, ``fn`` runs ``chunk`` over the features of each
+    block of ``X`` (equal row blocks), made in sub-blocks inside the task
+    (:func:`fused_chunk`); otherwise ``fn`` is ``chunk`` on ``Z``'s stored blocks,
+    with a fresh ``out``.  Hand both to :func:`rfstream.reductions.sum_rows`.
+    """
+    features, rows = fused_rows(Z)
+    if features is None:
+        return partial(_stored_chunk, chunk=chunk, size=size), rows
+    return partial(fused_chunk, features=features, dtype=Z.dtype, n_features=Z.shape[1],
+                   chunk=chunk, size=size), rows
+
+
+def _stored_chunk(z, *others, offset, chunk, size):
+    out = np.zeros(size, dtype=np.float64)
+    chunk(z, *others, offset=offset, out=out)
+    return out

@@ -1,0 +1,160 @@
+"""One SGD epoch as one reduction: local Pegasos steps per row block, then parameter averaging.
+
+In the pass every row block (one task) starts from the current model, runs
+mini-batch Pegasos (:func:`rfstream.solvers.pegasos.run_steps`; CNM's
+Algorithm 1, Yu et al. 2015) on its own training rows in an order drawn from
+(seed, epoch, global row index), and returns its model times its number of
+rows; the sum over blocks divided by the rows is the new model (Zinkevich et
+al. 2010's parameter mixing, repeated every epoch).  The same pass evaluates
+the incoming model: the exact regularized objective on the training rows and
+the loss and error on the held-out rows.  Why averaging, and how the result
+depends on seeds, workers and chunks: docs/sgd.md.
+
+Features: for ``Z = map.transform(X)`` the pass reduces over ``X`` with
+``X``'s own row chunks (the averaged model depends on the chunking) and each
+task makes the features of a mini-batch's rows when the steps reach it, into
+one reused buffer (:func:`rfstream.features.fused.make_features`), scoring the
+incoming model on them at the same time; the held-out rows (and every row of
+an evaluation pass) are made in sub-blocks.  Each row's features are made
+once per pass, and the ``rows x D`` block never exists.  Stored blocks (any
+other ``Z``, numpy, CSR) are indexed as they are.
+"""
+from __future__ import annotations
+
+import dask.array as da
+import numpy as np
+
+from ..cluster import compute
+from ..features.fused import FUSED_SUB_BLOCK, fused_rows, make_features
+from ..random import STREAM_SGD_HOLDOUT, STREAM_SGD_ORDER, row_uniform
+from ..reductions import NUMPY_BLOCK, Layout, sum_rows
+from .losses import LOSSES
+from .pegasos import run_steps, scores
+from .targets import encode_classes, signed
+
+
+def epoch_layout(K, D):
+    """Partials of one epoch: rows, rows x (W, v, Wbar, vbar), steps, and the evaluation sums."""
+    return Layout(n=(), W=(K, D), v=(K,), Wbar=(K, D), vbar=(K,), steps=(), loss=(), n_val=(),
+                  loss_val=(), err_val=())
+
+
+def encode_targets(y, task):
+    """(target, class index or None, weight) for one block of raw labels.
+
+    ``task``: {"kind": "regression"} or the classifier's {"kind", "classes",
+    "class_weight", "multinomial"}.  Targets are +-1 per one-vs-rest problem
+    (:func:`rfstream.solvers.targets.signed`) or class indices (multinomial).
+    """
+    if task["kind"] == "regression":
+        return np.asarray(y, dtype=np.float64)[:, None], None, None
+    classes = task["classes"]
+    idx = encode_classes(y, classes, fix="pass every class in the first partial_fit call (classes=...)")
+    weight = task["class_weight"][idx] if task["class_weight"] is not None else None
+    if task["multinomial"]:
+        return idx, idx, weight
+    return signed(idx, classes.size), idx, weight
+
+
+def epoch_rows(Z):
+    """``(fused, rows)``: what an epoch reduces over and the ``epoch_chunk`` arguments for it.
+
+    For ``Z = map.transform(X)``: ``X`` with ``Z``'s row chunks and
+    ``{"features", "dtype", "n_features"}``; otherwise ``Z`` and ``{}``.
+    """
+    features, rows = fused_rows(Z, even=False)
+    if features is None:
+        return {}, Z
+    return {"features": features, "dtype": Z.dtype, "n_features": Z.shape[1]}, rows
+
+
+def epoch_chunk(z, y, *, offset, W, v, t, epoch, seed, spec, task, batch_size,
+                validation_fraction, train, layout, Wbar=None, vbar=None, features=None,
+                dtype=None, n_features=None):
+    """Partials of one block: local SGD from (W, v) and the incoming model's losses.
+
+    The model evaluated (and reported) is the averaged iterate (Wbar, vbar)
+    when given, else (W, v).  With ``features`` (:func:`epoch_rows`) ``z`` holds
+    the input rows and the features are made here, ``dtype`` and ``n_features``
+    wide.
+    """
+    if Wbar is None:
+        Wbar, vbar = W, v
+    out = layout.empty()
+    m = z.shape[0]
+    if m == 0:
+        return out
+    parts = layout.unpack(out)
+    target, idx, weight = encode_targets(y, task)
+    if validation_fraction > 0:
+        val = row_uniform(seed, STREAM_SGD_HOLDOUT, offset, offset + m) < validation_fraction
+    else:
+        val = np.zeros(m, dtype=bool)
+    rows = np.flatnonzero(~val)
+    s = spec.intercept_scaling
+    if features is None:  # stored rows: the incoming model scored on the block at once
+        if z.dtype not in (np.float32, np.float64):
+            z = z.astype(np.float64)
+        p, take = scores(z, Wbar, vbar, s), z.__getitem__
+    else:  # features made per mini-batch; the incoming model scored on each as it is made
+        p = np.empty((m, W.shape[0]))
+        buf = np.empty((min(m, max(batch_size, FUSED_SUB_BLOCK)), n_features), dtype=dtype)
+        W_in, v_in = Wbar, vbar
+
+        def take(ix):
+            zb = make_features(features, z[ix], buf)
+            p[ix] = scores(zb, W_in, v_in, s)
+            return zb
+
+    parts["n"][...] = rows.size
+    trained = train and rows.size > 0
+    if trained:
+        # in-block order from (seed, epoch, global row): a global permutation restricted to the block
+        keys = row_uniform(seed, (STREAM_SGD_ORDER << 32) + epoch, offset, offset + m)[rows]
+        order = rows[np.argsort(keys, kind="stable")]
+        batches = [order[i : i + batch_size] for i in range(0, order.size, batch_size)]
+        avg = (Wbar, vbar) if spec.average else None
+        W_end, v_end, t_end, avg = run_steps(W, v, take, target, weight, batches, t, spec, avg)
+        parts["steps"][...] = rows.size * (t_end - t)
+    if features is not None:  # rows no mini-batch made: the held-out ones, or all
+        rest = np.flatnonzero(val) if trained else np.arange(m)
+        for start in range(0, rest.size, FUSED_SUB_BLOCK):
+            take(rest[start : start + FUSED_SUB_BLOCK])
+    _evaluate_block(p, target, idx, weight, val, parts, spec.loss)
+    if rows.size == 0:
+        return out
+    if trained:
+        W, v = W_end, v_end
+        if avg is not None:
+            Wbar, vbar = avg
+    parts["W"][...] = rows.size * W
+    parts["v"][...] = rows.size * v
+    parts["Wbar"][...] = rows.size * (Wbar if spec.average else W)
+    parts["vbar"][...] = rows.size * (vbar if spec.average else v)
+    return out
+
+
+def _evaluate_block(p, target, idx, weight, val, parts, loss_name):
+    """The incoming model's loss on the training rows, loss and errors on the held-out ones."""
+    loss, _ = LOSSES[loss_name](p, target)
+    if weight is not None:
+        loss = loss * weight
+    parts["loss"][...] = loss[~val].sum()
+    if val.any():
+        parts["n_val"][...] = val.sum()
+        parts["loss_val"][...] = loss[val].sum()
+        if idx is None:
+            parts["err_val"][...] = np.sum((p[val] - target[val]) ** 2)
+        else:
+            pred = (p[:, 0] > 0).astype(np.intp) if p.shape[1] == 1 else np.argmax(p, axis=1)
+            parts["err_val"][...] = np.sum(pred[val] != idx[val])
+
+
+def run_pass(rows, y, fn, size, chunk_ids=None):
+    """Sum of ``fn`` partials over the row blocks (all, or those in ``chunk_ids``)."""
+    return compute(sum_rows(fn, size, rows, y, blocks=chunk_ids))
+
+
+def n_blocks(Z):
+    """Row blocks of a pass: dask chunks, or :data:`rfstream.reductions.NUMPY_BLOCK`-row slices."""
+    return Z.numblocks[0] if isinstance(Z, da.Array) else max(1, -(-Z.shape[0] // NUMPY_BLOCK))

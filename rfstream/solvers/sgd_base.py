@@ -1,0 +1,267 @@
+"""The training loop shared by the streaming SGD estimators: state, epochs, stopping, Newton.
+
+:class:`_BaseStreamingSGD` holds what :class:`rfstream.StreamingSGDClassifier`
+and :class:`rfstream.StreamingSGDRegressor` share: the parameter checks, the
+model state (the SGD iterate and its average), the loop of epochs
+(:mod:`rfstream.solvers.epochs`, one reduction each, or ``chunks_per_round``
+rounds) with the stopping rules on the exact objective or the held-out loss,
+``solver="newton"`` (:mod:`rfstream.solvers.newton`), and the one-pass
+``objective``.  The subclasses say what the task is: ``_task()``,
+``_n_outputs(task)``, ``_loss_name()`` and ``_set_public(task)``.  The
+objective and the algorithm: docs/sgd.md.
+"""
+from __future__ import annotations
+
+from functools import partial
+from numbers import Integral, Real
+
+import dask.array as da
+import numpy as np
+from sklearn.base import BaseEstimator, RegressorMixin
+from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from .._validation import check_dask_array
+from ..features.fused import fused_pass
+from ..random import STREAM_SGD_CHUNKS, check_seed
+from ._linear import LinearPredictMixin
+from .epochs import encode_targets, epoch_chunk, epoch_layout, epoch_rows, n_blocks, run_pass
+from .losses import ball_radius
+from .newton import newton_chunk, newton_fit
+from .pegasos import LEARNING_RATES, StepSpec
+from .targets import check_targets
+
+
+class _BaseStreamingSGD(LinearPredictMixin, BaseEstimator):
+    _parameter_constraints = {
+        "alpha": [Interval(Real, 0, None, closed="neither")],
+        "max_iter": [Interval(Integral, 1, None, closed="left")],
+        "batch_size": [Interval(Integral, 1, None, closed="left")],
+        "tol": [Interval(Real, 0, None, closed="left"), None],
+        "n_iter_no_change": [Interval(Integral, 1, None, closed="left")],
+        "early_stopping": ["boolean"],
+        "validation_fraction": [Interval(Real, 0, 1, closed="neither")],
+        "learning_rate": [StrOptions(set(LEARNING_RATES))],
+        "eta0": [Interval(Real, 0, None, closed="neither")],
+        "fit_intercept": ["boolean"],
+        "average": ["boolean"],
+        "intercept_scaling": [Interval(Real, 0, None, closed="neither")],
+        "chunks_per_round": [Interval(Integral, 1, None, closed="left"), None],
+        "random_state": ["random_state"],
+    }
+
+    # -- subclass hooks: _task(y) -> task dict, _n_outputs(task), _loss_name()
+    def _spec(self, task, K):
+        loss = self._loss_name()
+        s = float(self.intercept_scaling) if self.fit_intercept else 0.0
+        cw = task.get("class_weight")
+        max_w = float(np.max(cw)) if cw is not None else 1.0
+        if loss == "squared":
+            radius = np.sqrt(task["y_sq"] / self.alpha) if task.get("y_sq") is not None else np.inf
+        else:
+            radius = ball_radius(loss, self.alpha, task.get("n_classes", 2), max_w)
+        return StepSpec(loss, float(self.alpha), self.learning_rate, float(self.eta0), s, radius,
+                     loss == "multinomial", bool(self.average))
+
+    def _init_state(self, K, D):
+        self._W, self._v = np.zeros((K, D)), np.zeros(K)  # the SGD iterate
+        self._Wb, self._vb = self._W, self._v  # the averaged iterate: the model
+        self.t_ = 0
+        self.n_epochs_ = 0
+        self.objective_path_ = []
+        self.validation_path_ = []
+
+    def _epoch_fn(self, spec, task, layout, t, epoch, train, fused):
+        return partial(
+            epoch_chunk, W=self._W, v=self._v, Wbar=self._Wb, vbar=self._vb, t=t, epoch=epoch,
+            seed=check_seed(self.random_state),
+            spec=spec, task=task, batch_size=self.batch_size,
+            validation_fraction=self.validation_fraction if self.early_stopping else 0.0,
+            train=train, layout=layout, **fused,
+        )
+
+    def _one_epoch(self, Z, y, spec, task, layout):
+        """One pass (or ``chunks_per_round`` rounds) over the data; updates the state.
+
+        Returns the evaluation of the incoming model when the epoch is a single
+        round over every block (the exact objective), else None.
+        """
+        seed = check_seed(self.random_state)
+        fused, rows = epoch_rows(Z)  # Z = map.transform(X): features made in the tasks
+        blocks = n_blocks(rows)
+        k = self.chunks_per_round
+        if k is None or k >= blocks:
+            rounds = [None]
+        else:
+            perm = np.random.default_rng([seed, STREAM_SGD_CHUNKS, self.n_epochs_]).permutation(blocks)
+            rounds = [perm[i : i + k] for i in range(0, blocks, k)]
+        evaluation = None
+        for ids in rounds:
+            fn = self._epoch_fn(spec, task, layout, self.t_, self.n_epochs_, True, fused)
+            res = layout.unpack(run_pass(rows, y, fn, layout.size, ids))
+            n = float(res["n"])
+            if n == 0:
+                raise ValueError(
+                    "no training rows: X is empty or every row was held out "
+                    f"(validation_fraction={self.validation_fraction})."
+                )
+            if ids is None:
+                evaluation = self._evaluation(res)
+            self._W, self._v = res["W"] / n, res["v"] / n
+            self._Wb, self._vb = res["Wbar"] / n, res["vbar"] / n
+            self.t_ += round(float(res["steps"]) / n)
+        self.n_epochs_ += 1
+        self.n_samples_seen_ = getattr(self, "n_samples_seen_", 0) + int(Z.shape[0])
+        return evaluation
+
+    def _partial_epoch(self, X, y, first):
+        """``partial_fit``'s epoch: from the current model, or from zero on the first call."""
+        task = self._task()
+        K = self._n_outputs(task)
+        if first:
+            self._init_state(K, X.shape[1])
+        else:
+            self._restore_state()
+        ev = self._one_epoch(X, y, self._spec(task, K), task, epoch_layout(K, X.shape[1]))
+        if ev is not None:
+            self._record(ev)
+        self._set_public(task)
+        return self
+
+    def _evaluation(self, res, W=None, v=None):
+        W = self._Wb if W is None else W
+        v = self._vb if v is None else v
+        n = max(float(res["n"]), 1.0)
+        reg = 0.5 * self.alpha * (np.sum(W**2) + np.sum(v**2))
+        n_val = float(res["n_val"])
+        return {
+            "objective": reg + float(res["loss"]) / n,
+            "validation_loss": float(res["loss_val"]) / n_val if n_val else np.nan,
+            "validation_error": float(res["err_val"]) / n_val if n_val else np.nan,
+        }
+
+    def _evaluate(self, Z, y, spec, task, layout):
+        """One pass that evaluates the current model (no training)."""
+        fused, rows = epoch_rows(Z)
+        fn = self._epoch_fn(spec, task, layout, self.t_, self.n_epochs_, False, fused)
+        return self._evaluation(layout.unpack(run_pass(rows, y, fn, layout.size)))
+
+    def _fit_loop(self, Z, y, task):
+        K = self._n_outputs(task)
+        D = Z.shape[1]
+        layout = epoch_layout(K, D)
+        spec = self._spec(task, K)
+        self._init_state(K, D)
+        key = "validation_loss" if self.early_stopping else "objective"
+        evaluated = []  # (evaluation, W, v) of every model whose objective is known
+        best, no_change = np.inf, 0
+        evaluated_zero = self._Wb
+        for _ in range(self.max_iter):
+            start = (self._Wb, self._vb)
+            ev = self._one_epoch(Z, y, spec, task, layout)
+            if ev is None:
+                continue
+            self._record(ev)
+            if start[0] is evaluated_zero:
+                continue  # the initial (zero) model is no candidate
+            evaluated.append((ev, *start))
+            if ev[key] < best - (self.tol or 0.0) * abs(best) or not np.isfinite(best):
+                best, no_change = ev[key], 0
+            else:
+                no_change += 1
+                if self.tol is not None and no_change >= self.n_iter_no_change:
+                    break
+        self.n_iter_ = self.n_epochs_
+        ev = self._evaluate(Z, y, spec, task, layout)  # the final model: one more pass
+        self._record(ev)
+        evaluated.append((ev, self._Wb, self._vb))
+        # the best evaluated model (the last one on ties)
+        i = min(range(len(evaluated)), key=lambda j: (evaluated[j][0][key], -j))
+        ev, self._Wb, self._vb = evaluated[i]
+        self.objective_ = ev["objective"]
+        self.validation_score_ = ev["validation_error"]
+        self._set_public(task)
+        return self
+
+    def _fit_newton(self, Z, y, task):
+        """``solver="newton"``: damped Newton passes (:mod:`rfstream.solvers.newton`)."""
+        loss = self._loss_name()
+        if loss not in ("hinge", "squared_hinge", "log_loss"):
+            raise ValueError(
+                f"solver='newton' supports the binary and one-vs-rest losses hinge, squared_hinge "
+                f"and log_loss; got the {loss!r} loss. Use solver='sgd' or multi_class='ovr'."
+            )
+        if self.early_stopping:
+            raise ValueError("early_stopping=True needs solver='sgd'; solver='newton' stops on the "
+                             "estimated gap to the optimum (tol).")
+        K, D = self._n_outputs(task), Z.shape[1]
+        s = float(self.intercept_scaling) if self.fit_intercept else 0.0
+        chunk = partial(newton_chunk, loss=loss, intercept_scaling=s,
+                        encode=partial(encode_targets, task=task))
+
+        def newton_pass(fn, size):
+            # Z = map.transform(X): the pass reduces over X and makes the features
+            # in its tasks, a sub-block at a time (as every pass)
+            fn, rows = fused_pass(Z, fn, size)
+            return run_pass(rows, y, fn, size)
+
+        res = newton_fit(newton_pass, lambda **kw: partial(chunk, **kw),
+                         K, D, loss=loss, alpha=float(self.alpha), intercept_scaling=s,
+                         max_iter=self.max_iter, tol=self.tol)
+        self._init_state(K, D)
+        self._W, self._v = res["W"], res["v"]
+        self._Wb, self._vb = self._W, self._v
+        self.objective_path_ = res["path"]
+        self.validation_path_ = [np.nan] * len(res["path"])
+        self.objective_ = res["objective"]
+        self.gap_ = res["gap"]
+        self.validation_score_ = np.nan
+        self.n_iter_ = self.n_epochs_ = res["n_iter"]
+        self.n_samples_seen_ = int(Z.shape[0]) * res["n_iter"]
+        self._set_public(task)
+        return self
+
+    def _restore_state(self):
+        """The SGD state from the public attributes (e.g. after load_model)."""
+        s = float(self.intercept_scaling) if self.fit_intercept else 0.0
+        Wb = np.atleast_2d(np.asarray(self.coef_, dtype=np.float64)).copy()
+        vb = np.atleast_1d(np.asarray(self.intercept_, dtype=np.float64)) / (s or 1.0)
+        if not s:
+            vb = np.zeros_like(vb)
+        same = getattr(self, "_Wb", None) is not None and np.array_equal(self._Wb, Wb)
+        if not same:  # e.g. a loaded model: continue from the model itself
+            self._W, self._v, self._Wb, self._vb = Wb, vb, Wb, vb
+
+    def _record(self, ev):
+        self.objective_path_.append(float(ev["objective"]))
+        self.validation_path_.append(float(ev["validation_error"]))
+
+    def _set_public(self, task):
+        s = float(self.intercept_scaling) if self.fit_intercept else 0.0
+        self.coef_ = self._Wb.copy()
+        self.intercept_ = s * self._vb
+
+    # -- input ----------------------------------------------------------------
+    def _check_X_y(self, X, y, reset):
+        if isinstance(X, da.Array):
+            X = check_dask_array(X, self, reset=reset)
+            return X, check_targets(X, y)
+        X, y = validate_data(self, X, y, reset=reset, dtype=[np.float64, np.float32],
+                             y_numeric=isinstance(self, RegressorMixin), accept_sparse="csr")
+        return X, y
+
+    def objective(self, X, y):
+        """The exact regularized objective f of the current model on (X, y): one pass."""
+        check_is_fitted(self)
+        X, y = self._check_X_y(X, y, reset=False)
+        task = self._task()
+        K = np.atleast_2d(self.coef_).shape[0]
+        layout = epoch_layout(K, X.shape[1])
+        spec = self._spec(task, K)
+        s = spec.intercept_scaling
+        W, v = np.atleast_2d(self.coef_), np.atleast_1d(self.intercept_) / (s or 1.0)
+        fused, rows = epoch_rows(X)
+        fn = partial(epoch_chunk, W=W, v=v if s else np.zeros(K), t=0, epoch=0, seed=0, spec=spec,
+                     task=task, batch_size=self.batch_size, validation_fraction=0.0, train=False,
+                     layout=layout, **fused)
+        return self._evaluation(layout.unpack(run_pass(rows, y, fn, layout.size)), W, v if s else 0.0)["objective"]
