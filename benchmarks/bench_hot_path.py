@@ -27,6 +27,13 @@ repeated ``--repeats`` times with the variants interleaved, medians reported:
    values with each task's whole feature block against the features made in the task;
 9. ``newton_ab`` (``--kdd``): two Newton passes of the SGD classifier over the stored
    feature blocks against the features made in the task.
+10. ``solvers_ab`` (``--before``, ``--data``): SGD epochs and CG on ``Z = rff.transform(X)``
+   with the library of another checkout (the commit before a change) against this one,
+   each fit in a fresh process, interleaved; seconds and peak RSS:
+
+       git worktree add --detach /tmp/before <commit>
+       python benchmarks/bench_hot_path.py --parts solvers --before /tmp/before \
+           --data kdd_like.zarr --n-components 1000 --repeats 5
 """
 from __future__ import annotations
 
@@ -147,17 +154,21 @@ def sub_block_ab(x, D, repeats):
 
     "whole block": the RFF block of all rows first, then the Gram on 8192-row
     sub-blocks (what a reduction over ``Z`` does); "features in N-row
-    sub-blocks": ``gram_chunk(..., features=rff._block_into)``, what the ridge pass
+    sub-blocks": ``gram_chunk(..., features=feature_source(Z).block)``, what the ridge pass
     does for ``Z = rff.transform(X)``.  Share of the same rounds' 1-thread GEMM
     in the pass's counted flops (2 m d D + m D (D + 1)).
     """
     from functools import partial
 
-    import rfstream.solvers._gram as gram
-    from rfstream.features import RandomFourierFeatures
+    import dask.array as da
+
+    import rfstream.features.fused as fused_module
+    import rfstream.solvers.gram as gram
+    from rfstream.features import RandomFourierFeatures, feature_source
 
     m, d = x.shape
     rff = RandomFourierFeatures(D, gamma=0.01, random_state=0).fit(x[:1])
+    block = feature_source(rff.transform(da.from_array(x[:1]))).block  # the map's block function
     y = np.zeros(m)
     layout = gram.gram_layout(D, 1, 1)
     chunk = partial(gram.gram_chunk, offset=0, n_folds=1, seed=0, target_fn=lambda v: v[:, None],
@@ -166,14 +177,14 @@ def sub_block_ab(x, D, repeats):
 
     def fused(sub):
         def run():
-            old, gram.FUSED_SUB_BLOCK = gram.FUSED_SUB_BLOCK, sub
+            old, fused_module.FUSED_SUB_BLOCK = fused_module.FUSED_SUB_BLOCK, sub
             try:
-                chunk(x, y, features=rff._block_into)
+                chunk(x, y, features=block)
             finally:
-                gram.FUSED_SUB_BLOCK = old
+                fused_module.FUSED_SUB_BLOCK = old
         return run
 
-    variants = {"whole block": lambda: chunk(rff._block(x), y)}
+    variants = {"whole block": lambda: chunk(rff.transform(x), y)}
     variants.update({f"features in {s}-row sub-blocks": fused(s) for s in (1024, 2048, 4096, 8192)})
     seconds = {k: [] for k in variants}
     shares = {k: [] for k in variants}
@@ -194,24 +205,27 @@ def augmented_ab(x, D, repeats):
     (the previous form), both on FUSED_SUB_BLOCK-row sub-blocks; paired ratio per round."""
     from functools import partial
 
-    import rfstream.solvers._gram as gram
-    from rfstream.features import RandomFourierFeatures
+    import dask.array as da
+
+    import rfstream.solvers.gram as gram
+    from rfstream.features import RandomFourierFeatures, feature_source
+    from rfstream.features.fused import FUSED_SUB_BLOCK, even_sub_blocks, fused_buffer
 
     m = x.shape[0]
     rff = RandomFourierFeatures(D, gamma=0.01, random_state=0).fit(x[:1])
+    block = feature_source(rff.transform(da.from_array(x[:1]))).block  # the map's block function
     y = np.where(np.arange(m) % 3 == 0, 1.0, -1.0)
     layout = gram.gram_layout(D, 1, 1)
     current = partial(gram.gram_chunk, x, y, offset=0, n_folds=1, seed=0, target_fn=lambda v: v[:, None],
-                      layout=layout, features=rff._block_into)
+                      layout=layout, features=block)
 
     def previous():
         parts = layout.unpack(layout.empty())
-        rows = gram.even_chunks(m, -(-m // gram.FUSED_SUB_BLOCK))[0]
-        zbuf, gbuf = np.empty((rows, D), np.float32), np.empty((D, D), np.float32)
+        zbuf, gbuf = fused_buffer(m, D, np.float32), np.empty((D, D), np.float32)
         y1 = np.ones((m, 2), np.float32)
         y1[:, 0] = y
-        for start, stop in gram._sub_blocks(m, gram.FUSED_SUB_BLOCK):
-            zs = rff._block_into(x[start:stop], zbuf[: stop - start])
+        for start, stop in even_sub_blocks(m, FUSED_SUB_BLOCK):
+            zs = block(x[start:stop], zbuf[: stop - start])
             parts["G"][0] += np.matmul(zs.T, zs, out=gbuf)
             zy = zs.T @ y1[start:stop]
             parts["C"][0] += zy[:, :-1]
@@ -250,7 +264,7 @@ def pass_ab(train, D, repeats):
             for key in (list(out) if r % 2 == 0 else list(out)[::-1]):
                 Z = rff.transform(Xs)
                 if key == "over Z":
-                    del Z._rfstream_features
+                    Z = Z.copy()  # the same graph, no feature source: reduced over its blocks
                 out[key].append(_time(lambda Z=Z: StreamingRidgeClassifier(alpha=1.0).fit(Z, y)))
             gemm.append(gemm_gflops(D)["median"])
     g = float(np.median(gemm))
@@ -262,7 +276,7 @@ def pass_ab(train, D, repeats):
 def predict_ab(train, test, D, repeats):
     """Decision values on KDD99 ``corrected`` (dask threads), with ``Z = rff.transform(X)``
     reduced as it is (each task makes its whole feature block) against the features made
-    in the task a sub-block at a time (``solvers/_linear._fused_linear_block``): seconds,
+    in the task a sub-block at a time (``features/fused.feature_sub_blocks``): seconds,
     interleaved, and the peak of numpy memory traced during one more run of each."""
     import tracemalloc
 
@@ -284,7 +298,7 @@ def predict_ab(train, test, D, repeats):
         def scores(key):
             Z = rff.transform(scaler.transform(Xt))
             if key.startswith("whole"):
-                del Z._rfstream_features
+                Z = Z.copy()  # the same graph, no feature source
             return est.decision_function(Z)
 
         for r in range(repeats + 1):
@@ -303,7 +317,7 @@ def predict_ab(train, test, D, repeats):
 def newton_ab(train, D, repeats, passes=2):
     """``StreamingSGDClassifier(solver="newton")`` on KDD99 (dask threads), ``passes``
     Newton passes over the stored blocks of ``Z`` against the features made in the task
-    (``solvers/_newton.newton_fused_chunk``): seconds, interleaved, and the peak of numpy
+    (``features/fused.fused_pass``): seconds, interleaved, and the peak of numpy
     memory traced during one more single-pass fit of each."""
     import tracemalloc
 
@@ -322,7 +336,7 @@ def newton_ab(train, D, repeats, passes=2):
 
         def fit(key, n_passes):
             Z = rff.transform(Xs)
-            Z = Z + 0 if key.startswith("over") else Z  # Z + 0: no feature source
+            Z = Z.copy() if key.startswith("over") else Z  # the same graph, no feature source
             return StreamingSGDClassifier("log_loss", alpha=1e-5, solver="newton", max_iter=n_passes,
                                           tol=None).fit(Z, y)
 
@@ -340,7 +354,73 @@ def newton_ab(train, D, repeats, passes=2):
                                              "peak_traced_bytes_one_pass": peak[k]} for k, v in out.items()}}
 
 
-PARTS = ("stages", "gram", "elementwise", "sub_block", "augmented", "threads", "pass", "predict", "newton")
+def solver_child(kind, data, D, passes):
+    """One timed fit in this process, for ``solvers_ab``: ``kind`` "sgd" (``passes`` epochs of
+    ``StreamingSGDClassifier``, tol=None, then its evaluation pass) or "cg" (``StreamingRidge``
+    with solver="cg": the statistics pass and ``passes`` product passes) on
+    ``Z = rff.transform(X)``, dask threads.  Prints seconds, peak RSS and a result."""
+    import resource
+    import warnings
+
+    from rfstream import io
+    from rfstream.cluster import connect
+    from rfstream.features import RandomFourierFeatures
+    from rfstream.preprocess import Standardizer
+    from rfstream.solvers import StreamingRidge, StreamingSGDClassifier
+
+    X, y = io.open_dataset(data)
+    with connect("threads"):
+        Xs = Standardizer().fit(X).transform(X)
+        Z = RandomFourierFeatures(D, gamma="auto", random_state=0).fit(Xs).transform(Xs)
+        t0 = time.perf_counter()
+        if kind == "sgd":
+            est = StreamingSGDClassifier("hinge", alpha=1e-5, max_iter=passes, tol=None).fit(Z, y)
+            result = est.objective_
+        else:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # max_iter reached: wanted
+                est = StreamingRidge(alpha=1.0, solver="cg", tol=1e-12, max_iter=passes).fit(Z, y.astype("f8"))
+            result = float(np.abs(est.coef_).sum())
+        seconds = time.perf_counter() - t0
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    print(json.dumps({"seconds": seconds, "peak_rss_bytes": peak, "result": result}))
+
+
+def solvers_ab(before, data, D, repeats, sgd_epochs=2, cg_passes=4):
+    """SGD epochs and CG on ``Z = rff.transform(X)``: the tree at ``before`` (a checkout of
+    the commit before the change, e.g. a ``git worktree``) against this one, each fit in a
+    fresh process (``solver_child``) with ``PYTHONPATH`` set to its tree, interleaved."""
+    import os
+    import subprocess
+    import sys
+
+    here = str(Path(__file__).resolve().parents[1])
+    trees = {"before": str(Path(before).resolve()), "now": here}
+    out = {kind: {tree: [] for tree in trees} for kind in ("sgd", "cg")}
+    for r in range(repeats):
+        for kind, passes in (("sgd", sgd_epochs), ("cg", cg_passes)):
+            for tree in (list(trees) if r % 2 == 0 else list(trees)[::-1]):
+                env = dict(os.environ, PYTHONPATH=trees[tree])
+                cmd = [sys.executable, __file__, "--child", kind, "--data", data,
+                       "--n-components", str(D), "--passes", str(passes)]
+                line = subprocess.run(cmd, env=env, capture_output=True, text=True, check=True).stdout
+                out[kind][tree].append(json.loads(line.strip().splitlines()[-1]))
+    summary = {"D": D, "sgd_epochs": sgd_epochs, "cg_passes": cg_passes, "repeats": repeats}
+    for kind, runs in out.items():
+        summary[kind] = {}
+        for tree, rows in runs.items():
+            secs = [row["seconds"] for row in rows]
+            summary[kind][tree] = {"seconds": secs, "min_s": min(secs), "median_s": float(np.median(secs)),
+                                   "peak_rss_mb": [round(row["peak_rss_bytes"] / 2**20) for row in rows],
+                                   "result": rows[-1]["result"]}
+        paired = [now["seconds"] / before["seconds"] for now, before in zip(runs["now"], runs["before"])]
+        summary[kind]["paired_ratios_now_over_before"] = paired
+        summary[kind]["paired_ratio_median"] = float(np.median(paired))
+        summary[kind]["ratio_of_medians"] = summary[kind]["now"]["median_s"] / summary[kind]["before"]["median_s"]
+    return summary
+
+
+PARTS = ("stages", "gram", "elementwise", "sub_block", "augmented", "threads", "pass", "predict", "newton", "solvers")
 
 
 def main(argv=None):
@@ -352,7 +432,13 @@ def main(argv=None):
     p.add_argument("--kdd-components", type=int, default=1000)
     p.add_argument("--json", default=None)
     p.add_argument("--parts", nargs="+", default=list(PARTS), choices=PARTS)
+    p.add_argument("--before", default=None, help="checkout of the commit before a change, for --parts solvers")
+    p.add_argument("--data", default=None, help="Zarr dataset of --parts solvers (e.g. a synthetic KDD-like one)")
+    p.add_argument("--child", choices=("sgd", "cg"), default=None, help=argparse.SUPPRESS)
+    p.add_argument("--passes", type=int, default=2, help=argparse.SUPPRESS)
     args = p.parse_args(argv)
+    if args.child:
+        return solver_child(args.child, args.data, args.n_components, args.passes)
     import os
 
     rng = np.random.default_rng(0)
@@ -386,6 +472,8 @@ def main(argv=None):
         result["predict_ab"] = predict_ab(args.kdd, test, D, args.repeats)
     if args.kdd and "newton" in parts:
         result["newton_ab"] = newton_ab(args.kdd, D, args.repeats)
+    if args.before and args.data and "solvers" in parts:
+        result["solvers_ab"] = solvers_ab(args.before, args.data, args.n_components, args.repeats)
     result["loadavg_end"] = list(os.getloadavg())
     text = json.dumps(result, indent=2)
     print(text)
