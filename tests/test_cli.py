@@ -13,6 +13,9 @@ import numpy as np
 import pytest
 import zarr
 
+import test_cnm
+import test_cnm_multiclass
+import test_tefm
 from test_sgd import _blobs
 
 from rfstream import (
@@ -22,7 +25,6 @@ from rfstream import (
     StreamingSGDClassifier,
     cli,
     load_model,
-    train_test_split,
 )
 from rfstream.cli import build_parser
 from rfstream.cli.options import UserError, split_params
@@ -261,10 +263,8 @@ def test_cli_options_that_do_not_apply_to_binning():
     assert "kernel" not in split("--features", "rff+binning", "--n-components", "100")[0]
 
 
-@pytest.fixture(scope="module")
-def cpusmall(prepared):
-    """cpusmall (8192 x 12, LIBSVM regression) as a Zarr dataset, opened as dask arrays."""
-    return open_dataset(prepared("cpusmall", rows_per_chunk=1000)[0])
+# the per-method tests' own data, as fixtures of this module too
+cpusmall, magic, rings3 = test_tefm.cpusmall, test_cnm.magic, test_cnm_multiclass.rings3
 
 
 @pytest.fixture(scope="module")
@@ -272,23 +272,6 @@ def cpusmall_standardized(prepared):
     """cpusmall standardized (dask), and its targets (as test_ses.py's fixture)."""
     Xd, y = open_dataset(prepared("cpusmall", rows_per_chunk=2000)[0])
     return Standardizer().fit(Xd).transform(Xd), y
-
-
-@pytest.fixture(scope="module")
-def magic(prepared):
-    """magic04 (19,020 x 10, binary), standardized, split 75/25 (as test_cnm.py's fixture)."""
-    X, y = open_dataset(prepared("magic_gamma", rows_per_chunk=4000)[0])
-    Xtr, Xte, ytr, yte = train_test_split(X, y, test_size=0.25, random_state=0)
-    st = Standardizer().fit(Xtr)
-    return st.transform(Xtr).compute(), st.transform(Xte).compute(), ytr.compute(), yte.compute()
-
-
-@pytest.fixture(scope="module")
-def rings3():
-    """Three rings (radius bands) in 2-D plus 2 noise columns (as test_cnm_multiclass.py's)."""
-    rng = np.random.default_rng(0)
-    X = rng.normal(size=(1500, 4))
-    return X, np.digitize(np.hypot(X[:, 0], X[:, 1]), [0.8, 1.5])
 
 
 def test_cli_fit_tefm(cpusmall, tmp_path, capsys):

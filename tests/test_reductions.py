@@ -8,6 +8,8 @@ place without touching the blocks.
 import dask.array as da
 import numpy as np
 import pytest
+import test_preprocess
+from test_preprocess import CHUNKINGS, N, _rel
 
 import rfstream.reductions as reductions
 from rfstream.reductions import (
@@ -25,25 +27,7 @@ from rfstream.reductions import (
     unpack_moments,
 )
 
-N = 3000
-CHUNKINGS = [
-    (500,),
-    ((1, 999, 1000, 700, 300),),  # uneven
-    ((0, 1500, 0, 1500),),  # empty blocks
-    ((N,),),  # one chunk
-]
-
-
-def _rel(a, b):
-    a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
-    return np.max(np.abs(a - b) / np.maximum(np.abs(b), 1e-300))
-
-
-@pytest.fixture(scope="module")
-def X():
-    rng = np.random.default_rng(0)
-    scales = np.array([1.0, 10.0, 0.01, 3.0])
-    return rng.normal(size=(N, 4)) * scales + np.array([0.0, -5.0, 100.0, 2.0])
+X = test_preprocess.X  # the Standardizer tests' data (a fixture), for the moments as well
 
 
 # ------------------------------------------------------------------ sum_rows
