@@ -154,19 +154,6 @@ def test_kernel_approximation_beats_rff_on_cpusmall(cpusmall):
         assert np.median(ratios[method]) <= 0.65, (method, ratios[method])
 
 
-def test_kernel_approximation_error_numpy_and_dask(X):
-    tefm = TEFM(20, method="srht", gamma=0.3, random_state=0).fit(X)
-    e_np = kernel_approximation_error(X, tefm, n_samples=300, random_state=1)
-    e_da = kernel_approximation_error(da.from_array(X, chunks=400), tefm, n_samples=300,
-                                      random_state=1)
-    assert e_np == pytest.approx(e_da, rel=1e-6) and 0 < e_np < 1
-    # any transformer: a Pipeline has no kernel/gamma_, so pass them
-    pipe = Pipeline([("std", Standardizer()), ("tefm", TEFM(20, gamma=0.3, random_state=0))]).fit(X)
-    assert kernel_approximation_error(X, pipe, kernel="gaussian", gamma=0.3, n_samples=300) > 0
-    with pytest.raises(ValueError, match="needs kernel= and gamma="):
-        kernel_approximation_error(X, pipe)
-
-
 @pytest.mark.parametrize("method", METHODS)
 def test_fold_projection_predicts_the_same(cpusmall, method):
     X, y = cpusmall
