@@ -16,7 +16,7 @@ chunking.  Inside a block the Gram is accumulated over sub-blocks of
 BLAS SYRK, which does half the flops of a GEMM) and the results are added in
 float64: BLAS speed, with the float32 rounding confined to sums of at most
 SUB_BLOCK products (the sub-block size and SYRK against the alternatives are
-measured in docs/BENCHMARKS.md, "Measurements behind the code").  For stored
+measured in docs/BENCHMARKS.md, "Measurements behind the solvers").  For stored
 features, ``Z'Y`` and the column sums ``Z'1`` come from one GEMM against
 ``[Y, 1]``: one read of the block instead of two.  When the task computes the
 features itself (:mod:`rfstream.features.fused`), they come from the same SYRK
