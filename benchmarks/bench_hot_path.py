@@ -135,17 +135,17 @@ def threads_ab(train, D, repeats):
     from rfstream import cluster
     from rfstream.bench.fused import fused_pass
 
-    single = cluster._one_blas_thread_per_task
+    single = cluster.one_blas_thread_per_task
     out = {"blas one thread per core": [], "one BLAS thread per task": []}
     try:
         for r in range(repeats):
             keys = list(out) if r % 2 == 0 else list(out)[::-1]
             for key in keys:
-                cluster._one_blas_thread_per_task = (
+                cluster.one_blas_thread_per_task = (
                     single if key == "one BLAS thread per task" else __import__("contextlib").nullcontext)
                 out[key].append(fused_pass(train, D, 1.0, "threads")["seconds"])
     finally:
-        cluster._one_blas_thread_per_task = single
+        cluster.one_blas_thread_per_task = single
     return {k: {"seconds": v, "median": float(np.median(v))} for k, v in out.items()}
 
 

@@ -63,13 +63,13 @@ def compute(*collections):
             from dask.diagnostics import ProgressBar
 
             bar = ProgressBar(out=sys.stderr) if _PROGRESS["enabled"] else contextlib.nullcontext()
-            with bar, _one_blas_thread_per_task(lazy):
+            with bar, one_blas_thread_per_task(lazy):
                 values = iter(dask.compute(*lazy))
         results = tuple(next(values) if dask.is_dask_collection(c) else c for c in collections)
     return results if len(results) > 1 else results[0]
 
 
-def _one_blas_thread_per_task(collections=()):
+def one_blas_thread_per_task(collections=()):
     """Single-threaded BLAS while dask's thread pool runs several tasks at once.
 
     Each of the pool's threads calls BLAS, which by default starts one thread
