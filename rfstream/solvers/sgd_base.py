@@ -99,6 +99,12 @@ class _BaseStreamingSGD(LinearPredictMixin, BaseEstimator):
         for ids in rounds:
             fn = self._epoch_fn(spec, task, layout, self.t_, self.n_epochs_, True, fused)
             res = layout.unpack(run_pass(rows, y, fn, layout.size, ids))
+            if not all(np.isfinite(v).all() for v in res.values()):
+                raise ValueError(
+                    "X or y contains NaN or infinity (the SGD epoch's sums are not finite; with "
+                    "learning_rate='constant' the steps may also have diverged: lower eta0); "
+                    "remove or impute them first."
+                )
             n = float(res["n"])
             if n == 0:
                 raise ValueError(
