@@ -102,20 +102,18 @@ def _estimator_summary(spec):
 
 
 def cmd_demo(args):
-    from ..datasets import demo_path
-    from ..preprocess import train_test_split
+    from ..datasets import registry
 
     with tempfile.TemporaryDirectory(prefix="rfstream-demo-") as tmp:
         work = Path(args.workdir) if args.workdir else Path(tmp)
-        data = work / "magic04.zarr"
-        src = demo_path()
-        print(f"rfstream demo: MAGIC gamma telescope data ({src.name}, 19,020 rows) -> {data}")
-        io.convert(str(src), str(data), rows_per_chunk=4096, overwrite=True)
-        X, y = io.open_dataset(data)
+        entry = registry.get("magic_demo")
+        print(f"rfstream demo: MAGIC gamma telescope data ({entry.train}, {entry.rows[0]:,} rows) -> {work}")
+        data, _ = registry.prepare("magic_demo", work, rows_per_chunk=4096)
+        X_tr, X_te, y_tr, y_te = registry.train_test("magic_demo", work, rows_per_chunk=4096,
+                                                     random_state=args.random_state)
         attrs = io.dataset_info(data)["attrs"]
-        X_tr, X_te, y_tr, y_te = train_test_split(X, y, test_size=0.25, random_state=args.random_state)
         print(f"split: {X_tr.shape[0]} training rows, {X_te.shape[0]} test rows; "
-              f"fitting Gaussian RFF (D={args.n_components}) + ridge on {X.numblocks[0]} chunks")
+              f"fitting Gaussian RFF (D={args.n_components}) + ridge on {X_tr.numblocks[0]} chunks")
         model, meta = pipeline.fit_dataset(
             data, n_components=args.n_components, alpha=[0.1, 1.0, 10.0, 100.0],
             random_state=args.random_state, X=X_tr, y=y_tr, attrs=attrs,
