@@ -25,7 +25,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "rfstream"
-OUTSIDE = ("benchmarks", "examples", "deploy")
+OUTSIDE = ("benchmarks", "examples", "deploy")  # tests/ may unit-test a module's private helpers
 MAX_LINES = 400
 
 #: the flat modules at the top of rfstream/: numerics that know no estimator, file or CLI

@@ -430,7 +430,7 @@ def test_cg_makes_the_features_in_its_tasks(Est, monkeypatch):
     # float64 there; Z + 0 is reduced over its stored blocks.  The same float64 products of
     # the same float32 features, summed in another order: equal to 1e-8 (CG's recursion
     # stays well conditioned at alpha = 1), and the CG solution equals the Gram pass's.
-    import rfstream.solvers._cg as cg_module
+    import rfstream.solvers.cg as cg_module
     from rfstream.features.fused import FUSED_SUB_BLOCK
 
     rng = np.random.default_rng(11)

@@ -57,17 +57,17 @@ def test_features_are_sqrt_weights_times_rff(X):
 
 def test_pair_rows_are_hadamard_products_of_features(X):
     """Eq. (7): H[k] = z(x_i) o z(x_j) summed per frequency, t[k] = k(x_i, x_j)."""
-    from rfstream.datadriven.ses import _pair_terms
+    from rfstream.datadriven.ses import pair_terms
 
     ses = SESFeatures(10, gamma=0.3, random_state=1, dtype="float64").fit(X)
     i, j = np.arange(0, 40), np.arange(40, 80)
-    H, t = _pair_terms(ses.rff_, X, i, j, "gaussian", 0.3)
+    H, t = pair_terms(ses.rff_, X, i, j, "gaussian", 0.3)
     z = ses.rff_.transform(X) * np.sqrt(10)  # unnormalized [cos, sin] per frequency
     zz = z[i] * z[j]
     np.testing.assert_allclose(H, zz[:, :10] + zz[:, 10:], atol=1e-12)
     np.testing.assert_allclose(t, np.diag(kernel_matrix(X[i], X[j], "gaussian", 0.3)), rtol=1e-12)
     for kernel in ("laplacian", "cauchy"):  # the target uses shift invariance: k(x_i - x_j, 0)
-        _, t = _pair_terms(ses.rff_, X, i, j, kernel, 0.3)
+        _, t = pair_terms(ses.rff_, X, i, j, kernel, 0.3)
         np.testing.assert_allclose(t, np.diag(kernel_matrix(X[i], X[j], kernel, 0.3)), rtol=1e-12)
 
 

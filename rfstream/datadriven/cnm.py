@@ -31,7 +31,7 @@ from ..features._base import KERNEL_PARAMETERS, FeatureMap
 from ..features.circulant import dense_rows, draw_circulant
 from ..kernels import sample_frequencies
 from ..random import STREAM_CNM_BATCHES, STREAM_CNM_HOLDOUT, sample_row_indices
-from ..solvers._linear import labels_from_scores
+from ..solvers.linear import labels_from_scores
 from ..solvers.targets import check_targets, encode_classes, find_classes, signed
 from .cnm_sgd import Iterate, features, gather_rows, train_index
 

@@ -21,7 +21,7 @@ from ..cluster import compute
 from ..features.circulant import circulant_grad, circulant_project, dense_rows
 from ..kernels import kernel_matrix
 from ..solvers import sgd_steps
-from ..solvers._linear import _scores_to_labels
+from ..solvers.linear import scores_to_labels
 from ..solvers.losses import crammer_singer, hinge, multinomial
 
 __all__ = ["Iterate", "classification_objective", "features", "gather_rows", "hinge_objective",
@@ -204,5 +204,5 @@ class Iterate:
             return -float(np.mean((Z @ Z.T - self._val_kernel) ** 2))
         Z, _ = features(x, self.params, self.k)
         s = Z @ self.w.T + self.b
-        pred = _scores_to_labels(s[:, 0] if s.shape[1] == 1 else s, est.classes_)
+        pred = scores_to_labels(s[:, 0] if s.shape[1] == 1 else s, est.classes_)
         return float(np.mean(pred == y))

@@ -106,7 +106,7 @@ def bq_system(W, gamma, sigma_gp):
 
 
 # ---------------------------------------------------------------------- pairs
-def _pair_terms(rff, rows, i, j, kernel, gamma):
+def pair_terms(rff, rows, i, j, kernel, gamma):
     """``H[k, m] = h_{x_i, x_j}(w_m) = cos(w_m'(x_i - x_j))`` and ``t[k] = k(x_i, x_j)``.
 
     ``H`` is the Hadamard product ``z(x_i) o z(x_j)`` of eq. (7) with the cos and
@@ -330,13 +330,13 @@ class SESFeatures(FeatureMap):
         else:
             fit_rows, val_rows = rows[order[:n_fit]], rows[order[n_fit:]]
         args = (self.rff_, self.kernel, self.gamma_)
-        H, t = _pair_terms(args[0], fit_rows, *_draw_pairs(rng, fit_rows.shape[0], pool), *args[1:])
+        H, t = pair_terms(args[0], fit_rows, *_draw_pairs(rng, fit_rows.shape[0], pool), *args[1:])
         norms = np.linalg.norm(H, axis=1)
         total = norms.sum()
         p = norms / total if total > 0 else np.full(pool, 1.0 / pool)
         keep = rng.choice(pool, size=r, p=p)
         scale = 1.0 / np.sqrt(r * p[keep] * pool)
-        Hv, tv = _pair_terms(args[0], val_rows, *_draw_pairs(rng, val_rows.shape[0], r), *args[1:])
+        Hv, tv = pair_terms(args[0], val_rows, *_draw_pairs(rng, val_rows.shape[0], r), *args[1:])
         return (H[keep] * scale[:, None], t[keep] * scale), (Hv, tv)
 
     @property

@@ -1,6 +1,6 @@
 """Solvers: ridge through one Gram reduction (or CG); streaming SGD (Pegasos, logistic, ...) and Newton.
 
-Modules: ``ridge`` (estimators), ``gram`` (the one-pass statistics), ``_cg``
+Modules: ``ridge`` (estimators), ``gram`` (the one-pass statistics), ``cg``
 (conjugate gradients), ``sgd`` (estimators), ``sgd_base`` (their training
 loop), ``epochs`` (one parameter-averaging pass), ``pegasos`` (the step
 kernel, ``sgd_steps``), ``newton``, ``losses``, ``targets`` (label checks and

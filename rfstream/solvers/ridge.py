@@ -41,8 +41,8 @@ from ..cluster import compute
 from ..features.fused import fused_rows
 from ..random import check_seed
 from ..reductions import sum_rows
-from ._cg import ridge_cg
-from ._linear import LinearClassifierMixin, LinearPredictMixin
+from .cg import ridge_cg
+from .linear import LinearClassifierMixin, LinearPredictMixin
 from .gram import gram_chunk, gram_layout
 from .targets import check_targets, find_classes, ovr_targets, regression_targets
 
@@ -213,7 +213,7 @@ class StreamingRidge(MultiOutputMixin, RegressorMixin, _BaseStreamingRidge):
         "gram": the single Gram pass above.  "cg": Jacobi-preconditioned
         conjugate gradients on the implicit normal equations, one pass per
         iteration and only D x T arrays on the client, for wide (sparse)
-        features such as random binning (:mod:`rfstream.solvers._cg`); single
+        features such as random binning (:mod:`rfstream.solvers.cg`); single
         alpha only.  "auto": "cg" for sparse features wider than
         ``CG_MIN_FEATURES`` (4096), "gram" otherwise.
     tol, max_iter : float, int, default=1e-4, 200

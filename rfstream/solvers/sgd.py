@@ -24,7 +24,7 @@ from sklearn.base import ClassifierMixin, RegressorMixin
 from sklearn.utils._param_validation import StrOptions
 
 from ..cluster import compute
-from ._linear import LinearClassifierMixin
+from .linear import LinearClassifierMixin
 from .sgd_base import _BaseStreamingSGD
 from .targets import class_weights, find_classes
 

@@ -24,7 +24,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from .._validation import check_dask_array
 from ..features.fused import fused_pass
 from ..random import STREAM_SGD_CHUNKS, check_seed
-from ._linear import LinearPredictMixin
+from .linear import LinearPredictMixin
 from .epochs import encode_targets, epoch_chunk, epoch_layout, epoch_rows, n_blocks, run_pass
 from .losses import ball_radius
 from .newton import newton_chunk, newton_fit

@@ -36,7 +36,8 @@ def _fused_linear_block(x, coef, intercept, one, features, dtype, n_features):
     return out[:, 0] if one else out
 
 
-def _scores_to_labels(scores, classes):
+def scores_to_labels(scores, classes):
+    """Class labels of decision scores: ``scores > 0`` for one column, else the argmax."""
     if scores.ndim == 1:
         return classes[(scores > 0).astype(np.intp)]
     return classes[np.argmax(scores, axis=1)]
@@ -85,8 +86,8 @@ def labels_from_scores(scores, classes):
     """Class labels from decision values (sign for (n,), argmax for (n, K)); lazy for dask."""
     if isinstance(scores, da.Array):
         return scores.map_blocks(
-            _scores_to_labels, classes, dtype=classes.dtype,
+            scores_to_labels, classes, dtype=classes.dtype,
             drop_axis=[1] if scores.ndim == 2 else [], chunks=(scores.chunks[0],),
             meta=np.empty((0,), classes.dtype),
         )
-    return _scores_to_labels(scores, classes)
+    return scores_to_labels(scores, classes)
