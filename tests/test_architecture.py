@@ -57,25 +57,13 @@ def imports_of(path: Path, name: str):
     ``from a import b`` imports the module ``a.b`` when there is one, else ``a``.
     """
     tree = ast.parse(path.read_text(), filename=str(path))
-    is_package = path.name == "__init__.py"
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             for alias in node.names:
                 if alias.name == "rfstream" or alias.name.startswith("rfstream."):
                     yield node.lineno, alias.name, ast.unparse(node)
         elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                base = name.split(".")
-                base = base if is_package else base[:-1]
-                base = base[: len(base) - (node.level - 1)]
-                source = ".".join(base + ([node.module] if node.module else []))
-            else:
-                source = node.module or ""
-            if source != "rfstream" and not source.startswith("rfstream."):
-                continue
-            for alias in node.names:
-                target = f"{source}.{alias.name}"
-                yield node.lineno, (target if target in MODULES else source), ast.unparse(node)
+            yield from imports_of_node(node, name, path)
 
 
 def layer_of(module: str):
@@ -113,17 +101,32 @@ def test_every_module_belongs_to_a_layer():
     assert not unknown, "\n".join(unknown)
 
 
-def test_no_upward_import_across_layers():
+def upward_imports(edges: dict) -> list:
+    """``module:line: ...`` for every import of a higher layer (or the facade) in ``edges``."""
     problems = []
-    for module, edges in graph().items():
+    for module, imports in edges.items():
         own = layer_of(module)
         if own in ("facade", None):
             continue
-        for line, target, text in edges:
+        for line, target, text in imports:
             other = layer_of(target)
             if other == "facade" or (other is not None and LAYERS[other] > LAYERS[own]):
-                problems.append(f"{relative(MODULES[module])}:{line}: {text!r} imports {target} "
-                                f"({other}) from the lower layer {own}")
+                problems.append(f"{module}:{line}: {text!r} imports {target} ({other}) from the "
+                                f"lower layer {own}")
+    return problems
+
+
+def test_upward_import_detector():
+    edges = {"rfstream.io.dataset": [(3, "rfstream.pipeline", "from .. import pipeline")],
+             "rfstream.features.fourier": [(4, "rfstream", "import rfstream")],
+             "rfstream.solvers.ridge": [(5, "rfstream.features.fused", "from ..features import fused")],
+             "rfstream.cli.commands": [(6, "rfstream.bench", "from .. import bench")]}
+    assert [p.split(":")[:2] for p in upward_imports(edges)] == [["rfstream.io.dataset", "3"],
+                                                                ["rfstream.features.fourier", "4"]]
+
+
+def test_no_upward_import_across_layers():
+    problems = upward_imports(graph())
     assert not problems, "upward imports:\n" + "\n".join(problems)
 
 
@@ -237,3 +240,60 @@ def test_nothing_outside_imports_a_private_name(folder):
     files = sorted((ROOT / folder).rglob("*.py"))
     problems = [f"{relative(p)}:{line}: {text}" for p in files for line, text in private_uses(p)]
     assert not problems, "private names of rfstream used outside the package:\n" + "\n".join(problems)
+
+
+#: private core modules every layer uses: the package's own internals, not another layer's
+SHARED_INTERNALS = {"rfstream._validation", "rfstream._version"}
+
+
+def private_imports_across_parts(name: str, path: Path) -> list:
+    """``(line, text)`` where module ``name`` imports a private name of another part of rfstream.
+
+    A part is a sub-package (io, features, ...) or the core; inside its own part a
+    module may import private names, across parts only public ones.
+    """
+    own = layer_of(name)
+    found = []
+    tree = ast.parse(path.read_text(), filename=str(path))
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.ImportFrom):
+            continue
+        for _, target, text in imports_of_node(node, name, path):
+            if target in SHARED_INTERNALS or layer_of(target) in (own, "facade"):
+                continue
+            private_module = any(_is_private(p) for p in target.split("."))
+            private_name = any(_is_private(a.name) for a in node.names)
+            if private_module or private_name:
+                found.append((node.lineno, text))
+    return sorted(set(found))
+
+
+def imports_of_node(node, name, path):
+    """:func:`imports_of` for one ``from ... import`` statement."""
+    text = ast.unparse(node)
+    base = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
+    if node.level:
+        base = base[: len(base) - (node.level - 1)]
+        source = ".".join(base + ([node.module] if node.module else []))
+    else:
+        source = node.module or ""
+    if source != "rfstream" and not source.startswith("rfstream."):
+        return []
+    return [(node.lineno, f"{source}.{a.name}" if f"{source}.{a.name}" in MODULES else source, text)
+            for a in node.names]
+
+
+def test_private_import_across_parts_detector(tmp_path):
+    sample = tmp_path / "sample.py"
+    sample.write_text("from ..features._base import FeatureMap\n"        # private module, other part
+                      "from ..solvers.linear import _helper\n"           # private name, other part
+                      "from .._validation import check_dask_array\n"     # shared internal: allowed
+                      "from ._gram import x\n"                           # own part: allowed
+                      "from ..features import FeatureMap\n")             # public: allowed
+    assert [line for line, _ in private_imports_across_parts("rfstream.datadriven.sample", sample)] == [1, 2]
+
+
+def test_no_private_import_across_parts():
+    problems = [f"{relative(path)}:{line}: {text}" for name, path in MODULES.items()
+                if layer_of(name) != "facade" for line, text in private_imports_across_parts(name, path)]
+    assert not problems, "private names imported from another part of rfstream:\n" + "\n".join(problems)

@@ -27,7 +27,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from .._validation import check_dask_array
-from ..features._base import KERNEL_PARAMETERS, FeatureMap
+from ..features.base import KERNEL_PARAMETERS, FeatureMap
 from ..features.circulant import dense_rows, draw_circulant
 from ..kernels import sample_frequencies
 from ..random import STREAM_CNM_BATCHES, STREAM_CNM_HOLDOUT, sample_row_indices

@@ -29,7 +29,7 @@ import scipy.sparse as sp
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from ..cluster import compute
-from ..features._base import KERNEL_PARAMETERS, FeatureMap
+from ..features.base import KERNEL_PARAMETERS, FeatureMap
 from ..features.arccos import ArcCosineFeatures
 from ..features.fourier import FOURIER_PARAMETERS, RandomFourierFeatures
 from ..random import STREAM_EERF_SUBSAMPLE, row_uniform

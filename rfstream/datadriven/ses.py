@@ -25,7 +25,7 @@ import scipy.sparse as sp
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from .._validation import check_dask_array
-from ..features._base import KERNEL_PARAMETERS, FeatureMap
+from ..features.base import KERNEL_PARAMETERS, FeatureMap
 from ..features.fourier import FOURIER_PARAMETERS, RandomFourierFeatures
 from ..kernels import kernel_matrix
 from ..random import STREAM_SES_PAIRS, STREAM_SES_ROWS, sample_row_indices, sample_rows

@@ -23,7 +23,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from ..cluster import compute
-from ..features._base import FeatureMap
+from ..features.base import FeatureMap
 from ..features.fourier import FOURIER_PARAMETERS, RandomFourierFeatures
 from ..hadamard import hadamard_blocks, next_power_of_two
 from ..random import (

@@ -4,7 +4,7 @@ All maps share :class:`FeatureMap`: parameters are drawn once in ``fit`` and
 ``transform`` applies a pure numpy block function, to numpy arrays directly and
 to dask arrays block by block (lazily).
 """
-from ._base import FeatureMap
+from .base import FeatureMap
 from .arccos import ArcCosineFeatures
 from .binning import FourierBinningFeatures, RandomBinningFeatures
 from .circulant import CirculantFeatures

@@ -9,7 +9,7 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.utils._param_validation import Interval
 
-from ._base import FeatureMap
+from .base import FeatureMap
 
 __all__ = ["ArcCosineFeatures", "arccos_kernel"]
 

@@ -31,7 +31,7 @@ import scipy.sparse as sp
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from ..kernels import auto_gamma
-from ._base import FeatureMap
+from .base import FeatureMap
 from .fourier import FOURIER_PARAMETERS, RandomFourierFeatures
 
 _MIX1 = np.uint64(0xBF58476D1CE4E5B9)

@@ -19,7 +19,7 @@ import scipy.fft
 import scipy.sparse as sp
 
 from ..kernels import sample_frequencies
-from ._base import KERNEL_PARAMETERS, FeatureMap
+from .base import KERNEL_PARAMETERS, FeatureMap
 
 __all__ = ["CirculantFeatures", "circulant_grad", "circulant_project", "draw_circulant"]
 

@@ -13,7 +13,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 
 from ..hadamard import fwht, next_power_of_two
 from ..samplers import check_sampler
-from ._base import KERNEL_PARAMETERS, FeatureMap
+from .base import KERNEL_PARAMETERS, FeatureMap
 from .fourier import FOURIER_PARAMETERS, RandomFourierFeatures
 
 

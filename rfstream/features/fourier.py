@@ -8,7 +8,7 @@ import scipy.sparse as sp
 from sklearn.utils._param_validation import StrOptions
 
 from ..samplers import SAMPLERS, check_sampler, sample_weights
-from ._base import KERNEL_PARAMETERS, FeatureMap
+from .base import KERNEL_PARAMETERS, FeatureMap
 
 __all__ = ["FOURIER_PARAMETERS", "RandomFourierFeatures", "project_with_offset"]
 
