@@ -1,0 +1,76 @@
+"""The table of ``rfstream fit`` options (rfstream/cli/options.py): one row per parameter,
+and the parser, the applicability check and the defaults in ``--help`` generated from it."""
+import re
+
+import pytest
+
+from rfstream.cli import build_parser
+from rfstream.cli.options import FIT_OPTIONS, UserError, _takers, default_text, split_params
+from rfstream.pipeline import FEATURES, FIT_DEFAULTS, SOLVERS, feature_map_class, solver_class
+
+
+def parse(*flags):
+    return build_parser().parse_args(["fit", "d.zarr", "--out", "m", *flags])
+
+
+def test_every_option_is_a_parameter_of_some_estimator():
+    # a row whose parameter no registered map or solver takes would be refused everywhere
+    for option in FIT_OPTIONS:
+        assert _takers(option), f"{option.flag}: no estimator takes {option.param!r}"
+
+
+def test_each_flag_and_parameter_named_once():
+    flags = [o.flag for o in FIT_OPTIONS]
+    params = [(o.param, o.target) for o in FIT_OPTIONS]
+    assert len(set(flags)) == len(flags) and len(set(params)) == len(params)
+
+
+def test_help_shows_the_estimators_defaults():
+    help_text = " ".join(build_parser()._subparsers._group_actions[0].choices["fit"].format_help().split())
+    for option in FIT_OPTIONS:
+        assert f"(default: {' '.join(default_text(option).split())})" in help_text, option.flag
+    # read from the estimators, not written in the table
+    epochs = next(o for o in FIT_OPTIONS if o.flag == "--epochs")
+    assert default_text(epochs) == str(solver_class("sgd", "classification")().max_iter)
+    degree = next(o for o in FIT_OPTIONS if o.flag == "--degree")
+    assert default_text(degree) == str(feature_map_class("arccos")().degree)
+    # estimators that disagree are each named
+    alpha = next(o for o in FIT_OPTIONS if o.flag == "--alpha")
+    assert default_text(alpha) == "ridge: 1.0; sgd: 0.0001"
+
+
+def test_unset_options_leave_the_estimators_defaults():
+    feature_params, solver_params = split_params(parse(), "rff", "ridge", "classification")
+    assert feature_params == {"n_components": FIT_DEFAULTS["n_components"], "gamma": "auto",
+                              "random_state": 0}
+    assert solver_params == {"random_state": 0}
+
+
+@pytest.mark.parametrize("features", sorted(FEATURES))
+def test_every_map_option_is_routed_or_refused(features):
+    accepted = feature_map_class(features)().get_params()
+    for option in FIT_OPTIONS:
+        if option.target != "features" or option.choices is None:
+            continue
+        value = option.choices[-1]
+        args = parse("--features", features, option.flag, value)
+        if option.param in accepted:
+            assert split_params(args, features, "ridge", "classification")[0][option.param] == value
+        elif value != option.shared:
+            with pytest.raises(UserError, match=re.escape(f"{option.flag} does not apply to --features {features}.")):
+                split_params(args, features, "ridge", "classification")
+
+
+@pytest.mark.parametrize("solver", sorted(SOLVERS))
+def test_solver_options_only_for_their_solvers(solver):
+    cls = solver_class(solver, "classification")
+    for option in FIT_OPTIONS:
+        if option.target != "solver" or option.solvers is None:
+            continue
+        value = option.choices[0] if option.choices else "3"
+        args = parse("--solver", solver, option.flag, value)
+        if solver in option.solvers:
+            assert option.param in split_params(args, "rff", solver, "classification")[1]
+        else:
+            with pytest.raises(UserError, match=f"{option.flag} does not apply to {cls.__name__}"):
+                split_params(args, "rff", solver, "classification")
