@@ -5,7 +5,7 @@ import re
 import pytest
 
 from rfstream.cli import build_parser
-from rfstream.cli.options import FIT_OPTIONS, UserError, _takers, default_text, split_params
+from rfstream.cli.options import FIT_OPTIONS, UserError, takers, default_text, split_params
 from rfstream.pipeline import FEATURES, FIT_DEFAULTS, SOLVERS, feature_map_class, solver_class
 
 
@@ -16,7 +16,7 @@ def parse(*flags):
 def test_every_option_is_a_parameter_of_some_estimator():
     # a row whose parameter no registered map or solver takes would be refused everywhere
     for option in FIT_OPTIONS:
-        assert _takers(option), f"{option.flag}: no estimator takes {option.param!r}"
+        assert takers(option), f"{option.flag}: no estimator takes {option.param!r}"
 
 
 def test_each_flag_and_parameter_named_once():

@@ -147,7 +147,7 @@ FIT_OPTIONS = (
 )
 
 
-def _takers(option):
+def takers(option):
     """``(name, class)`` of every estimator that has ``option.param``."""
     if option.target == "features":
         pairs = [(name, feature_map_class(name)) for name in FEATURES]
@@ -167,7 +167,7 @@ def default_text(option):
     if option.default is not None:
         return str(option.default)
     values = {}
-    for name, cls in _takers(option):
+    for name, cls in takers(option):
         values.setdefault(repr(cls().get_params()[option.param]), []).append(name.split(" ")[0])
     if len(values) == 1:
         return next(iter(values)).strip("'")
@@ -208,7 +208,7 @@ def split_params(args, features, solver, task):
             if option.param in solver_params and (option.solvers is None or solver in option.solvers):
                 to_solver[option.param] = value
             elif option.target == "solver":
-                takers = ", ".join(dict.fromkeys(n for n, _ in _takers(option)))
+                takers = ", ".join(dict.fromkeys(n for n, _ in takers(option)))
                 raise UserError(f"{option.flag} does not apply to {solver_cls.__name__}; it is an "
                                 f"option of --solver {takers}.")
     return to_map, to_solver
