@@ -208,7 +208,7 @@ def split_params(args, features, solver, task):
             if option.param in solver_params and (option.solvers is None or solver in option.solvers):
                 to_solver[option.param] = value
             elif option.target == "solver":
-                takers = ", ".join(dict.fromkeys(n for n, _ in takers(option)))
+                names = ", ".join(dict.fromkeys(n for n, _ in takers(option)))
                 raise UserError(f"{option.flag} does not apply to {solver_cls.__name__}; it is an "
-                                f"option of --solver {takers}.")
+                                f"option of --solver {names}.")
     return to_map, to_solver
