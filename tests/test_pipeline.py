@@ -16,7 +16,7 @@ from sklearn.pipeline import Pipeline
 
 from rfstream import TEFM, CompactNonlinearMap, Standardizer, StreamingRidgeClassifier, pipeline
 from rfstream.cluster import compute, connect
-from rfstream.io import dataset_info, open_dataset, write_dataset
+from rfstream.io import dataset_info, onehot_columns, open_dataset, write_dataset
 from rfstream.pipeline import (
     FEATURES,
     FIT_DEFAULTS,
@@ -194,3 +194,15 @@ def test_dataset_errors(dataset, tmp_path):
         with pytest.raises(ValueError, match=r"has 4 features but the model was trained on 6; convert it "
                                              r"with `rfstream convert SRC DST --like TRAIN.zarr`"):
             pipeline.evaluate_dataset(model, meta, tmp_path / "narrow.zarr")
+
+
+def test_the_old_module_name_still_builds_models():
+    # rfstream.models was the README's import before rfstream.pipeline: kept, with a warning
+    import importlib
+    import sys
+
+    sys.modules.pop("rfstream.models", None)
+    with pytest.warns(DeprecationWarning, match="rfstream.pipeline"):
+        models = importlib.import_module("rfstream.models")
+    assert models.make_model is make_model and models.onehot_columns is onehot_columns
+
