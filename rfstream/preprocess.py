@@ -9,6 +9,7 @@ from functools import partial
 from numbers import Real
 
 import dask.array as da
+from dask.base import is_dask_collection
 import numpy as np
 from sklearn.base import BaseEstimator, OneToOneFeatureMixin, TransformerMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
@@ -73,7 +74,7 @@ class Standardizer(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
 
     def fit(self, X, y=None):
         self._validate_params()
-        if isinstance(X, da.Array):
+        if is_dask_collection(X):  # a dask DataFrame is refused there, not loaded
             X = check_dask_array(X, self, reset=True)
         else:
             X = validate_data(self, X, dtype=[np.float64, np.float32])
@@ -108,7 +109,7 @@ class Standardizer(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
     def transform(self, X):
         """Standardize X: numpy in, numpy out; dask in, lazy dask out."""
         check_is_fitted(self)
-        if isinstance(X, da.Array):
+        if is_dask_collection(X):
             X = check_dask_array(X, self)
             dtype = _float_dtype(X.dtype)
             return X.map_blocks(

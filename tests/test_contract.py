@@ -540,14 +540,10 @@ def test_solver_refuses_nan_in_dask_input(data, solver, task):
         make_solver(solver, task).fit(da.from_array(X_nan, chunks=60), da.from_array(y, chunks=60))
 
 
-DATAFRAME_GAP = pytest.mark.xfail(
-    strict=True, raises=pytest.fail.Exception,
-    reason="the solvers take a dask DataFrame through sklearn's validate_data, which loads it "
-           "whole on the client; the feature maps refuse it with a TypeError naming the fix")
-
-
-@pytest.mark.parametrize("solver, task", [pytest.param(s, t, marks=DATAFRAME_GAP) for s, t in SOLVER_CASES],
-                         ids=SOLVER_IDS)
+@pytest.mark.parametrize("solver, task", SOLVER_CASES, ids=SOLVER_IDS)
 def test_solver_refuses_a_dask_dataframe(data, solver, task):
     X, y = _y(data, task)
     _assert_dask_dataframe_refused(make_solver(solver, task), X, y)
+    fitted = make_solver(solver, task).fit(X, y)
+    with pytest.raises(TypeError, match=r"X is a dask DataFrame; pass a dask array"):
+        fitted.predict(dd.from_pandas(pd.DataFrame(X), npartitions=2))

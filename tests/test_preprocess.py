@@ -251,3 +251,16 @@ def test_encode_labels_dask_equals_numpy(chunks):
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.SkipTestWarning")
 def test_standardizer_check_estimator():
     check_estimator(Standardizer())
+
+
+def test_a_dask_dataframe_is_refused_not_loaded():
+    import dask.dataframe as dd
+    import pandas as pd
+
+    frame = dd.from_pandas(pd.DataFrame(np.arange(30.0).reshape(10, 3)), npartitions=2)
+    with pytest.raises(TypeError, match=r"X is a dask DataFrame; pass a dask array .*to_dask_array"):
+        Standardizer().fit(frame)
+    fitted = Standardizer().fit(np.arange(30.0).reshape(10, 3))
+    with pytest.raises(TypeError, match=r"X is a dask DataFrame; pass a dask array"):
+        fitted.transform(frame)
+

@@ -10,6 +10,7 @@ sub-block at a time and multiplies them right away, as every other pass does.
 from __future__ import annotations
 
 import dask.array as da
+from dask.base import is_dask_collection
 import numpy as np
 from sklearn.base import ClassifierMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
@@ -51,7 +52,9 @@ class LinearPredictMixin:
         coef = np.atleast_2d(self.coef_)
         intercept = np.atleast_1d(self.intercept_)
         one = np.ndim(self.coef_) == 1 or (isinstance(self, ClassifierMixin) and coef.shape[0] == 1)
-        if isinstance(X, da.Array):
+        if is_dask_collection(X):
+            if not isinstance(X, da.Array):
+                check_dask_array(X, self)  # a dask DataFrame: refused, not loaded
             features, rows = fused_rows(X, even=False)  # the output keeps X's row chunks
             X = check_dask_array(X, self)
             chunks = (X.chunks[0],) if one else (X.chunks[0], (coef.shape[0],))

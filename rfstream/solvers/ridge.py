@@ -23,7 +23,7 @@ from __future__ import annotations
 from functools import partial
 from numbers import Integral, Real
 
-import dask.array as da
+from dask.base import is_dask_collection
 import numpy as np
 import scipy.linalg
 import scipy.sparse
@@ -189,7 +189,7 @@ class _BaseStreamingRidge(LinearPredictMixin, BaseEstimator):
 
     # -- shared input handling ------------------------------------------------
     def _check_fit_input(self, X, y):
-        if isinstance(X, da.Array):
+        if is_dask_collection(X):  # a dask DataFrame is refused there, not loaded
             X = check_dask_array(X, self, reset=True)
             return X, check_targets(X, y, multi_output=isinstance(self, MultiOutputMixin))
         return None

@@ -15,7 +15,7 @@ from __future__ import annotations
 from functools import partial
 from numbers import Integral, Real
 
-import dask.array as da
+from dask.base import is_dask_collection
 import numpy as np
 from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.utils._param_validation import Interval, StrOptions
@@ -249,7 +249,7 @@ class _BaseStreamingSGD(LinearPredictMixin, BaseEstimator):
 
     # -- input ----------------------------------------------------------------
     def _check_X_y(self, X, y, reset):
-        if isinstance(X, da.Array):
+        if is_dask_collection(X):  # a dask DataFrame is refused there, not loaded
             X = check_dask_array(X, self, reset=reset)
             return X, check_targets(X, y)
         X, y = validate_data(self, X, y, reset=reset, dtype=[np.float64, np.float32],
