@@ -41,9 +41,10 @@ def check_targets(X, y, *, multi_output=False):
 
     Returns
     -------
-    y : dask array, chunked by rows as ``X`` (a numpy ``y`` is wrapped, not copied
-        to the workers until a pass needs it); for a numpy ``X``, an ndarray (a
-        dask ``y`` is computed).
+    y : dask array for a dask ``X``: a numpy ``y`` wrapped with ``X``'s row chunks (not
+        copied to the workers until a pass needs it), a dask ``y`` as it is (a pass
+        over both aligns their chunks); for a numpy ``X``, an ndarray (a dask ``y``
+        is computed).
 
     Raises
     ------
