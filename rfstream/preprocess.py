@@ -9,8 +9,8 @@ from functools import partial
 from numbers import Real
 
 import dask.array as da
-from dask.base import is_dask_collection
 import numpy as np
+from dask.base import is_dask_collection
 from sklearn.base import BaseEstimator, OneToOneFeatureMixin, TransformerMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 

@@ -10,8 +10,8 @@ sub-block at a time and multiplies them right away, as every other pass does.
 from __future__ import annotations
 
 import dask.array as da
-from dask.base import is_dask_collection
 import numpy as np
+from dask.base import is_dask_collection
 from sklearn.base import ClassifierMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 

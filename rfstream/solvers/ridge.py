@@ -23,10 +23,10 @@ from __future__ import annotations
 from functools import partial
 from numbers import Integral, Real
 
-from dask.base import is_dask_collection
 import numpy as np
 import scipy.linalg
 import scipy.sparse
+from dask.base import is_dask_collection
 from sklearn.base import (
     BaseEstimator,
     ClassifierMixin,
@@ -42,8 +42,8 @@ from ..features.fused import fused_rows
 from ..random import check_seed
 from ..reductions import sum_rows
 from .cg import ridge_cg
-from .linear import LinearClassifierMixin, LinearPredictMixin
 from .gram import gram_chunk, gram_layout
+from .linear import LinearClassifierMixin, LinearPredictMixin
 from .targets import check_targets, find_classes, ovr_targets, regression_targets
 
 #: solver="auto" switches from the D x D Gram pass to conjugate gradients for sparse

@@ -266,7 +266,7 @@ class StreamingSGDRegressor(RegressorMixin, _BaseStreamingSGD):
         return self._partial_epoch(X, y, first)
 
     def _set_public(self, task):
-        s = float(self.intercept_scaling) if self.fit_intercept else 0.0
+        s = self._intercept_scale()
         self.coef_ = self._Wb[0].copy()
         self.intercept_ = float(s * self._vb[0])
 

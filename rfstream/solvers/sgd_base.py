@@ -15,8 +15,8 @@ from __future__ import annotations
 from functools import partial
 from numbers import Integral, Real
 
-from dask.base import is_dask_collection
 import numpy as np
+from dask.base import is_dask_collection
 from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
@@ -24,8 +24,8 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from .._validation import check_dask_array
 from ..features.fused import fused_pass
 from ..random import STREAM_SGD_CHUNKS, check_seed
-from .linear import LinearPredictMixin
 from .epochs import encode_targets, epoch_chunk, epoch_layout, epoch_rows, n_blocks, run_pass
+from .linear import LinearPredictMixin
 from .losses import ball_radius
 from .newton import newton_chunk, newton_fit
 from .pegasos import LEARNING_RATES, StepSpec
@@ -51,9 +51,13 @@ class _BaseStreamingSGD(LinearPredictMixin, BaseEstimator):
     }
 
     # -- subclass hooks: _task(y) -> task dict, _n_outputs(task), _loss_name()
+    def _intercept_scale(self):
+        """The constant feature the intercept multiplies (0 without an intercept)."""
+        return float(self.intercept_scaling) if self.fit_intercept else 0.0
+
     def _spec(self, task, K):
         loss = self._loss_name()
-        s = float(self.intercept_scaling) if self.fit_intercept else 0.0
+        s = self._intercept_scale()
         cw = task.get("class_weight")
         max_w = float(np.max(cw)) if cw is not None else 1.0
         if loss == "squared":
@@ -201,7 +205,7 @@ class _BaseStreamingSGD(LinearPredictMixin, BaseEstimator):
             raise ValueError("early_stopping=True needs solver='sgd'; solver='newton' stops on the "
                              "estimated gap to the optimum (tol).")
         K, D = self._n_outputs(task), Z.shape[1]
-        s = float(self.intercept_scaling) if self.fit_intercept else 0.0
+        s = self._intercept_scale()
         chunk = partial(newton_chunk, loss=loss, intercept_scaling=s,
                         encode=partial(encode_targets, task=task))
 
@@ -229,7 +233,7 @@ class _BaseStreamingSGD(LinearPredictMixin, BaseEstimator):
 
     def _restore_state(self):
         """The SGD state from the public attributes (e.g. after load_model)."""
-        s = float(self.intercept_scaling) if self.fit_intercept else 0.0
+        s = self._intercept_scale()
         Wb = np.atleast_2d(np.asarray(self.coef_, dtype=np.float64)).copy()
         vb = np.atleast_1d(np.asarray(self.intercept_, dtype=np.float64)) / (s or 1.0)
         if not s:
@@ -243,7 +247,7 @@ class _BaseStreamingSGD(LinearPredictMixin, BaseEstimator):
         self.validation_path_.append(float(ev["validation_error"]))
 
     def _set_public(self, task):
-        s = float(self.intercept_scaling) if self.fit_intercept else 0.0
+        s = self._intercept_scale()
         self.coef_ = self._Wb.copy()
         self.intercept_ = s * self._vb
 
