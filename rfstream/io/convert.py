@@ -7,9 +7,7 @@ plan's row blocks into a staged Zarr group (:mod:`~rfstream.io.dataset`).
 """
 from __future__ import annotations
 
-import os
 import time
-from pathlib import Path
 
 from . import csv, libsvm, npy
 from .dataset import (
@@ -20,16 +18,17 @@ from .dataset import (
     json_attrs,
 )
 from .ingest import TASKS, canonical_label, first_data_lines
+from .location import Location, as_location
 from .staging import check_destination, staging
 
 __all__ = ["convert"]
 
 
-def _source_kind(src: Path) -> str:
+def _source_kind(src: Location) -> str:
     name = src.name.lower()
     for ext in (".gz", ".bz2", ".xz"):
         name = name.removesuffix(ext)
-    suffix = Path(name).suffix
+    suffix = "." + name.rsplit(".", 1)[-1] if "." in name else ""
     if suffix in (".npy", ".npz"):
         return suffix[1:]
     if suffix in libsvm.SUFFIXES:
@@ -42,7 +41,8 @@ _PLANNERS = {"csv": csv.plan, "libsvm": libsvm.plan, "npy": npy.plan, "npz": npy
 
 
 def convert(src, dst, *, label_column="last", positive_class=None, rows_per_chunk=65536,
-            header="auto", task="auto", like=None, overwrite=False, sep="auto") -> dict:
+            header="auto", task="auto", like=None, overwrite=False, sep="auto",
+            storage_options=None) -> dict:
     """Convert a CSV, LIBSVM, .npy or .npz file into a Zarr dataset, streaming.
 
     The format follows the name (``.npy``, ``.npz``; ``.svm .libsvm .svmlight .trn
@@ -64,8 +64,10 @@ def convert(src, dst, *, label_column="last", positive_class=None, rows_per_chun
 
     Parameters
     ----------
-    src, dst : str or Path
-        Source file; destination dataset directory (staged, then renamed).
+    src, dst : str, Path or URL
+        Source file; destination dataset (a local directory or a URL such as
+        ``s3://bucket/train.zarr``; written whole or not at all, see
+        :mod:`rfstream.io.staging`).
     label_column : "last", "first", int, str or None
         CSV label column: 0-based index (negative allowed) or header name.  None: no
         label.  LIBSVM: the label is always the first token (None drops it).
@@ -89,6 +91,9 @@ def convert(src, dst, *, label_column="last", positive_class=None, rows_per_chun
         Replace an existing dataset at ``dst``.
     sep : "auto" or str
         CSV field separator; "auto" tries ``,``, tab, ``;``, then whitespace.
+    storage_options : dict, optional
+        For every URL of the call (source, destination, ``like``); see
+        :mod:`rfstream.io.location`.
 
     Returns
     -------
@@ -96,10 +101,10 @@ def convert(src, dst, *, label_column="last", positive_class=None, rows_per_chun
         The attributes written, plus ``path``, ``shape`` and ``seconds``.
     """
     start = time.perf_counter()
-    src, dst = Path(src), Path(dst)
+    src, dst = as_location(src, storage_options), as_location(dst, storage_options)
     if not src.exists():
         raise FileNotFoundError(f"source file {src} does not exist")
-    if not src.is_file():
+    if not src.isfile():
         raise ValueError(f"source {src} is not a file")
     check_destination(dst, overwrite, "zarr.json")
     rows_per_chunk = check_rows_per_chunk(rows_per_chunk)
@@ -108,7 +113,7 @@ def convert(src, dst, *, label_column="last", positive_class=None, rows_per_chun
     if sep != "auto" and not (isinstance(sep, str) and sep):
         raise ValueError(f"sep={sep!r} is not valid; use 'auto' or a separator string")
     positive = None if positive_class is None else canonical_label(positive_class)[0]
-    like_attrs = None if like is None else dataset_info(like)["attrs"]
+    like_attrs = None if like is None else dataset_info(like, storage_options=storage_options)["attrs"]
     plan = _PLANNERS[_source_kind(src)](
         src, label_column=label_column, positive=positive, task=task, like=like,
         like_attrs=like_attrs, rows_per_chunk=rows_per_chunk, header=header, sep=sep)
@@ -117,7 +122,7 @@ def convert(src, dst, *, label_column="last", positive_class=None, rows_per_chun
         for X, y in plan.chunks():
             w.append(X, y)
         attrs = {"schema_version": SCHEMA_VERSION, **plan.attrs, **plan.stats(),
-                 "source": os.path.abspath(src), "n_rows": w.rows}
+                 "source": src.path if src.is_local else src.url, "n_rows": w.rows}
         w.finish(attrs)
     summary = json_attrs(attrs)
     summary.update(path=str(dst), shape=[w.rows, plan.n_features],

@@ -21,8 +21,8 @@ from __future__ import annotations
 import io
 import re
 from collections.abc import Iterator
+from contextlib import ExitStack
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -34,7 +34,9 @@ from .ingest import (
     compression_of,
     first_data_lines,
     like_label_schema,
+    open_text,
 )
+from .location import Location
 
 MAX_CATEGORIES = 1000
 """A text column with more distinct values than this is rejected (one-hot too wide)."""
@@ -48,7 +50,7 @@ NA_VALUES = ["?"]
 class Layout:
     """How to read one CSV file: separator, lines to skip, header, label position."""
 
-    path: Path
+    path: Location
     sep: str
     skiprows: int
     header: bool
@@ -91,7 +93,7 @@ def _unique_names(names: list[str]) -> list[str]:
     return out
 
 
-def sniff(path: Path, sep="auto", header="auto", label_column="last") -> Layout:
+def sniff(path: Location, sep="auto", header="auto", label_column="last") -> Layout:
     """Leading comment lines, separator, header and label column of a CSV file.
 
     Lines at the top that are blank or start with ``#`` or ``|`` are skipped.
@@ -142,11 +144,20 @@ def _label_index(label_column, names, header, path) -> int | None:
 
 def read_chunks(layout: Layout, rows_per_chunk: int, dtype) -> Iterator[pd.DataFrame]:
     """Stream the file in DataFrames of ``rows_per_chunk`` rows, columns named 0..n-1."""
+    with ExitStack() as stack:
+        if layout.path.is_local:  # pandas' own reader of a local file is the fastest
+            source, compression = layout.path.path, layout.compression
+        else:
+            source, compression = stack.enter_context(open_text(layout.path)), None
+        yield from _parse(layout, source, compression, rows_per_chunk, dtype)
+
+
+def _parse(layout: Layout, source, compression, rows_per_chunk: int, dtype):
     reader = pd.read_csv(
-        layout.path, sep=layout.sep, header=0 if layout.header else None,
+        source, sep=layout.sep, header=0 if layout.header else None,
         names=list(range(len(layout.names))), skiprows=layout.skiprows, dtype=dtype,
         chunksize=rows_per_chunk, skipinitialspace=True, na_values=NA_VALUES,
-        compression=layout.compression, skip_blank_lines=True, index_col=False,
+        compression=compression, skip_blank_lines=True, index_col=False,
     )
     try:
         with reader:
@@ -294,7 +305,7 @@ class Encoder:
         X[rows, off + c[rows]] = 1.0
 
 
-def plan(src: Path, *, label_column, positive, task, like, like_attrs, rows_per_chunk,
+def plan(src: Location, *, label_column, positive, task, like, like_attrs, rows_per_chunk,
          header, sep) -> Plan:
     """Pass 1 (skipped with ``like=``) and the pass-2 generator for a CSV source."""
     layout = sniff(src, sep, header, label_column)

@@ -1,6 +1,6 @@
 """Zarr datasets: write, open and inspect them (conversion: :mod:`rfstream.io.convert`).
 
-A dataset is a local Zarr v3 group::
+A dataset rfstream writes is a Zarr v3 group, on a local disk or an object store::
 
     X      n x d float32, chunked by rows only: chunks=(rows_per_chunk, d)
     y      optional, length n: int32 class codes into attrs["classes"] (-1 for a label
@@ -10,8 +10,9 @@ A dataset is a local Zarr v3 group::
            label_column, source, format, n_unseen_labels, n_unseen_categories,
            class_counts (see :func:`convert`)
 
-Every writer stages into a sibling ``<dst>.tmp-<random>`` directory and renames it
-onto ``dst`` only on success, so a failed write leaves nothing behind.
+Every writer stages its output (:mod:`rfstream.io.staging`): a failed write leaves
+nothing behind and a reader never sees a half-written dataset.  Readers take any
+Zarr v2 or v3 group, with arrays chosen by name (:mod:`rfstream.io.zarr_source`).
 Model files are not handled here.
 """
 
@@ -22,26 +23,31 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
-import dask
 import dask.array as da
 import numpy as np
 import zarr
-from dask.array.core import normalize_chunks
 
-from ..reductions import even_row_chunks
+from ..cluster import compute
+from .location import Location, as_location, storage_errors
 from .staging import staging
+from .zarr_source import (
+    DEFAULT_X,
+    DEFAULT_Y,
+    SCHEMA_VERSION,
+    infer_task,
+    lazy_array,
+    open_source,
+)
 
 __all__ = ["dataset_info", "iter_row_chunks", "onehot_columns", "open_dataset", "write_dataset"]
-
-SCHEMA_VERSION = 1
 
 
 class ChunkWriter:
     """Writes row blocks into X (and y) of a new Zarr group, growing it if needed."""
 
-    def __init__(self, path: Path, n_features: int, y_dtype, rows_per_chunk: int,
+    def __init__(self, target, n_features: int, y_dtype, rows_per_chunk: int,
                  n_rows: int | None = None):
-        self.group = zarr.open_group(path, mode="w", zarr_format=3)
+        self.group = writable_group(target)
         self.n_rows, self.rows = n_rows, 0
         n0 = n_rows or 0
         self.X = self.group.create_array("X", shape=(n0, n_features), dtype="float32",
@@ -66,6 +72,16 @@ class ChunkWriter:
             raise ValueError(f"read {self.rows} rows in pass 2 but {self.n_rows} in pass 1; "
                              "did the source file change during the conversion?")
         self.group.attrs.update(json_attrs(attrs))
+
+
+def writable_group(target) -> zarr.Group:
+    """A new, empty Zarr v3 group at a :class:`Location` (or in a zarr store / Group)."""
+    if isinstance(target, zarr.Group):
+        return target
+    if isinstance(target, Location):
+        with storage_errors(target, "cannot be written"):
+            return zarr.open_group(target.zarr_store(read_only=False), mode="w", zarr_format=3)
+    return zarr.open_group(target, mode="w", zarr_format=3)
 
 
 def json_attrs(attrs: dict) -> dict:
@@ -102,13 +118,16 @@ def _y_dtype(y) -> np.dtype:
                      "Encode string labels with rfstream.io.convert or as codes first")
 
 
-def write_dataset(path, X, y=None, *, attrs=None, rows_per_chunk=65536, overwrite=False):
+def write_dataset(path, X, y=None, *, attrs=None, rows_per_chunk=65536, overwrite=False,
+                  storage_options=None):
     """Write ``X`` (and ``y``) as a Zarr dataset, chunk by chunk.
 
     Parameters
     ----------
-    path : str or Path
-        Destination directory (local).  Written to a temporary sibling, then renamed.
+    path : str, Path, URL, zarr store or Group
+        Destination: a local directory or a URL (``s3://bucket/x.zarr``), written
+        whole or not at all (:mod:`rfstream.io.staging`); or a zarr store or
+        Group, written into directly (no staging).
     X : numpy or dask array, shape (n, d)
         Stored as float32 with chunks ``(rows_per_chunk, d)``.  A dask array is
         rechunked by rows and stored block by block (``da.store``); it is never
@@ -121,6 +140,9 @@ def write_dataset(path, X, y=None, *, attrs=None, rows_per_chunk=65536, overwrit
     rows_per_chunk : int
     overwrite : bool
         Replace an existing dataset at ``path``; otherwise ``FileExistsError``.
+
+    storage_options : dict, optional
+        For a URL's filesystem (:mod:`rfstream.io.location`).
 
     Returns
     -------
@@ -145,18 +167,25 @@ def write_dataset(path, X, y=None, *, attrs=None, rows_per_chunk=65536, overwrit
     meta = {"schema_version": SCHEMA_VERSION, "n_rows": n, "task": task,
             "feature_names": [f"x{j}" for j in range(d)]}
     meta.update(attrs or {})
-    with staging(path, overwrite) as tmp:
-        w = ChunkWriter(tmp, d, y_dtype, rows_per_chunk, n)
-        if isinstance(X, da.Array) or isinstance(y, da.Array):
-            _store_dask(w, X, y, rows_per_chunk)
-        else:
-            for a in range(0, n, rows_per_chunk):
-                b = min(a + rows_per_chunk, n)
-                w.append(X[a:b].astype(np.float32, copy=False),
-                         None if y is None else y[a:b].astype(y_dtype, copy=False))
-        w.rows = n
-        w.finish(meta)
+    if isinstance(path, zarr.Group) or not isinstance(path, (str, os.PathLike, Location)):
+        _write(path, X, y, d, y_dtype, rows_per_chunk, n, meta)
+    else:
+        with staging(as_location(path, storage_options), overwrite) as tmp:
+            _write(tmp, X, y, d, y_dtype, rows_per_chunk, n, meta)
     return json_attrs(meta)
+
+
+def _write(target, X, y, d, y_dtype, rows_per_chunk, n, meta) -> None:
+    w = ChunkWriter(target, d, y_dtype, rows_per_chunk, n)
+    if isinstance(X, da.Array) or isinstance(y, da.Array):
+        _store_dask(w, X, y, rows_per_chunk)
+    else:
+        for a in range(0, n, rows_per_chunk):
+            b = min(a + rows_per_chunk, n)
+            w.append(X[a:b].astype(np.float32, copy=False),
+                     None if y is None else y[a:b].astype(y_dtype, copy=False))
+    w.rows = n
+    w.finish(meta)
 
 
 def _store_dask(w: ChunkWriter, X, y, rows_per_chunk: int) -> None:
@@ -165,66 +194,19 @@ def _store_dask(w: ChunkWriter, X, y, rows_per_chunk: int) -> None:
     if y is not None:
         sources.append(da.asarray(y).astype(w.y.dtype).rechunk((rows_per_chunk,)))
         targets.append(w.y)
-    da.store(sources, targets, lock=False)
+    stored = da.store(sources, targets, lock=False, compute=False)
+    compute(*(stored if isinstance(stored, (list, tuple)) else [stored]))  # workers write their chunks
 
 
-def _open_group(path) -> zarr.Group:
-    path = Path(path)
-    if not path.exists():
-        raise FileNotFoundError(f"dataset {path} does not exist; create it with "
-                                "rfstream.io.convert or write_dataset")
-    try:
-        group = zarr.open_group(path, mode="r")
-    except Exception as exc:  # zarr raises several types for "not a group"
-        raise ValueError(f"{path} is not a Zarr dataset ({exc}); create it with "
-                         "rfstream.io.convert or write_dataset") from exc
-    if "X" not in group:
-        raise ValueError(f"{path} is a Zarr group but has no array 'X'; it is not an "
-                         "rfstream dataset")
-    version = group.attrs.get("schema_version", SCHEMA_VERSION)
-    if version > SCHEMA_VERSION:
-        raise ValueError(f"{path} has schema_version {version}; this rfstream reads "
-                         f"<= {SCHEMA_VERSION}: upgrade rfstream")
-    return group
-
-
-class _CheckedReader:
-    """Array-like over a Zarr array: a chunk that cannot be read or decoded raises a
-    one-line ``ValueError`` naming the dataset, the array and the rows.
-
-    Zarr's codecs raise ``RuntimeError`` and others for a damaged chunk, deep inside a
-    task; this turns them into an error a user can act on, wherever the task runs.
-    """
-
-    def __init__(self, array, path):
-        self.array, self.path = array, str(path)
-        self.shape, self.dtype, self.ndim = array.shape, array.dtype, array.ndim
-
-    def __getitem__(self, key):
-        try:
-            return self.array[key]
-        except Exception as exc:  # any codec or storage failure: report it as bad data
-            rows = key[0] if isinstance(key, tuple) else key
-            where = f"rows {rows.start}-{rows.stop}" if isinstance(rows, slice) else "a chunk"
-            detail = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-            raise ValueError(
-                f"dataset {self.path}: {where} of array {self.array.basename!r} cannot be read "
-                f"({detail}); the dataset is damaged, convert or write it again"
-            ) from None
-
-
-def _lazy(group, name, path):
-    array = group[name]
-    rows = even_row_chunks(normalize_chunks(array.chunks, array.shape)[0])
-    token = dask.base.tokenize(str(Path(path).resolve()), name, array.shape, array.chunks, rows,
-                               os.path.getmtime(Path(path) / name / "zarr.json"))
-    chunks = (rows, *array.chunks[1:])
-    return da.from_array(_CheckedReader(array, path), chunks=chunks, name=f"rfstream-{name}-{token}",
-                         meta=np.empty((0,) * array.ndim, array.dtype), asarray=False)
-
-
-def open_dataset(path):
+def open_dataset(path, *, x=DEFAULT_X, y=DEFAULT_Y, storage_options=None):
     """Open a dataset lazily: ``(X, y)`` dask arrays, one row block per Zarr chunk.
+
+    ``path`` is a local directory, a URL (``s3://bucket/train.zarr``, with
+    ``storage_options`` for its filesystem), a zarr ``Group`` or store, or an
+    xarray ``Dataset``; Zarr v2 and v3 are read.  ``x`` and ``y`` name the
+    arrays (``y=None``: no labels; a missing array named ``"y"`` means no labels,
+    any other missing name is an error).  Workers read their own rows straight
+    from the store: nothing passes through the client.
 
     The blocks are the Zarr chunks, except when the last chunk is short enough to
     leave a worker idle through part of a pass's last round: then the rows are cut
@@ -234,33 +216,66 @@ def open_dataset(path):
     stays independent (a rechunk afterwards would make tasks share the chunks
     they were cut from, and a distributed scheduler place them by where those
     are, unevenly: docs/BENCHMARKS.md, "Measurements behind the code").
-    ``y`` is None when the dataset has no labels.  Nothing is read until computed; a
-    damaged chunk raises a ``ValueError`` naming the dataset and the rows when read.
+    Nothing is read until computed; a damaged chunk raises a ``ValueError``
+    naming the dataset and the rows when read.
     """
-    group = _open_group(path)
-    X = _lazy(group, "X", path)
-    y = _lazy(group, "y", path) if "y" in group else None
-    return X, y
+    source = open_source(path, storage_options)
+    X = lazy_array(source, x)
+    if X.ndim != 2:
+        raise ValueError(f"{source.where}: array {x!r} must be 2-D (rows, features); got shape {X.shape}")
+    labels = _labels(source, y)
+    if labels is None:
+        return X, None
+    Y = lazy_array(source, labels)
+    if Y.ndim == 2 and Y.shape[1] == 1:
+        Y = Y[:, 0]
+    if Y.ndim != 1 or Y.shape[0] != X.shape[0]:
+        raise ValueError(f"{source.where}: array {labels!r} must hold one value per row of "
+                         f"{x!r} ({X.shape[0]}); got shape {Y.shape}")
+    return X, Y
 
 
-def dataset_info(path) -> dict:
-    """Shape, chunks, dtypes and attributes of a dataset, without reading the data."""
-    group = _open_group(path)
-    X = group["X"]
-    y = group["y"] if "y" in group else None
-    return {"path": str(path), "shape": tuple(X.shape), "chunks": tuple(X.chunks),
-            "dtype": str(X.dtype), "y_dtype": None if y is None else str(y.dtype),
-            "attrs": dict(group.attrs)}
+def _labels(source, y):
+    if y is None:
+        return None
+    if source.array(y, required=y != DEFAULT_Y) is None:
+        return None
+    return y
 
 
-def iter_row_chunks(path) -> Iterator[tuple[int, np.ndarray, np.ndarray | None]]:
+def dataset_info(path, *, x=DEFAULT_X, y=DEFAULT_Y, storage_options=None) -> dict:
+    """Shape, chunks, dtypes and attributes of a dataset, without reading the data.
+
+    For a store without rfstream's attributes, ``attrs["task"]`` is inferred from
+    y's dtype (:func:`rfstream.io.zarr_source.infer_task`) and
+    ``attrs["task_inferred"]`` is True.
+    """
+    source = open_source(path, storage_options)
+    X = source.array(x)
+    labels = _labels(source, y)
+    Y = None if labels is None else source.array(labels)
+    attrs = dict(source.attrs)
+    if "task" not in attrs:
+        attrs["task"] = infer_task(None if Y is None else Y.dtype)
+        attrs["task_inferred"] = True
+    chunks = X.chunks if isinstance(X, da.Array) else getattr(X, "chunks", X.shape)
+    return {"path": source.where, "shape": tuple(X.shape),
+            "chunks": tuple(c[0] if isinstance(c, tuple) else c for c in chunks),
+            "dtype": str(X.dtype), "y_dtype": None if Y is None else str(Y.dtype),
+            "arrays": {"X": x, "y": labels}, "attrs": attrs}
+
+
+def iter_row_chunks(path, *, x=DEFAULT_X, y=DEFAULT_Y, storage_options=None
+                    ) -> Iterator[tuple[int, np.ndarray, np.ndarray | None]]:
     """Yield ``(row_offset, X_chunk, y_chunk or None)`` as numpy, one Zarr chunk at a time."""
-    group = _open_group(path)
-    X, y = group["X"], (group["y"] if "y" in group else None)
-    step = X.chunks[0]
+    source = open_source(path, storage_options)
+    X = source.array(x)
+    labels = _labels(source, y)
+    Y = None if labels is None else source.array(labels)
+    step = X.chunks[0] if isinstance(X.chunks[0], int) else X.chunks[0][0]
     for a in range(0, X.shape[0], step):
         b = min(a + step, X.shape[0])
-        yield a, X[a:b], (None if y is None else y[a:b])
+        yield a, np.asarray(X[a:b]), (None if Y is None else np.asarray(Y[a:b]))
 
 
 def onehot_columns(attrs):

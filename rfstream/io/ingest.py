@@ -16,14 +16,17 @@ from __future__ import annotations
 
 import bz2
 import gzip
+import io
 import lzma
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
+
+from .location import Location
 
 MAX_CLASSES = 1000
 """Distinct labels tracked in pass 1; more than this cannot be a classification."""
@@ -35,9 +38,9 @@ TASKS = ("auto", "classification", "regression")
 
 
 # ----------------------------------------------------------------- files
-def compression_of(path: Path) -> str | None:
+def compression_of(src: Location) -> str | None:
     """``"gzip"``, ``"bz2"``, ``"xz"`` or None, from the file's magic bytes."""
-    with open(path, "rb") as f:
+    with src.open("rb") as f:
         head = f.read(6)
     if head[:2] == b"\x1f\x8b":
         return "gzip"
@@ -48,10 +51,16 @@ def compression_of(path: Path) -> str | None:
     return None
 
 
-def open_text(path: Path):
-    """Open a plain, gzip, bzip2 or xz text file; universal newlines (CRLF -> LF)."""
-    opener = {"gzip": gzip.open, "bz2": bz2.open, "xz": lzma.open}.get(compression_of(path), open)
-    return opener(path, "rt", encoding="utf-8", errors="replace", newline=None)
+@contextmanager
+def open_text(src: Location):
+    """Open a plain, gzip, bzip2 or xz text file, local or remote; universal newlines."""
+    compression = compression_of(src)
+    with src.open("rb") as raw:
+        opener = {"gzip": lambda f: gzip.GzipFile(fileobj=f), "bz2": bz2.BZ2File,
+                  "xz": lzma.LZMAFile}.get(compression)
+        binary = opener(raw) if opener else raw
+        with io.TextIOWrapper(binary, encoding="utf-8", errors="replace", newline=None) as text:
+            yield text
 
 
 def is_comment(line: str) -> bool:
@@ -60,7 +69,7 @@ def is_comment(line: str) -> bool:
     return not s or s[0] in "#|"
 
 
-def first_data_lines(path: Path, n: int = 2) -> tuple[int, list[str]]:
+def first_data_lines(path: Location, n: int = 2) -> tuple[int, list[str]]:
     """Number of leading comment/blank lines, and the next ``n`` non-blank lines."""
     skip, lines = 0, []
     with open_text(path) as f:
@@ -133,7 +142,7 @@ class LabelScanner:
                 self.classes.add(name)
                 self.overflow = len(self.classes) > MAX_CLASSES
 
-    def decide(self, task: str, src: Path, column: Any) -> LabelSchema:
+    def decide(self, task: str, src: Location, column: Any) -> LabelSchema:
         """Task and classes after pass 1 (see :func:`rfstream.io.convert`)."""
         if self.n_missing:
             raise ValueError(
@@ -195,7 +204,7 @@ class LabelSchema:
 class LabelEncoder:
     """Pass 2: labels -> int32 class codes (-1 = unseen) or float32 targets."""
 
-    def __init__(self, schema: LabelSchema, src: Path):
+    def __init__(self, schema: LabelSchema, src: Location):
         self.schema, self.src = schema, src
         self.index = {c: k for k, c in enumerate(schema.classes or [])}
         self.counts = np.zeros(len(self.index), dtype=np.int64)

@@ -14,11 +14,11 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from itertools import islice
-from pathlib import Path
 
 import numpy as np
 
 from .ingest import LabelEncoder, LabelScanner, Plan, like_label_schema, open_text
+from .location import Location
 
 SUFFIXES = {".svm", ".libsvm", ".svmlight", ".trn", ".tst", ".t"}
 
@@ -30,7 +30,7 @@ def looks_like_libsvm(line: str) -> bool:
     return bool(_LINE.match(line))
 
 
-def _lines(path: Path) -> Iterator[tuple[int, str]]:
+def _lines(path: Location) -> Iterator[tuple[int, str]]:
     """(line number, content without comment) of every non-blank line."""
     with open_text(path) as f:
         for lineno, line in enumerate(f, 1):
@@ -39,13 +39,13 @@ def _lines(path: Path) -> Iterator[tuple[int, str]]:
                 yield lineno, line
 
 
-def _batches(path: Path, size: int):
+def _batches(path: Location, size: int):
     it = _lines(path)
     while batch := list(islice(it, size)):
         yield batch
 
 
-def _pairs(path: Path, lineno: int, tokens: list[str]):
+def _pairs(path: Location, lineno: int, tokens: list[str]):
     for tok in tokens:
         key, _, val = tok.partition(":")
         if key == "qid":
@@ -59,7 +59,7 @@ def _pairs(path: Path, lineno: int, tokens: list[str]):
             ) from None
 
 
-def scan(path: Path, rows_per_chunk: int, labels: LabelScanner | None):
+def scan(path: Location, rows_per_chunk: int, labels: LabelScanner | None):
     """Pass 1: (n_rows, smallest index, largest index)."""
     n_rows, lo, hi = 0, None, -1
     for batch in _batches(path, rows_per_chunk):
@@ -76,7 +76,7 @@ def scan(path: Path, rows_per_chunk: int, labels: LabelScanner | None):
     return n_rows, (lo if lo is not None else 1), hi
 
 
-def _block(path: Path, batch, base: int, d: int, with_labels: bool):
+def _block(path: Location, batch, base: int, d: int, with_labels: bool):
     X = np.zeros((len(batch), d), dtype=np.float32)
     labels = []
     for i, (lineno, line) in enumerate(batch):
@@ -93,7 +93,7 @@ def _block(path: Path, batch, base: int, d: int, with_labels: bool):
     return X, (labels if with_labels else None)
 
 
-def plan(src: Path, *, label_column, positive, task, like, like_attrs, rows_per_chunk,
+def plan(src: Location, *, label_column, positive, task, like, like_attrs, rows_per_chunk,
          **_) -> Plan:
     """Pass 1 (skipped with ``like=``) and the pass-2 generator for a LIBSVM source.
 

@@ -1,6 +1,7 @@
 """Saving and loading fitted models: JSON metadata + .npy arrays, no pickle.
 
-A model directory holds ``model.json`` and ``arrays/*.npy``.  The JSON records
+A model directory (local, or a URL such as ``s3://bucket/model``) holds
+``model.json`` and ``arrays/*.npy``.  The JSON records
 the format version, the estimator tree (class, constructor parameters, fitted
 attributes) and, for every array file, its shape, dtype and sha256.  Loading
 checks the version, refuses classes outside rfstream (plus
@@ -17,15 +18,16 @@ from __future__ import annotations
 
 import hashlib
 import importlib
+import io
 import json
 import sys
-from pathlib import Path
 
 import numpy as np
 from sklearn.base import BaseEstimator
 
 from .._version import __version__
-from .staging import staging
+from .location import Location, as_location
+from .staging import resolve_committed, staging
 
 FORMAT = "rfstream-model"
 FORMAT_VERSION = 1
@@ -36,12 +38,8 @@ class ModelFileError(ValueError):
     """A model directory that is missing, tampered with, truncated or too new."""
 
 
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
+def _sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
 
 
 def _class_path(obj) -> str:
@@ -56,10 +54,9 @@ def _class_path(obj) -> str:
 
 
 class _Writer:
-    def __init__(self, root: Path):
+    def __init__(self, root: Location):
         self.root = root
         self.arrays = {}
-        (root / "arrays").mkdir(parents=True)
 
     def array(self, value: np.ndarray, where: str) -> dict:
         if value.dtype.hasobject and all(isinstance(v, str) for v in value.flat):
@@ -70,9 +67,12 @@ class _Writer:
                 "or string array first."
             )
         name = f"arrays/a{len(self.arrays):03d}.npy"
-        np.save(self.root / name, np.ascontiguousarray(value), allow_pickle=False)
+        buffer = io.BytesIO()
+        np.save(buffer, np.ascontiguousarray(value), allow_pickle=False)
+        data = buffer.getvalue()
+        self.root.child(name).write_bytes(data)
         self.arrays[name] = {
-            "sha256": _sha256(self.root / name),
+            "sha256": _sha256(data),
             "shape": list(value.shape),
             "dtype": value.dtype.str,
         }
@@ -111,15 +111,15 @@ class _Writer:
         return spec
 
 
-def save_model(model, path, *, metadata=None, overwrite=False) -> Path:
+def save_model(model, path, *, metadata=None, overwrite=False, storage_options=None):
     """Save a fitted rfstream estimator or Pipeline to the directory ``path``.
 
-    The directory is written under a temporary name and renamed when complete.
+    ``path`` is a local directory or a URL (``s3://bucket/model``); the model is
+    written whole or not at all (:mod:`rfstream.io.staging`), ``model.json`` last.
     ``metadata`` is any JSON-serializable dict kept alongside (the CLI stores
-    the training dataset's schema there).
+    the training dataset's schema there).  Returns ``path``.
     """
-    path = Path(path)
-    with staging(path, overwrite, marker="model.json") as root:
+    with staging(as_location(path, storage_options), overwrite, marker="model.json") as root:
         writer = _Writer(root)
         tree = writer.estimator(model, "model")
         doc = {
@@ -130,22 +130,25 @@ def save_model(model, path, *, metadata=None, overwrite=False) -> Path:
             "metadata": metadata or {},
             "arrays": writer.arrays,
         }
-        with open(root / "model.json", "w") as f:
-            json.dump(doc, f, indent=1, sort_keys=False)
+        root.child("model.json").write_bytes(json.dumps(doc, indent=1, sort_keys=False).encode())
     return path
 
 
-def read_model_json(path) -> dict:
+def model_root(path, storage_options=None) -> Location:
+    """The directory holding ``model.json`` (on a store: the committed version)."""
+    return resolve_committed(as_location(path, storage_options))
+
+
+def read_model_json(path, *, storage_options=None) -> dict:
     """The parsed ``model.json`` of a model directory, format-checked."""
-    path = Path(path)
-    meta = path / "model.json"
-    if not meta.is_file():
+    meta = model_root(path, storage_options).child("model.json")
+    if not meta.isfile():
         raise ModelFileError(
             f"{path} is not an rfstream model: {meta} not found (models are directories "
             "written by save_model / rfstream fit --out)."
         )
     try:
-        doc = json.loads(meta.read_text())
+        doc = json.loads(meta.read_bytes())
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise ModelFileError(f"{meta} is not valid JSON ({exc}); the model is truncated or damaged.") from None
     if not isinstance(doc, dict) or doc.get("format") != FORMAT:
@@ -160,22 +163,23 @@ def read_model_json(path) -> dict:
 
 
 class _Reader:
-    def __init__(self, root: Path, manifest: dict):
+    def __init__(self, root: Location, manifest: dict):
         self.root = root
         self.manifest = manifest
 
     def array(self, name: str) -> np.ndarray:
         entry = self.manifest.get(name)
-        file = self.root / name
-        if entry is None or not file.is_file():
+        file = self.root.child(name)
+        if entry is None or not file.isfile():
             raise ModelFileError(f"model array {file} is missing or not listed in model.json.")
-        if _sha256(file) != entry["sha256"]:
+        data = file.read_bytes()
+        if _sha256(data) != entry["sha256"]:
             raise ModelFileError(
                 f"model array {file} fails its sha256 check: the file was changed or "
                 "truncated. Re-save the model."
             )
         try:
-            value = np.load(file, allow_pickle=False)
+            value = np.load(io.BytesIO(data), allow_pickle=False)
         except ValueError as exc:
             raise ModelFileError(f"model array {file} cannot be read without pickle ({exc}).") from None
         if list(value.shape) != entry["shape"] or value.dtype.str != entry["dtype"]:
@@ -219,11 +223,11 @@ def _resolve_class(path: str):
     return cls
 
 
-def load_model(path):
+def load_model(path, *, storage_options=None):
     """Load a model saved by :func:`save_model` (checksums verified, no pickle)."""
-    path = Path(path)
-    doc = read_model_json(path)
+    root = model_root(path, storage_options)
+    doc = read_model_json(root)
     try:
-        return _Reader(path, doc.get("arrays", {})).estimator(doc["estimator"])
+        return _Reader(root, doc.get("arrays", {})).estimator(doc["estimator"])
     except (KeyError, TypeError) as exc:
-        raise ModelFileError(f"{path / 'model.json'} is damaged ({exc!r}).") from None
+        raise ModelFileError(f"{root.child('model.json')} is damaged ({exc!r}).") from None

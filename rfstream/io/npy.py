@@ -1,24 +1,23 @@
 """NumPy .npy / .npz -> dense float32 rows (behind :func:`rfstream.io.convert`)."""
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 
 from .ingest import LabelEncoder, LabelScanner, LabelSchema, Plan, check_like_task
+from .location import Location
 
 
-def plan(src: Path, *, label_column, positive, task, like, like_attrs,
+def plan(src: Location, *, label_column, positive, task, like, like_attrs,
                 rows_per_chunk, **_) -> Plan:
     """.npy (memory-mapped, rows streamed) or .npz (members "X", optional "y").
 
     npz members cannot be memory-mapped: ``X`` and ``y`` are read whole into memory,
     then written chunk by chunk.  Use .npy (or CSV/LIBSVM) for data larger than memory.
     """
-    if src.suffix.lower() == ".npy":
-        X, y = np.load(src, mmap_mode="r", allow_pickle=False), None
+    if src.name.lower().endswith(".npy"):
+        X, y = _npy_rows(src), None
     else:
-        with np.load(src, allow_pickle=False) as z:
+        with src.open("rb") as f, np.load(f, allow_pickle=False) as z:
             if "X" not in z:
                 raise ValueError(f"{src} has no member 'X' (members: {list(z.keys())}); "
                                  "save it with np.savez(path, X=X, y=y)")
@@ -53,7 +52,36 @@ def plan(src: Path, *, label_column, positive, task, like, like_attrs,
         return {"n_unseen_categories": 0, **(labels.stats() if labels else {"n_unseen_labels": 0})}
 
     names = like_attrs["feature_names"] if like_attrs else [f"x{j}" for j in range(d)]
-    attrs = {"format": src.suffix.lower()[1:], "feature_names": names,
+    attrs = {"format": src.name.lower().rsplit(".", 1)[-1], "feature_names": names,
              "categorical": {}, "fill_values": {}, "label_column": None if y is None else "y"}
     attrs.update(schema.attrs() if labels else {"task": None, "positive_class": None})
     return Plan(X.shape[0], d, labels.dtype if labels else None, attrs, chunks, stats)
+
+
+class _RemoteNpy:
+    """Rows of a .npy file on a store, read by byte range (no memory map there)."""
+
+    def __init__(self, src: Location):
+        self.src = src
+        with src.open("rb") as f:
+            version = np.lib.format.read_magic(f)
+            shape, fortran, dtype = np.lib.format._read_array_header(f, version)
+            self.offset = f.tell()
+        if fortran or dtype.hasobject:
+            raise ValueError(f"{src}: a Fortran-ordered or object .npy cannot be streamed; "
+                             "save it with np.save(path, np.ascontiguousarray(X))")
+        self.shape, self.dtype, self.ndim = shape, dtype, len(shape)
+
+    def __getitem__(self, rows: slice) -> np.ndarray:
+        a, b, _ = rows.indices(self.shape[0])
+        width = int(np.prod(self.shape[1:], dtype=np.int64)) * self.dtype.itemsize
+        with self.src.open("rb") as f:
+            f.seek(self.offset + a * width)
+            data = f.read((b - a) * width)
+        return np.frombuffer(data, self.dtype).reshape((b - a, *self.shape[1:]))
+
+
+def _npy_rows(src: Location):
+    if src.is_local:
+        return np.load(src.local_path, mmap_mode="r", allow_pickle=False)
+    return _RemoteNpy(src)

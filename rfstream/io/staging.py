@@ -1,26 +1,56 @@
-"""Write outputs under a temporary name and rename them when complete.
+"""Writes that readers see whole or not at all, on a local disk and on an object store.
 
-Nothing half-written is ever left at the destination: a failure deletes the
-temporary directory, and an existing output is swapped out only after the new
-one is complete.  ``marker`` names the file that proves an existing
-destination is ours to replace (``zarr.json`` for a Zarr group, ``model.json``
-for a model), so ``overwrite=True`` never deletes an unrelated directory.
+Local disk: the output is written under a temporary sibling name and renamed onto
+the destination when complete (an existing output is swapped out only then).
+
+Object store (no atomic rename there): the output is written under a fresh
+version prefix ``DST/v-<random>/`` and made visible last by one small object,
+``DST/rfstream-commit.json``, naming that version (a single PUT, atomic).
+Readers follow the commit (:func:`resolve_committed`); a destination with
+version prefixes but no commit is an interrupted write and is refused with a
+one-line error.  The previous version stays readable until the new commit is
+written; everything else under ``DST`` is deleted after it.
+
+``marker`` names the file that proves an existing destination is ours to replace
+(``zarr.json`` for a Zarr group, ``model.json`` for a model), so
+``overwrite=True`` never deletes an unrelated directory.
 """
 from __future__ import annotations
 
-import os
+import json
 import secrets
-import shutil
 from contextlib import contextmanager
-from pathlib import Path
+
+from .location import Location, as_location, storage_errors
+
+COMMIT = "rfstream-commit.json"
+VERSION_PREFIX = "v-"
 
 
-def check_destination(dst: Path, overwrite: bool, marker: str) -> None:
+def _entries(dst: Location) -> list[str]:
+    with storage_errors(dst, "cannot be listed"):
+        try:
+            return [p.rstrip("/").rsplit("/", 1)[-1] for p in dst.fs.ls(dst.path, detail=False)]
+        except (FileNotFoundError, NotADirectoryError):
+            return []
+
+
+def _abandoned(entries: list[str]) -> bool:
+    """Only version prefixes and no commit: a write that never finished."""
+    return bool(entries) and all(e.startswith(VERSION_PREFIX) for e in entries)
+
+
+def check_destination(dst, overwrite: bool, marker: str) -> None:
+    """Refuse an existing destination unless ``overwrite`` and it is ours to replace."""
+    dst = as_location(dst)
     if not dst.exists():
+        return
+    entries = _entries(dst) if dst.isdir() else [None]
+    if _abandoned(entries):
         return
     if not overwrite:
         raise FileExistsError(f"{dst} already exists; pass overwrite=True (CLI: --overwrite) to replace it")
-    if not (dst / marker).is_file():
+    if marker not in entries and COMMIT not in entries:
         what = "a Zarr dataset" if marker == "zarr.json" else "an rfstream model"
         raise ValueError(
             f"refusing to overwrite {dst}: it is not {what} (no {marker}); remove it "
@@ -28,22 +58,62 @@ def check_destination(dst: Path, overwrite: bool, marker: str) -> None:
         )
 
 
+def resolve_committed(loc: Location) -> Location:
+    """Where the data of ``loc`` are: its committed version on a store, else ``loc`` itself."""
+    commit = loc.child(COMMIT)
+    if commit.exists():
+        try:
+            current = json.loads(commit.read_bytes())["current"]
+        except (ValueError, KeyError, TypeError):
+            raise ValueError(f"{commit} is damaged; write {loc} again") from None
+        return loc.child(current)
+    if loc.isdir() and _abandoned(_entries(loc)):
+        raise ValueError(f"{loc} is incomplete: a write was interrupted before it was committed "
+                         f"(no {COMMIT}); write it again")
+    return loc
+
+
 @contextmanager
 def staging(dst, overwrite: bool, marker: str = "zarr.json"):
-    """Yield a temporary sibling path; on success move it onto ``dst``, else delete it."""
-    dst = Path(dst)
+    """Yield a :class:`Location` to write into; make it the destination only on success."""
+    dst = as_location(dst)
     check_destination(dst, overwrite, marker)
-    dst.parent.mkdir(parents=True, exist_ok=True)
-    tmp = dst.with_name(f".{dst.name}.tmp-{secrets.token_hex(4)}")
+    if dst.is_local:
+        with _local_staging(dst, overwrite, marker) as tmp:
+            yield tmp
+        return
+    version = f"{VERSION_PREFIX}{secrets.token_hex(6)}"
+    tmp = dst.child(version)
     try:
         yield tmp
+    except BaseException:
+        tmp.remove()
+        raise
+    check_destination(dst, overwrite, marker)
+    dst.child(COMMIT).write_bytes(json.dumps({"format": "rfstream-commit", "current": version}).encode())
+    for name in _entries(dst):
+        if name not in (COMMIT, version):
+            dst.child(name).remove()
+
+
+@contextmanager
+def _local_staging(dst: Location, overwrite: bool, marker: str):
+    import os
+    import shutil
+    from pathlib import Path
+
+    path = Path(dst.path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp-{secrets.token_hex(4)}")
+    try:
+        yield as_location(str(tmp))
         check_destination(dst, overwrite, marker)
-        if dst.exists():
-            old = dst.with_name(f".{dst.name}.old-{secrets.token_hex(4)}")
-            os.replace(dst, old)
-            os.replace(tmp, dst)
+        if path.exists():
+            old = path.with_name(f".{path.name}.old-{secrets.token_hex(4)}")
+            os.replace(path, old)
+            os.replace(tmp, path)
             shutil.rmtree(old, ignore_errors=True)
         else:
-            os.replace(tmp, dst)
+            os.replace(tmp, path)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)

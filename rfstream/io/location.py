@@ -1,0 +1,252 @@
+"""Where bytes live: a local path or an fsspec URL, behind one small interface.
+
+Every reader and writer of :mod:`rfstream.io` takes a *location*: a local path
+(``str`` or :class:`~pathlib.Path`) or an fsspec URL (``s3://``, ``gs://``,
+``abfs://``, ``memory://``, ``file://``; ``http(s)://`` for reading).
+:func:`as_location` turns it into a :class:`Location`, a filesystem and a path
+on it.  No local path is ever made from a URL: ``"s3://b/x"`` is either an S3
+object or an error.
+
+Credentials and endpoints come from ``storage_options`` (the API's argument, the
+CLI's ``--storage-options JSON``) and otherwise from each filesystem's own
+environment (S3: ``AWS_ENDPOINT_URL``, ``AWS_ACCESS_KEY_ID``,
+``AWS_SECRET_ACCESS_KEY``; GCS: ``GOOGLE_APPLICATION_CREDENTIALS``; Azure:
+``AZURE_STORAGE_CONNECTION_STRING``).  A protocol whose filesystem package is not
+installed is a one-line error naming the extra to install (``rfstream[s3]``).
+
+Failures of the store itself (no bucket, refused credentials, an endpoint that
+does not answer) surface as :class:`StorageError`, one line naming the location
+and the fix; S3 connections get a short connect timeout and few retries unless
+the caller sets ``config_kwargs``, so a wrong endpoint fails within seconds.
+"""
+from __future__ import annotations
+
+import os
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+
+import fsspec
+from fsspec.implementations.local import LocalFileSystem
+
+__all__ = ["EXTRAS", "Location", "StorageError", "as_location", "is_url"]
+
+#: fsspec protocol -> the rfstream extra that installs its filesystem.
+EXTRAS = {"s3": "s3", "s3a": "s3", "gs": "gcs", "gcs": "gcs", "abfs": "azure", "az": "azure",
+          "abfss": "azure", "adl": "azure", "http": "http", "https": "http"}
+
+#: S3 client settings used unless the caller gives ``config_kwargs``: fail fast on
+#: a wrong endpoint instead of botocore's 60 s connect timeout and retries.
+S3_FAST_FAIL = {"connect_timeout": 5, "read_timeout": 60, "retries": {"max_attempts": 3, "mode": "standard"}}
+
+
+class StorageError(ValueError):
+    """The store refused or could not be reached; the message names the location and the fix."""
+
+
+def is_url(target) -> bool:
+    """True for ``"proto://..."`` strings (``file://`` included); False for local paths."""
+    return isinstance(target, str) and "://" in target
+
+
+@dataclass(frozen=True)
+class Location:
+    """A filesystem and a path on it; ``url`` is what the user wrote (for messages)."""
+
+    fs: fsspec.AbstractFileSystem
+    path: str
+    url: str
+    storage_options: dict = field(default_factory=dict, compare=False)
+
+    def __str__(self) -> str:
+        return self.url
+
+    @property
+    def is_local(self) -> bool:
+        return isinstance(self.fs, LocalFileSystem)
+
+    @property
+    def name(self) -> str:
+        """The last component of the path (``"x.zarr"``)."""
+        return PurePosixPath(self.path.rstrip("/")).name
+
+    @property
+    def local_path(self) -> Path:
+        if not self.is_local:
+            raise ValueError(f"{self.url} is not on the local filesystem")
+        return Path(self.path)
+
+    def child(self, *names: str) -> Location:
+        path = "/".join([self.path.rstrip("/"), *names])
+        url = "/".join([self.url.rstrip("/"), *names])
+        return Location(self.fs, path, url, self.storage_options)
+
+    def sibling(self, name: str) -> Location:
+        parent, url_parent = self.path.rstrip("/").rsplit("/", 1)[0], self.url.rstrip("/").rsplit("/", 1)[0]
+        return Location(self.fs, f"{parent}/{name}", f"{url_parent}/{name}", self.storage_options)
+
+    # ------------------------------------------------------------ queries
+    def exists(self) -> bool:
+        with storage_errors(self, "cannot be read"):
+            return self.fs.exists(self.path)
+
+    def isfile(self) -> bool:
+        with storage_errors(self, "cannot be read"):
+            return self.fs.isfile(self.path)
+
+    def isdir(self) -> bool:
+        with storage_errors(self, "cannot be read"):
+            return self.fs.isdir(self.path)
+
+    def glob(self, pattern: str) -> list[Location]:
+        """Locations matching a glob pattern on this filesystem, sorted by path."""
+        with storage_errors(self, "cannot be listed"):
+            paths = sorted(self.fs.glob(pattern))
+        return [self._at(p) for p in paths]
+
+    def files(self) -> list[Location]:
+        """Every file under this directory (recursively), sorted by path."""
+        with storage_errors(self, "cannot be listed"):
+            paths = sorted(self.fs.find(self.path))
+        return [self._at(p) for p in paths]
+
+    def _at(self, path: str) -> Location:
+        if self.is_local:
+            return Location(self.fs, path, path, self.storage_options)
+        return Location(self.fs, path, self.fs.unstrip_protocol(path), self.storage_options)
+
+    # ------------------------------------------------------------ bytes
+    def open(self, mode: str = "rb"):
+        with storage_errors(self, "cannot be opened"):
+            return self.fs.open(self.path, mode)
+
+    def read_bytes(self) -> bytes:
+        with storage_errors(self, "cannot be read"):
+            return self.fs.cat_file(self.path)
+
+    def write_bytes(self, data: bytes) -> None:
+        """Write a whole file at once: a temporary file renamed locally, one PUT on a store.
+
+        Either way a reader sees the old content or the new one, never a part.
+        """
+        with storage_errors(self, "cannot be written"):
+            if self.is_local:
+                _write_local_atomic(Path(self.path), data)
+            else:
+                self.fs.pipe_file(self.path, data)
+
+    def remove(self) -> None:
+        """Delete this file or directory tree; a missing one is not an error."""
+        try:
+            self.fs.rm(self.path, recursive=True)
+        except FileNotFoundError:
+            pass
+
+    def zarr_store(self, *, read_only: bool):
+        """A zarr v3 store rooted here (``LocalStore`` or ``FsspecStore``)."""
+        import zarr.storage
+
+        if self.is_local:
+            return zarr.storage.LocalStore(self.path, read_only=read_only)
+        # zarr drives the filesystem from its own event loop: let it make its own instance
+        url = self.fs.unstrip_protocol(self.path)
+        return zarr.storage.FsspecStore.from_url(url, storage_options=self.storage_options,
+                                                 read_only=read_only)
+
+
+def _write_local_atomic(path: Path, data: bytes) -> None:
+    import tempfile
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def as_location(target, storage_options: dict | None = None) -> Location:
+    """A :class:`Location` from a local path, a URL or a Location.
+
+    ``storage_options`` go to the filesystem's constructor (for S3, e.g.
+    ``{"endpoint_url": "http://127.0.0.1:9000", "key": ..., "secret": ...}``).
+    """
+    if isinstance(target, Location):
+        return target
+    if isinstance(target, os.PathLike):
+        target = os.fspath(target)
+    if not isinstance(target, str):
+        raise TypeError(f"expected a local path or a URL; got {type(target).__name__}")
+    if not target:
+        raise ValueError("expected a local path or a URL; got an empty string")
+    options = dict(storage_options or {})
+    if not is_url(target):
+        return Location(LocalFileSystem(), os.path.abspath(target), target, options)
+    protocol = target.split("://", 1)[0].lower()
+    try:
+        cls = fsspec.get_filesystem_class(protocol)
+    except ImportError:
+        extra = EXTRAS.get(protocol)
+        hint = f'pip install "rfstream[{extra}]"' if extra else "install its fsspec filesystem package"
+        raise StorageError(f"{target}: no filesystem for {protocol}:// is installed; {hint}") from None
+    except ValueError:
+        raise StorageError(f"{target}: {protocol}:// is not a known storage protocol; "
+                           "use a local path or s3://, gs://, abfs://, memory://, file://, https://") from None
+    if protocol in ("s3", "s3a") and "config_kwargs" not in options:
+        options["config_kwargs"] = dict(S3_FAST_FAIL)
+    kwargs = dict(options)
+    kwargs.update(cls._get_kwargs_from_urls(target))
+    try:
+        fs = cls(**kwargs)
+    except TypeError as exc:
+        raise StorageError(f"{target}: storage options {sorted(options)} are not accepted "
+                           f"by {cls.__name__} ({exc})") from None
+    path = cls._strip_protocol(target)
+    if isinstance(fs, LocalFileSystem):
+        return Location(fs, path, target, options)
+    return Location(fs, path, target, options)
+
+
+@contextmanager
+def storage_errors(location, doing: str):
+    """Turn a store's failure into a one-line error naming ``location`` (see :func:`as_storage_error`)."""
+    try:
+        yield
+    except Exception as exc:
+        converted = as_storage_error(exc, location, doing)
+        if converted is None:
+            raise
+        raise converted from None
+
+
+_NETWORK_MODULES = ("botocore", "aiobotocore", "aiohttp", "s3fs", "gcsfs", "adlfs", "azure",
+                    "requests", "urllib3")
+
+
+def as_storage_error(exc: Exception, location, doing: str) -> Exception | None:
+    """The one-line error for a store's failure ``exc``, or None if ``exc`` is not one.
+
+    A missing file stays ``FileNotFoundError`` (with the location named), refused
+    credentials and unreachable endpoints become :class:`StorageError`; errors
+    rfstream raises itself are not touched.
+    """
+    if isinstance(exc, (FileExistsError, StorageError, IsADirectoryError, NotADirectoryError)):
+        return None
+    if isinstance(exc, FileNotFoundError):
+        text = _first_line(exc)
+        return None if str(location) in text else FileNotFoundError(f"{location} {doing}: {text}")
+    if isinstance(exc, PermissionError):
+        return StorageError(f"{location} {doing}: access denied ({_first_line(exc)}); check the "
+                            "credentials (--storage-options or the filesystem's environment)")
+    if isinstance(exc, OSError) or type(exc).__module__.split(".", 1)[0] in _NETWORK_MODULES:
+        return StorageError(f"{location} {doing}: {_first_line(exc)}; check the URL, the endpoint "
+                            "and the credentials (--storage-options)")
+    return None
+
+
+def _first_line(exc) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
