@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import time
 from functools import partial
-from pathlib import Path
 
 from sklearn.pipeline import Pipeline
 
@@ -108,6 +107,22 @@ def route_params(features, solver, task, params):
     return to_map, to_solver
 
 
+def open_data(data, *, storage_options=None, x_array="X", y_array="y", task=None):
+    """``(X, y, attrs)`` of a dataset: a local path, a URL, a zarr store or Group, or an
+    xarray Dataset (:func:`rfstream.io.open_dataset`), arrays chosen by name.
+
+    ``task`` ("classification" or "regression") overrides the dataset's own (or the
+    one inferred from y's dtype for a store without rfstream's attributes).
+    """
+    names = {"x": x_array, "y": y_array, "storage_options": storage_options}
+    X, y = io.open_dataset(data, **names)
+    attrs = io.dataset_info(data, **names)["attrs"]
+    if task is not None:
+        _check_task(task)
+        attrs = {**attrs, "task": task}
+    return X, y, attrs
+
+
 def dataset_metadata(data, X, attrs):
     """What a saved model records of the dataset it was fitted on."""
     return {"path": str(data), "n_rows": int(X.shape[0]), "n_features": int(X.shape[1]),
@@ -116,9 +131,12 @@ def dataset_metadata(data, X, attrs):
 
 
 def fit_dataset(data, *, features="rff", solver="ridge", standardize=True, out=None, overwrite=False,
-                X=None, y=None, attrs=None, feature_params=None, solver_params=None, **params):
+                X=None, y=None, attrs=None, feature_params=None, solver_params=None,
+                storage_options=None, x_array="X", y_array="y", task=None, **params):
     """Fit a model on a Zarr dataset (or on given dask arrays) and save it to ``out``.
 
+    ``data`` and ``out`` are local paths or URLs (``storage_options`` for their
+    filesystems; ``x_array``/``y_array``/``task`` as in :func:`open_data`).
     ``params`` (e.g. ``n_components=2000, alpha=[0.1, 1, 10]``) go to the feature map
     or the solver, whichever takes them (:func:`route_params`); ``feature_params``
     and ``solver_params`` name the receiver explicitly (needed for a name both take,
@@ -126,12 +144,13 @@ def fit_dataset(data, *, features="rff", solver="ridge", standardize=True, out=N
     attributes (e.g. a training split).  Returns ``(model, metadata)``.
     """
     if X is None:
-        X, y = io.open_dataset(data)
-        attrs = io.dataset_info(data)["attrs"]
+        X, y, attrs = open_data(data, storage_options=storage_options, x_array=x_array,
+                                y_array=y_array, task=task)
     task = attrs.get("task")
     if y is None or task not in TASKS:
-        raise ValueError(f"{data} has no labels (task={task!r}); fit needs a labelled dataset.")
-    if out is not None and Path(out).exists() and not overwrite:
+        raise ValueError(f"{data} has no labels (task={task!r}); fit needs a labelled dataset "
+                         "(name the label array with y_array= / --y-array, the task with --task).")
+    if out is not None and not overwrite and io.as_location(out, storage_options).exists():
         raise FileExistsError(f"{out} already exists; pass --overwrite to replace it.")
     routed_map, routed_solver = route_params(features, solver, task, params)
     model = make_model(task, features=features, solver=solver, standardize=standardize,
@@ -142,13 +161,14 @@ def fit_dataset(data, *, features="rff", solver="ridge", standardize=True, out=N
     model.fit(X, y)
     meta = {"dataset": dataset_metadata(data, X, attrs), "fit_seconds": round(time.perf_counter() - t0, 3)}
     if out is not None:
-        io.save_model(model, out, metadata=meta, overwrite=overwrite)
+        io.save_model(model, out, metadata=meta, overwrite=overwrite, storage_options=storage_options)
     return model, meta
 
 
-def load_fitted(model_path):
+def load_fitted(model_path, *, storage_options=None):
     """``(model, metadata)`` of a model directory written by :func:`fit_dataset`."""
-    return io.load_model(model_path), io.read_model_json(model_path).get("metadata", {})
+    root = io.model_root(model_path, storage_options)
+    return io.load_model(root), io.read_model_json(root).get("metadata", {})
 
 
 def check_schema(meta, attrs, X, data_path):
@@ -167,11 +187,11 @@ def check_schema(meta, attrs, X, data_path):
         )
 
 
-def evaluate_dataset(model, meta, data, *, X=None, y=None, attrs=None):
+def evaluate_dataset(model, meta, data, *, X=None, y=None, attrs=None, storage_options=None,
+                     x_array="X", y_array="y"):
     """Error rate (classification) or relative RMSE (regression) on a dataset, one pass."""
     if X is None:
-        X, y = io.open_dataset(data)
-        attrs = io.dataset_info(data)["attrs"]
+        X, y, attrs = open_data(data, storage_options=storage_options, x_array=x_array, y_array=y_array)
     if y is None:
         raise ValueError(f"{data} has no labels; use `rfstream predict` instead of evaluate.")
     check_schema(meta, attrs, X, data)
@@ -190,16 +210,18 @@ def evaluate_dataset(model, meta, data, *, X=None, y=None, attrs=None):
     return result
 
 
-def predict_dataset(model_path, data, out, *, overwrite=False):
+def predict_dataset(model_path, data, out, *, overwrite=False, storage_options=None, x_array="X"):
     """Predict every row of a dataset with a saved model; write them to the Zarr ``out``.
 
-    Returns the number of rows.
+    Every location may be a URL (``storage_options`` for its filesystem); the
+    workers read their rows and write their predictions themselves.  Returns the
+    number of rows.
     """
-    model, meta = load_fitted(model_path)
-    X, _ = io.open_dataset(data)
-    check_schema(meta, io.dataset_info(data)["attrs"], X, data)
+    model, meta = load_fitted(model_path, storage_options=storage_options)
+    X, _, attrs = open_data(data, storage_options=storage_options, x_array=x_array, y_array=None)
+    check_schema(meta, attrs, X, data)
     trained = meta.get("dataset", {})
-    io.write_predictions(model.predict(X), out, overwrite=overwrite,
+    io.write_predictions(model.predict(X), out, overwrite=overwrite, storage_options=storage_options,
                          attrs={"model": str(model_path), "data": str(data), "task": trained.get("task"),
                                 "classes": trained.get("classes")})
     return int(X.shape[0])

@@ -11,12 +11,14 @@ errors print one line, ``rfstream: error: ...``, and exit with code 2; set
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 
 from ..bench import add_arguments as add_bench_arguments
 from ..cluster import connect, set_progress
-from ..pipeline import FEATURES, SOLVERS
+from ..io.location import as_storage_error
+from ..pipeline import FEATURES, SOLVERS, TASKS
 from . import commands
 from .options import UserError, add_fit_options
 
@@ -43,6 +45,30 @@ def _label_column(text):
         return text
 
 
+def _storage_options(text):
+    try:
+        options = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise argparse.ArgumentTypeError(f"--storage-options must be a JSON object; {exc}") from None
+    if not isinstance(options, dict):
+        raise argparse.ArgumentTypeError(f"--storage-options must be a JSON object; got {text!r}")
+    return options
+
+
+LOCATION_HELP = "a local path or a URL (s3://, gs://, abfs://, memory://, file://"
+
+
+def _data_options(p, labels=True):
+    """Where the data are: the filesystem's options and the arrays' names."""
+    p.add_argument("--storage-options", type=_storage_options, default=None, metavar="JSON",
+                   help='options of every URL\'s filesystem, e.g. \'{"endpoint_url": '
+                        '"http://127.0.0.1:9000"}\' (default: the filesystem\'s environment, '
+                        "e.g. AWS_ENDPOINT_URL, AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY)")
+    p.add_argument("--x-array", default="X", help="name of the features array in the Zarr group (default: X)")
+    if labels:
+        p.add_argument("--y-array", default="y", help="name of the labels array (default: y)")
+
+
 def _common(p, compute=True):
     p.add_argument("--quiet", action="store_true", help="no progress bars or summaries")
     if compute:
@@ -52,7 +78,7 @@ def _common(p, compute=True):
 
 
 def _model_and_data(p, data_help):
-    p.add_argument("model", help="model directory (rfstream fit --out)")
+    p.add_argument("model", help=f"model directory (rfstream fit --out): {LOCATION_HELP}, https://)")
     p.add_argument("data", help=data_help)
 
 
@@ -61,8 +87,9 @@ def build_parser():
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     p = sub.add_parser("convert", help="CSV / LIBSVM / npy / npz -> Zarr dataset")
-    p.add_argument("src", help="source file: CSV (plain or compressed), LIBSVM, .npy or .npz")
-    p.add_argument("dst", help="Zarr dataset directory to write")
+    p.add_argument("src", help="source file: CSV (plain or compressed), LIBSVM, .npy or .npz; "
+                               f"{LOCATION_HELP}, https://)")
+    p.add_argument("dst", help=f"Zarr dataset to write: {LOCATION_HELP})")
     p.add_argument("--label-column", type=_label_column, default="last",
                    help="'last' (default), 'first', a 0-based index, a header name, or 'none'")
     p.add_argument("--positive", default=None, help="binary task: this label vs the rest")
@@ -72,24 +99,32 @@ def build_parser():
                    help="(default: auto)")
     p.add_argument("--like", default=None, help="encode with the schema of this training dataset")
     p.add_argument("--overwrite", action="store_true")
+    p.add_argument("--storage-options", type=_storage_options, default=None, metavar="JSON",
+                   help="options of every URL's filesystem (see rfstream fit --help)")
     _common(p, compute=False)
     p.set_defaults(func=commands.cmd_convert, uses_cluster=False)
 
     p = sub.add_parser("fit", help="fit a model on a Zarr dataset")
-    p.add_argument("data", help="Zarr dataset with labels (rfstream convert)")
-    p.add_argument("--out", required=True, help="model directory to write")
+    p.add_argument("data", help=f"Zarr dataset with labels (rfstream convert, or any Zarr v2/v3 group): "
+                                f"{LOCATION_HELP}, https://)")
+    p.add_argument("--out", required=True, help=f"model directory to write: {LOCATION_HELP})")
     p.add_argument("--features", choices=sorted(FEATURES), default="rff", help="feature map (default: rff)")
     p.add_argument("--solver", choices=sorted(SOLVERS), default="ridge", help="solver (default: ridge)")
     add_fit_options(p)
     p.add_argument("--no-standardize", action="store_true", help="do not standardize the columns first")
+    p.add_argument("--task", choices=list(TASKS), default=None,
+                   help="override the dataset's task (default: its attributes, else y's dtype: "
+                        "integers are classes, floats regression)")
     p.add_argument("--overwrite", action="store_true")
+    _data_options(p)
     _common(p)
     p.set_defaults(func=commands.cmd_fit, uses_cluster=True)
 
     p = sub.add_parser("predict", help="predict a Zarr dataset, write a Zarr of predictions")
     _model_and_data(p, "Zarr dataset with the training data's columns")
-    p.add_argument("--out", required=True, help="Zarr group to write, array y_pred")
+    p.add_argument("--out", required=True, help=f"Zarr group to write, array y_pred: {LOCATION_HELP})")
     p.add_argument("--overwrite", action="store_true")
+    _data_options(p, labels=False)
     _common(p)
     p.set_defaults(func=commands.cmd_predict, uses_cluster=True)
 
@@ -97,11 +132,13 @@ def build_parser():
     _model_and_data(p, "Zarr dataset with labels")
     p.add_argument("--out", default=None,
                    help="JSON file for the metrics (default: MODEL/metrics-<DATA name>.json)")
+    _data_options(p)
     _common(p)
     p.set_defaults(func=commands.cmd_evaluate, uses_cluster=True)
 
     p = sub.add_parser("info", help="describe a dataset or a model")
-    p.add_argument("path", help="a Zarr dataset, a model directory or a predictions group")
+    p.add_argument("path", help=f"a Zarr dataset, a model directory or a predictions group: {LOCATION_HELP}, https://)")
+    _data_options(p)
     _common(p, compute=False)
     p.set_defaults(func=commands.cmd_info, uses_cluster=False)
 
@@ -129,8 +166,10 @@ def main(argv=None):
                 args.func(args)
         else:
             args.func(args)
-    except USER_ERRORS as exc:
-        if os.environ.get("RFSTREAM_DEBUG"):
+    except Exception as exc:
+        if not isinstance(exc, USER_ERRORS):  # a store's failure deep in a task or a library
+            exc = as_storage_error(exc, "storage", "failed")
+        if exc is None or os.environ.get("RFSTREAM_DEBUG"):
             raise
         message = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         print(f"rfstream: error: {message}", file=sys.stderr)

@@ -7,7 +7,6 @@ results into JSON on stdout.
 from __future__ import annotations
 
 import json
-import os
 import tempfile
 import time
 from pathlib import Path
@@ -16,14 +15,16 @@ from .. import io, pipeline
 from .options import UserError, split_params
 
 
-def _write_json(data, path):
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    with os.fdopen(fd, "w") as f:
-        json.dump(data, f, indent=2)
-        f.write("\n")
-    os.replace(tmp, path)
+def _write_json(data, location):
+    location.write_bytes((json.dumps(data, indent=2) + "\n").encode())
+
+
+def _source(args, labels=True):
+    """Keyword arguments naming where a command's data are (storage, arrays)."""
+    out = {"storage_options": args.storage_options, "x_array": args.x_array}
+    if labels:
+        out["y_array"] = args.y_array
+    return out
 
 
 def _print_json(data):
@@ -35,23 +36,26 @@ def cmd_convert(args):
     summary = io.convert(
         args.src, args.dst, label_column=args.label_column, positive_class=args.positive,
         rows_per_chunk=args.rows_per_chunk, header={"auto": "auto", "yes": True, "no": False}[args.header],
-        task=args.task, like=args.like, overwrite=args.overwrite,
+        task=args.task, like=args.like, overwrite=args.overwrite, storage_options=args.storage_options,
     )
     if not args.quiet:
-        info = io.dataset_info(args.dst)
+        info = io.dataset_info(args.dst, storage_options=args.storage_options)
         _print_json({"dataset": str(args.dst), "shape": info["shape"], "task": info["attrs"].get("task"),
                      "classes": info["attrs"].get("classes"), "seconds": round(time.perf_counter() - t0, 2)})
     return summary
 
 
 def cmd_fit(args):
-    task = io.dataset_info(args.data)["attrs"].get("task")
+    _, _, attrs = pipeline.open_data(args.data, task=args.task, **_source(args))
+    task = attrs.get("task")
     if task not in pipeline.TASKS:
-        raise UserError(f"{args.data} has no labels (task={task!r}); fit needs a labelled dataset.")
+        raise UserError(f"{args.data} has no labels (task={task!r}); fit needs a labelled dataset "
+                        "(--y-array names the labels, --task the task).")
     feature_params, solver_params = split_params(args, args.features, args.solver, task)
     model, meta = pipeline.fit_dataset(
         args.data, features=args.features, solver=args.solver, standardize=not args.no_standardize,
         out=args.out, overwrite=args.overwrite, feature_params=feature_params, solver_params=solver_params,
+        task=args.task, **_source(args),
     )
     if not args.quiet:
         solver = model.named_steps["solver"]
@@ -62,36 +66,38 @@ def cmd_fit(args):
 
 
 def cmd_evaluate(args):
-    model, meta = pipeline.load_fitted(args.model)
-    result = pipeline.evaluate_dataset(model, meta, args.data)
+    model, meta = pipeline.load_fitted(args.model, storage_options=args.storage_options)
+    result = pipeline.evaluate_dataset(model, meta, args.data, **_source(args))
     result["model"] = str(args.model)
-    out = args.out or Path(args.model) / f"metrics-{Path(args.data).stem}.json"
+    data_name = io.as_location(args.data).name.split(".")[0] or "data"
+    out = io.as_location(args.out or f"{str(args.model).rstrip('/')}/metrics-{data_name}.json",
+                         args.storage_options)
     result["metrics_file"] = str(out)
     _write_json(result, out)
     _print_json(result)
 
 
 def cmd_predict(args):
-    rows = pipeline.predict_dataset(args.model, args.data, args.out, overwrite=args.overwrite)
+    rows = pipeline.predict_dataset(args.model, args.data, args.out, overwrite=args.overwrite,
+                                    **_source(args, labels=False))
     if not args.quiet:
         _print_json({"predictions": str(args.out), "rows": rows})
 
 
 def cmd_info(args):
-    import zarr
-
-    path = Path(args.path)
-    if (path / "model.json").exists():
-        doc = io.read_model_json(path)
-        _print_json({"model": str(path), "format_version": doc["format_version"],
+    root = io.model_root(args.path, args.storage_options)
+    if root.child("model.json").exists():
+        doc = io.read_model_json(root)
+        _print_json({"model": str(args.path), "format_version": doc["format_version"],
                      "rfstream_version": doc.get("rfstream_version"), "metadata": doc.get("metadata"),
                      "estimator": _estimator_summary(doc["estimator"])})
-    elif (path / "y_pred").exists():
-        pred = zarr.open_group(str(path), mode="r")
-        _print_json({"predictions": str(path), "shape": list(pred["y_pred"].shape),
-                     "dtype": str(pred["y_pred"].dtype), "attrs": dict(pred.attrs)})
+    elif root.child("y_pred").exists():
+        info = io.dataset_info(args.path, x="y_pred", y=None, storage_options=args.storage_options)
+        _print_json({"predictions": str(args.path), "shape": list(info["shape"]),
+                     "dtype": info["dtype"], "attrs": info["attrs"]})
     else:
-        _print_json(io.dataset_info(path))
+        _print_json(io.dataset_info(args.path, x=args.x_array, y=args.y_array,
+                                    storage_options=args.storage_options))
 
 
 def _estimator_summary(spec):

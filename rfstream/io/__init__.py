@@ -7,7 +7,13 @@
   :mod:`~rfstream.io.npy`) and the label rules they share (:mod:`~rfstream.io.ingest`).
 * :mod:`~rfstream.io.model_files` -- :func:`save_model` / :func:`load_model`, no pickle.
 * :mod:`~rfstream.io.predictions` -- predictions written to Zarr block by block.
-* :mod:`~rfstream.io.staging` -- writes staged under a temporary name, renamed when complete.
+* :mod:`~rfstream.io.location` -- a local path or an fsspec URL (``s3://``, ``gs://``,
+  ``abfs://``, ``memory://``, ``file://``, ``https://``) behind one interface;
+  every function here takes either, plus ``storage_options``.
+* :mod:`~rfstream.io.staging` -- writes seen whole or not at all: renamed when
+  complete on a local disk, made visible by a commit object on an object store.
+* :mod:`~rfstream.io.zarr_source` -- any Zarr v2/v3 group, store or xarray Dataset
+  as rows, arrays chosen by name.
 
 This layer knows no estimator class: it imports only the core numerics.
 """
@@ -19,8 +25,10 @@ from .dataset import (
            open_dataset,
            write_dataset,
 )
-from .model_files import load_model, read_model_json, save_model
+from .location import Location, StorageError, as_location
+from .model_files import load_model, model_root, read_model_json, save_model
 from .predictions import write_predictions
 
-__all__ = ["convert", "dataset_info", "iter_row_chunks", "load_model", "onehot_columns", "open_dataset",
-           "read_model_json", "save_model", "write_dataset", "write_predictions"]
+__all__ = ["Location", "StorageError", "as_location", "convert", "dataset_info", "iter_row_chunks",
+           "load_model", "model_root", "onehot_columns", "open_dataset", "read_model_json", "save_model",
+           "write_dataset", "write_predictions"]
