@@ -3,68 +3,26 @@
 The scheduler and the workers are separate `dask scheduler` / `dask worker` processes on
 127.0.0.1, as a user's cluster would be; `rfstream fit` reaches them by address.
 """
-import json
 import os
 import signal
 import subprocess
-import sys
 import time
-from pathlib import Path
 
 import numpy as np
 import pytest
-from distributed import Client
+from _services import BIN, dask_cluster, start_worker
 
 import rfstream
 from rfstream.cli import main
 
-BIN = Path(sys.executable).parent
 FIT = ["--n-components", "300", "--alpha", "1.0", "--random-state", "3", "--quiet"]
-
-
-# What distributed's nanny sets for the workers it spawns (the embedded default): one BLAS
-# thread per worker.  A multi-threaded BLAS splits float32 GEMMs differently and rounds
-# differently, which the ill-conditioned ridge system (alpha=1 on 494k rows) amplifies.
-WORKER_ENV = dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1")
-
-
-def _start_worker(address):
-    return subprocess.Popen(
-        [BIN / "dask", "worker", address, "--nthreads", "1", "--no-nanny", "--host", "127.0.0.1",
-         "--dashboard-address", "127.0.0.1:0"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=WORKER_ENV,
-    )
 
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
     """(address, client, workers): scheduler + 2 single-threaded worker processes."""
-    sched_file = tmp_path_factory.mktemp("dask") / "scheduler.json"
-    scheduler = subprocess.Popen(
-        [BIN / "dask", "scheduler", "--host", "127.0.0.1", "--port", "0",
-         "--dashboard-address", "127.0.0.1:0", "--scheduler-file", sched_file],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )
-    workers, client = [], None
-    try:  # whatever fails below, no scheduler or worker process outlives the tests
-        deadline = time.time() + 60
-        address = None
-        while address is None and time.time() < deadline:
-            try:  # the file appears before it is completely written
-                address = json.loads(sched_file.read_text())["address"]
-            except (FileNotFoundError, ValueError, KeyError):
-                time.sleep(0.1)
-        assert address, f"dask scheduler did not write {sched_file} within 60 s"
-        workers += [_start_worker(address) for _ in range(2)]
-        client = Client(address, timeout="60s", set_as_default=False)
-        client.wait_for_workers(2, timeout=60)
-        yield address, client, workers
-    finally:
-        if client is not None:
-            client.close()
-        for p in workers + [scheduler]:
-            p.kill()
-            p.wait()
+    with dask_cluster(tmp_path_factory.mktemp("dask")) as running:
+        yield running
 
 
 # (name, extra fit flags, kills): ridge as the reference method; TEFM-S (two data passes
@@ -117,7 +75,7 @@ def test_fit_survives_a_killed_worker(cluster, kdd_train_zarr, reference, tmp_pa
     expected = reference if method == "ridge" else _fit_on(address, kdd_train_zarr, tmp_path / "ref", flags)
     for attempt in range(kills):
         while len(client.scheduler_info()["workers"]) < 2:  # replace the worker killed last time
-            workers.append(_start_worker(address))
+            workers.append(start_worker(address))
             client.wait_for_workers(2, timeout=60)
         out = tmp_path / f"model{attempt}"
         fit = subprocess.Popen([BIN / "rfstream", "fit", kdd_train_zarr, "--out", out, "--scheduler", address,

@@ -27,8 +27,8 @@ from .dataset import (
 )
 from .location import Location, StorageError, as_location
 from .model_files import load_model, model_root, read_model_json, save_model
-from .predictions import write_predictions
+from .predictions import read_predictions, write_predictions
 
 __all__ = ["Location", "StorageError", "as_location", "convert", "dataset_info", "iter_row_chunks",
-           "load_model", "model_root", "onehot_columns", "open_dataset", "read_model_json", "save_model",
+           "load_model", "model_root", "onehot_columns", "open_dataset", "read_model_json", "read_predictions", "save_model",
            "write_dataset", "write_predictions"]

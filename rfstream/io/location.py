@@ -21,7 +21,9 @@ the caller sets ``config_kwargs``, so a wrong endpoint fails within seconds.
 """
 from __future__ import annotations
 
+import copy
 import os
+import re
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
@@ -38,6 +40,10 @@ EXTRAS = {"s3": "s3", "s3a": "s3", "gs": "gcs", "gcs": "gcs", "abfs": "azure", "
 #: S3 client settings used unless the caller gives ``config_kwargs``: fail fast on
 #: a wrong endpoint instead of botocore's 60 s connect timeout and retries.
 S3_FAST_FAIL = {"connect_timeout": 5, "read_timeout": 60, "retries": {"max_attempts": 3, "mode": "standard"}}
+
+
+#: "s3:/b", "s3:b", "gs:\\b": a scheme of two letters or more and a colon, without "://".
+_URL_TYPO = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]+:(?!//)")
 
 
 class StorageError(ValueError):
@@ -183,6 +189,9 @@ def as_location(target, storage_options: dict | None = None) -> Location:
     if not target:
         raise ValueError("expected a local path or a URL; got an empty string")
     options = dict(storage_options or {})
+    if not is_url(target) and _URL_TYPO.match(target):
+        raise StorageError(f"{target!r} looks like a URL with a typo (a URL is proto://...); "
+                           "write it as s3://bucket/key, or ./ before a local path with a colon")
     if not is_url(target):
         return Location(LocalFileSystem(), os.path.abspath(target), target, options)
     protocol = target.split("://", 1)[0].lower()
@@ -196,7 +205,7 @@ def as_location(target, storage_options: dict | None = None) -> Location:
         raise StorageError(f"{target}: {protocol}:// is not a known storage protocol; "
                            "use a local path or s3://, gs://, abfs://, memory://, file://, https://") from None
     if protocol in ("s3", "s3a") and "config_kwargs" not in options:
-        options["config_kwargs"] = dict(S3_FAST_FAIL)
+        options["config_kwargs"] = copy.deepcopy(S3_FAST_FAIL)  # botocore edits it
     kwargs = dict(options)
     kwargs.update(cls._get_kwargs_from_urls(target))
     try:

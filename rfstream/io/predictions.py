@@ -8,6 +8,7 @@ from ..cluster import compute
 from .dataset import writable_group
 from .location import as_location
 from .staging import staging
+from .zarr_source import lazy_array, open_source
 
 
 def write_predictions(pred, path, *, attrs=None, overwrite=False, storage_options=None):
@@ -25,3 +26,9 @@ def write_predictions(pred, path, *, attrs=None, overwrite=False, storage_option
                                     chunks=tuple(c[0] for c in pred.chunks))
         compute(da.store(pred, target, lock=False, compute=False))
     return path
+
+
+def read_predictions(path, *, storage_options=None):
+    """The ``y_pred`` array of a predictions group (local or a URL), as a lazy dask array."""
+    source = open_source(path, storage_options)
+    return lazy_array(source, "y_pred")

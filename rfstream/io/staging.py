@@ -50,7 +50,8 @@ def check_destination(dst, overwrite: bool, marker: str) -> None:
         return
     if not overwrite:
         raise FileExistsError(f"{dst} already exists; pass overwrite=True (CLI: --overwrite) to replace it")
-    if marker not in entries and COMMIT not in entries:
+    markers = {marker, COMMIT} | ({".zgroup"} if marker == "zarr.json" else set())  # Zarr v3 or v2
+    if not markers.intersection(entries):
         what = "a Zarr dataset" if marker == "zarr.json" else "an rfstream model"
         raise ValueError(
             f"refusing to overwrite {dst}: it is not {what} (no {marker}); remove it "
