@@ -16,12 +16,11 @@ import numpy as np
 import pytest
 import s3fs
 import zarr
+from _services import S3_CREDENTIALS, WORKER_ENV, dask_cluster, free_port, s3_server
 
 import rfstream
 from rfstream.cli import main
 from rfstream.io import open_dataset, write_dataset
-
-from _services import S3_CREDENTIALS, WORKER_ENV, dask_cluster, free_port, s3_server
 
 MAGIC = Path(rfstream.datasets.__file__).parent / "magic04.data.gz"
 FIT = ["--n-components", "100", "--alpha", "1.0", "--random-state", "3", "--quiet"]
@@ -80,7 +79,7 @@ def test_cli_round_trip_on_s3_equals_local(s3, in_tmp):
 
 
 def test_cluster_workers_read_only_from_s3(s3, tmp_path_factory, in_tmp):
-    bucket, opts, fs = s3
+    bucket, opts, _ = s3
     data = f"{bucket}/cluster/data.zarr"
     rng = np.random.default_rng(0)
     X = rng.standard_normal((6000, 5)).astype(np.float32)
@@ -153,20 +152,21 @@ def test_interrupted_write_leaves_nothing_readable(s3):
 
 
 def test_foreign_zarr_v2_on_s3_with_named_arrays(s3):
-    bucket, opts, fs = s3
+    bucket, opts, _ = s3
     store = zarr.storage.FsspecStore.from_url(f"{bucket}/foreign.zarr", storage_options=opts)
     group = zarr.open_group(store, mode="w", zarr_format=2)
     group.create_array("features", shape=(50, 4), chunks=(20, 4), dtype="f8")[:] = np.arange(200).reshape(50, 4)
     group.create_array("target", shape=(50,), chunks=(20,), dtype="i8")[:] = np.arange(50) % 3
     X, y = open_dataset(f"{bucket}/foreign.zarr", x="features", y="target", storage_options=opts)
     np.testing.assert_array_equal(np.asarray(X), np.arange(200).reshape(50, 4))
+    np.testing.assert_array_equal(np.asarray(y), np.arange(50) % 3)
     info = rfstream.io.dataset_info(f"{bucket}/foreign.zarr", x="features", y="target", storage_options=opts)
     assert info["attrs"]["task"] == "classification" and info["attrs"]["task_inferred"]
 
 
 @pytest.mark.parametrize("case", ["no bucket", "unreachable endpoint", "typo", "no such array", "unknown protocol"])
 def test_bad_locations_are_one_line_errors(s3, in_tmp, capsys, case):
-    bucket, opts, fs = s3
+    bucket, opts, _ = s3
     so = json.dumps(opts)
     args, expect = {
         "no bucket": (["info", "s3://no-such-bucket/x.zarr", "--storage-options", so], "no-such-bucket"),
