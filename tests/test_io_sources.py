@@ -8,7 +8,13 @@ import zarr
 
 import rfstream
 from rfstream.cli import main
-from rfstream.io import dataset_info, load_model, open_dataset, save_model, write_dataset
+from rfstream.io import (
+    dataset_info,
+    load_model,
+    open_dataset,
+    save_model,
+    write_dataset,
+)
 from rfstream.io.location import StorageError, as_location
 
 RNG = np.random.default_rng(0)
@@ -100,10 +106,10 @@ def test_zarr_group_store_and_xarray_objects(tmp_path):
     group = zarr.open_group(store, mode="r")
     np.testing.assert_array_equal(np.asarray(open_dataset(group)[1]), Y)
     ds = xr.Dataset({"X": (("row", "col"), X), "y": (("row",), Y)})
-    Xr, yr = open_dataset(ds)
+    Xr, _ = open_dataset(ds)
     np.testing.assert_array_equal(np.asarray(Xr), X)
     ds.chunk({"row": 100}).to_zarr(tmp_path / "xr.zarr", zarr_format=3, consolidated=False)
-    Xr, yr = open_dataset(tmp_path / "xr.zarr")
+    Xr, _ = open_dataset(tmp_path / "xr.zarr")
     np.testing.assert_array_equal(np.asarray(Xr), X)
     assert dataset_info(tmp_path / "xr.zarr")["attrs"]["task"] == "classification"
     Xr, _ = open_dataset(xr.open_zarr(tmp_path / "xr.zarr"))
