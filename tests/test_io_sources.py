@@ -109,8 +109,9 @@ def test_zarr_group_store_and_xarray_objects(tmp_path):
     Xr, _ = open_dataset(ds)
     np.testing.assert_array_equal(np.asarray(Xr), X)
     ds.chunk({"row": 100}).to_zarr(tmp_path / "xr.zarr", zarr_format=3, consolidated=False)
-    Xr, _ = open_dataset(tmp_path / "xr.zarr")
+    Xr, yr = open_dataset(tmp_path / "xr.zarr")
     np.testing.assert_array_equal(np.asarray(Xr), X)
+    np.testing.assert_array_equal(np.asarray(yr), Y)
     assert dataset_info(tmp_path / "xr.zarr")["attrs"]["task"] == "classification"
     Xr, _ = open_dataset(xr.open_zarr(tmp_path / "xr.zarr"))
     np.testing.assert_array_equal(np.asarray(Xr), X)
