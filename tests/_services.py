@@ -2,6 +2,7 @@
 
 * :func:`s3_server`: moto's standalone S3 server (``moto_server``, package ``moto[server]``)
   on a free port.
+* :func:`http_server`: ``python -m http.server`` over a directory.
 * :func:`dask_cluster`: a ``dask scheduler`` and single-threaded ``dask worker``
   processes, each worker optionally in its own empty working directory (a worker
   that shares no disk with the client).
@@ -14,6 +15,7 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.request
 from contextlib import contextmanager
 from pathlib import Path
@@ -45,25 +47,49 @@ def _stop(processes) -> None:
 
 
 @contextmanager
-def s3_server():
-    """Yield the endpoint URL of a fresh moto S3 server process."""
-    port = free_port()
-    endpoint = f"http://127.0.0.1:{port}"
-    proc = subprocess.Popen([BIN / "moto_server", "-H", "127.0.0.1", "-p", str(port)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+def _server(command, url, env=None, cwd=None):
+    """Start ``command``; yield once ``url`` answers (any HTTP status)."""
+    proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            env=env, cwd=cwd)
     try:
         deadline = time.time() + 60
         while True:
             try:
-                urllib.request.urlopen(f"{endpoint}/moto-api/", timeout=2).close()
+                urllib.request.urlopen(url, timeout=2).close()
+                break
+            except urllib.error.HTTPError:
                 break
             except OSError:
                 if proc.poll() is not None or time.time() > deadline:
-                    raise RuntimeError(f"moto_server did not start on {endpoint}") from None
+                    raise RuntimeError(f"{command[0]} did not start on {url}") from None
                 time.sleep(0.2)
-        yield endpoint
+        yield
     finally:
         _stop([proc])
+
+
+@contextmanager
+def s3_server(*, authenticate=False):
+    """Yield the endpoint URL of a fresh moto S3 server process.
+
+    ``authenticate``: the server checks credentials (moto's
+    ``INITIAL_NO_AUTH_ACTION_COUNT=0``), so that made-up keys are refused.
+    """
+    port = free_port()
+    endpoint = f"http://127.0.0.1:{port}"
+    env = dict(os.environ, INITIAL_NO_AUTH_ACTION_COUNT="0") if authenticate else None
+    with _server([BIN / "moto_server", "-H", "127.0.0.1", "-p", str(port)], f"{endpoint}/moto-api/", env):
+        yield endpoint
+
+
+@contextmanager
+def http_server(directory: Path):
+    """Yield the base URL of ``python -m http.server`` serving ``directory``."""
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    with _server([sys.executable, "-m", "http.server", str(port), "--bind", "127.0.0.1"], url + "/",
+                 cwd=directory):
+        yield url
 
 
 def start_worker(address, cwd=None, env=None):

@@ -186,3 +186,12 @@ def test_bad_locations_are_one_line_errors(s3, in_tmp, capsys, case):
     assert len(err.splitlines()) == 1 and expect in err, err
     assert time.perf_counter() - t0 < 30
     assert list(in_tmp.iterdir()) == []
+
+
+def test_wrong_credentials_are_one_line_errors(in_tmp, capsys):
+    with s3_server(authenticate=True) as endpoint:
+        opts = json.dumps({"endpoint_url": endpoint, "key": "made-up", "secret": "made-up"})
+        assert _cli("convert", MAGIC, "s3://bucket/x.zarr", "--storage-options", opts) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "access denied" in err and "credentials" in err, err
+    assert list(in_tmp.iterdir()) == []
