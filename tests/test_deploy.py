@@ -96,3 +96,27 @@ def test_commands_in_deploy_readme_exist():
     assert commands, "deploy/README.md shows no rfstream command"
     for command in commands:
         _parses(shlex.split(command)[1:])
+
+
+def test_compose_keeps_the_data_on_the_object_store():
+    (doc,) = _yaml_docs("docker-compose.yml")
+    services = doc["services"]
+    fit, convert = _rfstream_argv(services["job"]["command"]), _rfstream_argv(services["convert"]["command"])
+    _parses(convert)
+    assert fit[1].startswith("s3://") and fit[fit.index("--out") + 1].startswith("s3://")
+    assert convert[1].startswith("s3://") and convert[2] == fit[1]
+    for name in ("worker", "job", "convert"):  # no shared disk, the store's endpoint for all
+        assert "volumes" not in services[name]
+        assert services[name]["environment"]["AWS_ENDPOINT_URL"] == "http://minio:9000"
+
+
+def test_k8s_job_reads_from_the_object_store():
+    (doc,) = _yaml_docs("k8s-daskjob.yaml")
+    (job,) = doc["spec"]["job"]["spec"]["containers"]
+    words = [w for w in shlex.split(" ".join(job["args"])) if not re.match(r"^[A-Z_]+=", w)]
+    argv = _rfstream_argv(words)
+    assert argv[1].startswith("s3://") and argv[argv.index("--out") + 1].startswith("s3://")
+    (worker,) = doc["spec"]["cluster"]["spec"]["worker"]["spec"]["containers"]
+    for container in (job, worker):
+        assert container["envFrom"] == [{"secretRef": {"name": "rfstream-s3"}}]
+        assert "volumeMounts" not in container

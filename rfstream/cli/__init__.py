@@ -101,8 +101,8 @@ def build_parser():
     p.add_argument("--overwrite", action="store_true")
     p.add_argument("--storage-options", type=_storage_options, default=None, metavar="JSON",
                    help="options of every URL's filesystem (see rfstream fit --help)")
-    _common(p, compute=False)
-    p.set_defaults(func=commands.cmd_convert, uses_cluster=False)
+    _common(p)
+    p.set_defaults(func=commands.cmd_convert, uses_cluster=False)  # a cluster only for many files
 
     p = sub.add_parser("fit", help="fit a model on a Zarr dataset")
     p.add_argument("data", help=f"Zarr dataset with labels (rfstream convert, or any Zarr v2/v3 group): "

@@ -6,12 +6,14 @@ results into JSON on stdout.
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import tempfile
 import time
 from pathlib import Path
 
 from .. import io, pipeline
+from ..cluster import connect
 from .options import UserError, split_params
 
 
@@ -32,6 +34,18 @@ def _print_json(data):
 
 
 def cmd_convert(args):
+    """One file streams through this process; a directory or glob of files is converted by
+    Dask tasks, on ``--scheduler`` or an embedded cluster."""
+    many = _is_many_files(args.src, args.storage_options)
+    with connect(args.scheduler) if many else contextlib.nullcontext():
+        return _convert(args)
+
+
+def _is_many_files(src, storage_options) -> bool:
+    return any(c in str(src) for c in "*?[") or io.as_location(src, storage_options).isdir()
+
+
+def _convert(args):
     t0 = time.perf_counter()
     summary = io.convert(
         args.src, args.dst, label_column=args.label_column, positive_class=args.positive,
