@@ -195,3 +195,12 @@ def test_wrong_credentials_are_one_line_errors(in_tmp, capsys):
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "access denied" in err and "credentials" in err, err
     assert list(in_tmp.iterdir()) == []
+
+
+def test_endpoint_and_credentials_from_the_environment(s3, monkeypatch, capsys):
+    """Without --storage-options, s3fs takes the endpoint from AWS_ENDPOINT_URL."""
+    bucket, opts, _ = s3
+    write_dataset(f"{bucket}/env.zarr", np.ones((8, 2)), np.arange(8) % 2, storage_options=opts)
+    monkeypatch.setenv("AWS_ENDPOINT_URL", opts["endpoint_url"])
+    assert _cli("info", f"{bucket}/env.zarr") == 0
+    assert json.loads(capsys.readouterr().out)["shape"] == [8, 2]
