@@ -149,3 +149,29 @@ def test_convert_reads_https_sources(tmp_path):
     np.testing.assert_array_equal(np.asarray(open_dataset(tmp_path / "remote.zarr")[0]),
                                   np.asarray(open_dataset(tmp_path / "local.zarr")[0]))
     assert not (tmp_path / "nope.zarr").exists()
+
+
+def test_failed_model_save_on_a_store_keeps_the_previous_model(memory_url, monkeypatch):
+    from rfstream.io import model_files
+
+    model = rfstream.pipeline.make_model("classification", feature_params={"n_components": 20})
+    model.fit(X, Y)
+    save_model(model, f"{memory_url}/model")
+    write = model_files._Writer.array
+    calls = []
+
+    def fail_on_third(self, value, where):
+        calls.append(where)
+        if len(calls) == 3:
+            raise OSError("disk full (injected)")
+        return write(self, value, where)
+
+    monkeypatch.setattr(model_files._Writer, "array", fail_on_third)
+    other = rfstream.pipeline.make_model("classification", feature_params={"n_components": 30})
+    other.fit(X, Y)
+    with pytest.raises(OSError, match="injected"):
+        save_model(other, f"{memory_url}/model", overwrite=True)
+    loaded = load_model(f"{memory_url}/model")
+    assert loaded.named_steps["features"].n_components == 20
+    entries = as_location(f"{memory_url}/model").fs.ls(as_location(f"{memory_url}/model").path, detail=False)
+    assert len(entries) == 2  # the commit and the one version it names: the failed one is gone
