@@ -24,6 +24,7 @@ from __future__ import annotations
 import copy
 import os
 import re
+import tempfile
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
@@ -161,8 +162,6 @@ class Location:
 
 
 def _write_local_atomic(path: Path, data: bytes) -> None:
-    import tempfile
-
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
@@ -213,10 +212,7 @@ def as_location(target, storage_options: dict | None = None) -> Location:
     except TypeError as exc:
         raise StorageError(f"{target}: storage options {sorted(options)} are not accepted "
                            f"by {cls.__name__} ({exc})") from None
-    path = cls._strip_protocol(target)
-    if isinstance(fs, LocalFileSystem):
-        return Location(fs, path, target, options)
-    return Location(fs, path, target, options)
+    return Location(fs, cls._strip_protocol(target), target, options)
 
 
 @contextmanager
