@@ -4,7 +4,8 @@ One place for what every solver (ridge, SGD, Newton) and every supervised
 feature map (CNM, EERF) does with the labels before a pass:
 
 * :func:`check_targets` -- ``y`` against a dask ``X``: one label (or target
-  row) per row of ``X``, returned as a dask array with ``X``'s row chunks;
+  row) per row of ``X``, returned as a dask array with ``X``'s row chunks (a
+  dask Series converted lazily);
 * :func:`find_classes` -- the sorted distinct labels (and their counts), from
   one ``da.unique`` reduction when ``y`` is a dask array (only the distinct
   values reach the client), with scikit-learn's check that they are classes;
@@ -24,8 +25,10 @@ from __future__ import annotations
 
 import dask.array as da
 import numpy as np
+from dask.base import is_dask_collection
 from sklearn.utils.multiclass import check_classification_targets
 
+from .._validation import dask_labels
 from ..cluster import compute
 
 
@@ -35,16 +38,19 @@ def check_targets(X, y, *, multi_output=False):
     Parameters
     ----------
     X : dask array or ndarray (or sparse matrix) of shape (n_samples, n_features)
-    y : array-like or dask array of shape (n_samples,) or (n_samples, n_targets)
+    y : array-like, pandas Series, dask array or dask Series of shape (n_samples,)
+        or (n_samples, n_targets) (a DataFrame, pandas or dask)
     multi_output : bool, default=False
         Accept a 2-D ``y`` (one row of targets per row of ``X``).
 
     Returns
     -------
     y : dask array for a dask ``X``: a numpy ``y`` wrapped with ``X``'s row chunks (not
-        copied to the workers until a pass needs it), a dask ``y`` as it is (a pass
-        over both aligns their chunks); for a numpy ``X``, an ndarray (a dask ``y``
-        is computed).
+        copied to the workers until a pass needs it), a dask array ``y`` as it is (a
+        pass over both aligns their chunks), a dask Series (or DataFrame) converted
+        lazily with ``X``'s row chunks (:func:`rfstream._validation.dask_labels`:
+        nothing computed when it has one partition per row block of ``X``); for a
+        numpy ``X``, an ndarray (a dask ``y`` is computed).
 
     Raises
     ------
@@ -52,6 +58,10 @@ def check_targets(X, y, *, multi_output=False):
         When ``y`` has another number of rows than ``X``, or is not 1-D (2-D with
         ``multi_output``).
     """
+    if is_dask_collection(y) and not isinstance(X, da.Array):
+        y = np.asarray(compute(y))  # numpy X: y is as small as X
+    elif is_dask_collection(y):
+        y = dask_labels(y, X.chunks[0])
     shape = np.shape(y) if not isinstance(y, da.Array) else y.shape
     if not shape or shape[0] != X.shape[0]:
         rows = shape[0] if shape else "no rows (a scalar)"
@@ -60,7 +70,7 @@ def check_targets(X, y, *, multi_output=False):
         raise ValueError(f"y must be 1-D{' or 2-D' if multi_output else ''} (one target per row of "
                          f"X); got shape {shape}. Pass y as a vector.")
     if not isinstance(X, da.Array):
-        return np.asarray(compute(y) if isinstance(y, da.Array) else y)
+        return np.asarray(y)
     if isinstance(y, da.Array):
         return y
     return da.from_array(np.asarray(y), chunks=(X.chunks[0],) + ((-1,) if len(shape) == 2 else ()))
