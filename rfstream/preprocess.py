@@ -1,7 +1,8 @@
 """Streaming preprocessing: standardizer, reproducible split, label encoding.
 
-All three work on numpy arrays and on dask arrays; for dask input nothing with
-n in its shape reaches the client.
+All three work on numpy arrays and on dask arrays (the standardizer on pandas
+and dask DataFrames too); for dask input nothing with n in its shape reaches
+the client.
 """
 from __future__ import annotations
 
@@ -10,11 +11,10 @@ from numbers import Real
 
 import dask.array as da
 import numpy as np
-from dask.base import is_dask_collection
 from sklearn.base import BaseEstimator, OneToOneFeatureMixin, TransformerMixin
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import check_is_fitted
 
-from ._validation import check_dask_array
+from ._validation import check_X
 from .cluster import compute
 from .random import STREAM_SPLIT, check_seed, chunk_offsets, row_uniform
 from .reductions import moments, unpack_moments
@@ -63,6 +63,14 @@ class Standardizer(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
     mean_, var_, scale_ : ndarray of shape (n_features,), float64
     n_samples_seen_ : int
     n_features_in_ : int
+    feature_names_in_ : ndarray of str
+        The column names of a pandas or dask DataFrame ``X`` (string names only).
+
+    Notes
+    -----
+    ``X`` may be a numpy array, a pandas DataFrame, a dask array or a dask
+    DataFrame (:func:`rfstream._validation.check_X`); a dask DataFrame stays lazy:
+    only its partition lengths are computed, then the moments are one reduction.
     """
 
     _parameter_constraints = {"with_mean": ["boolean"], "with_std": ["boolean"], "passthrough": [list, None]}
@@ -73,11 +81,9 @@ class Standardizer(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         self.passthrough = passthrough
 
     def fit(self, X, y=None):
+        """The column moments of ``X`` in one pass (a reduction over the row blocks for dask input)."""
         self._validate_params()
-        if is_dask_collection(X):  # a dask DataFrame is refused there, not loaded
-            X = check_dask_array(X, self, reset=True)
-        else:
-            X = validate_data(self, X, dtype=[np.float64, np.float32])
+        X = check_X(self, X, reset=True)
         n, mean, var = unpack_moments(compute(moments(X)))
         check_finite_columns(mean, var)
         self.n_samples_seen_ = int(n)
@@ -107,15 +113,18 @@ class Standardizer(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         return x
 
     def transform(self, X):
-        """Standardize X: numpy in, numpy out; dask in, lazy dask out."""
+        """Standardize X: numpy or pandas in, numpy out; dask array or DataFrame in, lazy dask array out.
+
+        A dask DataFrame's partition lengths are computed (a count per
+        partition, remembered from ``fit``), nothing else.
+        """
         check_is_fitted(self)
-        if is_dask_collection(X):
-            X = check_dask_array(X, self)
+        X = check_X(self, X, reset=False)
+        if isinstance(X, da.Array):
             dtype = _float_dtype(X.dtype)
             return X.map_blocks(
                 self._block, dtype=dtype, chunks=X.chunks, meta=np.empty((0, 0), dtype)
             )
-        X = validate_data(self, X, dtype=[np.float64, np.float32], reset=False)
         return self._block(X)
 
     def inverse_transform(self, X):

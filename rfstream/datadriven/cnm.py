@@ -271,7 +271,7 @@ class CompactNonlinearMap(ClassifierMixin, FeatureMap):
         only to a map that needs them).
         """
         if isinstance(X, da.Array):  # the row draws need the number of rows
-            check_dask_array(X, self, known_rows=True)
+            check_dask_array(X, known_rows=True)
         classify = y is not None
         if classify:
             y = check_targets(X, y)

@@ -279,7 +279,7 @@ class SESFeatures(FeatureMap):
             self.weights_ = np.full(m, 1.0 / m)
             return
         if isinstance(X, da.Array):  # the row sample needs the number of rows
-            check_dask_array(X, self, known_rows=True)
+            check_dask_array(X, known_rows=True)
         r = max(4 * m, MIN_PAIRS) if self.n_pairs is None else int(self.n_pairs)
         (H, t), (Hv, tv) = self._sample_pairs(X, r)
         if self.weights == "bq":

@@ -15,7 +15,9 @@ the class's ``_y_purpose``); the checks on ``X`` (``n_features_in_``);
 ``_fit_data(self, X, y, seed)`` (optional; the data-driven maps)
     The passes over the data that fit the rest of the map, after ``_draw``:
     ``X`` as checked by ``fit`` (numpy, sparse or a dask array with one column
-    chunk), ``y`` as given when the map needs labels (else None), and the int
+    chunk; a DataFrame converted), ``y`` as given when the map needs labels
+    (else None; a dask Series stays one until
+    :func:`rfstream.solvers.targets.check_targets` aligns it with ``X``), and the int
     ``seed`` of ``random_state``, from which any per-row randomness of a pass
     is derived (``(seed, stream, row)``, :mod:`rfstream.random`).  Store the
     result in trailing-underscore attributes.  Default: nothing (a
@@ -55,9 +57,9 @@ from sklearn.base import (
 )
 from sklearn.exceptions import DataConversionWarning
 from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import check_is_fitted
 
-from .._validation import check_dask_array
+from .._validation import check_X
 from ..kernels import KERNELS, auto_gamma
 from ..random import check_seed
 from .fused import attach_source
@@ -86,7 +88,8 @@ class FeatureMap(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimato
     what it does with them in ``_y_purpose``.
 
     ``transform`` returns a numpy array for numpy (or sparse, or pandas) input
-    and a lazy dask array, one output block per input row block, for dask input.
+    and a lazy dask array, one output block per input row block, for dask input
+    (a dask array or a dask DataFrame).
     """
 
     _parameter_constraints: dict = {
@@ -126,13 +129,15 @@ class FeatureMap(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimato
 
         Parameters
         ----------
-        X : {array-like, sparse matrix, dask array} of shape (n_samples, n_features)
+        X : {array-like, sparse matrix, DataFrame, dask array, dask DataFrame} of shape (n_samples, n_features)
             A data-independent map uses only its number of columns, plus a
             sample of rows when ``gamma="auto"``; a data-driven map makes the
             passes its class describes.  A dask array is not loaded: passes are
             reductions over its row blocks, and sampled rows are gathered from
-            the chunks that hold them.
-        y : array-like or dask array of shape (n_samples,), or None
+            the chunks that hold them.  A dask DataFrame is converted to one
+            lazily (only its partition lengths are computed); a pandas or dask
+            DataFrame with string column names sets ``feature_names_in_``.
+        y : array-like, pandas Series, dask array or dask Series of shape (n_samples,), or None
             Labels, for a map that needs them (its ``fit`` raises without);
             ignored otherwise.
 
@@ -159,8 +164,9 @@ class FeatureMap(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimato
         A map with ``target_tags.required`` refuses ``y=None`` (scikit-learn's
         requires-y message, ended by ``_y_purpose``) and takes a column vector
         ``(n, 1)`` as its one column with a ``DataConversionWarning``, as
-        scikit-learn's ``column_or_1d``.  Everything else about the labels
-        (rows, classes) is the map's own check, in ``_fit_data``.
+        scikit-learn's ``column_or_1d``.  A dask y (array, Series or a one-column
+        DataFrame) stays lazy.  Everything else about the labels (rows, classes)
+        is the map's own check, in ``_fit_data``.
         """
         if not self.__sklearn_tags__().target_tags.required:
             return None
@@ -169,13 +175,13 @@ class FeatureMap(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimato
                 f"{type(self).__name__} requires y to be passed, but the target y is None: "
                 f"{self._y_purpose}; call fit(X, y) (in a Pipeline, fit it with y)."
             )
-        if not isinstance(y, da.Array):
+        if not is_dask_collection(y):
             y = np.asarray(y)
         if y.ndim == 2 and y.shape[1] == 1:
             warnings.warn("A column-vector y was passed when a 1d array was expected. Please change "
                           "the shape of y to (n_samples, ), for example using ravel().",
                           DataConversionWarning, stacklevel=4)
-            y = y[:, 0]
+            y = y[:, 0] if isinstance(y, (np.ndarray, da.Array)) else y.iloc[:, 0]
         return y
 
     @classmethod
@@ -201,13 +207,17 @@ class FeatureMap(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimato
 
         Parameters
         ----------
-        X : {array-like, sparse matrix, dask array} of shape (n_samples, n_features)
+        X : {array-like, sparse matrix, DataFrame, dask array, dask DataFrame} of shape (n_samples, n_features)
+            A DataFrame's column names are checked against ``feature_names_in_``
+            as scikit-learn does (a warning or an error).
 
         Returns
         -------
         Z : ndarray or dask array of shape (n_samples, n_features_out)
             In ``dtype``.  For a dask array, a lazy dask array with the same row
-            chunks and one column chunk; nothing is computed.
+            chunks and one column chunk; nothing is computed.  For a dask
+            DataFrame, the same with one row block per partition; only its
+            partition lengths are computed.
         """
         check_is_fitted(self)
         X = self._check_input(X, reset=False)
@@ -260,13 +270,9 @@ class FeatureMap(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimato
         return float(self.gamma)
 
     def _check_input(self, X, *, reset):
-        """numpy/sparse/pandas -> ``validate_data``; dask array -> cheap metadata checks."""
-        if not is_dask_collection(X):
-            return validate_data(
-                self, X, reset=reset, accept_sparse=("csr", "csc"),
-                dtype=[np.float64, np.float32],
-            )
-        return check_dask_array(X, self, reset=reset, known_rows=False)
+        """numpy/sparse/pandas -> ``validate_data``; dask array or DataFrame -> a dask array
+        (:func:`rfstream._validation.check_X`: metadata checks, a DataFrame's partition lengths)."""
+        return check_X(self, X, reset=reset, known_rows=False, accept_sparse=("csr", "csc"))
 
     def __dask_tokenize__(self):
         # Deterministic graph names: class, parameters and fitted state.

@@ -1,7 +1,8 @@
 """Prediction of fitted linear models, shared by the ridge and SGD solvers.
 
-Decision values are ``X coef' + intercept``: numpy in, numpy out; dask in, a lazy
-dask array (``map_blocks`` with explicit chunks and meta).  A single output (1-D
+Decision values are ``X coef' + intercept``: numpy (or pandas) in, numpy out; dask
+(an array, or a DataFrame converted by :func:`rfstream._validation.check_X`) in, a
+lazy dask array (``map_blocks`` with explicit chunks and meta).  A single output (1-D
 ``coef_``, or one row of ``coef_`` for a classifier) gives a 1-D result.  When the
 dask ``X`` is a feature map's ``transform`` output itself
 (:mod:`rfstream.features.fused`), each task computes the features of its rows a
@@ -13,9 +14,9 @@ import dask.array as da
 import numpy as np
 from dask.base import is_dask_collection
 from sklearn.base import ClassifierMixin
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import check_is_fitted
 
-from .._validation import check_dask_array
+from .._validation import check_X
 from ..features.fused import feature_sub_blocks, fused_buffer, fused_rows
 
 
@@ -53,10 +54,8 @@ class LinearPredictMixin:
         intercept = np.atleast_1d(self.intercept_)
         one = np.ndim(self.coef_) == 1 or (isinstance(self, ClassifierMixin) and coef.shape[0] == 1)
         if is_dask_collection(X):
-            if not isinstance(X, da.Array):
-                check_dask_array(X, self)  # a dask DataFrame: refused, not loaded
             features, rows = fused_rows(X, even=False)  # the output keeps X's row chunks
-            X = check_dask_array(X, self)
+            X = check_X(self, X, reset=False)  # a dask DataFrame: converted, not loaded
             chunks = (X.chunks[0],) if one else (X.chunks[0], (coef.shape[0],))
             kwargs = {"dtype": np.float64, "chunks": chunks, "drop_axis": [1] if one else [],
                       "meta": np.empty((0,) * len(chunks), np.float64)}
@@ -64,7 +63,7 @@ class LinearPredictMixin:
                 return rows.map_blocks(_fused_linear_block, coef, intercept, one, features, X.dtype,
                                        X.shape[1], **kwargs)
             return X.map_blocks(_linear_block, coef, intercept, one, **kwargs)
-        X = validate_data(self, X, reset=False, dtype=[np.float64, np.float32], accept_sparse="csr")
+        X = check_X(self, X, reset=False, accept_sparse="csr")
         return _linear_block(X, coef, intercept, one)
 
     def __sklearn_tags__(self):

@@ -23,10 +23,10 @@ from __future__ import annotations
 from functools import partial
 from numbers import Integral, Real
 
+import dask.array as da
 import numpy as np
 import scipy.linalg
 import scipy.sparse
-from dask.base import is_dask_collection
 from sklearn.base import (
     BaseEstimator,
     ClassifierMixin,
@@ -34,9 +34,8 @@ from sklearn.base import (
     RegressorMixin,
 )
 from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.validation import validate_data
 
-from .._validation import check_dask_array
+from .._validation import check_X_y
 from ..cluster import compute
 from ..features.fused import fused_rows
 from ..random import check_seed
@@ -188,11 +187,13 @@ class _BaseStreamingRidge(LinearPredictMixin, BaseEstimator):
         return sse / max(n_rows, 1.0)
 
     # -- shared input handling ------------------------------------------------
-    def _check_fit_input(self, X, y):
-        if is_dask_collection(X):  # a dask DataFrame is refused there, not loaded
-            X = check_dask_array(X, self, reset=True)
-            return X, check_targets(X, y, multi_output=isinstance(self, MultiOutputMixin))
-        return None
+    def _check_fit_input(self, X, y, **y_checks):
+        """``(X, y)``: numpy/pandas through ``validate_data``; a dask ``X`` (array or
+        DataFrame, converted lazily) with ``y`` aligned to its row chunks."""
+        X, y = check_X_y(self, X, y, reset=True, accept_sparse="csr", **y_checks)
+        if isinstance(X, da.Array):
+            y = check_targets(X, y, multi_output=isinstance(self, MultiOutputMixin))
+        return X, y
 
 
 class StreamingRidge(MultiOutputMixin, RegressorMixin, _BaseStreamingRidge):
@@ -234,16 +235,14 @@ class StreamingRidge(MultiOutputMixin, RegressorMixin, _BaseStreamingRidge):
     """
 
     def fit(self, X, y):
-        """Fit on numpy or dask ``X`` (n, D) and ``y`` (n,) or (n, T)."""
+        """Fit on ``X`` (n, D) and ``y`` (n,) or (n, T).
+
+        ``X``: numpy, pandas, a dask array or a dask DataFrame (converted lazily:
+        only its partition lengths are computed); ``y``: array-like, a pandas or
+        dask Series (a dask Series lazily, with ``X``'s row chunks).
+        """
         self._validate_params()
-        checked = self._check_fit_input(X, y)
-        if checked is None:
-            X, y = validate_data(
-                self, X, y, multi_output=True, y_numeric=True, dtype=[np.float64, np.float32],
-                accept_sparse="csr",
-            )
-        else:
-            X, y = checked
+        X, y = self._check_fit_input(X, y, multi_output=True, y_numeric=True)
         n_targets = 1 if y.ndim == 1 else y.shape[1]
         W, b = self._fit_targets(X, y, regression_targets, n_targets)
         if y.ndim == 1:
@@ -278,11 +277,7 @@ class StreamingRidgeClassifier(LinearClassifierMixin, ClassifierMixin, _BaseStre
 
     def fit(self, X, y):
         self._validate_params()
-        checked = self._check_fit_input(X, y)
-        if checked is None:
-            X, y = validate_data(self, X, y, dtype=[np.float64, np.float32], accept_sparse="csr")
-        else:
-            X, y = checked
+        X, y = self._check_fit_input(X, y)
         self.classes_ = classes = find_classes(y, name=type(self).__name__)
         n_targets = 1 if classes.size == 2 else classes.size
         W, b = self._fit_targets(X, y, partial(ovr_targets, classes=classes), n_targets)

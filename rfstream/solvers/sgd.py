@@ -166,7 +166,8 @@ class StreamingSGDClassifier(LinearClassifierMixin, ClassifierMixin, _BaseStream
                 "class_weight": self.class_weight_, "multinomial": self._loss_name() == "multinomial"}
 
     def fit(self, X, y):
-        """Fit on numpy or dask ``X`` (n, D) and labels ``y`` (n,)."""
+        """Fit on ``X`` (n, D) and labels ``y`` (n,), numpy, pandas or dask (DataFrames and
+        Series included, as :meth:`rfstream.StreamingRidge.fit` takes them)."""
         self._validate_params()
         X, y = self._check_X_y(X, y, reset=True)
         classes, counts = find_classes(y, name=type(self).__name__, return_counts=True)
@@ -248,7 +249,8 @@ class StreamingSGDRegressor(RegressorMixin, _BaseStreamingSGD):
         return {"kind": "regression", "y_sq": self.target_scale_}
 
     def fit(self, X, y):
-        """Fit on numpy or dask ``X`` (n, D) and targets ``y`` (n,)."""
+        """Fit on ``X`` (n, D) and targets ``y`` (n,), numpy, pandas or dask (DataFrames and
+        Series included, as :meth:`rfstream.StreamingRidge.fit` takes them)."""
         self._validate_params()
         X, y = self._check_X_y(X, y, reset=True)
         return self._fit_loop(X, y, self._make_task(y))

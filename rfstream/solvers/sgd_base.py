@@ -19,9 +19,9 @@ import numpy as np
 from dask.base import is_dask_collection
 from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import check_is_fitted
 
-from .._validation import check_dask_array
+from .._validation import check_X_y
 from ..features.fused import fused_pass
 from ..random import STREAM_SGD_CHUNKS, check_seed
 from .epochs import encode_targets, epoch_chunk, epoch_layout, epoch_rows, n_blocks, run_pass
@@ -253,11 +253,12 @@ class _BaseStreamingSGD(LinearPredictMixin, BaseEstimator):
 
     # -- input ----------------------------------------------------------------
     def _check_X_y(self, X, y, reset):
-        if is_dask_collection(X):  # a dask DataFrame is refused there, not loaded
-            X = check_dask_array(X, self, reset=reset)
-            return X, check_targets(X, y)
-        X, y = validate_data(self, X, y, reset=reset, dtype=[np.float64, np.float32],
-                             y_numeric=isinstance(self, RegressorMixin), accept_sparse="csr")
+        """``(X, y)``: numpy/pandas through ``validate_data``; a dask ``X`` (array or
+        DataFrame, converted lazily) with ``y`` aligned to its row chunks."""
+        X, y = check_X_y(self, X, y, reset=reset, accept_sparse="csr",
+                         y_numeric=isinstance(self, RegressorMixin))
+        if is_dask_collection(X):
+            y = check_targets(X, y)
         return X, y
 
     def objective(self, X, y):
