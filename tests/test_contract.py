@@ -337,11 +337,15 @@ def test_map_check_estimator(name):
     check_estimator(map_class(name)(**params), expected_failed_checks=expected_failed)
 
 
-def _assert_dask_dataframe_refused(est, X, y):
-    # a dask DataFrame would be loaded whole on the client; the message says how to convert it
-    frame = dd.from_pandas(pd.DataFrame(X), npartitions=2)
-    with pytest.raises(TypeError, match=r"X is a dask DataFrame; pass a dask array .*to_dask_array"):
-        est.fit(frame, da.from_array(y, chunks=N // 2))
+def _text_frame(X):
+    """A dask DataFrame of X with a text column (DataFrames are accepted: tests/test_dataframes.py)."""
+    return dd.from_pandas(pd.DataFrame(X).assign(city="Paris"), npartitions=2)
+
+
+def _assert_text_columns_refused(est, X, y):
+    # a DataFrame is converted lazily, but a text column must be encoded first; the message names it
+    with pytest.raises(ValueError, match=r"X has 1 non-numeric column\(s\): 'city' .*rfstream convert"):
+        est.fit(_text_frame(X), da.from_array(y, chunks=N // 2))
 
 
 def _assert_unknown_columns_refused(est, X, y):
@@ -363,7 +367,7 @@ def test_map_bad_input(data, name):
         make_map(name).fit(da.from_array(X[:, 0], chunks=60), da.from_array(y, chunks=60))
     with pytest.raises(ValueError, match=r"X must have a real numeric dtype; got dtype <U"):
         make_map(name).fit(da.from_array(X.astype(str), chunks=(60, D)), da.from_array(y, chunks=60))
-    _assert_dask_dataframe_refused(make_map(name), X, y)
+    _assert_text_columns_refused(make_map(name), X, y)
     _assert_unknown_columns_refused(make_map(name), X, y)
     X_nan = X.copy()
     X_nan[7, 2] = np.nan
@@ -541,9 +545,9 @@ def test_solver_refuses_nan_in_dask_input(data, solver, task):
 
 
 @pytest.mark.parametrize("solver, task", SOLVER_CASES, ids=SOLVER_IDS)
-def test_solver_refuses_a_dask_dataframe(data, solver, task):
+def test_solver_refuses_text_columns_of_a_dask_dataframe(data, solver, task):
     X, y = _y(data, task)
-    _assert_dask_dataframe_refused(make_solver(solver, task), X, y)
+    _assert_text_columns_refused(make_solver(solver, task), X, y)
     fitted = make_solver(solver, task).fit(X, y)
-    with pytest.raises(TypeError, match=r"X is a dask DataFrame; pass a dask array"):
-        fitted.predict(dd.from_pandas(pd.DataFrame(X), npartitions=2))
+    with pytest.raises(ValueError, match=r"non-numeric column\(s\): 'city'"):
+        fitted.predict(_text_frame(X[:, :-1]))

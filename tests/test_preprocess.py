@@ -253,14 +253,19 @@ def test_standardizer_check_estimator():
     check_estimator(Standardizer())
 
 
-def test_a_dask_dataframe_is_refused_not_loaded():
+def test_a_dask_dataframe_is_converted_not_loaded():
+    # its partitions become the row blocks of a lazy dask array (more in test_dataframes.py)
     import dask.dataframe as dd
     import pandas as pd
 
-    frame = dd.from_pandas(pd.DataFrame(np.arange(30.0).reshape(10, 3)), npartitions=2)
-    with pytest.raises(TypeError, match=r"X is a dask DataFrame; pass a dask array .*to_dask_array"):
-        Standardizer().fit(frame)
-    fitted = Standardizer().fit(np.arange(30.0).reshape(10, 3))
-    with pytest.raises(TypeError, match=r"X is a dask DataFrame; pass a dask array"):
-        fitted.transform(frame)
+    values = np.arange(30.0).reshape(10, 3) ** 2
+    frame = dd.from_pandas(pd.DataFrame(values, columns=["a", "b", "c"]), npartitions=2)
+    est = Standardizer().fit(frame)
+    ref = Standardizer().fit(da.from_array(values, chunks=(5, 3)))
+    assert list(est.feature_names_in_) == ["a", "b", "c"] and est.n_samples_seen_ == 10
+    np.testing.assert_array_equal(est.mean_, ref.mean_)
+    np.testing.assert_array_equal(est.scale_, ref.scale_)
+    Z = est.transform(frame)
+    assert isinstance(Z, da.Array) and Z.chunks == ((5, 5), (3,))
+    np.testing.assert_array_equal(Z.compute(), ref.transform(values))
 
