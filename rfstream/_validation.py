@@ -139,7 +139,7 @@ def dask_frame_as_array(frame, lengths=None):
 
     ``lengths``: the partitions' row counts when known, else
     :func:`partition_lengths` computes them.  Nothing else is computed:
-    each array block is one partition's values.  Pandas' nullable numbers and
+    each array block is one partition's values, in row-major order.  Pandas' nullable numbers and
     booleans become float64 (a missing value becomes NaN), as scikit-learn
     converts them for a pandas DataFrame.
     """
