@@ -229,9 +229,12 @@ def open_dataset(path, *, x=DEFAULT_X, y=DEFAULT_Y, storage_options=None):
     Y = lazy_array(source, labels)
     if Y.ndim == 2 and Y.shape[1] == 1:
         Y = Y[:, 0]
-    if Y.ndim != 1 or Y.shape[0] != X.shape[0]:
-        raise ValueError(f"{source.where}: array {labels!r} must hold one value per row of "
-                         f"{x!r} ({X.shape[0]}); got shape {Y.shape}")
+    if Y.ndim != 1:
+        raise ValueError(f"{source.where}: array {labels!r} must be 1-D (one label per row); "
+                         f"got shape {Y.shape}")
+    if Y.shape[0] != X.shape[0]:
+        raise ValueError(f"{source.where}: X has {X.shape[0]} rows but y has {Y.shape[0]} (arrays "
+                         f"{x!r}, {labels!r}); write one label per row")
     return X, Y
 
 
