@@ -37,6 +37,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import scipy.sparse as sp
+from _contract_data import contract_data
 from _sklearn_checks import FLOAT32_ROW_GROUPING
 from sklearn.base import BaseEstimator, is_classifier, is_regressor
 from sklearn.exceptions import NotFittedError
@@ -136,12 +137,7 @@ CHUNKINGS = [((N,), (D,)), ((60,) * 4, (D,)), ((1, 99, 0, 140), (D,)), ((37,) * 
 @pytest.fixture(scope="module")
 def data():
     """240 rows, 5 columns; three imbalanced classes that depend on products of the inputs."""
-    rng = np.random.default_rng(0)
-    X = rng.normal(size=(N, D))
-    t = X[:, 0] * X[:, 1] + 0.5 * X[:, 2]
-    y_class = np.where(t > 1.0, 2, np.where(t > -0.3, 1, 0))
-    y_reg = X[:, 0] - X[:, 1] ** 2 + 0.1 * rng.normal(size=N)
-    return X, y_class, y_reg
+    return contract_data(N, D)
 
 
 @pytest.fixture(scope="module")

@@ -22,6 +22,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import scipy.sparse as sp
+from _contract_data import contract_data
 from dask.callbacks import Callback
 from test_contract import (
     SOLVER_CASES,
@@ -44,12 +45,7 @@ PARTS = 4  # partitions of N // PARTS rows: the row chunks of the dask arrays co
 @pytest.fixture(scope="module")
 def data():
     """The contract suite's data (240 x 5, three imbalanced classes, a regression target)."""
-    rng = np.random.default_rng(0)
-    X = rng.normal(size=(N, D))
-    t = X[:, 0] * X[:, 1] + 0.5 * X[:, 2]
-    y_class = np.where(t > 1.0, 2, np.where(t > -0.3, 1, 0))
-    y_reg = X[:, 0] - X[:, 1] ** 2 + 0.1 * rng.normal(size=N)
-    return X, y_class, y_reg
+    return contract_data(N, D)
 
 
 def frames(X, y):
