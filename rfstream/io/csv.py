@@ -6,20 +6,22 @@ The file is streamed with ``pandas.read_csv(..., chunksize=rows_per_chunk)``, on
 in memory at a time.  ``dask.dataframe.read_csv`` is not used on purpose: gzip and
 bzip2 files cannot be split, so it would make one partition holding the whole file.
 
-Pass 1 (:func:`scan`) reads every value as text and keeps, per column, whether every
-non-missing value parses as a float, the running sum and count (for the mean used to
-fill missing numbers) and the distinct stripped values (at most ``MAX_CATEGORIES``);
-and, for the label column, a :class:`~rfstream.io.ingest.LabelScanner`.  Memory does
-not grow with the number of rows.  Pass 2 (:func:`encode_chunks`) re-reads the file
+Pass 1 (:func:`scan_file`) reads every value as text and keeps, per column
+(:class:`ColumnScan`), whether every non-missing value parses as a float, the exact
+sum and count (for the mean used to fill missing numbers) and the distinct stripped
+values (at most ``MAX_CATEGORIES``); and, for the label column, a
+:class:`~rfstream.io.ingest.LabelScanner`.  Memory does not grow with the number of
+rows, and the summaries of several files merge (:meth:`FileScan.merge`) into the
+summary of their concatenation.  Pass 2 (:meth:`CsvReader.encode`) re-reads the file
 with numeric columns parsed as float64 and yields one encoded block per chunk:
 numeric columns with missing values filled by the pass-1 mean, categorical columns
-one-hot encoded (missing -> all zeros).
+one-hot encoded (missing -> all zeros).  The Parquet reader
+(:mod:`rfstream.io.parquet`) encodes its columns with the same classes.
 """
 
 from __future__ import annotations
 
 import io
-import re
 from collections.abc import Iterator
 from contextlib import ExitStack
 from dataclasses import dataclass, field
@@ -27,7 +29,9 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from .convert_tasks import Encoding, Schema, reader_plan
 from .ingest import (
+    ExactSum,
     LabelEncoder,
     LabelScanner,
     Plan,
@@ -35,6 +39,7 @@ from .ingest import (
     first_data_lines,
     like_label_schema,
     open_text,
+    resolve_label_column,
 )
 from .location import Location
 
@@ -113,51 +118,26 @@ def sniff(path: Location, sep="auto", header="auto", label_column="last") -> Lay
     elif header not in (True, False):
         raise ValueError(f"header={header!r} is not valid; use 'auto', True or False")
     names = _unique_names(rows[0]) if header else [f"c{j}" for j in range(len(rows[0]))]
-    index = _label_index(label_column, names, header, path)
+    index = resolve_label_column(label_column, names, header, path)
     return Layout(path, sep, skip, bool(header), names, index, compression_of(path))
 
 
-def _label_index(label_column, names, header, path) -> int | None:
-    n = len(names)
-    if label_column is None:
-        return None
-    if isinstance(label_column, str):
-        if label_column in ("last", "first"):
-            return n - 1 if label_column == "last" else 0
-        if header and label_column in names:
-            return names.index(label_column)
-        if re.fullmatch(r"-?\d+", label_column.strip()):
-            return _label_index(int(label_column), names, header, path)
-        hint = (f"its header columns are {names[:12]}{' ...' if n > 12 else ''}" if header
-                else "it has no header row; use 'first', 'last' or a 0-based column index")
-        raise ValueError(f"label_column={label_column!r} is not a column of {path}: {hint}")
-    if isinstance(label_column, (int, np.integer)) and not isinstance(label_column, bool):
-        if -n <= label_column < n:
-            return int(label_column) % n
-        raise ValueError(
-            f"label_column={label_column} is out of range for {path}, which has {n} columns; "
-            f"use 0..{n - 1}, -1..-{n}, 'first' or 'last'"
-        )
-    raise TypeError(f"label_column must be 'last', 'first', an int, a column name or None; "
-                    f"got {label_column!r}")
-
-
-def read_chunks(layout: Layout, rows_per_chunk: int, dtype) -> Iterator[pd.DataFrame]:
+def read_chunks(layout: Layout, rows_per_chunk: int, dtype, usecols=None) -> Iterator[pd.DataFrame]:
     """Stream the file in DataFrames of ``rows_per_chunk`` rows, columns named 0..n-1."""
     with ExitStack() as stack:
         if layout.path.is_local:  # pandas' own reader of a local file is the fastest
             source, compression = layout.path.path, layout.compression
         else:
             source, compression = stack.enter_context(open_text(layout.path)), None
-        yield from _parse(layout, source, compression, rows_per_chunk, dtype)
+        yield from _parse(layout, source, compression, rows_per_chunk, dtype, usecols)
 
 
-def _parse(layout: Layout, source, compression, rows_per_chunk: int, dtype):
+def _parse(layout: Layout, source, compression, rows_per_chunk: int, dtype, usecols):
     reader = pd.read_csv(
         source, sep=layout.sep, header=0 if layout.header else None,
         names=list(range(len(layout.names))), skiprows=layout.skiprows, dtype=dtype,
         chunksize=rows_per_chunk, skipinitialspace=True, na_values=NA_VALUES,
-        compression=compression, skip_blank_lines=True, index_col=False,
+        compression=compression, skip_blank_lines=True, index_col=False, usecols=usecols,
     )
     try:
         with reader:
@@ -180,7 +160,7 @@ class ColumnScan:
     """Pass-1 summary of one feature column; memory independent of the row count."""
 
     numeric: bool = True
-    total: float = 0.0
+    total: ExactSum = field(default_factory=ExactSum)
     count: int = 0
     values: set | None = field(default_factory=set)
 
@@ -192,16 +172,24 @@ class ColumnScan:
                 self.numeric = False
             else:
                 ok = np.isfinite(v)
-                self.total += float(v[ok].sum())
+                self.total.add(v[ok])
                 self.count += int(ok.sum())
         if self.values is not None:
             self.values.update(str(u).strip() for u in pd.unique(s.dropna()))
             if len(self.values) > MAX_CATEGORIES:
                 self.values = None
 
+    def merge(self, other: ColumnScan) -> ColumnScan:
+        """The summary of both inputs (a new object): the same whatever the split."""
+        values = None if self.values is None or other.values is None else self.values | other.values
+        if values is not None and len(values) > MAX_CATEGORIES:
+            values = None
+        return ColumnScan(self.numeric and other.numeric, self.total.merge(other.total),
+                          self.count + other.count, values)
+
     def column(self, name, path):
         if self.numeric:
-            return ("num", self.total / self.count if self.count else 0.0)
+            return ("num", self.total.mean(self.count))
         if self.values is None:
             raise ValueError(
                 f"{path}: column {name!r} is not numeric and has more than {MAX_CATEGORIES} "
@@ -210,8 +198,23 @@ class ColumnScan:
         return ("cat", sorted(self.values))
 
 
-def scan(layout: Layout, rows_per_chunk: int, labels: LabelScanner | None):
-    """Pass 1: (n_rows, [(kind, fill-or-categories) per feature column])."""
+@dataclass
+class FileScan:
+    """Pass-1 summary of one file, or of several merged in order."""
+
+    rows: list                  # [[data rows]] per file
+    columns: dict | None        # feature index -> ColumnScan; None: rows counted only
+    labels: LabelScanner | None
+
+    def merge(self, other: FileScan) -> FileScan:
+        columns = None if self.columns is None else {
+            j: s.merge(other.columns[j]) for j, s in self.columns.items()}
+        labels = None if self.labels is None else self.labels.merge(other.labels)
+        return FileScan(self.rows + other.rows, columns, labels)
+
+
+def scan_file(layout: Layout, rows_per_chunk: int, labels: LabelScanner | None) -> FileScan:
+    """Pass 1 over one file (``labels`` is updated in place)."""
     scans = {j: ColumnScan() for j in layout.features}
     n_rows = 0
     for df in read_chunks(layout, rows_per_chunk, str):
@@ -222,7 +225,12 @@ def scan(layout: Layout, rows_per_chunk: int, labels: LabelScanner | None):
             labels.update(df[layout.label_index])
     if n_rows == 0:
         raise ValueError(f"{layout.path}: no data rows after the header")
-    return n_rows, [scans[j].column(layout.names[j], layout.path) for j in layout.features]
+    return FileScan([[n_rows]], scans, labels)
+
+
+def count_rows(layout: Layout, rows_per_chunk: int) -> int:
+    """Data rows of a file (only the first column is converted)."""
+    return sum(len(df) for df in read_chunks(layout, rows_per_chunk, str, usecols=[0]))
 
 
 # ----------------------------------------------------------------- schema
@@ -241,10 +249,17 @@ def schema_attrs(layout: Layout, columns) -> dict:
             "fill_values": fill_values}
 
 
+def like_columns(attrs: dict, names) -> list:
+    """``(kind, fill value or categories)`` of the named feature columns of a dataset."""
+    cat = attrs["categorical"]
+    return [("cat", cat[n]) if n in cat else ("num", attrs["fill_values"][n]) for n in names]
+
+
 def columns_from_attrs(attrs: dict, layout: Layout, like) -> list:
     """Feature columns of a ``like=`` dataset, checked against this file's layout."""
-    if attrs.get("format") != "csv":
-        raise ValueError(f"like={like} was not converted from CSV (format={attrs.get('format')!r})")
+    if attrs.get("format") not in ("csv", "parquet"):
+        raise ValueError(f"like={like} was not converted from CSV or Parquet "
+                         f"(format={attrs.get('format')!r})")
     names = attrs["columns"]
     here = [layout.names[j] for j in layout.features]
     if len(here) != len(names):
@@ -260,8 +275,7 @@ def columns_from_attrs(attrs: dict, layout: Layout, like) -> list:
     if like_label is not None and layout.label_index not in (None, like_label):
         raise ValueError(f"{layout.path}: label column is {layout.label_index} but like={like} "
                          f"used column {like_label}; pass label_column={like_label}")
-    cat = attrs["categorical"]
-    return [("cat", cat[n]) if n in cat else ("num", attrs["fill_values"][n]) for n in names]
+    return like_columns(attrs, names)
 
 
 # ----------------------------------------------------------------- pass 2
@@ -305,35 +319,82 @@ class Encoder:
         X[rows, off + c[rows]] = 1.0
 
 
-def plan(src: Location, *, label_column, positive, task, like, like_attrs, rows_per_chunk,
-         header, sep) -> Plan:
+class CsvReader:
+    """CSV files read in parts, one per file (:func:`~rfstream.io.convert_tasks.reader_plan`).
+
+    Built on the client from the first file, whose separator, header rule and label
+    column every other file follows; those must have as many fields per row (and,
+    where both have a header, the same names).  With ``header=True`` every file
+    starts with a header row.
+    """
+
+    counts_are_free = False
+
+    def __init__(self, first: Location, *, label_column, positive, task, like, like_attrs,
+                 rows_per_chunk, header, sep):
+        self.layout = sniff(first, sep, header, label_column)
+        self.header, self.positive, self.task, self.like = header, positive, task, like
+        self.rows_per_chunk, self.labeled = rows_per_chunk, self.layout.label_index is not None
+        if like_attrs is not None:  # checked here, before any task runs
+            self.like_columns = columns_from_attrs(like_attrs, self.layout, like)
+            self.like_labels = like_label_schema(like_attrs, like, task, positive, self.labeled)
+
+    def file_layout(self, loc: Location) -> Layout:
+        first = self.layout
+        if loc.path == first.path.path:
+            return first
+        layout = sniff(loc, first.sep, self.header, first.label_index)
+        if len(layout.names) != len(first.names):
+            raise ValueError(f"{loc} has {len(layout.names)} fields per row but {first.path} has "
+                             f"{len(first.names)}; every file must have the same columns")
+        if layout.header and first.header and layout.names != first.names:
+            bad = next(k for k, (a, b) in enumerate(zip(layout.names, first.names)) if a != b)
+            raise ValueError(f"{loc}: column {bad} is {layout.names[bad]!r} but {first.path} has "
+                             f"{first.names[bad]!r}; every file must have the same columns in order")
+        return layout
+
+    def scan(self, loc: Location) -> FileScan:
+        layout = self.file_layout(loc)
+        if self.like is not None:
+            return FileScan([[count_rows(layout, self.rows_per_chunk)]], None, None)
+        labels = LabelScanner(self.positive) if self.labeled else None
+        return scan_file(layout, self.rows_per_chunk, labels)
+
+    def decide(self, scan: FileScan | None) -> Schema:
+        layout = self.layout
+        if self.like is not None:
+            columns, labels = self.like_columns, self.like_labels if self.labeled else None
+        else:
+            columns = [scan.columns[j].column(layout.names[j], layout.path) for j in layout.features]
+            labels = scan.labels.decide(self.task, layout.path, layout.label_name) if self.labeled else None
+        n_features = Encoder(layout, columns).n_features
+        if n_features == 0:
+            raise ValueError(f"{layout.path}: no feature columns besides the label")
+        attrs = schema_attrs(layout, columns)
+        attrs.update(labels.attrs() if labels else {"task": None, "positive_class": None})
+        attrs.update(label_column=layout.label_name, label_index=layout.label_index)
+        y_dtype = LabelEncoder(labels, layout.path).dtype if labels else None
+        return Schema(n_features, y_dtype, attrs, (columns, labels))
+
+    def encode(self, loc: Location, part: int, schema: Schema) -> Encoding:
+        layout = self.file_layout(loc)
+        columns, label_schema = schema.spec
+        enc = Encoder(layout, columns)
+        labels = LabelEncoder(label_schema, loc) if label_schema else None
+
+        def blocks():
+            for df in read_chunks(layout, self.rows_per_chunk, enc.dtypes()):
+                y = labels.encode(df[layout.label_index]) if labels else None
+                yield enc.encode(df), y
+
+        def stats():
+            out = {"n_unseen_categories": enc.n_unseen}
+            out.update(labels.stats() if labels else {"n_unseen_labels": 0})
+            return out
+
+        return Encoding(blocks(), stats)
+
+
+def plan(src: Location, **options) -> Plan:
     """Pass 1 (skipped with ``like=``) and the pass-2 generator for a CSV source."""
-    layout = sniff(src, sep, header, label_column)
-    labeled = layout.label_index is not None
-    if like_attrs is not None:
-        columns = columns_from_attrs(like_attrs, layout, like)
-        schema = like_label_schema(like_attrs, like, task, positive, labeled)
-        n_rows = None
-    else:
-        scanner = LabelScanner(positive) if labeled else None
-        n_rows, columns = scan(layout, rows_per_chunk, scanner)
-        schema = scanner.decide(task, src, layout.label_name) if labeled else None
-    enc = Encoder(layout, columns)
-    if enc.n_features == 0:
-        raise ValueError(f"{src}: no feature columns besides the label")
-    labels = LabelEncoder(schema, src) if labeled else None
-
-    def chunks():
-        for df in read_chunks(layout, rows_per_chunk, enc.dtypes()):
-            y = labels.encode(df[layout.label_index]) if labels else None
-            yield enc.encode(df), y
-
-    def stats():
-        out = {"n_unseen_categories": enc.n_unseen}
-        out.update(labels.stats() if labels else {"n_unseen_labels": 0})
-        return out
-
-    attrs = schema_attrs(layout, columns)
-    attrs.update(schema.attrs() if labeled else {"task": None, "positive_class": None})
-    attrs.update(label_column=layout.label_name, label_index=layout.label_index)
-    return Plan(n_rows, enc.n_features, labels.dtype if labels else None, attrs, chunks, stats)
+    return reader_plan(CsvReader(src, **options), src)

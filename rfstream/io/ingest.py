@@ -18,9 +18,10 @@ import bz2
 import gzip
 import io
 import lzma
+import re
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -111,6 +112,84 @@ def canonical_label(value: Any) -> tuple[str, float | None]:
     return format_number(v), v
 
 
+# ----------------------------------------------------------------- sums
+class ExactSum:
+    """A sum of float64 values, exact until one final rounding: the same in any order.
+
+    Pass 1 is a reduction over files, row groups and chunks that fall where they
+    may; a floating-point sum would depend on that split in its last bits (and
+    with it a fill value and every filled cell).  Each finite float64 is
+    ``m * 2**(idx - 1075)`` with an integer ``|m| < 2**53`` and ``idx >= 1`` (read from
+    its bits); the values are grouped by ``idx`` and their mantissas summed in two
+    26-bit halves with :func:`numpy.bincount`, whose float64 partial sums stay below
+    ``2**53`` and so are exact.  Whole numbers below ``2**31`` (counts, codes) take
+    one int64 sum.  ``value`` holds the sum times ``2**SHIFT`` as a Python int.
+    """
+
+    SHIFT = 1074       # 2**-1074, the smallest subnormal, times 2**SHIFT is 1
+    _BATCH = 1 << 26   # values per bincount: 2**26 halves below 2**27 sum below 2**53
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: int = 0):
+        self.value = value
+
+    def __repr__(self) -> str:
+        return f"ExactSum({self.mean(1)!r})"
+
+    def add(self, values: np.ndarray) -> None:
+        """Add finite float64 values (callers drop NaN and infinities)."""
+        v = np.asarray(values, dtype=np.float64).ravel()
+        if v.size and np.abs(v).max() < 2.0**31 and (v == np.rint(v)).all():
+            self.value += int(v.astype(np.int64).sum()) << self.SHIFT
+            return
+        for a in range(0, v.size, self._BATCH):
+            bits = v[a:a + self._BATCH].view(np.int64)
+            field = (bits >> 52) & 0x7FF  # the biased exponent; 0 for subnormals
+            m = (bits & ((1 << 52) - 1)) | ((field != 0).astype(np.int64) << 52)
+            m = np.where(bits < 0, -m, m)
+            idx = np.maximum(field, 1)  # value * 2**SHIFT == m * 2**(idx - 1)
+            hi = np.bincount(idx, weights=m >> 26)
+            lo = np.bincount(idx, weights=m & ((1 << 26) - 1))
+            for k in np.flatnonzero(hi):
+                self.value += int(hi[k]) << int(k + 25)
+            for k in np.flatnonzero(lo):
+                self.value += int(lo[k]) << int(k - 1)
+
+    def merge(self, other: ExactSum) -> ExactSum:
+        return ExactSum(self.value + other.value)
+
+    def mean(self, count: int) -> float:
+        """``sum / count``, correctly rounded (Python's int division is)."""
+        return self.value / (count << self.SHIFT) if count else 0.0
+
+
+def resolve_label_column(label_column, names, header, path) -> int | None:
+    """The 0-based index of ``label_column`` ("last", "first", an index, a name) in ``names``."""
+    n = len(names)
+    if label_column is None:
+        return None
+    if isinstance(label_column, str):
+        if label_column in ("last", "first"):
+            return n - 1 if label_column == "last" else 0
+        if header and label_column in names:
+            return names.index(label_column)
+        if re.fullmatch(r"-?\d+", label_column.strip()):
+            return resolve_label_column(int(label_column), names, header, path)
+        hint = (f"its header columns are {names[:12]}{' ...' if n > 12 else ''}" if header
+                else "it has no header row; use 'first', 'last' or a 0-based column index")
+        raise ValueError(f"label_column={label_column!r} is not a column of {path}: {hint}")
+    if isinstance(label_column, (int, np.integer)) and not isinstance(label_column, bool):
+        if -n <= label_column < n:
+            return int(label_column) % n
+        raise ValueError(
+            f"label_column={label_column} is out of range for {path}, which has {n} columns; "
+            f"use 0..{n - 1}, -1..-{n}, 'first' or 'last'"
+        )
+    raise TypeError(f"label_column must be 'last', 'first', an int, a column name or None; "
+                    f"got {label_column!r}")
+
+
 @dataclass
 class LabelScanner:
     """Pass 1 over the labels: counts, distinct values (at most MAX_CLASSES kept), kind."""
@@ -141,6 +220,19 @@ class LabelScanner:
             if not self.overflow:
                 self.classes.add(name)
                 self.overflow = len(self.classes) > MAX_CLASSES
+
+    def merge(self, other: LabelScanner) -> LabelScanner:
+        """The scanner of both inputs, this one's rows first (a new object)."""
+        classes = self.classes | other.classes
+        overflow = self.overflow or other.overflow or len(classes) > MAX_CLASSES
+        if len(classes) > MAX_CLASSES + 1:  # as update(): only the first values past the limit
+            classes = set(sorted(classes)[:MAX_CLASSES + 1])
+        return replace(self, n_missing=self.n_missing + other.n_missing,
+                       numeric=self.numeric and other.numeric,
+                       integer=self.integer and other.integer,
+                       classes=classes, overflow=overflow,
+                       positive_seen=self.positive_seen or other.positive_seen,
+                       example_text=self.example_text or other.example_text)
 
     def decide(self, task: str, src: Location, column: Any) -> LabelSchema:
         """Task and classes after pass 1 (see :func:`rfstream.io.convert`)."""
@@ -286,11 +378,15 @@ class Plan:
     ``chunks()`` runs pass 2 and yields ``(X_block float32, y_block or None)``;
     ``stats()`` (valid after it) gives counts seen while encoding.
     ``n_rows`` is None when pass 1 was skipped (``like=``): the writer then grows.
+    ``write(writer)``, when given, runs pass 2 instead of ``chunks``: tasks write
+    the rows into the writer's arrays themselves (:mod:`rfstream.io.convert_tasks`).
     """
 
     n_rows: int | None
     n_features: int
     y_dtype: Any
     attrs: dict
-    chunks: Callable[[], Iterator[tuple[np.ndarray, np.ndarray | None]]]
+    chunks: Callable[[], Iterator[tuple[np.ndarray, np.ndarray | None]]] | None
     stats: Callable[[], dict]
+    write: Callable[[Any], None] | None = None
+

@@ -5,18 +5,21 @@ Read behind :func:`rfstream.io.convert`.
 A line is ``label idx:val idx:val ... [# comment]``; ``qid:`` tokens are ignored and
 CRLF line ends are accepted.  Indices are 1-based unless an index 0 occurs (then
 0-based, as scikit-learn's ``zero_based="auto"``).  Pass 1 streams the lines for the
-largest index, the index base, the row count and the labels; pass 2 streams them
-again and yields dense float32 blocks of ``rows_per_chunk`` rows.
+largest index, the index base, the row count and the labels (summaries of several
+files merge: :meth:`LibsvmScan.merge`); pass 2 streams them again and yields dense
+float32 blocks of ``rows_per_chunk`` rows.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from dataclasses import dataclass
 from itertools import islice
 
 import numpy as np
 
+from .convert_tasks import Encoding, Schema, reader_plan
 from .ingest import LabelEncoder, LabelScanner, Plan, like_label_schema, open_text
 from .location import Location
 
@@ -59,8 +62,23 @@ def _pairs(path: Location, lineno: int, tokens: list[str]):
             ) from None
 
 
-def scan(path: Location, rows_per_chunk: int, labels: LabelScanner | None):
-    """Pass 1: (n_rows, smallest index, largest index)."""
+@dataclass
+class LibsvmScan:
+    """Pass-1 summary of one file, or of several merged in order."""
+
+    rows: list                  # [[data rows]] per file
+    lo: int | None              # smallest index seen (None: none yet)
+    hi: int                     # largest index seen (-1: none yet)
+    labels: LabelScanner | None
+
+    def merge(self, other: LibsvmScan) -> LibsvmScan:
+        lo = min((v for v in (self.lo, other.lo) if v is not None), default=None)
+        labels = None if self.labels is None else self.labels.merge(other.labels)
+        return LibsvmScan(self.rows + other.rows, lo, max(self.hi, other.hi), labels)
+
+
+def scan(path: Location, rows_per_chunk: int, labels: LabelScanner | None) -> LibsvmScan:
+    """Pass 1 over one file: rows, smallest and largest index, labels (updated in place)."""
     n_rows, lo, hi = 0, None, -1
     for batch in _batches(path, rows_per_chunk):
         n_rows += len(batch)
@@ -73,7 +91,7 @@ def scan(path: Location, rows_per_chunk: int, labels: LabelScanner | None):
             labels.update([line.split(None, 1)[0] for _, line in batch])
     if n_rows == 0:
         raise ValueError(f"{path}: no data rows")
-    return n_rows, (lo if lo is not None else 1), hi
+    return LibsvmScan([[n_rows]], lo, hi, labels)
 
 
 def _block(path: Location, batch, base: int, d: int, with_labels: bool):
@@ -93,42 +111,62 @@ def _block(path: Location, batch, base: int, d: int, with_labels: bool):
     return X, (labels if with_labels else None)
 
 
-def plan(src: Location, *, label_column, positive, task, like, like_attrs, rows_per_chunk,
-         **_) -> Plan:
-    """Pass 1 (skipped with ``like=``) and the pass-2 generator for a LIBSVM source.
+class LibsvmReader:
+    """LIBSVM files read in parts, one per file (:func:`~rfstream.io.convert_tasks.reader_plan`).
 
     The label is always the first token; ``label_column=None`` drops it.
     """
-    labeled = label_column is not None
-    if like_attrs is not None:
-        if like_attrs.get("format") != "libsvm":
-            raise ValueError(f"like={like} was not converted from LIBSVM "
-                             f"(format={like_attrs.get('format')!r})")
-        base, d = like_attrs["index_base"], len(like_attrs["feature_names"])
-        schema = like_label_schema(like_attrs, like, task, positive, labeled)
-        n_rows = None
-    else:
-        scanner = LabelScanner(positive) if labeled else None
-        n_rows, lo, hi = scan(src, rows_per_chunk, scanner)
-        base = 0 if lo == 0 else 1
-        d = hi + 1 - base
-        if d <= 0:
-            raise ValueError(f"{src}: no features (no index:value pairs)")
-        schema = scanner.decide(task, src, "first token") if labeled else None
-    labels = LabelEncoder(schema, src) if labeled else None
 
-    def chunks():
-        for batch in _batches(src, rows_per_chunk):
-            X, raw = _block(src, batch, base, d, labeled)
-            yield X, (labels.encode(np.asarray(raw, dtype=object)) if labeled else None)
+    counts_are_free = False
 
-    def stats():
-        out = {"n_unseen_categories": 0}
-        out.update(labels.stats() if labels else {"n_unseen_labels": 0})
-        return out
+    def __init__(self, first: Location, *, label_column, positive, task, like, like_attrs,
+                 rows_per_chunk, **_):
+        self.first, self.positive, self.task, self.like = first, positive, task, like
+        self.rows_per_chunk, self.labeled = rows_per_chunk, label_column is not None
+        if like_attrs is not None:
+            if like_attrs.get("format") != "libsvm":
+                raise ValueError(f"like={like} was not converted from LIBSVM "
+                                 f"(format={like_attrs.get('format')!r})")
+            labels = like_label_schema(like_attrs, like, task, positive, self.labeled)
+            self.like_spec = (like_attrs["index_base"], len(like_attrs["feature_names"]), labels)
 
-    attrs = {"format": "libsvm", "index_base": base,
-             "feature_names": [f"f{j + base}" for j in range(d)],
-             "categorical": {}, "fill_values": {}, "label_column": 0 if labeled else None}
-    attrs.update(schema.attrs() if labeled else {"task": None, "positive_class": None})
-    return Plan(n_rows, d, labels.dtype if labels else None, attrs, chunks, stats)
+    def scan(self, loc: Location) -> LibsvmScan:
+        if self.like is not None:
+            return LibsvmScan([[sum(1 for _ in _lines(loc))]], None, -1, None)
+        return scan(loc, self.rows_per_chunk, LabelScanner(self.positive) if self.labeled else None)
+
+    def decide(self, scan: LibsvmScan | None) -> Schema:
+        if self.like is not None:
+            base, d, labels = self.like_spec
+        else:
+            base = 0 if scan.lo == 0 else 1
+            d = scan.hi + 1 - base
+            if d <= 0:
+                raise ValueError(f"{self.first}: no features (no index:value pairs)")
+            labels = scan.labels.decide(self.task, self.first, "first token") if self.labeled else None
+        labels = labels if self.labeled else None
+        attrs = {"format": "libsvm", "index_base": base,
+                 "feature_names": [f"f{j + base}" for j in range(d)],
+                 "categorical": {}, "fill_values": {}, "label_column": 0 if labels else None}
+        attrs.update(labels.attrs() if labels else {"task": None, "positive_class": None})
+        y_dtype = LabelEncoder(labels, self.first).dtype if labels else None
+        return Schema(d, y_dtype, attrs, (base, d, labels))
+
+    def encode(self, loc: Location, part: int, schema: Schema) -> Encoding:
+        base, d, label_schema = schema.spec
+        labels = LabelEncoder(label_schema, loc) if label_schema else None
+
+        def blocks():
+            for batch in _batches(loc, self.rows_per_chunk):
+                X, raw = _block(loc, batch, base, d, labels is not None)
+                yield X, (labels.encode(np.asarray(raw, dtype=object)) if labels else None)
+
+        def stats():
+            return {"n_unseen_categories": 0, **(labels.stats() if labels else {"n_unseen_labels": 0})}
+
+        return Encoding(blocks(), stats)
+
+
+def plan(src: Location, **options) -> Plan:
+    """Pass 1 (skipped with ``like=``) and the pass-2 generator for a LIBSVM source."""
+    return reader_plan(LibsvmReader(src, **options), src)

@@ -21,7 +21,7 @@ def plan(src: Location, *, label_column, positive, task, like, like_attrs,
             if "X" not in z:
                 raise ValueError(f"{src} has no member 'X' (members: {list(z.keys())}); "
                                  "save it with np.savez(path, X=X, y=y)")
-            X, y = z["X"], (z["y"] if "y" in z else None)
+            X, y = z["X"], z.get("y")
     if X.ndim != 2:
         raise ValueError(f"{src}: X must be 2-D (n_rows, n_features); got shape {X.shape}")
     if y is not None and y.shape != (X.shape[0],):

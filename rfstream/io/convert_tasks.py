@@ -1,0 +1,290 @@
+"""A source read in parts: many files (or Parquet row groups) converted as Dask tasks.
+
+Behind :func:`rfstream.io.convert` when the source is a directory or a glob of
+several files.  Each format's *reader* (:class:`~rfstream.io.csv.CsvReader`,
+:class:`~rfstream.io.libsvm.LibsvmReader`, :class:`~rfstream.io.parquet.ParquetReader`;
+the protocol is in :func:`reader_plan`) gives the pure functions; this module makes
+them a graph and computes it with :func:`rfstream.cluster.compute`, so the tasks run
+on whatever scheduler is current (the workers of a ``distributed.Client``).
+
+Pass 1 is a reduction: one task per file returns a small summary (column sums,
+categories, labels, the rows of each part), and a tree of merges, ``SPLIT_EVERY``
+summaries per task, reduces them to the one the client decides the schema from.
+
+Pass 2 has one task per part (a whole file, or one Parquet row group), in a fixed
+order (files sorted by path, row groups in order): it encodes its rows, a block at a
+time, and writes them into its row region of the Zarr arrays, which the client
+created with their final shape.  A Zarr chunk is written whole, by one task, once:
+
+* a chunk inside one part's region is written by that part's task;
+* a chunk two or more parts share (a part's region starts or ends inside it) is
+  written by a *seam* task, which receives each sharing part's rows of that chunk
+  and writes the chunk from them.
+
+No lock is needed, on any scheduler (threads, processes, distributed), and no
+chunk is read back and rewritten.  A part passes at most two pieces of a chunk
+each to a seam task (less than ``2 * rows_per_chunk`` rows), worker to worker;
+no row reaches the client, whose memory does not grow with the data.
+"""
+from __future__ import annotations
+
+import uuid
+from collections import defaultdict
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from functools import reduce
+from typing import Any
+
+import dask
+import numpy as np
+
+from ..cluster import compute
+from .ingest import Plan
+from .location import Location
+
+__all__ = ["Encoding", "Schema", "files_plan", "merge_stats", "reader_plan"]
+
+SPLIT_EVERY = 8
+"""Summaries merged per task of pass 1's reduction tree."""
+
+
+# ----------------------------------------------------------------- readers
+@dataclass
+class Schema:
+    """What pass 1 decided: the output's width, y's dtype, the attributes, and the
+    format's own encoding rules (``spec``) that every pass-2 task receives."""
+
+    n_features: int
+    y_dtype: Any
+    attrs: dict
+    spec: Any
+
+
+@dataclass
+class Encoding:
+    """Pass 2 of one part: ``blocks`` yields ``(X float32, y or None)``; ``stats()``,
+    valid after it, gives what encoding counted (:func:`merge_stats` adds them)."""
+
+    blocks: Iterator[tuple[np.ndarray, np.ndarray | None]]
+    stats: Callable[[], dict]
+
+
+def merge_stats(a: dict, b: dict) -> dict:
+    """Counts of two encodings together (unseen categories and labels, class counts)."""
+    out = {k: a[k] + b[k] for k in ("n_unseen_categories", "n_unseen_labels")}
+    if "class_counts" in a:
+        out["class_counts"] = {c: a["class_counts"][c] + b["class_counts"][c]
+                               for c in a["class_counts"]}
+    return out
+
+
+def reader_plan(reader, src: Location) -> Plan:
+    """A single-file :class:`Plan` from a *reader*, the form each text and Parquet
+    format takes so that its files can also be read in parallel tasks
+    (:mod:`rfstream.io.convert_tasks`).  A reader is built on the client from the
+    first file and the conversion's options, and provides:
+
+    * ``scan(loc) -> Scan``: pass 1 over one file; ``Scan.rows`` is ``[[rows of
+      each part]]`` (a part is a whole text file, or one Parquet row group) and
+      ``Scan.merge(other)`` the summary of both, ``self`` first, in memory that does
+      not grow with the rows;
+    * ``decide(scan or None) -> Schema``, on the client (None: pass 1 was skipped,
+      ``like=`` gave the schema);
+    * ``encode(loc, part, schema) -> Encoding``: pass 2 over one part;
+    * ``counts_are_free``: whether ``scan`` reads only metadata under ``like=``.
+
+    Pass 1 is skipped under ``like=`` unless counting is free; the writer then grows.
+    """
+    scan = reader.scan(src) if reader.like is None or reader.counts_are_free else None
+    schema = reader.decide(scan)
+    parts = list(range(len(scan.rows[0]))) if scan is not None else [0]
+    done = []
+
+    def chunks():
+        for part in parts:
+            encoding = reader.encode(src, part, schema)
+            done.append(encoding)
+            yield from encoding.blocks
+
+    def stats():
+        return reduce(merge_stats, [e.stats() for e in done])
+
+    n_rows = None if scan is None else sum(scan.rows[0])
+    return Plan(n_rows, schema.n_features, schema.y_dtype, schema.attrs, chunks, stats)
+
+
+# ----------------------------------------------------------------- many files as tasks
+class Job:
+    """One task's share of the source (a plain object: dask passes it as it is)."""
+
+    __slots__ = ("loc", "part", "shared", "start", "stop")
+
+    def __init__(self, loc: Location, part: int = 0, start: int = 0, stop: int = 0,
+                 shared: frozenset = frozenset()):
+        self.loc, self.part, self.start, self.stop, self.shared = loc, part, start, stop, shared
+
+    def __str__(self) -> str:
+        return f"{self.loc}" + (f" (row group {self.part})" if self.part else "")
+
+
+class Target:
+    """The Zarr arrays pass 2 writes into (zarr arrays pickle to the workers)."""
+
+    __slots__ = ("X", "y")
+
+    def __init__(self, X, y):
+        self.X, self.y = X, y
+
+
+def files_plan(reader, files: list[Location], rows_per_chunk: int) -> Plan:
+    """Run pass 1 over ``files`` as a reduction; return a :class:`Plan` whose
+    ``write`` runs pass 2 as tasks that write their own rows."""
+    token = uuid.uuid4().hex[:12]
+    reader_key = dask.delayed(reader, name=f"rfstream-reader-{token}", traverse=False)
+    scans = [dask.delayed(_scan, pure=False)(reader_key, Job(f), dask_key_name=f"rfstream-scan-{token}-{k}")
+             for k, f in enumerate(files)]
+    scan = compute(_tree(scans, _merge_scans, f"rfstream-scan-merge-{token}"))
+    schema = reader.decide(scan)
+    jobs, start = [], 0
+    for loc, rows in zip(files, scan.rows):
+        for part, n in enumerate(rows):
+            jobs.append(Job(loc, part, start, start + n))
+            start += n
+    if start == 0:
+        raise ValueError(f"no data rows in any of the {len(files)} files ({files[0]}, ...)")
+    stats = {}
+
+    def write(writer) -> None:
+        graph = _write_graph(reader_key, schema, jobs, Target(writer.X, writer.y), rows_per_chunk, token)
+        stats.update(compute(graph))
+        writer.rows = start
+
+    return Plan(start, schema.n_features, schema.y_dtype, schema.attrs, None, lambda: stats, write)
+
+
+def _tree(items: list, combine, name: str):
+    """Reduce delayed ``items`` in order, ``SPLIT_EVERY`` per task."""
+    level = 0
+    while len(items) > 1:
+        items = [dask.delayed(combine, pure=False)(items[a:a + SPLIT_EVERY],
+                                                   dask_key_name=f"{name}-{level}-{a // SPLIT_EVERY}")
+                 for a in range(0, len(items), SPLIT_EVERY)]
+        level += 1
+    return items[0]
+
+
+def _scan(reader, job: Job):
+    return reader.scan(job.loc)
+
+
+def _merge_scans(scans: list):
+    return reduce(lambda a, b: a.merge(b), scans)
+
+
+def _merge_all_stats(stats: list) -> dict:
+    return reduce(merge_stats, stats)
+
+
+def _write_graph(reader_key, schema: Schema, jobs: list[Job], target: Target, rows_per_chunk: int,
+                 token: str):
+    """Pass 2: a task per part, a seam task per shared chunk; computes to the merged stats."""
+    R = rows_per_chunk
+    sharing = defaultdict(list)  # chunk -> the parts whose rows it holds, in order
+    for k, job in enumerate(jobs):
+        if job.stop > job.start:
+            for c in range(job.start // R, (job.stop - 1) // R + 1):
+                sharing[c].append(k)
+    shared = {c for c, ks in sharing.items() if len(ks) > 1}
+    schema_key = dask.delayed(schema, name=f"rfstream-schema-{token}", traverse=False)
+    target_key = dask.delayed(target, name=f"rfstream-target-{token}", traverse=False)
+    results, stats = [], []
+    for k, job in enumerate(jobs):
+        ends = {job.start // R, (job.stop - 1) // R} if job.stop > job.start else set()
+        job.shared = frozenset(ends & shared)
+        r = dask.delayed(_write_part, pure=False)(reader_key, schema_key, target_key, job, R,
+                                                  dask_key_name=f"rfstream-encode-{token}-{k}")
+        results.append(r)
+        stats.append(dask.delayed(_stats_of, pure=False)(r, dask_key_name=f"rfstream-stats-{token}-{k}"))
+    seams = []
+    for c in sorted(shared):
+        pieces = [dask.delayed(_piece, pure=False)(results[k], c, dask_key_name=f"rfstream-piece-{token}-{k}-{c}")
+                  for k in sharing[c]]
+        seams.append(dask.delayed(_write_seam, pure=False)(target_key, c, R, pieces,
+                                                           dask_key_name=f"rfstream-seam-{token}-{c}"))
+    total = _tree(stats, _merge_all_stats, f"rfstream-stats-merge-{token}")
+    return dask.delayed(_after, pure=False)(total, seams, dask_key_name=f"rfstream-written-{token}")
+
+
+def _stats_of(result):
+    return result[0]
+
+
+def _piece(result, c: int):
+    return result[1][c]
+
+
+def _after(value, _done):
+    return value
+
+
+class RegionWriter:
+    """Writes a part's rows into its region ``[job.start, job.stop)`` of the arrays, a
+    whole Zarr chunk at a time; keeps the rows of chunks shared with other parts."""
+
+    def __init__(self, target: Target, job: Job, rows_per_chunk: int):
+        self.target, self.job, self.R = target, job, rows_per_chunk
+        self.pos, self.buffer, self.pieces = job.start, [], {}
+
+    def add(self, X: np.ndarray, y: np.ndarray | None) -> None:
+        i = 0
+        while i < len(X):
+            if self.pos >= self.job.stop:
+                raise _changed(self.job, "more")
+            c = self.pos // self.R
+            end = min((c + 1) * self.R, self.job.stop)
+            take = min(len(X) - i, end - self.pos)
+            self.buffer.append((X[i:i + take], None if y is None else y[i:i + take]))
+            self.pos, i = self.pos + take, i + take
+            if self.pos == end:
+                self._flush(c, end)
+
+    def _flush(self, c: int, end: int) -> None:
+        X = np.concatenate([b[0] for b in self.buffer])  # a copy: no view keeps a block alive
+        y = None if self.buffer[0][1] is None else np.concatenate([b[1] for b in self.buffer])
+        self.buffer = []
+        if c in self.job.shared:
+            self.pieces[c] = (X, y)
+        else:
+            _store(self.target, end - len(X), X, y)
+
+    def close(self) -> dict:
+        if self.pos != self.job.stop:
+            raise _changed(self.job, "fewer")
+        return self.pieces
+
+
+def _changed(job: Job, what: str) -> ValueError:
+    return ValueError(f"{job}: pass 2 read {what} rows than the {job.stop - job.start} of pass 1; "
+                      "did the source file change during the conversion?")
+
+
+def _store(target: Target, a: int, X: np.ndarray, y) -> None:
+    target.X[a:a + len(X)] = X
+    if target.y is not None:
+        target.y[a:a + len(X)] = y
+
+
+def _write_part(reader, schema: Schema, target: Target, job: Job, rows_per_chunk: int):
+    """Pass 2 of one part: ``(stats, {shared chunk: (X, y) rows of this part})``."""
+    encoding = reader.encode(job.loc, job.part, schema)
+    region = RegionWriter(target, job, rows_per_chunk)
+    for X, y in encoding.blocks:
+        region.add(X, y)
+    return encoding.stats(), region.close()
+
+
+def _write_seam(target: Target, c: int, rows_per_chunk: int, pieces: list) -> None:
+    """Write chunk ``c`` from the pieces of the parts that share it, in order."""
+    X = np.concatenate([p[0] for p in pieces])
+    y = None if pieces[0][1] is None else np.concatenate([p[1] for p in pieces])
+    _store(target, c * rows_per_chunk, X, y)
