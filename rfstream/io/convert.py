@@ -1,15 +1,18 @@
-"""Convert a CSV, LIBSVM, .npy or .npz file into a Zarr dataset, streaming.
+"""Convert CSV, LIBSVM, Parquet, .npy or .npz files into a Zarr dataset, streaming.
 
 One reader module per source format (:mod:`~rfstream.io.csv`,
-:mod:`~rfstream.io.libsvm`, :mod:`~rfstream.io.npy`) returns a
-:class:`~rfstream.io.ingest.Plan`; this module picks the reader and writes the
-plan's row blocks into a staged Zarr group (:mod:`~rfstream.io.dataset`).
+:mod:`~rfstream.io.libsvm`, :mod:`~rfstream.io.parquet`, :mod:`~rfstream.io.npy`)
+returns a :class:`~rfstream.io.ingest.Plan`; this module picks the reader and writes
+the plan's row blocks into a staged Zarr group (:mod:`~rfstream.io.dataset`).  A
+source of several files is converted by Dask tasks (:mod:`~rfstream.io.convert_tasks`).
 """
 from __future__ import annotations
 
+import re
 import time
 
-from . import csv, libsvm, npy
+from . import csv, libsvm, npy, parquet
+from .convert_tasks import files_plan
 from .dataset import (
     SCHEMA_VERSION,
     ChunkWriter,
@@ -21,42 +24,119 @@ from .ingest import TASKS, canonical_label, first_data_lines
 from .location import Location, as_location
 from .staging import check_destination, staging
 
-__all__ = ["convert"]
+__all__ = ["convert", "source_files"]
+
+_GLOB = re.compile(r"[*?\[]")
 
 
-def _source_kind(src: Location) -> str:
+def source_files(src, storage_options=None) -> list[Location]:
+    """The files a source names, sorted by path (one element for a single file).
+
+    ``src`` is a file, a directory (every file under it, recursively) or a glob
+    pattern (``data/part-*.csv.gz``, ``s3://bucket/x/*.parquet``; a directory it
+    matches gives its files), as a local path or a URL.  Names starting with ``.`` or
+    ``_`` are skipped, as pyarrow and Spark do (``_SUCCESS``, ``.part-0.crc``).
+    """
+    loc = as_location(src, storage_options)
+    if loc.exists():
+        if loc.isfile():
+            return [loc]
+        files = _visible_files(loc)
+    elif _GLOB.search(loc.path):
+        hide = tuple(c for c in "._" if not loc.name.startswith(c))  # unless the pattern asks
+        matches = [m for m in loc.glob(loc.path) if not m.name.startswith(hide)]
+        files = [f for m in matches for f in (_visible_files(m) if m.isdir() else [m])]
+    else:
+        raise FileNotFoundError(f"source file {loc} does not exist")
+    if not files:
+        raise FileNotFoundError(f"source {loc} names no files (directories and names starting "
+                                "with '.' or '_' are skipped)")
+    return sorted(files, key=lambda f: f.path)
+
+
+def _visible_files(folder: Location) -> list[Location]:
+    root = folder.path.rstrip("/")
+    return [f for f in folder.files()
+            if not any(p.startswith((".", "_")) for p in f.path[len(root):].split("/") if p)]
+
+
+def _kind_by_name(src: Location) -> tuple[str, str | None]:
+    """The file's suffix (compression removed) and the format it names, if it names one."""
     name = src.name.lower()
     for ext in (".gz", ".bz2", ".xz"):
         name = name.removesuffix(ext)
     suffix = "." + name.rsplit(".", 1)[-1] if "." in name else ""
     if suffix in (".npy", ".npz"):
-        return suffix[1:]
-    if suffix in libsvm.SUFFIXES:
-        return "libsvm"
+        return suffix, suffix[1:]
+    if suffix in parquet.SUFFIXES:
+        return suffix, "parquet"
+    return suffix, "libsvm" if suffix in libsvm.SUFFIXES else None
+
+
+def _source_kind(src: Location) -> str:
+    kind = _kind_by_name(src)[1]
+    if kind is not None:
+        return kind
+    if parquet.has_magic(src):
+        return "parquet"
     _, lines = first_data_lines(src, 1)
     return "libsvm" if lines and libsvm.looks_like_libsvm(lines[0]) else "csv"
 
 
-_PLANNERS = {"csv": csv.plan, "libsvm": libsvm.plan, "npy": npy.plan, "npz": npy.plan}
+def _files_kind(files: list[Location], src: Location) -> str:
+    """The one format of several files (read from the content once per suffix)."""
+    by_suffix, kinds = {}, []
+    for f in files:
+        suffix, kind = _kind_by_name(f)
+        if kind is None:
+            kind = by_suffix[suffix] if suffix in by_suffix else by_suffix.setdefault(suffix, _source_kind(f))
+        kinds.append(kind)
+    odd = next((k for k in range(len(files)) if kinds[k] != kinds[0]), None)
+    if odd is not None:
+        raise ValueError(f"{src}: {files[0].name} is {kinds[0]} but {files[odd].name} is "
+                         f"{kinds[odd]}; the files of one source must have one format")
+    if kinds[0] not in _READERS:
+        raise ValueError(f"{src}: {len(files)} .{kinds[0]} files; several files must be CSV, LIBSVM "
+                         f"or Parquet (convert .{kinds[0]} files one at a time)")
+    return kinds[0]
+
+
+_PLANNERS = {"csv": csv.plan, "libsvm": libsvm.plan, "parquet": parquet.plan, "npy": npy.plan,
+             "npz": npy.plan}
+_READERS = {"csv": csv.CsvReader, "libsvm": libsvm.LibsvmReader, "parquet": parquet.ParquetReader}
 
 
 def convert(src, dst, *, label_column="last", positive_class=None, rows_per_chunk=65536,
             header="auto", task="auto", like=None, overwrite=False, sep="auto",
             storage_options=None) -> dict:
-    """Convert a CSV, LIBSVM, .npy or .npz file into a Zarr dataset, streaming.
+    """Convert CSV, LIBSVM, Parquet, .npy or .npz files into a Zarr dataset, streaming.
 
-    The format follows the name (``.npy``, ``.npz``; ``.svm .libsvm .svmlight .trn
-    .tst .t`` are LIBSVM) and otherwise the first data line (``label idx:val ...`` is
-    LIBSVM, anything else CSV).  gzip, bzip2 and xz compression is detected.  Text
-    sources are read twice, one chunk of ``rows_per_chunk`` rows at a time, so memory
-    does not grow with the number of rows (see :mod:`rfstream.io.csv` and :mod:`rfstream.io.libsvm`).
+    The format follows the name (``.parquet .pq``; ``.npy``, ``.npz``; ``.svm .libsvm
+    .svmlight .trn .tst .t`` are LIBSVM) and otherwise the content (Parquet's magic
+    bytes ``PAR1``; a first data line ``label idx:val ...`` is LIBSVM, anything else
+    CSV).  gzip, bzip2 and xz compression is detected.  Sources are read twice, a
+    block of ``rows_per_chunk`` rows (Parquet: of one row group) at a time, so memory
+    does not grow with the number of rows (see :mod:`rfstream.io.csv`,
+    :mod:`rfstream.io.libsvm` and :mod:`rfstream.io.parquet`).
+
+    Several files (a directory or a glob: :func:`source_files`), all CSV, all LIBSVM
+    or all Parquet, are converted by Dask tasks on the current scheduler (the
+    workers of a ``distributed.Client``; see :mod:`rfstream.io.convert_tasks`): a
+    task per file summarises it, the summaries merge into the schema, then a task
+    per file (per Parquet row group) encodes its rows and writes them into their
+    region of the arrays.  Rows follow the files sorted by path; the result is the
+    conversion of the files' concatenation.  A compressed file cannot be split: one
+    gzip (bzip2, xz) file is one stream, read by one task, so split big data into
+    several files to convert them in parallel.  The CSV files follow the first one's
+    separator and label column; ``header`` applies to each file.
 
     CSV: lines at the top that start with ``#`` or ``|`` and blank lines are skipped;
     ``?`` and pandas' usual markers (empty, ``NA``, ``nan`` ...) mean missing.  A column
     whose values all parse as numbers is numeric (missing -> the column mean); any other
     column is categorical and one-hot encoded into columns named ``"name=value"``, in
     sorted order (missing -> all zeros).  Without a header, column ``j`` (0-based, label
-    included) is named ``"c{j}"``.
+    included) is named ``"c{j}"``.  Parquet columns follow the same rules (nulls are
+    missing; numbers and booleans are numeric, dictionary columns categorical).
 
     Labels are stripped of whitespace and of ONE trailing ``"."`` (adult.test writes
     ``">50K."`` where adult.data writes ``">50K"``, KDD99 writes ``"normal."``), and
@@ -64,21 +144,23 @@ def convert(src, dst, *, label_column="last", positive_class=None, rows_per_chun
 
     Parameters
     ----------
-    src, dst : str, Path or URL
-        Source file; destination dataset (a local directory or a URL such as
+    src : str, Path or URL
+        A source file, a directory of files or a glob pattern (:func:`source_files`).
+    dst : str, Path or URL
+        Destination dataset (a local directory or a URL such as
         ``s3://bucket/train.zarr``; written whole or not at all, see
         :mod:`rfstream.io.staging`).
     label_column : "last", "first", int, str or None
-        CSV label column: 0-based index (negative allowed) or header name.  None: no
-        label.  LIBSVM: the label is always the first token (None drops it).
+        CSV and Parquet label column: 0-based index (negative allowed) or column name.
+        None: no label.  LIBSVM: the label is always the first token (None drops it).
     positive_class : str, optional
         Binary task "P vs rest": ``classes = ["rest", P]``, y = 1 where the label is P
         (``"normal"`` and ``"normal."`` are the same).
     rows_per_chunk : int
         Rows per Zarr chunk and per streamed block.
     header : "auto", True or False
-        "auto": a header if no field of the first line is a number while the second
-        line has one.
+        CSV: "auto": a header if no field of the first line is a number while the
+        second line has one.
     task : "auto", "classification" or "regression"
         "auto": classification for non-numeric labels or integer-valued labels with at
         most 32 distinct values; regression otherwise.
@@ -86,7 +168,8 @@ def convert(src, dst, *, label_column="last", positive_class=None, rows_per_chun
         A dataset converted earlier (the training set): reuse its columns, categories,
         fill values, classes, task and positive class.  Unseen categories encode as
         zeros (counted in ``n_unseen_categories``), unseen labels as ``y = -1``
-        (counted in ``n_unseen_labels``).  Pass 1 is skipped.
+        (counted in ``n_unseen_labels``).  Pass 1 is skipped for one file, and only
+        counts the rows of several.
     overwrite : bool
         Replace an existing dataset at ``dst``.
     sep : "auto" or str
@@ -101,11 +184,8 @@ def convert(src, dst, *, label_column="last", positive_class=None, rows_per_chun
         The attributes written, plus ``path``, ``shape`` and ``seconds``.
     """
     start = time.perf_counter()
+    files = source_files(src, storage_options)
     src, dst = as_location(src, storage_options), as_location(dst, storage_options)
-    if not src.exists():
-        raise FileNotFoundError(f"source file {src} does not exist")
-    if not src.isfile():
-        raise ValueError(f"source {src} is not a file")
     check_destination(dst, overwrite, "zarr.json")
     rows_per_chunk = check_rows_per_chunk(rows_per_chunk)
     if task not in TASKS:
@@ -114,13 +194,20 @@ def convert(src, dst, *, label_column="last", positive_class=None, rows_per_chun
         raise ValueError(f"sep={sep!r} is not valid; use 'auto' or a separator string")
     positive = None if positive_class is None else canonical_label(positive_class)[0]
     like_attrs = None if like is None else dataset_info(like, storage_options=storage_options)["attrs"]
-    plan = _PLANNERS[_source_kind(src)](
-        src, label_column=label_column, positive=positive, task=task, like=like,
-        like_attrs=like_attrs, rows_per_chunk=rows_per_chunk, header=header, sep=sep)
+    options = {"label_column": label_column, "positive": positive, "task": task, "like": like,
+               "like_attrs": like_attrs, "rows_per_chunk": rows_per_chunk, "header": header, "sep": sep}
+    if len(files) == 1:
+        plan = _PLANNERS[_source_kind(files[0])](files[0], **options)
+    else:
+        reader = _READERS[_files_kind(files, src)](files[0], **options)
+        plan = files_plan(reader, files, rows_per_chunk)
     with staging(dst, overwrite) as tmp:
         w = ChunkWriter(tmp, plan.n_features, plan.y_dtype, rows_per_chunk, plan.n_rows)
-        for X, y in plan.chunks():
-            w.append(X, y)
+        if plan.write is not None:
+            plan.write(w)
+        else:
+            for X, y in plan.chunks():
+                w.append(X, y)
         attrs = {"schema_version": SCHEMA_VERSION, **plan.attrs, **plan.stats(),
                  "source": src.path if src.is_local else src.url, "n_rows": w.rows}
         w.finish(attrs)
