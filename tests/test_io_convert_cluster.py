@@ -130,6 +130,27 @@ def test_parquet_files_and_row_groups_equal_their_concatenation(tmp_path, schedu
         df.iloc[a:b].to_parquet(tmp_path / "pq" / f"{k:02d}.parquet", index=False, row_group_size=37)
     convert(tmp_path / "pq", tmp_path / "pq.zarr", rows_per_chunk=R)
     assert_same(tmp_path / "whole.zarr", tmp_path / "pq.zarr")
+    # encoded like a training set: pass 1 reads only the footers
+    convert(tmp_path / "whole.parquet", tmp_path / "whole_like.zarr", rows_per_chunk=R, like=tmp_path / "pq.zarr")
+    convert(tmp_path / "pq", tmp_path / "pq_like.zarr", rows_per_chunk=R, like=tmp_path / "pq.zarr")
+    assert_same(tmp_path / "whole_like.zarr", tmp_path / "pq_like.zarr")
+
+
+def test_files_at_a_url(tmp_path):
+    """Files on a store (memory://, read in this process by dask's threads): no local path."""
+    import fsspec
+
+    fs = fsspec.filesystem("memory")
+    lines = csv_text().splitlines(keepends=True)
+    for k, (a, b) in enumerate(pairwise(CUTS)):
+        fs.pipe(f"/split/part{k}.csv", "".join(lines[a:b]).encode())
+    write(tmp_path / "whole.csv", "".join(lines))
+    convert(tmp_path / "whole.csv", tmp_path / "whole.zarr", rows_per_chunk=R)
+    with dask.config.set(scheduler="threads"):
+        s = convert("memory://split/part*.csv", tmp_path / "url.zarr", rows_per_chunk=R)
+    assert s["source"] == "memory://split/part*.csv"
+    assert_same(tmp_path / "whole.zarr", tmp_path / "url.zarr")
+    fs.rm("/split", recursive=True)
 
 
 def test_source_files(tmp_path):
