@@ -1,7 +1,6 @@
 """Sources and destinations other than rfstream's own local layout: URLs, stores, xarray."""
 import json
 import shutil
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -11,6 +10,7 @@ from _services import http_server
 
 import rfstream
 from rfstream.cli import main
+from rfstream.datasets import source_paths
 from rfstream.io import (
     convert,
     dataset_info,
@@ -21,7 +21,7 @@ from rfstream.io import (
 )
 from rfstream.io.location import StorageError, as_location
 
-MAGIC = Path(rfstream.datasets.__file__).parent / "magic04.data.gz"
+MAGIC, _ = source_paths("magic_demo")  # the shipped MAGIC gamma telescope data
 RNG = np.random.default_rng(0)
 X = RNG.standard_normal((300, 4)).astype(np.float32)
 Y = (X[:, 0] > 0).astype(np.int32)
@@ -138,14 +138,14 @@ def test_convert_reads_https_sources(tmp_path):
     """A source served over HTTP (here ``python -m http.server`` on 127.0.0.1)."""
     served = tmp_path / "served"
     served.mkdir()
-    shutil.copy(MAGIC, served / "magic04.data.gz")
+    shutil.copy(MAGIC, served / MAGIC.name)
     with http_server(served) as url:
-        remote = convert(f"{url}/magic04.data.gz", tmp_path / "remote.zarr", rows_per_chunk=4096)
+        remote = convert(f"{url}/{MAGIC.name}", tmp_path / "remote.zarr", rows_per_chunk=4096)
         with pytest.raises(FileNotFoundError, match="nope.csv does not exist"):
             convert(f"{url}/nope.csv", tmp_path / "nope.zarr")
     local = convert(MAGIC, tmp_path / "local.zarr", rows_per_chunk=4096)
     assert remote["shape"] == local["shape"] == [19020, 10]
-    assert remote["source"] == f"{url}/magic04.data.gz"
+    assert remote["source"] == f"{url}/{MAGIC.name}"
     np.testing.assert_array_equal(np.asarray(open_dataset(tmp_path / "remote.zarr")[0]),
                                   np.asarray(open_dataset(tmp_path / "local.zarr")[0]))
     assert not (tmp_path / "nope.zarr").exists()

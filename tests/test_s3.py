@@ -20,9 +20,10 @@ from _services import S3_CREDENTIALS, WORKER_ENV, dask_cluster, free_port, s3_se
 
 import rfstream
 from rfstream.cli import main
+from rfstream.datasets import source_paths
 from rfstream.io import open_dataset, write_dataset
 
-MAGIC = Path(rfstream.datasets.__file__).parent / "magic04.data.gz"
+MAGIC, _ = source_paths("magic_demo")  # the shipped MAGIC gamma telescope data
 FIT = ["--n-components", "100", "--alpha", "1.0", "--random-state", "3", "--quiet"]
 
 
@@ -66,9 +67,9 @@ def _round_trip(data_src, root, opts, scheduler="threads"):
 
 def test_cli_round_trip_on_s3_equals_local(s3, in_tmp):
     bucket, opts, fs = s3
-    fs.put(str(MAGIC), f"{bucket}/src/magic04.data.gz")
+    fs.put(str(MAGIC), f"{bucket}/src/{MAGIC.name}")
     local = _round_trip(MAGIC, in_tmp / "local", None)
-    remote = _round_trip(f"{bucket}/src/magic04.data.gz", f"{bucket}/run", opts)
+    remote = _round_trip(f"{bucket}/src/{MAGIC.name}", f"{bucket}/run", opts)
     assert remote[0]["value"] == pytest.approx(local[0]["value"], abs=1e-6)
     assert remote[0]["rows"] == local[0]["rows"] == 19020
     np.testing.assert_array_equal(remote[1], local[1])

@@ -86,8 +86,10 @@ def build_parser():
     parser = _Parser(prog="rfstream", description="Kernel machines with random features on Dask.")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
-    p = sub.add_parser("convert", help="CSV / LIBSVM / npy / npz -> Zarr dataset")
-    p.add_argument("src", help="source file: CSV (plain or compressed), LIBSVM, .npy or .npz; "
+    p = sub.add_parser("convert", help="CSV / LIBSVM / Parquet / npy / npz -> Zarr dataset")
+    p.add_argument("src", help="source: a CSV (plain or compressed), LIBSVM, Parquet, .npy or .npz file, "
+                               "or a directory or glob of CSV/LIBSVM/Parquet files (converted by Dask "
+                               "tasks, one per file or row group; one gzip file is one stream, one task); "
                                f"{LOCATION_HELP}, https://)")
     p.add_argument("dst", help=f"Zarr dataset to write: {LOCATION_HELP})")
     p.add_argument("--label-column", type=_label_column, default="last",

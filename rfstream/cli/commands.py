@@ -14,6 +14,7 @@ from pathlib import Path
 
 from .. import io, pipeline
 from ..cluster import connect
+from ..io.convert import source_files
 from .options import UserError, split_params
 
 
@@ -36,13 +37,9 @@ def _print_json(data):
 def cmd_convert(args):
     """One file streams through this process; a directory or glob of files is converted by
     Dask tasks, on ``--scheduler`` or an embedded cluster."""
-    many = _is_many_files(args.src, args.storage_options)
+    many = len(source_files(args.src, args.storage_options)) > 1
     with connect(args.scheduler) if many else contextlib.nullcontext():
         return _convert(args)
-
-
-def _is_many_files(src, storage_options) -> bool:
-    return any(c in str(src) for c in "*?[") or io.as_location(src, storage_options).isdir()
 
 
 def _convert(args):

@@ -2,9 +2,11 @@
 
 * :mod:`~rfstream.io.dataset` -- the Zarr dataset layout: :func:`write_dataset`,
   :func:`open_dataset` (lazy dask arrays), :func:`dataset_info`.
-* :mod:`~rfstream.io.convert` -- :func:`convert` a source file into a dataset, with
-  one reader module per format (:mod:`~rfstream.io.csv`, :mod:`~rfstream.io.libsvm`,
-  :mod:`~rfstream.io.npy`) and the label rules they share (:mod:`~rfstream.io.ingest`).
+* :mod:`~rfstream.io.convert` -- :func:`convert` a source file, directory or glob into a
+  dataset, with one reader module per format (:mod:`~rfstream.io.csv`,
+  :mod:`~rfstream.io.libsvm`, :mod:`~rfstream.io.parquet`, :mod:`~rfstream.io.npy`), the
+  label rules they share (:mod:`~rfstream.io.ingest`) and, for many files, the
+  conversion as Dask tasks (:mod:`~rfstream.io.convert_tasks`).
 * :mod:`~rfstream.io.model_files` -- :func:`save_model` / :func:`load_model`, no pickle.
 * :mod:`~rfstream.io.predictions` -- predictions written to Zarr block by block.
 * :mod:`~rfstream.io.location` -- a local path or an fsspec URL (``s3://``, ``gs://``,
@@ -17,7 +19,7 @@
 
 This layer knows no estimator class: it imports only the core numerics.
 """
-from .convert import convert
+from .convert import convert, source_files
 from .dataset import (
            dataset_info,
            iter_row_chunks,
@@ -31,4 +33,4 @@ from .predictions import read_predictions, write_predictions
 
 __all__ = ["Location", "StorageError", "as_location", "convert", "dataset_info", "iter_row_chunks",
            "load_model", "model_root", "onehot_columns", "open_dataset", "read_model_json", "read_predictions", "save_model",
-           "write_dataset", "write_predictions"]
+           "source_files", "write_dataset", "write_predictions"]
