@@ -118,7 +118,7 @@ def test_zarr_group_store_and_xarray_objects(tmp_path):
     np.testing.assert_array_equal(np.asarray(Xr), X)
     np.testing.assert_array_equal(np.asarray(yr), Y)
     assert dataset_info(tmp_path / "xr.zarr")["attrs"]["task"] == "classification"
-    Xr, _ = open_dataset(xr.open_zarr(tmp_path / "xr.zarr"))
+    Xr, _ = open_dataset(xr.open_zarr(tmp_path / "xr.zarr", consolidated=False))
     np.testing.assert_array_equal(np.asarray(Xr), X)
 
 
