@@ -25,7 +25,6 @@ import json
 import os
 import subprocess
 import sys
-import threading
 import time
 from itertools import pairwise
 from pathlib import Path
@@ -33,6 +32,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import psutil
+
+from rfstream.bench.measures import PeakRSS
 
 CONFIGS = ("client", "cluster-1", "cluster-2")
 
@@ -78,28 +79,6 @@ def write_source(folder: Path, rows: int, files: int) -> tuple[Path, Path]:
 
 
 # ----------------------------------------------------------------- one run
-class PeakRSS:
-    """The largest RSS of some processes seen by a thread sampling them every 5 ms."""
-
-    def __init__(self, pids):
-        self.processes = [psutil.Process(p) for p in pids]
-        self.peaks = [p.memory_info().rss for p in self.processes]
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-
-    def _run(self):
-        while not self._stop.is_set():
-            for k, p in enumerate(self.processes):
-                self.peaks[k] = max(self.peaks[k], p.memory_info().rss)
-            time.sleep(0.005)
-
-    def __enter__(self):
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        self._stop.set()
-        self._thread.join()
 
 
 def one_run(config, parts, whole, dst):

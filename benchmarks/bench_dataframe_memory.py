@@ -22,12 +22,13 @@ The exit status is 1 when the sampled peak reaches 300 MiB.
 import argparse
 import json
 import sys
-import threading
 import time
 
 import numpy as np
 import pandas as pd
 import psutil
+
+from rfstream.bench.measures import PeakRSS
 
 COLUMNS = [f"x{i}" for i in range(10)]
 
@@ -40,31 +41,6 @@ def make_partition(i, rows, seed):
     frame = pd.DataFrame(x, columns=COLUMNS)
     frame["label"] = label
     return frame
-
-
-class PeakRSS:
-    """The largest RSS of this process seen by a thread sampling it every ``interval`` seconds."""
-
-    def __init__(self, interval=0.005):
-        self.interval = interval
-        self.process = psutil.Process()
-        self.peak = self.process.memory_info().rss
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-
-    def _run(self):
-        while not self._stop.is_set():
-            self.peak = max(self.peak, self.process.memory_info().rss)
-            time.sleep(self.interval)
-
-    def __enter__(self):
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        self._stop.set()
-        self._thread.join()
-        self.peak = max(self.peak, self.process.memory_info().rss)
 
 
 def main(argv=None):

@@ -6,6 +6,7 @@ import os
 import resource
 import subprocess
 import sys
+import threading
 import time
 
 
@@ -24,6 +25,45 @@ def peak_rss():
     except OSError:
         pass
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
+class PeakRSS:
+    """The largest resident memory of some processes (default: this one), in bytes, seen
+    by a thread sampling them every ``interval`` seconds while the block runs.
+
+    ``peaks[k]`` is process ``k``'s (``peak`` the first one's).  Needs psutil.
+    """
+
+    def __init__(self, pids=None, interval=0.005):
+        import psutil
+
+        self.interval = interval
+        self.processes = [psutil.Process(p) for p in (pids or [os.getpid()])]
+        self.peaks = [p.memory_info().rss for p in self.processes]
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    @property
+    def peak(self):
+        return self.peaks[0]
+
+    def _sample(self):
+        for k, p in enumerate(self.processes):
+            self.peaks[k] = max(self.peaks[k], p.memory_info().rss)
+
+    def _run(self):
+        while not self._stop.is_set():
+            self._sample()
+            time.sleep(self.interval)
+
+    def __enter__(self):
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._thread.join()
+        self._sample()
 
 
 def gemm_gflops(D, m=4096, repeats=5):

@@ -36,6 +36,7 @@ from .ingest import (
     LabelScanner,
     Plan,
     compression_of,
+    encoding_stats,
     first_data_lines,
     like_label_schema,
     open_text,
@@ -387,12 +388,7 @@ class CsvReader:
                 y = labels.encode(df[layout.label_index]) if labels else None
                 yield enc.encode(df), y
 
-        def stats():
-            out = {"n_unseen_categories": enc.n_unseen}
-            out.update(labels.stats() if labels else {"n_unseen_labels": 0})
-            return out
-
-        return Encoding(blocks(), stats)
+        return Encoding(blocks(), encoding_stats(labels, enc))
 
 
 def plan(src: Location, **options) -> Plan:

@@ -390,3 +390,8 @@ class Plan:
     stats: Callable[[], dict]
     write: Callable[[Any], None] | None = None
 
+
+def encoding_stats(labels: LabelEncoder | None, encoder=None) -> Callable[[], dict]:
+    """``stats()`` of a pass 2: unseen categories (``encoder.n_unseen``) and label counts."""
+    return lambda: {"n_unseen_categories": getattr(encoder, "n_unseen", 0),
+                    **(labels.stats() if labels else {"n_unseen_labels": 0})}

@@ -20,7 +20,7 @@ from itertools import islice
 import numpy as np
 
 from .convert_tasks import Encoding, Schema, reader_plan
-from .ingest import LabelEncoder, LabelScanner, Plan, like_label_schema, open_text
+from .ingest import LabelEncoder, LabelScanner, Plan, encoding_stats, like_label_schema, open_text
 from .location import Location
 
 SUFFIXES = {".svm", ".libsvm", ".svmlight", ".trn", ".tst", ".t"}
@@ -161,10 +161,7 @@ class LibsvmReader:
                 X, raw = _block(loc, batch, base, d, labels is not None)
                 yield X, (labels.encode(np.asarray(raw, dtype=object)) if labels else None)
 
-        def stats():
-            return {"n_unseen_categories": 0, **(labels.stats() if labels else {"n_unseen_labels": 0})}
-
-        return Encoding(blocks(), stats)
+        return Encoding(blocks(), encoding_stats(labels))
 
 
 def plan(src: Location, **options) -> Plan:

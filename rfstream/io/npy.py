@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .ingest import LabelEncoder, LabelScanner, LabelSchema, Plan, check_like_task
+from .ingest import LabelEncoder, LabelScanner, LabelSchema, Plan, check_like_task, encoding_stats
 from .location import Location
 
 
@@ -48,14 +48,11 @@ def plan(src: Location, *, label_column, positive, task, like, like_attrs,
             b = a + rows_per_chunk
             yield np.asarray(X[a:b], dtype=np.float32), (labels.encode(y[a:b]) if labels else None)
 
-    def stats():
-        return {"n_unseen_categories": 0, **(labels.stats() if labels else {"n_unseen_labels": 0})}
-
     names = like_attrs["feature_names"] if like_attrs else [f"x{j}" for j in range(d)]
     attrs = {"format": src.name.lower().rsplit(".", 1)[-1], "feature_names": names,
              "categorical": {}, "fill_values": {}, "label_column": None if y is None else "y"}
     attrs.update(schema.attrs() if labels else {"task": None, "positive_class": None})
-    return Plan(X.shape[0], d, labels.dtype if labels else None, attrs, chunks, stats)
+    return Plan(X.shape[0], d, labels.dtype if labels else None, attrs, chunks, encoding_stats(labels))
 
 
 class _RemoteNpy:

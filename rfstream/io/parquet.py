@@ -35,6 +35,7 @@ from .ingest import (
     LabelEncoder,
     LabelScanner,
     Plan,
+    encoding_stats,
     like_label_schema,
     resolve_label_column,
 )
@@ -250,12 +251,7 @@ class ParquetReader:
                     y = labels.encode(_labels(batch.column(self.label))) if labels else None
                     yield enc.encode(self._frame(batch, columns, loc)), y
 
-        def stats():
-            out = {"n_unseen_categories": enc.n_unseen}
-            out.update(labels.stats() if labels else {"n_unseen_labels": 0})
-            return out
-
-        return Encoding(blocks(), stats)
+        return Encoding(blocks(), encoding_stats(labels, enc))
 
 
 def plan(src: Location, **options) -> Plan:
