@@ -37,9 +37,11 @@ STREAM_EERF_SUBSAMPLE = 30
 # CNM (rfstream.datadriven.cnm): mini-batch row draws (per outer iteration) and held-out rows.
 STREAM_CNM_BATCHES = 40
 STREAM_CNM_HOLDOUT = 41
+# Nystroem (rfstream.features.nystroem): the per-row keys that choose the landmarks.
+STREAM_NYSTROEM_LANDMARKS = 80
 # Reserved ranges for the other methods: SES 20-29, EERF/LKRF 30-39, CNM 40-49,
 # random binning 50-59 (none used yet: binning is a pure function of the row),
-# further SGD streams 60-69 (the first ones are 4-6 above), benchmarks 70-79.
+# further SGD streams 60-69 (the first ones are 4-6 above), benchmarks 70-79, Nystroem 80-89.
 # rfstream.synthetic: the rows of synthetic datasets (kept apart from every method's
 # streams, so that the data are independent of a method's randomness for equal seeds).
 STREAM_SYNTHETIC = 90

@@ -11,6 +11,7 @@ from .circulant import CirculantFeatures
 from .fastfood import CompactRandomFeatures, FastfoodFeatures
 from .fourier import RandomFourierFeatures
 from .fused import FeatureSource, feature_source
+from .nystroem import NystroemFeatures
 
 __all__ = ["ArcCosineFeatures", "CirculantFeatures", "CompactRandomFeatures", "FastfoodFeatures", "FeatureMap", "FourierBinningFeatures",
-           "RandomBinningFeatures", "RandomFourierFeatures", "FeatureSource", "feature_source"]
+           "NystroemFeatures", "RandomBinningFeatures", "RandomFourierFeatures", "FeatureSource", "feature_source"]

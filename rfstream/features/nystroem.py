@@ -1,0 +1,255 @@
+"""Nystroem features: landmarks sampled in one pass, ``k(x, landmarks) K_mm^{-1/2}``.
+
+The landmarks are a uniform sample without replacement of ``m`` rows: every row
+gets a uniform key from ``(seed, global row index)`` (:func:`rfstream.random.row_uniform`,
+stream :data:`~rfstream.random.STREAM_NYSTROEM_LANDMARKS`) and the ``m`` rows with the
+smallest keys are kept (ties, which need two equal doubles, by the lower row index).
+The ``m`` smallest of a union are the ``m`` smallest of the parts' ``m`` smallest,
+so the choice is a tree reduction (:func:`landmark_chunk`, :func:`merge_landmarks`)
+whose partials carry the ``m`` best keys of their rows, the rows' indices and the
+rows themselves: one pass, ``m x d`` numbers per partial, and the same landmarks
+whatever the chunking, the reduction tree or the number of workers.
+Method, sources and the comparison with scikit-learn: docs/nystroem.md.
+"""
+from __future__ import annotations
+
+import warnings
+from functools import partial
+from typing import ClassVar
+
+import dask.array as da
+import numpy as np
+import scipy.sparse as sp
+
+from .._validation import check_dask_array
+from ..cluster import compute
+from ..kernels import kernel_matrix
+from ..random import STREAM_NYSTROEM_LANDMARKS, row_uniform
+from ..reductions import block_partials
+from .base import KERNEL_PARAMETERS, FeatureMap
+
+__all__ = ["NystroemFeatures", "inverse_sqrt", "landmark_chunk", "merge_landmarks",
+           "sample_landmarks"]
+
+
+# ------------------------------------------------------------------ the landmark pass
+def _pack(keys, index, rows, k):
+    """``[keys (k), row indices (k), rows (k x d)]`` as one float64 vector, padded with key inf."""
+    d = rows.shape[1]
+    out = np.empty(k * (d + 2), dtype=np.float64)
+    out[:k] = np.inf
+    out[k:2 * k] = -1.0
+    out[2 * k:] = 0.0
+    j = keys.shape[0]
+    out[:j] = keys
+    out[k:k + j] = index
+    out[2 * k:2 * k + j * d] = rows.ravel()
+    return out
+
+
+def _smallest(keys, index, k):
+    """Positions of the ``k`` smallest ``(key, index)`` pairs, smallest first."""
+    if keys.shape[0] > k:  # only the candidates at or below the k-th key need sorting
+        cut = np.partition(keys, k - 1)[k - 1]
+        candidates = np.flatnonzero(keys <= cut)
+    else:
+        candidates = np.arange(keys.shape[0])
+    order = np.lexsort((index[candidates], keys[candidates]))[:k]
+    return candidates[order]
+
+
+def landmark_chunk(x, *, offset, k, seed):
+    """Partial of the landmark pass for rows ``x`` starting at global row ``offset``.
+
+    The ``min(k, rows)`` rows of ``x`` with the smallest keys ``row_uniform(seed,
+    STREAM_NYSTROEM_LANDMARKS, row)``, packed with their keys and global indices
+    (:func:`merge_landmarks` reads them).  ``x`` is dense or ``scipy.sparse``.
+    """
+    n, d = x.shape
+    keys = row_uniform(seed, STREAM_NYSTROEM_LANDMARKS, offset, offset + n)
+    index = np.arange(offset, offset + n, dtype=np.float64)
+    pick = _smallest(keys, index, k)
+    rows = x[pick]
+    rows = np.asarray(rows.toarray() if sp.issparse(rows) else rows, dtype=np.float64)
+    return _pack(keys[pick], index[pick], rows.reshape(-1, d), k)
+
+
+def merge_landmarks(parts, axis=0, keepdims=True, *, k):
+    """Combine packed partials (one per row of ``parts``): the ``k`` smallest keys of all."""
+    parts = np.atleast_2d(parts)
+    d = parts.shape[1] // k - 2
+    keys = parts[:, :k].ravel()
+    index = parts[:, k:2 * k].ravel()
+    rows = parts[:, 2 * k:].reshape(-1, d)
+    valid = np.flatnonzero(np.isfinite(keys))
+    pick = valid[_smallest(keys[valid], index[valid], k)]
+    out = _pack(keys[pick], index[pick], rows[pick], k)
+    return out[None, :] if keepdims else out
+
+
+def _identity(x, axis=0, keepdims=True):
+    return x
+
+
+def sample_landmarks(X, k, seed, *, split_every=None):
+    """``(indices, rows)``: the ``min(k, n)`` rows of ``X`` with the smallest keys, by row index.
+
+    Parameters
+    ----------
+    X : ndarray, sparse matrix or dask array of shape (n, d)
+        A dask array needs known row chunks; it is read once, by a tree
+        reduction whose partials hold ``k`` rows each.
+    k : int
+        Number of landmarks.
+    seed : int
+        Seed of the per-row keys.
+    split_every : int, optional
+        Fan-in of the dask reduction tree (it does not change the result).
+
+    Returns
+    -------
+    indices : ndarray of int64, shape (min(k, n),)
+        Global row indices, increasing.
+    rows : ndarray of float64, shape (min(k, n), d)
+        The rows, exactly as stored (converted to float64).
+    """
+    chunk = partial(landmark_chunk, k=k, seed=seed)
+    if isinstance(X, da.Array):
+        merge = partial(merge_landmarks, k=k)
+        parts = block_partials(chunk, k * (X.shape[1] + 2), X)
+        packed = compute(da.reduction(
+            parts, chunk=_identity, combine=merge, aggregate=partial(merge, keepdims=False),
+            axis=0, concatenate=True, dtype=np.float64, split_every=split_every,
+            meta=np.empty((0,), dtype=np.float64)))
+    else:
+        packed = chunk(X, offset=0)
+    keys, index = packed[:k], packed[k:2 * k]
+    rows = packed[2 * k:].reshape(k, -1)
+    valid = np.flatnonzero(np.isfinite(keys))
+    valid = valid[np.argsort(index[valid])]
+    return index[valid].astype(np.int64), rows[valid]
+
+
+def inverse_sqrt(K):
+    """``(K^{+1/2}, rank)``: the pseudo-inverse square root of a symmetric PSD ``K``.
+
+    ``K = U diag(s) U'`` (``numpy.linalg.eigh``); eigenvalues at or below
+    ``max(s) * n * eps`` (numpy's ``matrix_rank`` tolerance) are rounding noise
+    around zero (duplicated or nearly collinear landmarks) and are dropped, so
+    ``K^{+1/2} = U_r diag(s_r^{-1/2}) U_r'``.  scikit-learn's ``Nystroem``
+    instead clips the singular values at 1e-12, which weights such noise by up
+    to 1e6.
+    """
+    s, U = np.linalg.eigh(np.asarray(K, dtype=np.float64))
+    keep = s > s.max() * K.shape[0] * np.finfo(np.float64).eps
+    scaled = U[:, keep] / np.sqrt(s[keep])
+    return scaled @ U[:, keep].T, int(keep.sum())
+
+
+# ------------------------------------------------------------------ the map
+class NystroemFeatures(FeatureMap):
+    r"""Nystroem features: the kernel against ``m`` sampled rows, whitened by ``K_mm^{-1/2}``.
+
+    ``z(x) = k(x, L) K_mm^{+1/2}`` for landmarks ``L``, ``m = n_components``
+    rows of the training data sampled uniformly without replacement, and
+    ``K_mm = k(L, L)``; then ``z(x)' z(y) = k(x, L) K_mm^+ k(L, y)``, the
+    Nystroem approximation of ``k(x, y)`` (Williams & Seeger 2001; Drineas &
+    Mahoney 2005 with uniform sampling; the feature form of Yang et al. 2012).
+    It is exact on the landmarks: ``z(x)' z(l) = k(x, l)`` for every landmark
+    ``l`` (when ``K_mm`` has full rank).
+
+    The landmarks are the ``m`` rows with the smallest keys ``u(seed, row)``
+    (module docstring): one pass over the data, the same rows whatever the
+    chunking.  ``K_mm^{+1/2}`` is computed once on the client
+    (:func:`inverse_sqrt`: eigendecomposition, eigenvalues below the rounding
+    level dropped).  With fewer than ``n_components`` rows every row is a
+    landmark, with a warning, as scikit-learn's ``Nystroem`` does.
+
+    Parameters
+    ----------
+    n_components : int, default=100
+        Number of landmarks ``m`` = output features.
+    kernel : {"gaussian", "laplacian", "cauchy"}, default="gaussian"
+        The kernel, as :func:`rfstream.kernels.kernel_matrix` defines it (see
+        :class:`~rfstream.RandomFourierFeatures`).
+    gamma : float > 0 or "auto", default=1.0
+        Inverse bandwidth; "auto" is :func:`rfstream.kernels.auto_gamma`.
+    random_state : int, numpy Generator, RandomState or None, default=None
+        Seed of the landmark keys.
+    dtype : {"float32", "float64"}, default="float32"
+        Dtype of the output.  The block is computed in float64 and rounded once:
+        ``K_mm^{+1/2}`` has entries up to ``s_min^{-1/2}``, which would amplify
+        float32 rounding of ``k(x, L)``.
+
+    Attributes
+    ----------
+    gamma_ : float
+        Resolved ``gamma``.
+    components_ : ndarray of shape (m, n_features_in_)
+        The landmarks (float64), in increasing row order; ``m = min(n_components, n_samples)``.
+    component_indices_ : ndarray of int64, shape (m,)
+        Their global row indices in ``X``.
+    normalization_ : ndarray of shape (m, m)
+        ``K_mm^{+1/2}`` (float64, symmetric).
+    rank_ : int
+        Rank of ``K_mm`` kept in ``normalization_``.
+    n_features_in_ : int
+    feature_names_in_ : ndarray of shape (n_features_in_,)
+        Only when ``X`` in ``fit`` has string column names.
+
+    References
+    ----------
+    C. K. I. Williams and M. Seeger, "Using the Nystroem Method to Speed Up Kernel
+    Machines", NIPS 2001.  P. Drineas and M. W. Mahoney, "On the Nystroem Method
+    for Approximating a Gram Matrix for Improved Kernel-Based Learning", JMLR 6,
+    2005.  T. Yang, Y.-F. Li, M. Mahdavi, R. Jin and Z.-H. Zhou, "Nystroem Method
+    vs Random Fourier Features: A Theoretical and Empirical Comparison", NIPS 2012.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from rfstream.features import NystroemFeatures
+    >>> X = np.random.default_rng(0).normal(size=(300, 4))
+    >>> nys = NystroemFeatures(n_components=20, gamma=0.2, random_state=0).fit(X)
+    >>> nys.transform(X).shape, nys.components_.shape
+    ((300, 20), (20, 4))
+    """
+
+    _parameter_constraints: ClassVar[dict] = {**FeatureMap._parameter_constraints,
+                                              **KERNEL_PARAMETERS}
+
+    def __init__(self, n_components=100, *, kernel="gaussian", gamma=1.0, random_state=None,
+                 dtype="float32"):
+        self.n_components = n_components
+        self.kernel = kernel
+        self.gamma = gamma
+        self.random_state = random_state
+        self.dtype = dtype
+
+    def _draw(self, rng, n_features):
+        """Nothing to draw on the client: the landmarks come from the pass in ``_fit_data``."""
+
+    def _fit_data(self, X, y, seed):
+        if isinstance(X, da.Array):  # global row indices need known row chunks
+            X = check_dask_array(X, known_rows=True)
+        n, k = int(X.shape[0]), int(self.n_components)
+        if k > n:
+            warnings.warn(
+                f"n_components={k} > n_samples={n}: every row is a landmark (n_components set to "
+                f"n_samples, as scikit-learn's Nystroem does), which costs as much as the full kernel.",
+                UserWarning, stacklevel=4)
+        self.component_indices_, self.components_ = sample_landmarks(X, min(k, n), seed)
+        K = kernel_matrix(self.components_, None, self.kernel, self.gamma_)
+        self.normalization_, self.rank_ = inverse_sqrt(K)
+
+    @property
+    def _n_features_out(self):
+        return self.components_.shape[0]
+
+    def _block(self, x):
+        dtype = self._output_dtype()
+        if x.shape[0] == 0:
+            return np.empty((0, self._n_features_out), dtype=dtype)
+        x = x.toarray() if sp.issparse(x) else x
+        K = kernel_matrix(x, self.components_, self.kernel, self.gamma_)
+        return (K @ self.normalization_).astype(dtype, copy=False)
