@@ -40,6 +40,7 @@ FEATURES = {
     "rff+binning": ft.FourierBinningFeatures,
     "cnm": dd.CompactNonlinearMap,  # learned with the labels, then the solver is refitted on it
     "circulant": ft.CirculantFeatures,
+    "nystroem": ft.NystroemFeatures,
 }
 #: ``--solver`` name -> estimator per task.
 SOLVERS = {

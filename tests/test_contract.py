@@ -64,6 +64,7 @@ MAP_PARAMS = {
     "rff+binning": dict(n_components=8, n_grids=4, n_bins=8, gamma=1.0),
     "cnm": dict(n_components=6, **CNM_FAST),
     "circulant": dict(n_components=12, gamma=0.5),
+    "nystroem": dict(n_components=12, gamma=0.3),
 }
 #: maps outside the registry (baselines of the papers)
 OTHER_MAPS = {
@@ -109,6 +110,8 @@ CHECKS = {
     "rff+binning": (dict(n_components=6, n_grids=3, n_bins=8, random_state=0, dtype="float64"), {}),
     "cnm": (dict(n_components=4, random_state=0, **CNM_FAST), {}),
     "circulant": (dict(n_components=8, random_state=0), FLOAT32_ROW_GROUPING),
+    # default parameters; no float32 rounding to excuse: the block is float64, rounded once
+    "nystroem": ({}, {}),
     "fastfood": (dict(n_components=16, random_state=0), FLOAT32_ROW_GROUPING),
     "compact": (dict(n_components=8, random_state=0), FLOAT32_ROW_GROUPING),
 }
