@@ -27,6 +27,7 @@ from ..kernels import kernel_matrix
 from ..random import STREAM_NYSTROEM_LANDMARKS, row_uniform
 from ..reductions import block_partials
 from .base import KERNEL_PARAMETERS, FeatureMap
+from .fused import FUSED_SUB_BLOCK, even_sub_blocks
 
 __all__ = ["NystroemFeatures", "inverse_sqrt", "landmark_chunk", "merge_landmarks",
            "sample_landmarks"]
@@ -247,9 +248,20 @@ class NystroemFeatures(FeatureMap):
         return self.components_.shape[0]
 
     def _block(self, x):
-        dtype = self._output_dtype()
-        if x.shape[0] == 0:
-            return np.empty((0, self._n_features_out), dtype=dtype)
-        x = x.toarray() if sp.issparse(x) else x
-        K = kernel_matrix(x, self.components_, self.kernel, self.gamma_)
-        return (K @ self.normalization_).astype(dtype, copy=False)
+        return self._block_into(x)
+
+    def _block_into(self, x, out=None):
+        """``k(x, L) K_mm^{+1/2}`` in float64, a sub-block of rows at a time, rounded into ``out``.
+
+        Sub-blocks of at most :data:`~rfstream.features.fused.FUSED_SUB_BLOCK` rows keep
+        the float64 temporaries at that size whatever the block's rows (a ``transform``
+        block of 65,536 rows at ``m = 1000`` would otherwise hold 0.5 GB of them twice).
+        """
+        if out is None:
+            out = np.empty((x.shape[0], self._n_features_out), dtype=self._output_dtype())
+        for start, stop in even_sub_blocks(x.shape[0], FUSED_SUB_BLOCK):
+            part = x[start:stop]
+            part = part.toarray() if sp.issparse(part) else part
+            out[start:stop] = kernel_matrix(part, self.components_, self.kernel, self.gamma_) \
+                @ self.normalization_
+        return out
