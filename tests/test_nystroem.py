@@ -8,6 +8,7 @@ scikit-learn's ``Nystroem`` that docs/nystroem.md reports.
 import sys
 import warnings
 
+import dask
 import dask.array as da
 import numpy as np
 import pytest
@@ -52,6 +53,19 @@ def test_landmarks_do_not_depend_on_chunks_or_reduction_tree(X, chunks, split_ev
     sparse = sample_landmarks(sp.csr_matrix(X), 25, 3)
     for a, b in zip(sparse, ref):
         np.testing.assert_array_equal(a, b)
+
+
+def test_fit_reads_every_block_once(X):
+    reads = []
+
+    def read(block):
+        reads.append(block.shape[0])
+        return block
+
+    Xd = da.from_array(X, chunks=(50, 4)).map_blocks(read, meta=np.empty((0, 4)))
+    with dask.config.set(scheduler="synchronous"):
+        NystroemFeatures(20, gamma=0.3, random_state=0).fit(Xd)
+    assert reads == [50] * 6  # one pass (gamma="auto" adds a gather of its sampled rows)
 
 
 def test_landmarks_are_a_uniform_sample_without_replacement():
