@@ -1,4 +1,4 @@
-"""Nystroem features: landmarks sampled in one pass, ``k(x, landmarks) K_mm^{-1/2}``.
+"""Nystroem features: landmarks sampled in one pass, ``k(x, landmarks) K_mm^{+1/2}``.
 
 The landmarks are a uniform sample without replacement of ``m`` rows: every row
 gets a uniform key from ``(seed, global row index)`` (:func:`rfstream.random.row_uniform`,
@@ -7,7 +7,7 @@ smallest keys are kept (ties, which need two equal doubles, by the lower row ind
 The ``m`` smallest of a union are the ``m`` smallest of the parts' ``m`` smallest,
 so the choice is a tree reduction (:func:`landmark_chunk`, :func:`merge_landmarks`)
 whose partials carry the ``m`` best keys of their rows, the rows' indices and the
-rows themselves: one pass, ``m x d`` numbers per partial, and the same landmarks
+rows themselves: one pass, ``m (d + 2)`` numbers per partial, and the same landmarks
 whatever the chunking, the reduction tree or the number of workers.
 Method, sources and the comparison with scikit-learn: docs/nystroem.md.
 """
