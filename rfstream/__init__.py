@@ -16,6 +16,7 @@ from .features import (
     ArcCosineFeatures,
     CirculantFeatures,
     FourierBinningFeatures,
+    NystroemFeatures,
     RandomBinningFeatures,
     RandomFourierFeatures,
 )
@@ -37,6 +38,7 @@ __all__ = [
     "EERFFeatures",
     "FourierBinningFeatures",
     "LKRFFeatures",
+    "NystroemFeatures",
     "RandomBinningFeatures",
     "RandomFourierFeatures",
     "SESFeatures",
