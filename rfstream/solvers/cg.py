@@ -17,6 +17,12 @@ Methods for Sparse Linear Systems", 2003, Algorithm 9.1).
 Only D x T arrays live on the client; the stopping rule is the relative
 residual ``||r|| <= tol ||b||`` of every target, or ``max_iter`` passes.
 
+Row weights ``c_i`` (``sample_weight`` times ``class_weight``,
+:mod:`rfstream.solvers.weights`) give weighted least squares,
+``A = Z_c' C Z_c + alpha I`` with weighted column means: the first pass sums
+``c``, ``Z'c``, ``diag(Z'CZ)``, ``Y'c`` and ``Z'CY``, each product pass
+``Z'(C (Z V))``.
+
 Every pass goes through :func:`rfstream.features.fused.fused_pass`: for dense
 ``Z = map.transform(X)`` (``solver="cg"`` chosen for dense features) each task
 makes its features a sub-block at a time and converts only that sub-block to
@@ -37,50 +43,75 @@ from sklearn.exceptions import ConvergenceWarning
 from ..cluster import compute
 from ..features.fused import fused_pass
 from ..reductions import Layout, sum_rows
+from .weights import row_weights
 
 
 def _as_float64(z):
     return sp.csr_matrix(z, dtype=np.float64) if sp.issparse(z) else np.asarray(z, dtype=np.float64)
 
 
-def _stats_chunk(z, y, *, offset, target_fn, layout, out):
-    """Adds n, Z'1, diag(Z'Z), Y'1 and Z'Y of one block into ``out``."""
+def _stats_chunk(z, y, *w, offset, target_fn, layout, out, weight_args):
+    """Adds n (the weight sum), m (rows), Z'c, diag(Z'CZ), Y'c and Z'CY of one block into ``out``."""
     if z.shape[0] == 0:
         return
     z, Y = _as_float64(z), target_fn(y)
+    c = row_weights(y, *w, offset=offset, **weight_args)
     parts = layout.unpack(out)
-    parts["n"][...] += z.shape[0]
-    parts["s"][:] += np.asarray(z.sum(axis=0)).ravel()
-    parts["d"][:] += np.asarray((z.multiply(z) if sp.issparse(z) else z * z).sum(axis=0)).ravel()
-    parts["t"][:] += Y.sum(axis=0)
-    parts["C"][:] += z.T @ Y
+    parts["m"][...] += z.shape[0]
+    zz = z.multiply(z) if sp.issparse(z) else z * z
+    if c is None:
+        parts["n"][...] += z.shape[0]
+        parts["s"][:] += np.asarray(z.sum(axis=0)).ravel()
+        parts["d"][:] += np.asarray(zz.sum(axis=0)).ravel()
+        parts["t"][:] += Y.sum(axis=0)
+        parts["C"][:] += z.T @ Y
+        return
+    parts["n"][...] += c.sum()
+    parts["s"][:] += np.asarray(z.T @ c).ravel()
+    parts["d"][:] += np.asarray(zz.T @ c).ravel()
+    parts["t"][:] += c @ Y
+    parts["C"][:] += z.T @ (c[:, None] * Y)
 
 
-def _product_chunk(z, *, offset, V, out):
-    """Adds Z'(Z V) of one block into ``out``."""
+def _product_chunk(z, *labels, offset, V, out, weight_args=None):
+    """Adds Z'(Z V) of one block into ``out``; Z'(C (Z V)) with ``labels`` = (y[, w]) and
+    ``weight_args`` (:func:`rfstream.solvers.weights.row_weights`)."""
     if z.shape[0] == 0:
         return
     z = _as_float64(z)
-    out += np.asarray(z.T @ (z @ V)).ravel()
+    zv = z @ V
+    if weight_args is not None:
+        zv *= row_weights(labels[0], *labels[1:], offset=offset, **weight_args)[:, None]
+    out += np.asarray(z.T @ zv).ravel()
 
 
-def ridge_cg(Z, y, target_fn, n_targets, *, alpha, fit_intercept=True, tol=1e-4, max_iter=200):
-    """Solve ``min ||Y - Z W - 1 b'||^2 + alpha ||W||^2`` by Jacobi-preconditioned CG.
+def ridge_cg(Z, y, target_fn, n_targets, *, alpha, fit_intercept=True, tol=1e-4, max_iter=200,
+             sample_weight=None, weight_args=None):
+    """Solve ``min ||C^(1/2) (Y - Z W - 1 b')||^2 + alpha ||W||^2`` by Jacobi-preconditioned CG.
 
     ``Z`` is a numpy/CSR array or a dask array (dense or CSR blocks), ``y``
     its labels aligned by rows, ``target_fn`` turns a block of labels into
-    the (rows, T) targets.  Returns ``(W (D, T), b (T,), stats)`` with
-    ``stats`` holding ``n``, ``n_iter`` (passes after the first) and the final
-    relative residuals.
+    the (rows, T) targets; the row weights C are ``sample_weight`` (checked,
+    aligned with ``Z``: :func:`rfstream.solvers.weights.check_sample_weight`) times
+    the class weights in ``weight_args`` (``classes``, ``class_weight``), or 1.
+    Returns ``(W (D, T), b (T,), stats)`` with ``stats`` holding ``n`` (the weight
+    sum), ``m`` (rows), ``n_iter`` (passes after the first) and the final relative
+    residuals.
     """
     D, T = Z.shape[1], n_targets
-    layout = Layout(n=(), s=(D,), d=(D,), t=(T,), C=(D, T))
-    fn, rows = fused_pass(Z, partial(_stats_chunk, target_fn=target_fn, layout=layout), layout.size)
-    vec = compute(sum_rows(fn, layout.size, rows, y))
+    weight_args = dict(weight_args or {})
+    weighted = sample_weight is not None or weight_args.get("class_weight") is not None
+    layout = Layout(n=(), m=(), s=(D,), d=(D,), t=(T,), C=(D, T))
+    chunk = partial(_stats_chunk, target_fn=target_fn, layout=layout, weight_args=weight_args)
+    fn, rows = fused_pass(Z, chunk, layout.size)
+    vec = compute(sum_rows(fn, layout.size, rows, y, sample_weight))
     st = {k: np.array(v) for k, v in layout.unpack(vec).items()}
     n = float(st["n"])
-    if n == 0:
+    if float(st["m"]) == 0:
         raise ValueError("cannot fit on 0 rows: X is empty.")
+    if n == 0:
+        raise ValueError("every row has weight zero (sample_weight times class_weight): nothing "
+                         "to fit; give some rows a weight > 0.")
     if not all(np.isfinite(v).all() for v in st.values()):
         raise ValueError("X or y contains NaN or infinity (the reduction is not finite); remove or "
                          "impute them before fitting.")
@@ -91,8 +122,10 @@ def ridge_cg(Z, y, target_fn, n_targets, *, alpha, fit_intercept=True, tol=1e-4,
     precond[precond <= 0] = 1.0  # alpha = 0 and an empty column: leave that coordinate alone
 
     def apply(V):
-        fn, rows = fused_pass(Z, partial(_product_chunk, V=V), D * T)
-        ZZV = compute(sum_rows(fn, D * T, rows)).reshape(D, T)
+        chunk = partial(_product_chunk, V=V, weight_args=weight_args if weighted else None)
+        fn, rows = fused_pass(Z, chunk, D * T)
+        labels = (y, sample_weight) if weighted else ()
+        ZZV = compute(sum_rows(fn, D * T, rows, *labels)).reshape(D, T)
         return ZZV - n * np.outer(mu, mu @ V) + alpha * V
 
     W = np.zeros((D, T))
@@ -119,4 +152,4 @@ def ridge_cg(Z, y, target_fn, n_targets, *, alpha, fit_intercept=True, tol=1e-4,
     if np.any(res > tol):
         warnings.warn(f"CG stopped after max_iter={max_iter} passes with a relative residual of "
                       f"{res.max():.2g} (tol={tol}); raise max_iter.", ConvergenceWarning, stacklevel=3)
-    return W, nu - mu @ W, {"n": n, "n_iter": n_iter, "residual": res}
+    return W, nu - mu @ W, {"n": n, "m": float(st["m"]), "n_iter": n_iter, "residual": res}

@@ -21,6 +21,15 @@ features, ``Z'Y`` and the column sums ``Z'1`` come from one GEMM against
 ``[Y, 1]``: one read of the block instead of two.  When the task computes the
 features itself (:mod:`rfstream.features.fused`), they come from the same SYRK
 as ``Z'Z`` (:func:`_fused_fold`).
+
+Row weights ``c_i`` (``sample_weight`` times ``class_weight``,
+:mod:`rfstream.solvers.weights`) turn every sum into its weighted form in the
+same pass: ``n_k = sum c_i``, ``s_k = Z_k' c``, ``G_k = Z_k' C Z_k``,
+``C_k = Z_k' C Y_k``, ``B_k = Y_k' C Y_k`` (C = diag(c)), the statistics of
+weighted least squares.  The rows are scaled by ``sqrt(c_i)`` before the
+products (``[sqrt(c) Z, sqrt(c) Y, sqrt(c)]``), so the SYRK does the
+weighting; ``m_k`` keeps the plain row count.  Without weights the code is the
+unweighted one, bit for bit.
 """
 from __future__ import annotations
 
@@ -30,20 +39,25 @@ import scipy.sparse as sp
 from ..features.fused import even_sub_blocks, feature_sub_blocks, fused_buffer
 from ..random import STREAM_FOLDS, row_integers
 from ..reductions import Layout
+from .weights import row_weights
 
 SUB_BLOCK = 8192
 
 
 def gram_layout(n_features: int, n_targets: int, n_folds: int) -> Layout:
     D, T, K = n_features, n_targets, n_folds
-    return Layout(n=(K,), s=(K, D), t=(K, T), G=(K, D, D), C=(K, D, T), B=(K, T, T))
+    return Layout(n=(K,), m=(K,), s=(K, D), t=(K, T), G=(K, D, D), C=(K, D, T), B=(K, T, T))
 
 
-def gram_chunk(z, y, *, offset, n_folds, seed, target_fn, layout, features=None,
-               feature_dtype=np.float32):
+def gram_chunk(z, y, *extra, offset, n_folds, seed, target_fn, layout, features=None,
+               feature_dtype=np.float32, weighted=False, given_folds=False, weight_args=None):
     """Partials of one row block; ``target_fn`` turns raw labels into Y (m x T).
 
-    With ``features`` (a feature map's block function,
+    ``extra`` holds the block's sample weights when ``weighted`` and then its
+    fold indices when ``given_folds`` (explicit CV splits; otherwise a row's fold
+    comes from (seed, row index)).  ``weight_args`` are the keyword arguments of
+    :func:`rfstream.solvers.weights.row_weights` (a ridge classifier's classes and
+    class weights).  With ``features`` (a feature map's block function,
     :func:`rfstream.features.fused.fused_rows`, whose blocks are of
     ``feature_dtype``) ``z`` holds the input rows and the features are computed
     here (:func:`_fused_fold`).
@@ -52,39 +66,60 @@ def gram_chunk(z, y, *, offset, n_folds, seed, target_fn, layout, features=None,
     if z.shape[0] == 0:
         return out
     Y = target_fn(y)
-    if n_folds > 1:
+    c = row_weights(y, extra[0] if weighted else None, offset=offset, **(weight_args or {}))
+    if given_folds:
+        folds = np.asarray(extra[-1], dtype=np.int64)
+    elif n_folds > 1:
         folds = row_integers(seed, STREAM_FOLDS, offset, offset + z.shape[0], n_folds)
     else:
         folds = np.zeros(z.shape[0], dtype=np.int64)
     if features is None:
         if sp.issparse(z):
-            return _sparse_gram_chunk(sp.csr_matrix(z, dtype=np.float64), Y, out, layout, folds)
+            return _sparse_gram_chunk(sp.csr_matrix(z, dtype=np.float64), Y, c, out, layout, folds)
         z = np.ascontiguousarray(z if z.dtype in (np.float32, np.float64) else z.astype(np.float64))
     parts = layout.unpack(out)
     buffers = {}  # reused by every sub-block and fold of the chunk
+    every = n_folds == 1 and not given_folds
     for k in range(n_folds):
-        rows = np.flatnonzero(folds == k) if n_folds > 1 else slice(None)
+        rows = slice(None) if every else np.flatnonzero(folds == k)
         zk, yk = z[rows], Y[rows]
-        parts["n"][k] = zk.shape[0]
-        parts["t"][k] = yk.sum(axis=0)
-        parts["B"][k] = yk.T @ yk
+        root = None if c is None else np.sqrt(c[rows])
+        _label_sums(parts, k, yk, None if c is None else c[rows])
         fold = {name: parts[name][k] for name in ("G", "C", "s")}  # views, added to in place
         if features is None:
-            _stored_fold(zk, yk, fold, buffers)
+            _stored_fold(zk, yk, fold, buffers, root)
         else:
-            _fused_fold(zk, yk, fold, buffers, features, np.dtype(feature_dtype))
+            _fused_fold(zk, yk, fold, buffers, features, np.dtype(feature_dtype), root)
     return out
 
 
-def _stored_fold(z, Y, fold, buffers):
+def _label_sums(parts, k, Y, c):
+    """Fold k's row count m, weight sum n, Y'c and Y'CY, exactly in float64."""
+    parts["m"][k] = Y.shape[0]
+    if c is None:
+        parts["n"][k] = Y.shape[0]
+        parts["t"][k] = Y.sum(axis=0)
+        parts["B"][k] = Y.T @ Y
+    else:
+        parts["n"][k] = c.sum()
+        parts["t"][k] = c @ Y
+        parts["B"][k] = Y.T @ (c[:, None] * Y)
+
+
+def _stored_fold(z, Y, fold, buffers, root=None):
     """G, C and s of one fold of stored features ``z``, a SYRK per sub-block.
 
-    ``Z'Y`` and the column sums ``Z'1`` come from one GEMM against ``[Y, 1]``.
+    ``Z'Y`` and the column sums ``Z'1`` come from one GEMM against ``[Y, 1]``;
+    with row weights, rows (and ``[Y, 1]``) are scaled by ``root = sqrt(c)`` first.
     """
     y1 = np.ones((z.shape[0], Y.shape[1] + 1), dtype=z.dtype)
     y1[:, :-1] = Y
+    if root is not None:
+        y1 *= root.astype(z.dtype)[:, None]
     for start, stop in even_sub_blocks(z.shape[0], SUB_BLOCK):
         zs = z[start:stop]
+        if root is not None:
+            zs = zs * root[start:stop].astype(z.dtype)[:, None]
         if "G" not in buffers:
             buffers["G"] = np.empty((zs.shape[1], zs.shape[1]), dtype=zs.dtype)
         fold["G"] += np.matmul(zs.T, zs, out=buffers["G"])
@@ -93,7 +128,7 @@ def _stored_fold(z, Y, fold, buffers):
         fold["s"] += zy[:, -1]
 
 
-def _fused_fold(x, Y, fold, buffers, features, dtype):
+def _fused_fold(x, Y, fold, buffers, features, dtype, root=None):
     """G, C and s of one fold when the task computes the features of its rows ``x``.
 
     The features are made a sub-block at a time
@@ -103,7 +138,8 @@ def _fused_fold(x, Y, fold, buffers, features, dtype):
     sub-block is read by a single BLAS call instead of a SYRK and then a narrow
     GEMM that streams it again (no slower, docs/BENCHMARKS.md; kept for the one
     read).  ``Y'Y``, ``Y'1`` and the count are not taken from this product: they
-    stay exact in float64.
+    stay exact in float64.  With row weights the buffer holds
+    ``[r Z_s, r Y_s, r]`` with ``r = root = sqrt(c)``.
     """
     D, T = fold["G"].shape[0], Y.shape[1]
     width = D + T + 1
@@ -116,14 +152,18 @@ def _fused_fold(x, Y, fold, buffers, features, dtype):
         zs = zbuf[: stop - start]
         zs[:, D:-1] = Y[start:stop]
         zs[:, -1] = 1.0
+        if root is not None:
+            zs *= root[start:stop].astype(dtype)[:, None]
         g = np.matmul(zs.T, zs, out=gbuf)
         fold["G"] += g[:D, :D]
         fold["C"] += g[:D, D:-1]
         fold["s"] += g[:D, -1]
 
 
-def _sparse_gram_chunk(z, Y, out, layout, folds):
+def _sparse_gram_chunk(z, Y, c, out, layout, folds):
     """The same partials for a CSR block (random binning, hybrid features), in float64.
+
+    Row weights ``c`` (or None) scale the rows by ``sqrt(c)`` as in the dense case.
 
     Columns that are non-zero in more than a quarter of a sub-block's rows (e.g.
     the Fourier half of hybrid features) are densified and go through BLAS;
@@ -135,14 +175,18 @@ def _sparse_gram_chunk(z, Y, out, layout, folds):
     all_cols = np.arange(z.shape[1])
     for k in range(parts["n"].shape[0]):
         rows = np.flatnonzero(folds == k)
-        parts["n"][k] = rows.size
         yk = Y[rows]
-        parts["t"][k] = yk.sum(axis=0)
-        parts["B"][k] = yk.T @ yk
+        _label_sums(parts, k, yk, None if c is None else c[rows])
         G = parts["G"][k]
         for start in range(0, rows.size, SUB_BLOCK):
             zs, ys = z[rows[start : start + SUB_BLOCK]], yk[start : start + SUB_BLOCK]
-            parts["s"][k] += np.asarray(zs.sum(axis=0)).ravel()
+            if c is None:
+                parts["s"][k] += np.asarray(zs.sum(axis=0)).ravel()
+            else:
+                root = np.sqrt(c[rows[start : start + SUB_BLOCK]])
+                zs, ys = zs.copy(), ys * root[:, None]
+                zs.data *= np.repeat(root, np.diff(zs.indptr))
+                parts["s"][k] += np.asarray(zs.T @ root).ravel()
             parts["C"][k] += zs.T @ ys
             is_dense = np.bincount(zs.indices, minlength=z.shape[1]) > zs.shape[0] // 4
             dense, rest = all_cols[is_dense], all_cols[~is_dense]

@@ -10,18 +10,24 @@ returned, the pass runs over ``X`` (cut into equal row blocks) and each task
 computes its features itself, a sub-block at a time
 (:mod:`rfstream.features.fused`): same statistics, less memory traffic.  The problem solved is
 
-    minimize ||Y - Z W - 1 b'||_F^2 + alpha ||W||_F^2
+    minimize sum_i c_i ||y_i - W' z_i - b||^2 + alpha ||W||_F^2
 
-(the same objective and ``alpha`` scale as ``sklearn.linear_model.Ridge``),
-by Cholesky for one alpha.  For a list of alphas, each fold's training Gram is
-eigendecomposed once, G = V diag(e) V', and the whole path
+with row weights ``c_i`` = ``sample_weight`` x ``class_weight`` of the row's
+label (1 without them): weighted least squares, the same objective, ``alpha``
+scale and weighted centring (the intercept is not penalized; Z and Y are centred
+on their weighted means) as ``sklearn.linear_model.Ridge(alpha).fit(Z, y,
+sample_weight)``.  The weighted Gram Z'CZ, Z'CY and the weighted sums come from
+the same single pass.  Solved by Cholesky for one alpha.  For a list of alphas,
+each fold's training Gram is eigendecomposed once, G = V diag(e) V', and the whole path
 W(alpha) = V diag(1/(e + alpha)) V' Z'Y is scored on the held-out fold from
-that fold's partials; the best mean held-out squared error picks ``alpha_``.
+that fold's partials (the weighted held-out squared error); the best mean
+held-out squared error picks ``alpha_``.
 """
 from __future__ import annotations
 
 from functools import partial
 from numbers import Integral, Real
+from typing import ClassVar
 
 import dask.array as da
 import numpy as np
@@ -41,9 +47,17 @@ from ..features.fused import fused_rows
 from ..random import check_seed
 from ..reductions import sum_rows
 from .cg import ridge_cg
+from .folds import check_cv
 from .gram import gram_chunk, gram_layout
 from .linear import LinearClassifierMixin, LinearPredictMixin
-from .targets import check_targets, find_classes, ovr_targets, regression_targets
+from .targets import (
+    check_targets,
+    class_weights,
+    find_classes,
+    ovr_targets,
+    regression_targets,
+)
+from .weights import check_sample_weight
 
 #: solver="auto" switches from the D x D Gram pass to conjugate gradients for sparse
 #: features wider than this (a float64 Gram of 4096 x 4096 is 128 MiB per partial);
@@ -90,10 +104,10 @@ def _held_out_sse(W, mu, nu, fold):
 
 
 class _BaseStreamingRidge(LinearPredictMixin, BaseEstimator):
-    _parameter_constraints = {
+    _parameter_constraints: ClassVar[dict] = {
         "alpha": [Interval(Real, 0, None, closed="left"), "array-like"],
         "fit_intercept": ["boolean"],
-        "cv": [Interval(Integral, 2, None, closed="left")],
+        "cv": ["cv_object"],
         "random_state": ["random_state"],
         "solver": [StrOptions({"auto", "gram", "cg"})],
         "tol": [Interval(Real, 0, None, closed="neither")],
@@ -111,11 +125,12 @@ class _BaseStreamingRidge(LinearPredictMixin, BaseEstimator):
         self.max_iter = max_iter
 
     # -- the pass -----------------------------------------------------------
-    def _statistics(self, Z, y, target_fn, n_targets, n_folds):
+    def _statistics(self, Z, y, target_fn, n_targets, n_folds, weights, folds):
         layout = gram_layout(Z.shape[1], n_targets, n_folds)
         # Z = feature_map.transform(X): reduce over X with the features computed
         # in sub-blocks inside the task (the same features, less memory traffic)
         features, rows = fused_rows(Z)
+        w, weight_args = weights
         chunk = partial(
             gram_chunk,
             n_folds=n_folds,
@@ -124,11 +139,17 @@ class _BaseStreamingRidge(LinearPredictMixin, BaseEstimator):
             layout=layout,
             features=features,
             feature_dtype=Z.dtype,
+            weighted=w is not None,
+            given_folds=folds is not None,
+            weight_args=weight_args,
         )
-        vec = compute(sum_rows(chunk, layout.size, rows, y))
+        vec = compute(sum_rows(chunk, layout.size, rows, y, w, folds))
         return {k: v.copy() for k, v in layout.unpack(vec).items()}
 
-    def _fit_targets(self, Z, y, target_fn, n_targets):
+    def _fit_targets(self, Z, y, target_fn, n_targets, sample_weight=None, weight_args=None):
+        """(W, b) of the weighted ridge problem (module docstring) for the targets
+        ``target_fn(y)``; row weights: ``sample_weight`` (checked) times the class
+        weights in ``weight_args`` (``classes``, ``class_weight``)."""
         alphas = _check_alpha(self.alpha)
         wide_sparse = Z.shape[1] > CG_MIN_FEATURES and scipy.sparse.issparse(getattr(Z, "_meta", Z))
         if self.solver == "cg" or (self.solver == "auto" and wide_sparse):
@@ -140,27 +161,33 @@ class _BaseStreamingRidge(LinearPredictMixin, BaseEstimator):
                 )
             self.alpha_ = float(alphas[0])
             W, b, info = ridge_cg(Z, y, target_fn, n_targets, alpha=self.alpha_,
-                                  fit_intercept=self.fit_intercept, tol=self.tol, max_iter=self.max_iter)
-            self.n_samples_seen_, self.n_iter_ = int(info["n"]), 1 + info["n_iter"]
+                                  fit_intercept=self.fit_intercept, tol=self.tol, max_iter=self.max_iter,
+                                  sample_weight=sample_weight, weight_args=weight_args)
+            self.n_samples_seen_, self.n_iter_ = int(info["m"]), 1 + info["n_iter"]
             return W, b
-        n_folds = self.cv if alphas.size > 1 else 1
-        stats = self._statistics(Z, y, target_fn, n_targets, n_folds)
+        n_folds, scored, folds = 1, 1, None
+        if alphas.size > 1:
+            n_folds, scored, folds = check_cv(self.cv, Z, y)
+        stats = self._statistics(Z, y, target_fn, n_targets, n_folds, (sample_weight, weight_args), folds)
         total = {k: v.sum(axis=0) for k, v in stats.items()}
-        if total["n"] == 0:
+        if total["m"] == 0:
             raise ValueError("cannot fit on 0 rows: X is empty.")
         if not all(np.isfinite(v).all() for v in total.values()):
             raise ValueError(
-                "X or y contains NaN or infinity (the Gram reduction is not finite); remove or "
-                "impute them before fitting."
+                "X, y or sample_weight contains NaN or infinity (the Gram reduction is not "
+                "finite); remove or impute them before fitting."
             )
+        if total["n"] <= 0:
+            raise ValueError("every row has weight zero (sample_weight times class_weight): nothing "
+                             "to fit; give some rows a weight > 0.")
         if alphas.size > 1:
             self.alphas_ = alphas
-            self.cv_mse_ = self._path_errors(stats, total, alphas)
+            self.cv_mse_ = self._path_errors(stats, total, alphas, scored)
             self.alpha_ = float(alphas[np.argmin(self.cv_mse_)])
         else:
             self.alpha_ = float(alphas[0])
         W, b = self._solve_stats(total, self.alpha_)
-        self.n_samples_seen_, self.n_iter_ = int(total["n"]), 1
+        self.n_samples_seen_, self.n_iter_ = int(total["m"]), 1
         return W, b
 
     def _solve_stats(self, stats, alpha):
@@ -168,11 +195,12 @@ class _BaseStreamingRidge(LinearPredictMixin, BaseEstimator):
         W = _solve(G, C, alpha)
         return W, nu - mu @ W
 
-    def _path_errors(self, stats, total, alphas):
-        """Mean held-out squared error per alpha: one eigh per fold, no data pass."""
+    def _path_errors(self, stats, total, alphas, scored):
+        """Mean (weighted) held-out squared error per alpha over the first ``scored``
+        folds: one eigh per fold, no data pass."""
         sse = np.zeros(alphas.size)
         n_rows = 0.0
-        for k in range(self.cv):
+        for k in range(scored):
             fold = {key: v[k] for key, v in stats.items()}
             if fold["n"] == 0:
                 continue
@@ -187,13 +215,14 @@ class _BaseStreamingRidge(LinearPredictMixin, BaseEstimator):
         return sse / max(n_rows, 1.0)
 
     # -- shared input handling ------------------------------------------------
-    def _check_fit_input(self, X, y, **y_checks):
-        """``(X, y)``: numpy/pandas through ``validate_data``; a dask ``X`` (array or
-        DataFrame, converted lazily) with ``y`` aligned to its row chunks."""
+    def _check_fit_input(self, X, y, sample_weight=None, **y_checks):
+        """``(X, y, sample_weight)``: numpy/pandas through ``validate_data``; a dask ``X``
+        (array or DataFrame, converted lazily) with ``y`` and ``sample_weight`` aligned to
+        its row chunks (:func:`rfstream.solvers.weights.check_sample_weight`)."""
         X, y = check_X_y(self, X, y, reset=True, accept_sparse="csr", **y_checks)
         if isinstance(X, da.Array):
             y = check_targets(X, y, multi_output=isinstance(self, MultiOutputMixin))
-        return X, y
+        return X, y, check_sample_weight(X, sample_weight)
 
 
 class StreamingRidge(MultiOutputMixin, RegressorMixin, _BaseStreamingRidge):
@@ -206,8 +235,11 @@ class StreamingRidge(MultiOutputMixin, RegressorMixin, _BaseStreamingRidge):
         (sum of squared errors + alpha ||w||^2).  A list selects ``alpha_`` by
         ``cv``-fold cross-validation from the same single pass.
     fit_intercept : bool, default=True
-    cv : int, default=5
-        Folds for cross-validation when ``alpha`` is a list.
+    cv : int, iterable of (train, test) index arrays, or a splitter, default=5
+        Cross-validation when ``alpha`` is a list: an int k gives k folds, each row's
+        fold a function of (``random_state``, row index); splits (or a splitter's
+        ``split(X, y)``, e.g. ``GroupKFold``) must have disjoint test sets, each with
+        every other row as its training set (:mod:`rfstream.solvers.folds`).
     random_state : int, default=0
         Seed of the fold assignment (a function of the seed and the row index).
     solver : {"auto", "gram", "cg"}, default="auto"
@@ -234,17 +266,23 @@ class StreamingRidge(MultiOutputMixin, RegressorMixin, _BaseStreamingRidge):
         Passes over the data: 1 for the Gram pass, 1 + the CG iterations for "cg".
     """
 
-    def fit(self, X, y):
-        """Fit on ``X`` (n, D) and ``y`` (n,) or (n, T).
+    def fit(self, X, y, sample_weight=None):
+        """Fit on ``X`` (n, D) and ``y`` (n,) or (n, T), rows weighted by ``sample_weight``.
 
         ``X``: numpy, pandas, a dask array or a dask DataFrame (converted lazily:
         only its partition lengths are computed); ``y``: array-like, a pandas or
         dask Series (a dask Series lazily, with ``X``'s row chunks).
+        ``sample_weight``: None, a float, or one weight >= 0 per row (numpy, pandas,
+        or a dask array or Series, aligned lazily with ``X``'s row chunks): row i's
+        squared error counts ``sample_weight[i]`` times (the module docstring's
+        weighted least squares, as ``sklearn.linear_model.Ridge``): an integer weight
+        is that row repeated, 0 the row dropped (with a single ``alpha``; the CV folds
+        of a list depend on the row index).  Same single pass.
         """
         self._validate_params()
-        X, y = self._check_fit_input(X, y, multi_output=True, y_numeric=True)
+        X, y, w = self._check_fit_input(X, y, sample_weight, multi_output=True, y_numeric=True)
         n_targets = 1 if y.ndim == 1 else y.shape[1]
-        W, b = self._fit_targets(X, y, regression_targets, n_targets)
+        W, b = self._fit_targets(X, y, regression_targets, n_targets, w)
         if y.ndim == 1:
             self.coef_, self.intercept_ = W[:, 0], float(b[0])
         else:
@@ -271,15 +309,43 @@ class StreamingRidgeClassifier(LinearClassifierMixin, ClassifierMixin, _BaseStre
     is the held-out squared error on the +-1 targets (it is what the pass can
     give without a second look at the data), not the error rate.
 
-    Parameters and attributes as :class:`StreamingRidge`, plus ``classes_``.
-    For dask ``y`` the classes come from one ``da.unique`` reduction.
+    Parameters and attributes as :class:`StreamingRidge`, plus ``classes_`` and
+
+    class_weight : dict, "balanced" or None, default=None
+        Multiplies the squared error of each row by the weight of its class (and by
+        its ``sample_weight``), as ``sklearn.linear_model.RidgeClassifier``: a dict
+        maps labels to weights (1 for a label it leaves out); "balanced" gives
+        n / (n_classes * count(class)) from the unweighted class counts.  Applied as
+        row weights in the same single pass.
+
+    ``class_weight_`` is the weight of each class (ones without ``class_weight``).
+    For dask ``y`` the classes (and counts) come from one ``da.unique`` reduction.
     """
 
-    def fit(self, X, y):
+    _parameter_constraints: ClassVar[dict] = {
+        **_BaseStreamingRidge._parameter_constraints,
+        "class_weight": [dict, StrOptions({"balanced"}), None],
+    }
+
+    def __init__(self, alpha=1.0, *, fit_intercept=True, cv=5, random_state=0, solver="auto",
+                 tol=1e-4, max_iter=200, class_weight=None):
+        super().__init__(alpha, fit_intercept=fit_intercept, cv=cv, random_state=random_state,
+                         solver=solver, tol=tol, max_iter=max_iter)
+        self.class_weight = class_weight
+
+    def fit(self, X, y, sample_weight=None):
+        """Fit on ``X`` (n, D) and labels ``y`` (n,), rows weighted by ``sample_weight``
+        times ``class_weight`` (as :meth:`StreamingRidge.fit`)."""
         self._validate_params()
-        X, y = self._check_fit_input(X, y)
-        self.classes_ = classes = find_classes(y, name=type(self).__name__)
+        X, y, w = self._check_fit_input(X, y, sample_weight)
+        balanced = isinstance(self.class_weight, str)
+        found = find_classes(y, name=type(self).__name__, return_counts=balanced)
+        classes, counts = found if balanced else (found, None)
+        self.classes_ = classes
+        cw = class_weights(self.class_weight, classes, counts)
+        self.class_weight_ = np.ones(classes.size) if cw is None else cw
         n_targets = 1 if classes.size == 2 else classes.size
-        W, b = self._fit_targets(X, y, partial(ovr_targets, classes=classes), n_targets)
+        weight_args = None if cw is None else {"classes": classes, "class_weight": cw}
+        W, b = self._fit_targets(X, y, partial(ovr_targets, classes=classes), n_targets, w, weight_args)
         self.coef_, self.intercept_ = W.T.copy(), b
         return self

@@ -76,7 +76,7 @@ def check_targets(X, y, *, multi_output=False):
     return da.from_array(np.asarray(y), chunks=(X.chunks[0],) + ((-1,) if len(shape) == 2 else ()))
 
 
-def find_classes(y, *, name="the classifier", return_counts=False):
+def find_classes(y, *, name="the classifier", return_counts=False, also=()):
     """The sorted distinct labels of ``y`` (and how often each occurs), at least two of them.
 
     Parameters
@@ -87,11 +87,15 @@ def find_classes(y, *, name="the classifier", return_counts=False):
     name : str
         The estimator, for the error message.
     return_counts : bool, default=False
+    also : tuple
+        More values to compute in the same pass (e.g. sums of the sample weights):
+        dask collections are computed with the classes, others returned as they are.
 
     Returns
     -------
     classes : ndarray of shape (n_classes,)
     counts : ndarray of shape (n_classes,), only with ``return_counts``
+    *also : the computed ``also``, only when given
 
     Raises
     ------
@@ -102,18 +106,23 @@ def find_classes(y, *, name="the classifier", return_counts=False):
         when there are fewer than two classes.
     """
     if isinstance(y, da.Array):
-        found = compute(*da.unique(y, return_counts=True)) if return_counts else (compute(da.unique(y)),)
+        lazy = da.unique(y, return_counts=True) if return_counts else (da.unique(y),)
+        found = compute(*lazy, *also)
+        found = found if len(lazy) + len(also) > 1 else (found,)
+        found, extra = found[: len(lazy)], tuple(found[len(lazy):])
         check_classification_targets(found[0])
     else:
         check_classification_targets(y)
         found = np.unique(y, return_counts=True) if return_counts else (np.unique(y),)
+        extra = compute(*also, None)[:-1] if any(is_dask_collection(a) for a in also) else tuple(also)
     classes = np.asarray(found[0])
     if classes.size < 2:
         raise ValueError(
             f"{name} needs samples of at least 2 classes in y; got {classes.size} class "
             f"({classes.tolist()})."
         )
-    return (classes, np.asarray(found[1])) if return_counts else classes
+    out = (classes, np.asarray(found[1])) if return_counts else (classes,)
+    return out + extra if (return_counts or extra) else classes
 
 
 def encode_classes(y, classes, *, fix="fit on data that holds every class"):
