@@ -18,6 +18,11 @@ incoming model on them at the same time; the held-out rows (and every row of
 an evaluation pass) are made in sub-blocks.  Each row's features are made
 once per pass, and the ``rows x D`` block never exists.  Stored blocks (any
 other ``Z``, numpy, CSR) are indexed as they are.
+
+Row weights: a row's loss (and its step's gradient) is multiplied by its class
+weight times its ``sample_weight`` scaled by ``task["weight_scale"]`` (fit: n / sum
+of the weights, so that 1/n sum_i c_i L_i is the weighted mean loss of
+docs/sgd.md); the held-out loss and error are weighted by the sample weights.
 """
 from __future__ import annotations
 
@@ -31,6 +36,7 @@ from ..reductions import NUMPY_BLOCK, Layout, sum_rows
 from .losses import LOSSES
 from .pegasos import run_steps, scores
 from .targets import encode_classes, signed
+from .weights import check_weight_block
 
 
 def epoch_layout(K, D):
@@ -39,18 +45,30 @@ def epoch_layout(K, D):
                   loss_val=(), err_val=())
 
 
-def encode_targets(y, task):
-    """(target, class index or None, weight) for one block of raw labels.
+def sample_weights(w, task, offset=0):
+    """A block of sample weights, checked and scaled by ``task["weight_scale"]``, or None."""
+    if w is None:
+        return None
+    return check_weight_block(w, offset) * task.get("weight_scale", 1.0)
+
+
+def encode_targets(y, task, w=None, offset=0):
+    """(target, class index or None, row weight or None) for one block of raw labels.
 
     ``task``: {"kind": "regression"} or the classifier's {"kind", "classes",
-    "class_weight", "multinomial"}.  Targets are +-1 per one-vs-rest problem
-    (:func:`rfstream.solvers.targets.signed`) or class indices (multinomial).
+    "class_weight", "multinomial"}, with "weight_scale" when fitting with sample
+    weights ``w``.  Targets are +-1 per one-vs-rest problem
+    (:func:`rfstream.solvers.targets.signed`), class indices (multinomial) or real
+    values; the row weight is the class weight times the scaled sample weight.
     """
+    sw = sample_weights(w, task, offset)
     if task["kind"] == "regression":
-        return np.asarray(y, dtype=np.float64)[:, None], None, None
+        return np.asarray(y, dtype=np.float64)[:, None], None, sw
     classes = task["classes"]
     idx = encode_classes(y, classes, fix="pass every class in the first partial_fit call (classes=...)")
     weight = task["class_weight"][idx] if task["class_weight"] is not None else None
+    if sw is not None:
+        weight = sw if weight is None else weight * sw
     if task["multinomial"]:
         return idx, idx, weight
     return signed(idx, classes.size), idx, weight
@@ -68,15 +86,15 @@ def epoch_rows(Z):
     return {"features": features, "dtype": Z.dtype, "n_features": Z.shape[1]}, rows
 
 
-def epoch_chunk(z, y, *, offset, W, v, t, epoch, seed, spec, task, batch_size,
+def epoch_chunk(z, y, w=None, *, offset, W, v, t, epoch, seed, spec, task, batch_size,
                 validation_fraction, train, layout, Wbar=None, vbar=None, features=None,
                 dtype=None, n_features=None):
     """Partials of one block: local SGD from (W, v) and the incoming model's losses.
 
-    The model evaluated (and reported) is the averaged iterate (Wbar, vbar)
-    when given, else (W, v).  With ``features`` (:func:`epoch_rows`) ``z`` holds
-    the input rows and the features are made here, ``dtype`` and ``n_features``
-    wide.
+    ``w``: the block's sample weights, or None.  The model evaluated (and
+    reported) is the averaged iterate (Wbar, vbar) when given, else (W, v).
+    With ``features`` (:func:`epoch_rows`) ``z`` holds the input rows and the
+    features are made here, ``dtype`` and ``n_features`` wide.
     """
     if Wbar is None:
         Wbar, vbar = W, v
@@ -85,7 +103,7 @@ def epoch_chunk(z, y, *, offset, W, v, t, epoch, seed, spec, task, batch_size,
     if m == 0:
         return out
     parts = layout.unpack(out)
-    target, idx, weight = encode_targets(y, task)
+    target, idx, weight = encode_targets(y, task, w, offset)
     if validation_fraction > 0:
         val = row_uniform(seed, STREAM_SGD_HOLDOUT, offset, offset + m) < validation_fraction
     else:
@@ -120,7 +138,7 @@ def epoch_chunk(z, y, *, offset, W, v, t, epoch, seed, spec, task, batch_size,
         rest = np.flatnonzero(val) if trained else np.arange(m)
         for start in range(0, rest.size, FUSED_SUB_BLOCK):
             take(rest[start : start + FUSED_SUB_BLOCK])
-    _evaluate_block(p, target, idx, weight, val, parts, spec.loss)
+    _evaluate_block(p, target, idx, weight, val, parts, spec.loss, sample_weights(w, task, offset))
     if rows.size == 0:
         return out
     if trained:
@@ -134,25 +152,28 @@ def epoch_chunk(z, y, *, offset, W, v, t, epoch, seed, spec, task, batch_size,
     return out
 
 
-def _evaluate_block(p, target, idx, weight, val, parts, loss_name):
-    """The incoming model's loss on the training rows, loss and errors on the held-out ones."""
+def _evaluate_block(p, target, idx, weight, val, parts, loss_name, sw=None):
+    """The incoming model's loss on the training rows, loss and errors on the held-out
+    ones (the errors and their count weighted by the sample weights ``sw``)."""
     loss, _ = LOSSES[loss_name](p, target)
     if weight is not None:
         loss = loss * weight
     parts["loss"][...] = loss[~val].sum()
     if val.any():
-        parts["n_val"][...] = val.sum()
         parts["loss_val"][...] = loss[val].sum()
         if idx is None:
-            parts["err_val"][...] = np.sum((p[val] - target[val]) ** 2)
+            err = ((p[val] - target[val]) ** 2).sum(axis=1)
         else:
             pred = (p[:, 0] > 0).astype(np.intp) if p.shape[1] == 1 else np.argmax(p, axis=1)
-            parts["err_val"][...] = np.sum(pred[val] != idx[val])
+            err = pred[val] != idx[val]
+        parts["n_val"][...] = val.sum() if sw is None else sw[val].sum()
+        parts["err_val"][...] = np.sum(err) if sw is None else sw[val] @ err
 
 
-def run_pass(rows, y, fn, size, chunk_ids=None):
-    """Sum of ``fn`` partials over the row blocks (all, or those in ``chunk_ids``)."""
-    return compute(sum_rows(fn, size, rows, y, blocks=chunk_ids))
+def run_pass(rows, y, fn, size, chunk_ids=None, w=None):
+    """Sum of ``fn`` partials over the row blocks (all, or those in ``chunk_ids``);
+    ``w``: sample weights aligned with ``rows``, or None."""
+    return compute(sum_rows(fn, size, rows, y, w, blocks=chunk_ids))
 
 
 def n_blocks(Z):

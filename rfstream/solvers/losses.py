@@ -108,6 +108,7 @@ def second_order(loss, p, y, smoothing=0.0):
     """Per-column loss, first and second derivative of a binary / OvR loss.
 
     ``p``, ``y`` (+-1) of shape (m, K); returns three (m, K) float64 arrays.
+    ``squared`` takes real targets ``y`` (regression).
     The second derivative of the squared hinge is the generalized one
     (2 where the margin is violated; Mangasarian 2002, Keerthi & DeCoste 2005).
     ``hinge`` is replaced by its smoothing with width ``h = smoothing`` > 0
@@ -122,6 +123,9 @@ def second_order(loss, p, y, smoothing=0.0):
         yp = y * p
         sig = expit(-yp)
         return -log_expit(yp), -y * sig, sig * (1.0 - sig)
+    if loss == "squared":  # real targets y: (p - y)^2 / 2
+        r = p - y
+        return 0.5 * r**2, r, np.ones_like(r)
     margin = 1.0 - y * p
     if loss == "squared_hinge":
         pos = np.maximum(margin, 0.0)

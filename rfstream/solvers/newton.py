@@ -5,9 +5,14 @@ as the SGD solver (docs/sgd.md, :mod:`rfstream.solvers.sgd`),
 
     f(w) = alpha/2 ||w~||^2 + 1/n sum_i c_i L(y_i, w~ z~_i),   z~ = [z, s],
 
-for each binary (or one-vs-rest) problem, by damped Newton steps:
+for each binary (or one-vs-rest) problem, with ``c_i`` the row's class weight
+times its ``sample_weight`` over the mean weight (so that integer weights are
+repeated rows and zero weights dropped ones, exactly: every pass is a sum over
+rows), by damped Newton steps:
 
 * log loss: Newton / IRLS (the Hessian is Z~' diag(c p (1 - p)) Z~ / n + alpha I);
+* squared loss (``StreamingSGDRegressor``, L = (y - p)^2 / 2): one Newton step
+  is the exact minimizer (ridge on [z, s]); the second pass confirms it;
 * squared hinge: the generalized Newton method of Mangasarian (2002) and
   Keerthi & DeCoste (2005, Algorithm 1): the Hessian counts only the rows whose
   margin is violated (the loss is once differentiable; its gradient is
@@ -72,13 +77,14 @@ def newton_layout(K, D, J=1):
     return Layout(n=(), f=(K, S), f_exact=(K, S), g=(K, J, D + 1), H=(K, J, D + 1, D + 1))
 
 
-def newton_chunk(z, y, *, offset, W, v, dW, dv, at, loss, smoothing, intercept_scaling, encode,
-                 layout, out=None):
+def newton_chunk(z, y, w=None, *, offset, W, v, dW, dv, at, loss, smoothing, intercept_scaling,
+                 encode, layout, out=None):
     """Partials of one row block (see the module docstring), added to ``out`` if given.
 
     ``at`` (K, J): indices into :data:`STEPS` of the points w + s d where each
-    problem's gradient and Hessian are computed.  ``encode(y)`` -> (targets
-    +-1 of shape (m, K), class indices, row weights or None).
+    problem's gradient and Hessian are computed.  ``encode(y, w, offset)`` ->
+    (targets of shape (m, K): +-1, or real values for the squared loss, class
+    indices, row weights c_i or None); ``w`` the block's sample weights or None.
     """
     out = layout.empty() if out is None else out
     m = z.shape[0]
@@ -89,7 +95,7 @@ def newton_chunk(z, y, *, offset, W, v, dW, dv, at, loss, smoothing, intercept_s
     if z.dtype not in (np.float32, np.float64):
         z = z.astype(np.float64)
     parts = layout.unpack(out)
-    target, _, weight = encode(y)
+    target, _, weight = encode(y, w=w, offset=offset)
     c = np.ones(m) if weight is None else np.asarray(weight, dtype=np.float64)
     s = intercept_scaling
     K, D = W.shape

@@ -5,8 +5,9 @@ al. 2011): on a mini-batch A at step t,
 
     W <- (1 - eta_t alpha) W - eta_t / |A| sum_{i in A} c_i L'(p_i) z_i',   eta_t = 1 / (alpha t),
 
-then the projection of each problem's (w, b/s) onto the ball that holds the
-optimum (:func:`rfstream.solvers.losses.ball_radius`), and the polynomial-decay
+with ``c_i`` the row's weight (class weight times its scaled ``sample_weight``,
+:mod:`rfstream.solvers.epochs`), then the projection of each problem's (w, b/s)
+onto the ball that holds the optimum (:func:`rfstream.solvers.losses.ball_radius`), and the polynomial-decay
 average of the iterates (Shamir & Zhang 2013).  The objective, the schedules
 and the parallel epochs around these steps are described in docs/sgd.md.
 """
@@ -21,7 +22,8 @@ from .losses import CLASS_INDEX_LOSSES, LOSSES, ball_radius
 
 LEARNING_RATES = ("pegasos", "optimal", "constant")
 # Losses whose gradient grows with the margin: a step larger than
-# 1 / (c max ||z||^2) on a mini-batch overshoots (c = the loss's curvature).
+# 1 / (c max_i w_i ||z_i||^2) on a mini-batch overshoots (c = the loss's curvature,
+# w_i the row weight).
 SMOOTHNESS = {"squared_hinge": 2.0, "squared": 1.0}
 
 
@@ -86,8 +88,9 @@ def run_steps(W, v, take, target, weight, batches, t, spec, avg=None, offset=Non
         t += 1
         eta = spec.eta(t)
         if curvature:  # unbounded gradients: keep eta below 1 / (batch smoothness)
-            sq = zb.multiply(zb).sum(axis=1) if sp.issparse(zb) else np.einsum("ij,ij->i", zb, zb)
-            lip = curvature * (np.max(sq) + s * s)
+            sq = np.asarray(zb.multiply(zb).sum(axis=1)).ravel() if sp.issparse(zb) else np.einsum(
+                "ij,ij->i", zb, zb)
+            lip = curvature * (np.max(sq + s * s) if weight is None else np.max(weight[idx] * (sq + s * s)))
             eta = min(eta, 1.0 / max(lip, 1e-12))
         p = scores(zb, W, v, s)
         _, g = fn(p if offset is None else p + offset, target[idx])

@@ -4,19 +4,22 @@ They minimize the regularized risk of Shalev-Shwartz et al.'s Pegasos (the
 w-step of CNM, Yu et al. 2015, eqs. 5-7; EERF eq. (8) with the quadratic
 regularizer its authors use in practice):
 
-    f(W) = alpha/2 (||W||_F^2 + ||b / s||^2) + 1/n sum_i c_i L(y_i, W z_i + b)
+    f(W) = alpha/2 (||W||_F^2 + ||b / s||^2) + 1/S sum_i s_i c_i L(y_i, W z_i + b)
 
-with ``alpha`` the paper's lambda, ``c_i`` the class weight of row i and
+with ``alpha`` the paper's lambda, ``s_i`` the ``sample_weight`` of row i
+(1 without; S = sum_i s_i, = n without), ``c_i`` its class weight and
 ``s = intercept_scaling`` (the intercept is the weight of a constant feature,
 regularized like the rest, as in liblinear): the objective of scikit-learn's
 ``LinearSVC`` and ``LogisticRegression(solver="liblinear")`` with
-``C = 1 / (alpha n)``.  Steps: :mod:`rfstream.solvers.pegasos` (CNM's
+``C = 1 / (alpha S)`` and the same ``sample_weight`` (docs/sgd.md).  Steps: :mod:`rfstream.solvers.pegasos` (CNM's
 Algorithm 1); epochs as parameter-averaging reductions:
 :mod:`rfstream.solvers.epochs`; the training loop: :mod:`rfstream.solvers.sgd_base`;
 Newton passes: :mod:`rfstream.solvers.newton`.  Why averaging, convergence
 measured against scikit-learn, and determinism: docs/sgd.md.
 """
 from __future__ import annotations
+
+from typing import ClassVar
 
 import dask.array as da
 import numpy as np
@@ -25,21 +28,26 @@ from sklearn.utils._param_validation import StrOptions
 
 from ..cluster import compute
 from .linear import LinearClassifierMixin
-from .sgd_base import _BaseStreamingSGD
+from .proba import LogLossProbaMixin
+from .sgd_base import _BaseStreamingSGD, weight_task
 from .targets import class_weights, find_classes
+from .weights import weight_summary, weight_terms
 
 __all__ = ["StreamingSGDClassifier", "StreamingSGDRegressor"]
 
 
-class StreamingSGDClassifier(LinearClassifierMixin, ClassifierMixin, _BaseStreamingSGD):
-    """Linear classifier trained by streaming, data-parallel Pegasos-style SGD.
+class StreamingSGDClassifier(LogLossProbaMixin, LinearClassifierMixin, ClassifierMixin,
+                             _BaseStreamingSGD):
+    """Linear classifier trained by streaming, data-parallel Pegasos-style SGD or Newton passes.
 
-    Minimizes ``alpha/2 (||W||^2 + ||b/s||^2) + 1/n sum_i c_i L(y_i, W z_i + b)``
-    (docs/sgd.md: the steps, the data parallelism, and how the result
-    depends on seeds, workers and chunks).  Equivalent to
-    ``LinearSVC(C=1/(alpha n))`` for the (squared) hinge and to
-    ``LogisticRegression(C=1/(alpha n), solver="liblinear")`` for the log loss,
-    with the same ``intercept_scaling``.
+    Minimizes ``alpha/2 (||W||^2 + ||b/s||^2) + 1/S sum_i s_i c_i L(y_i, W z_i + b)``
+    (module docstring; docs/sgd.md: the steps, the data parallelism, and how the
+    result depends on seeds, workers and chunks).  Equivalent to
+    ``LinearSVC(C=1/(alpha S))`` for the (squared) hinge and to
+    ``LogisticRegression(C=1/(alpha S), solver="liblinear")`` for the log loss,
+    with the same ``intercept_scaling`` and ``sample_weight`` (S = their sum, n
+    without).  ``loss="log_loss"`` models have ``predict_proba`` and
+    ``predict_log_proba`` (:mod:`rfstream.solvers.proba`).
 
     Parameters
     ----------
@@ -53,8 +61,9 @@ class StreamingSGDClassifier(LinearClassifierMixin, ClassifierMixin, _BaseStream
         (softmax) loss, for ``loss="log_loss"`` only.
     class_weight : dict, "balanced" or None
         Multiplies each row's loss by the weight of its class (in OvR, the
-        row's own class weight in every binary problem, as SGDClassifier).
-        "balanced": n / (n_classes * count(class)).
+        row's own class weight in every binary problem, as SGDClassifier), and
+        by its ``sample_weight``.  "balanced": n / (n_classes * count(class)),
+        from the unweighted counts (as SGDClassifier).
     max_iter : int, default=20
         Epochs (passes over the data).
     batch_size : int, default=16
@@ -81,7 +90,11 @@ class StreamingSGDClassifier(LinearClassifierMixin, ClassifierMixin, _BaseStream
         objective is known: ``tol`` and ``early_stopping`` are not applied
         (``max_iter`` epochs run) and ``objective_path_`` holds the final model only.
     random_state : int, default=0
-    solver : {"sgd", "newton"}, default="sgd"
+    solver : {"auto", "sgd", "newton"}, default="auto"
+        "auto": "newton" for the losses it supports on at most
+        ``AUTO_NEWTON_MAX_FEATURES`` (128) features, without ``early_stopping``
+        or ``chunks_per_round`` (exact, and cheaper than SGD epochs there:
+        docs/sgd.md), "sgd" otherwise; ``solver_`` says which ran.
         "sgd": the streaming steps above.  "newton": damped Newton passes
         (:mod:`rfstream.solvers.newton`): each pass is one reduction computing
         the gradient and the (n_features + 1)^2 Hessian of every binary/OvR
@@ -109,11 +122,13 @@ class StreamingSGDClassifier(LinearClassifierMixin, ClassifierMixin, _BaseStream
     gap_ : float
         ``solver="newton"`` only: the estimated f(coef_) - min f (Newton
         decrement g' H^-1 g / 2, plus f - f_h for the smoothed hinge).
+    solver_ : str
+        The solver that ran ("sgd" or "newton").
     """
 
-    _parameter_constraints = {
+    _parameter_constraints: ClassVar[dict] = {
         **_BaseStreamingSGD._parameter_constraints,
-        "solver": [StrOptions({"sgd", "newton"})],
+        "solver": [StrOptions({"auto", "sgd", "newton"})],
         "loss": [StrOptions({"hinge", "log_loss", "squared_hinge"})],
         "multi_class": [StrOptions({"ovr", "multinomial"})],
         "class_weight": [dict, StrOptions({"balanced"}), None],
@@ -123,7 +138,7 @@ class StreamingSGDClassifier(LinearClassifierMixin, ClassifierMixin, _BaseStream
                  max_iter=20, batch_size=16, tol=1e-3, n_iter_no_change=3, early_stopping=False,
                  validation_fraction=0.1, learning_rate="pegasos", eta0=0.01, average=True,
                  fit_intercept=True, intercept_scaling=1.0, chunks_per_round=None, random_state=0,
-                 solver="sgd"):
+                 solver="auto"):
         self.loss = loss
         self.alpha = alpha
         self.multi_class = multi_class
@@ -165,27 +180,37 @@ class StreamingSGDClassifier(LinearClassifierMixin, ClassifierMixin, _BaseStream
         return {"kind": "classification", "classes": self.classes_, "n_classes": self.classes_.size,
                 "class_weight": self.class_weight_, "multinomial": self._loss_name() == "multinomial"}
 
-    def fit(self, X, y):
+    def fit(self, X, y, sample_weight=None):
         """Fit on ``X`` (n, D) and labels ``y`` (n,), numpy, pandas or dask (DataFrames and
-        Series included, as :meth:`rfstream.StreamingRidge.fit` takes them)."""
-        self._validate_params()
-        X, y = self._check_X_y(X, y, reset=True)
-        classes, counts = find_classes(y, name=type(self).__name__, return_counts=True)
-        self.classes_ = classes
-        task = self._make_task(classes, counts)
-        if self.solver == "newton":
-            return self._fit_newton(X, y, task)
-        return self._fit_loop(X, y, task)
+        Series included, as :meth:`rfstream.StreamingRidge.fit` takes them).
 
-    def partial_fit(self, X, y, classes=None):
+        ``sample_weight``: None, a float, or one weight >= 0 per row (numpy, pandas, or a
+        dask array or Series, aligned lazily with ``X``'s row chunks, never gathered on
+        the client).  Row i's loss counts ``s_i c_i / mean(s)`` (the objective above: an
+        integer weight is the row repeated, 0 the row dropped; exactly so with
+        ``solver="newton"``, in expectation for the SGD steps, whose row order depends
+        on the row index).  The weights' sum and maximum come from the class-finding pass.
+        """
+        self._validate_params()
+        X, y, w = self._check_X_y(X, y, reset=True, sample_weight=sample_weight)
+        classes, counts, *terms = find_classes(y, name=type(self).__name__, return_counts=True,
+                                               also=weight_terms(w))
+        self.classes_ = classes
+        task = {**self._make_task(classes, counts), **weight_task(X.shape[0], w, terms or None)}
+        return self._fit_solver(X, y, task, w)
+
+    def partial_fit(self, X, y, classes=None, sample_weight=None):
         """One epoch (one pass) over (X, y), continuing from the current model.
 
         ``classes`` (every label that will ever appear) is required on the first call.
+        ``sample_weight`` multiplies each row's loss as it is (not over its mean: the
+        objective of the stream is 1/n sum_i s_i c_i L_i, as scikit-learn's
+        ``SGDClassifier.partial_fit``).
         """
         first = not hasattr(self, "classes_")
-        if self.solver != "sgd":
-            raise ValueError(f"partial_fit needs solver='sgd'; got solver={self.solver!r} (Newton "
-                             "passes need all the data: call fit).")
+        if self.solver == "newton":
+            raise ValueError(f"partial_fit needs solver='sgd' or 'auto'; got solver={self.solver!r} "
+                             "(Newton passes need all the data: call fit).")
         if first:
             self._validate_params()
             if classes is None:
@@ -198,26 +223,33 @@ class StreamingSGDClassifier(LinearClassifierMixin, ClassifierMixin, _BaseStream
         elif classes is not None and not np.array_equal(np.unique(classes), self.classes_):
             raise ValueError(f"classes {list(classes)} differ from classes_ {self.classes_.tolist()} "
                              "of the first partial_fit call.")
-        X, y = self._check_X_y(X, y, reset=first)
-        return self._partial_epoch(X, y, first)
+        X, y, w = self._check_X_y(X, y, reset=first, sample_weight=sample_weight)
+        return self._partial_epoch(X, y, first, w)
 
 
 class StreamingSGDRegressor(RegressorMixin, _BaseStreamingSGD):
-    """Linear regression (squared loss) by streaming, data-parallel SGD.
+    """Linear regression (squared loss) by streaming, data-parallel SGD or Newton passes.
 
-    Minimizes ``alpha/2 (||w||^2 + (b/s)^2) + 1/(2n) sum_i (y_i - w z_i - b)^2``,
-    i.e. ``sklearn.linear_model.Ridge(alpha=alpha * n)`` on [Z, s] without a
-    separate intercept.  Steps and projection as :class:`StreamingSGDClassifier`
-    (the ball radius is sqrt(mean(y^2) / alpha), from f(w*) <= f(0)).
-    Parameters and attributes as the classifier, without ``loss``,
-    ``multi_class`` and ``class_weight``; ``validation_score_`` is the
-    held-out mean squared error.
+    Minimizes ``alpha/2 (||w||^2 + (b/s)^2) + 1/(2S) sum_i s_i (y_i - w z_i - b)^2``
+    (``s_i`` the ``sample_weight``, S their sum, n without), i.e.
+    ``sklearn.linear_model.Ridge(alpha=alpha * S, fit_intercept=False)`` on [Z, s]
+    with the same ``sample_weight``.  Steps and projection as
+    :class:`StreamingSGDClassifier` (the ball radius is sqrt(weighted mean(y^2) / alpha),
+    from f(w*) <= f(0)); ``solver="newton"`` (chosen by "auto" on at most 128
+    features) is one exact Newton step and a pass to confirm it.  Parameters and
+    attributes as the classifier, without ``loss``, ``multi_class`` and
+    ``class_weight``; ``validation_score_`` is the held-out mean squared error.
     """
+
+    _parameter_constraints: ClassVar[dict] = {
+        **_BaseStreamingSGD._parameter_constraints,
+        "solver": [StrOptions({"auto", "sgd", "newton"})],
+    }
 
     def __init__(self, *, alpha=1e-4, max_iter=20, batch_size=16, tol=1e-3, n_iter_no_change=3,
                  early_stopping=False, validation_fraction=0.1, learning_rate="pegasos", eta0=0.01,
                  average=True, fit_intercept=True, intercept_scaling=1.0,
-                 chunks_per_round=None, random_state=0):
+                 chunks_per_round=None, random_state=0, solver="auto"):
         self.alpha = alpha
         self.max_iter = max_iter
         self.batch_size = batch_size
@@ -232,6 +264,7 @@ class StreamingSGDRegressor(RegressorMixin, _BaseStreamingSGD):
         self.intercept_scaling = intercept_scaling
         self.chunks_per_round = chunks_per_round
         self.random_state = random_state
+        self.solver = solver
 
     def _loss_name(self):
         return "squared"
@@ -239,33 +272,43 @@ class StreamingSGDRegressor(RegressorMixin, _BaseStreamingSGD):
     def _n_outputs(self, task):
         return 1
 
-    def _make_task(self, y):
-        y_sq = compute((y.astype(np.float64) ** 2).mean()) if isinstance(y, da.Array) else np.mean(
-            np.asarray(y, dtype=np.float64) ** 2)
-        self.target_scale_ = float(y_sq)
-        return self._task()
+    def _make_task(self, y, w=None):
+        """The task, with the (weighted) mean of y^2 for the ball radius and the
+        weights' scale; one pass over ``y`` (and ``w``) for dask."""
+        y64 = y.astype(np.float64) if isinstance(y, da.Array) else np.asarray(y, dtype=np.float64)
+        terms = ((y64**2).sum() if w is None else (w * y64**2).sum(), *weight_terms(w))
+        if isinstance(y, da.Array):
+            terms = compute(*terms) if len(terms) > 1 else (compute(terms[0]),)
+        total = float(weight_summary(w, terms[1:])[0]) if w is not None else float(y.shape[0])
+        self.target_scale_ = float(terms[0]) / max(total, 1e-300)
+        return {**self._task(), **weight_task(y.shape[0], w, terms[1:] or None)}
 
     def _task(self):
         return {"kind": "regression", "y_sq": self.target_scale_}
 
-    def fit(self, X, y):
+    def fit(self, X, y, sample_weight=None):
         """Fit on ``X`` (n, D) and targets ``y`` (n,), numpy, pandas or dask (DataFrames and
-        Series included, as :meth:`rfstream.StreamingRidge.fit` takes them)."""
+        Series included, as :meth:`rfstream.StreamingRidge.fit` takes them), rows weighted
+        by ``sample_weight`` over its mean (as :meth:`StreamingSGDClassifier.fit`)."""
         self._validate_params()
-        X, y = self._check_X_y(X, y, reset=True)
-        return self._fit_loop(X, y, self._make_task(y))
+        X, y, w = self._check_X_y(X, y, reset=True, sample_weight=sample_weight)
+        return self._fit_solver(X, y, self._make_task(y, w), w)
 
-    def partial_fit(self, X, y):
-        """One epoch over (X, y) from the current model.  The projection radius
-        comes from the first call's targets (times 4, for later data)."""
+    def partial_fit(self, X, y, sample_weight=None):
+        """One epoch over (X, y) from the current model, each row's loss times its
+        ``sample_weight`` as it is.  The projection radius comes from the first call's
+        targets (times 4, for later data)."""
         first = not hasattr(self, "coef_")
+        if self.solver == "newton":
+            raise ValueError("partial_fit needs solver='sgd' or 'auto' (Newton passes need all "
+                             "the data: call fit).")
         if first:
             self._validate_params()
-        X, y = self._check_X_y(X, y, reset=first)
+        X, y, w = self._check_X_y(X, y, reset=first, sample_weight=sample_weight)
         if first:
             self._make_task(y)
             self.target_scale_ *= 4.0
-        return self._partial_epoch(X, y, first)
+        return self._partial_epoch(X, y, first, w)
 
     def _set_public(self, task):
         s = self._intercept_scale()

@@ -5,15 +5,21 @@ and :class:`rfstream.StreamingSGDRegressor` share: the parameter checks, the
 model state (the SGD iterate and its average), the loop of epochs
 (:mod:`rfstream.solvers.epochs`, one reduction each, or ``chunks_per_round``
 rounds) with the stopping rules on the exact objective or the held-out loss,
-``solver="newton"`` (:mod:`rfstream.solvers.newton`), and the one-pass
-``objective``.  The subclasses say what the task is: ``_task()``,
-``_n_outputs(task)``, ``_loss_name()`` and ``_set_public(task)``.  The
-objective and the algorithm: docs/sgd.md.
+``solver="newton"`` (:mod:`rfstream.solvers.newton`), the choice between
+them (``solver="auto"``), and the one-pass ``objective``.  The subclasses say
+what the task is: ``_task()``, ``_n_outputs(task)``, ``_loss_name()`` and
+``_set_public(task)``.  The objective and the algorithm: docs/sgd.md.
+
+Sample weights travel with the rows (an array aligned with ``X``, never
+gathered on the client); ``fit`` divides them by their mean (the
+``weight_scale`` of the task), so the objective is
+``alpha/2 ||W~||^2 + 1/sum(s) sum_i s_i c_i L_i`` (docs/sgd.md, "Weights").
 """
 from __future__ import annotations
 
 from functools import partial
 from numbers import Integral, Real
+from typing import ClassVar
 
 import numpy as np
 from dask.base import is_dask_collection
@@ -24,16 +30,41 @@ from sklearn.utils.validation import check_is_fitted
 from .._validation import check_X_y
 from ..features.fused import fused_pass
 from ..random import STREAM_SGD_CHUNKS, check_seed
-from .epochs import encode_targets, epoch_chunk, epoch_layout, epoch_rows, n_blocks, run_pass
+from .epochs import (
+    encode_targets,
+    epoch_chunk,
+    epoch_layout,
+    epoch_rows,
+    n_blocks,
+    run_pass,
+)
 from .linear import LinearPredictMixin
 from .losses import ball_radius
 from .newton import newton_chunk, newton_fit
 from .pegasos import LEARNING_RATES, StepSpec
 from .targets import check_targets
+from .weights import check_sample_weight, weight_summary
+
+#: losses of ``solver="newton"`` (binary and one-vs-rest, and the squared loss)
+NEWTON_LOSSES = ("hinge", "squared_hinge", "log_loss", "squared")
+#: ``solver="auto"`` runs Newton passes up to this many features (a pass costs
+#: O(n D^2) flops against O(n D) for an SGD epoch of Python-level mini-batch steps;
+#: measured: docs/sgd.md, "solver='auto'"), SGD steps above.
+AUTO_NEWTON_MAX_FEATURES = 128
+
+
+def weight_task(n, w, terms=None):
+    """The task entries for sample weights ``w`` (checked, or None) of ``n`` rows:
+    ``weight_scale`` = n / sum(w) (weights of mean 1) and ``max_sample_weight`` (scaled).
+    ``terms``: their (sum, max) when already computed."""
+    if w is None:
+        return {}
+    total, top = weight_summary(w, terms)
+    return {"weight_scale": n / total, "max_sample_weight": top * n / total}
 
 
 class _BaseStreamingSGD(LinearPredictMixin, BaseEstimator):
-    _parameter_constraints = {
+    _parameter_constraints: ClassVar[dict] = {
         "alpha": [Interval(Real, 0, None, closed="neither")],
         "max_iter": [Interval(Integral, 1, None, closed="left")],
         "batch_size": [Interval(Integral, 1, None, closed="left")],
@@ -59,7 +90,7 @@ class _BaseStreamingSGD(LinearPredictMixin, BaseEstimator):
         loss = self._loss_name()
         s = self._intercept_scale()
         cw = task.get("class_weight")
-        max_w = float(np.max(cw)) if cw is not None else 1.0
+        max_w = (float(np.max(cw)) if cw is not None else 1.0) * task.get("max_sample_weight", 1.0)
         if loss == "squared":
             radius = np.sqrt(task["y_sq"] / self.alpha) if task.get("y_sq") is not None else np.inf
         else:
@@ -84,7 +115,25 @@ class _BaseStreamingSGD(LinearPredictMixin, BaseEstimator):
             train=train, layout=layout, **fused,
         )
 
-    def _one_epoch(self, Z, y, spec, task, layout):
+    def _solver_for(self, n_features):
+        """``solver``, with "auto" resolved: Newton for its losses on at most
+        :data:`AUTO_NEWTON_MAX_FEATURES` features (and no ``early_stopping`` or
+        ``chunks_per_round``), else SGD steps."""
+        solver = getattr(self, "solver", "auto")
+        if solver != "auto":
+            return solver
+        newton = (self._loss_name() in NEWTON_LOSSES and not self.early_stopping
+                  and self.chunks_per_round is None and n_features <= AUTO_NEWTON_MAX_FEATURES)
+        return "newton" if newton else "sgd"
+
+    def _fit_solver(self, Z, y, task, w=None):
+        """Fit with the resolved solver (stored as ``solver_``)."""
+        self.solver_ = self._solver_for(Z.shape[1])
+        if self.solver_ == "newton":
+            return self._fit_newton(Z, y, task, w)
+        return self._fit_loop(Z, y, task, w)
+
+    def _one_epoch(self, Z, y, spec, task, layout, w=None):
         """One pass (or ``chunks_per_round`` rounds) over the data; updates the state.
 
         Returns the evaluation of the incoming model when the epoch is a single
@@ -102,7 +151,7 @@ class _BaseStreamingSGD(LinearPredictMixin, BaseEstimator):
         evaluation = None
         for ids in rounds:
             fn = self._epoch_fn(spec, task, layout, self.t_, self.n_epochs_, True, fused)
-            res = layout.unpack(run_pass(rows, y, fn, layout.size, ids))
+            res = layout.unpack(run_pass(rows, y, fn, layout.size, ids, w))
             if not all(np.isfinite(v).all() for v in res.values()):
                 raise ValueError(
                     "X or y contains NaN or infinity (the SGD epoch's sums are not finite; with "
@@ -124,15 +173,23 @@ class _BaseStreamingSGD(LinearPredictMixin, BaseEstimator):
         self.n_samples_seen_ = getattr(self, "n_samples_seen_", 0) + int(Z.shape[0])
         return evaluation
 
-    def _partial_epoch(self, X, y, first):
-        """``partial_fit``'s epoch: from the current model, or from zero on the first call."""
+    def _partial_epoch(self, X, y, first, w=None):
+        """``partial_fit``'s epoch: from the current model, or from zero on the first call.
+
+        Sample weights ``w`` are taken as they are (not divided by their mean: the
+        objective of a stream is 1/n sum_i s_i c_i L_i, as scikit-learn's
+        ``SGDClassifier.partial_fit``); the projection ball allows for their maximum.
+        """
+        self.solver_ = "sgd"
         task = self._task()
+        if w is not None:
+            task["max_sample_weight"] = weight_summary(w)[1]
         K = self._n_outputs(task)
         if first:
             self._init_state(K, X.shape[1])
         else:
             self._restore_state()
-        ev = self._one_epoch(X, y, self._spec(task, K), task, epoch_layout(K, X.shape[1]))
+        ev = self._one_epoch(X, y, self._spec(task, K), task, epoch_layout(K, X.shape[1]), w)
         if ev is not None:
             self._record(ev)
         self._set_public(task)
@@ -150,13 +207,13 @@ class _BaseStreamingSGD(LinearPredictMixin, BaseEstimator):
             "validation_error": float(res["err_val"]) / n_val if n_val else np.nan,
         }
 
-    def _evaluate(self, Z, y, spec, task, layout):
+    def _evaluate(self, Z, y, spec, task, layout, w=None):
         """One pass that evaluates the current model (no training)."""
         fused, rows = epoch_rows(Z)
         fn = self._epoch_fn(spec, task, layout, self.t_, self.n_epochs_, False, fused)
-        return self._evaluation(layout.unpack(run_pass(rows, y, fn, layout.size)))
+        return self._evaluation(layout.unpack(run_pass(rows, y, fn, layout.size, w=w)))
 
-    def _fit_loop(self, Z, y, task):
+    def _fit_loop(self, Z, y, task, w=None):
         K = self._n_outputs(task)
         D = Z.shape[1]
         layout = epoch_layout(K, D)
@@ -168,7 +225,7 @@ class _BaseStreamingSGD(LinearPredictMixin, BaseEstimator):
         evaluated_zero = self._Wb
         for _ in range(self.max_iter):
             start = (self._Wb, self._vb)
-            ev = self._one_epoch(Z, y, spec, task, layout)
+            ev = self._one_epoch(Z, y, spec, task, layout, w)
             if ev is None:
                 continue
             self._record(ev)
@@ -182,7 +239,7 @@ class _BaseStreamingSGD(LinearPredictMixin, BaseEstimator):
                 if self.tol is not None and no_change >= self.n_iter_no_change:
                     break
         self.n_iter_ = self.n_epochs_
-        ev = self._evaluate(Z, y, spec, task, layout)  # the final model: one more pass
+        ev = self._evaluate(Z, y, spec, task, layout, w)  # the final model: one more pass
         self._record(ev)
         evaluated.append((ev, self._Wb, self._vb))
         # the best evaluated model (the last one on ties)
@@ -193,13 +250,14 @@ class _BaseStreamingSGD(LinearPredictMixin, BaseEstimator):
         self._set_public(task)
         return self
 
-    def _fit_newton(self, Z, y, task):
+    def _fit_newton(self, Z, y, task, w=None):
         """``solver="newton"``: damped Newton passes (:mod:`rfstream.solvers.newton`)."""
         loss = self._loss_name()
-        if loss not in ("hinge", "squared_hinge", "log_loss"):
+        if loss not in NEWTON_LOSSES:
             raise ValueError(
                 f"solver='newton' supports the binary and one-vs-rest losses hinge, squared_hinge "
-                f"and log_loss; got the {loss!r} loss. Use solver='sgd' or multi_class='ovr'."
+                f"and log_loss, and the squared loss; got the {loss!r} loss. Use solver='sgd' or "
+                "multi_class='ovr'."
             )
         if self.early_stopping:
             raise ValueError("early_stopping=True needs solver='sgd'; solver='newton' stops on the "
@@ -213,7 +271,7 @@ class _BaseStreamingSGD(LinearPredictMixin, BaseEstimator):
             # Z = map.transform(X): the pass reduces over X and makes the features
             # in its tasks, a sub-block at a time (as every pass)
             fn, rows = fused_pass(Z, fn, size)
-            return run_pass(rows, y, fn, size)
+            return run_pass(rows, y, fn, size, w=w)
 
         res = newton_fit(newton_pass, lambda **kw: partial(chunk, **kw),
                          K, D, loss=loss, alpha=float(self.alpha), intercept_scaling=s,
@@ -252,20 +310,25 @@ class _BaseStreamingSGD(LinearPredictMixin, BaseEstimator):
         self.intercept_ = s * self._vb
 
     # -- input ----------------------------------------------------------------
-    def _check_X_y(self, X, y, reset):
-        """``(X, y)``: numpy/pandas through ``validate_data``; a dask ``X`` (array or
-        DataFrame, converted lazily) with ``y`` aligned to its row chunks."""
+    def _check_X_y(self, X, y, reset, sample_weight=None):
+        """``(X, y, sample_weight)``: numpy/pandas through ``validate_data``; a dask ``X``
+        (array or DataFrame, converted lazily) with ``y`` and ``sample_weight`` aligned to
+        its row chunks (:func:`rfstream.solvers.weights.check_sample_weight`)."""
         X, y = check_X_y(self, X, y, reset=reset, accept_sparse="csr",
                          y_numeric=isinstance(self, RegressorMixin))
         if is_dask_collection(X):
             y = check_targets(X, y)
-        return X, y
+        return X, y, check_sample_weight(X, sample_weight)
 
-    def objective(self, X, y):
-        """The exact regularized objective f of the current model on (X, y): one pass."""
+    def objective(self, X, y, sample_weight=None):
+        """The exact regularized objective f of the current model on (X, y): one pass.
+
+        With ``sample_weight`` the losses are weighted by it over its mean, as
+        ``fit`` weights them (docs/sgd.md).
+        """
         check_is_fitted(self)
-        X, y = self._check_X_y(X, y, reset=False)
-        task = self._task()
+        X, y, w = self._check_X_y(X, y, reset=False, sample_weight=sample_weight)
+        task = {**self._task(), **weight_task(X.shape[0], w)}
         K = np.atleast_2d(self.coef_).shape[0]
         layout = epoch_layout(K, X.shape[1])
         spec = self._spec(task, K)
@@ -275,4 +338,5 @@ class _BaseStreamingSGD(LinearPredictMixin, BaseEstimator):
         fn = partial(epoch_chunk, W=W, v=v if s else np.zeros(K), t=0, epoch=0, seed=0, spec=spec,
                      task=task, batch_size=self.batch_size, validation_fraction=0.0, train=False,
                      layout=layout, **fused)
-        return self._evaluation(layout.unpack(run_pass(rows, y, fn, layout.size)), W, v if s else 0.0)["objective"]
+        res = layout.unpack(run_pass(rows, y, fn, layout.size, w=w))
+        return self._evaluation(res, W, v if s else 0.0)["objective"]
