@@ -1,10 +1,12 @@
 """Solvers: ridge through one Gram reduction (or CG); streaming SGD (Pegasos, logistic, ...) and Newton.
 
 Modules: ``ridge`` (estimators), ``gram`` (the one-pass statistics), ``cg``
-(conjugate gradients), ``sgd`` (estimators), ``sgd_base`` (their training
-loop), ``epochs`` (one parameter-averaging pass), ``pegasos`` (the step
-kernel, ``sgd_steps``), ``newton``, ``losses``, ``targets`` (label checks and
-encodings).  Every pass computes the features inside its tasks through
+(conjugate gradients), ``folds`` (the CV folds of the Gram pass), ``sgd``
+(estimators), ``sgd_base`` (their training loop), ``epochs`` (one
+parameter-averaging pass), ``pegasos`` (the step kernel, ``sgd_steps``),
+``newton``, ``losses``, ``proba`` (``predict_proba`` of log-loss models),
+``targets`` (label checks and encodings), ``weights`` (``sample_weight`` checks
+and the weight of each row).  Every pass computes the features inside its tasks through
 :mod:`rfstream.features.fused`.
 """
 from .pegasos import sgd_steps
