@@ -15,10 +15,16 @@ from rfstream import (
     load_model,
     save_model,
 )
+from rfstream.datadriven import scored
 from rfstream.datadriven.eerf import top_m
 from rfstream.datadriven.lkrf import chi_square_weights, project_simplex
-from rfstream.datadriven.scored import subsample_mask
+from rfstream.datadriven.scored import (
+    MIN_SCORED_ROWS,
+    scoring_threshold,
+    subsample_mask,
+)
 from rfstream.io import onehot_columns, open_dataset
+from rfstream.random import STREAM_EERF_SUBSAMPLE, row_uniform
 
 BASES = ["fourier", "arccos0", "arccos1", "arccos2", "linear"]
 
@@ -66,7 +72,7 @@ def test_selected_are_the_top_scores_and_fit_is_deterministic(data, base):
 def _numpy_scores(est, X, y, score):
     """The score of every candidate from its definition, on the same subsample rows."""
     features, _, _ = est._candidates()
-    keep = subsample_mask(est.seed_, 0, X.shape[0], est.subsample)
+    keep = subsample_mask(est.seed_, 0, X.shape[0], scoring_threshold(est.seed_, X.shape[0], est.subsample))
     assert keep.sum() == est.n_subsample_
     phi = np.asarray(features(X[keep]), dtype=np.float64)
     ys = y[keep]
@@ -115,6 +121,59 @@ def test_subsample_is_bernoulli_per_row_and_chunk_free():
     assert abs(m.mean() - 0.1) < 0.01
     np.testing.assert_array_equal(m[5000:9000], subsample_mask(7, 5000, 9000, 0.1))
     assert subsample_mask(7, 0, 10, 1.0).all()
+
+
+@pytest.mark.parametrize("n, fraction", [(1500, 0.1), (3000, 0.3), (3000, 0.8), (30000, 0.01)])
+def test_subsample_is_topped_up_to_the_smallest_keys(n, fraction):
+    # at least min(n, MIN_SCORED_ROWS) rows: those with u < fraction, else the m smallest keys
+    m = min(n, MIN_SCORED_ROWS)
+    keys = row_uniform(9, STREAM_EERF_SUBSAMPLE, 0, n)
+    keep = subsample_mask(9, 0, n, scoring_threshold(9, n, fraction))
+    expected = (keys < fraction) | (keys <= np.sort(keys)[m - 1])
+    np.testing.assert_array_equal(keep, expected)
+    assert keep.sum() == max(m, np.count_nonzero(keys < fraction))
+    assert scoring_threshold(9, n, 1.0) == 1.0
+
+
+def test_smallest_keys_found_across_key_slices(monkeypatch):
+    # the client reads the keys in slices of _KEY_SLICE rows, keeping the k smallest
+    monkeypatch.setattr(scored, "_KEY_SLICE", 1000)
+    keys = np.sort(row_uniform(4, STREAM_EERF_SUBSAMPLE, 0, 7777))
+    assert scoring_threshold(4, 7777, 0.01, minimum=2500) == np.nextafter(keys[2499], 2.0)
+
+
+@pytest.mark.parametrize("cls", [EERFFeatures, LKRFFeatures])
+def test_defaults_score_every_row_of_a_small_set(cls):
+    # the default subsample=0.1 of 50 rows would be 5 rows: every row is scored instead
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(50, 3))
+    y = (X[:, 0] > 0).astype(int)
+    est = cls(random_state=0).fit(X, y)
+    assert est.n_subsample_ == 50
+    np.testing.assert_array_equal(est.scores_, cls(subsample=1.0, random_state=0).fit(X, y).scores_)
+
+
+def test_bernoulli_pass_that_falls_short_is_run_again_on_the_exact_threshold(data, monkeypatch):
+    # subsample * N >= 2 m runs the pass on the Bernoulli rows first; were they fewer than m
+    # (probability < exp(-m / 4)), the pass runs again on the topped-up rows
+    X, y = data
+    calls = []
+    real = scored.label_statistics
+    monkeypatch.setattr(scored, "label_statistics", lambda *a, **k: calls.append(k["fraction"]) or real(*a, **k))
+    est = EERFFeatures(10, subsample=0.3, random_state=0).fit(X, y)  # 900 Bernoulli rows of 3000
+    assert est.n_subsample_ == MIN_SCORED_ROWS and len(calls) == 1 and calls[0] > 0.3  # topped up
+    calls.clear()
+    monkeypatch.setattr(scored, "MIN_SCORED_ROWS", 400)  # 900 >= 2 x 400: the Bernoulli rows
+    assert EERFFeatures(10, subsample=0.3, random_state=0).fit(X, y).n_subsample_ > 400
+    assert calls == [0.3]
+    calls.clear()
+    monkeypatch.setattr(scored, "MIN_SCORED_ROWS", 1400)
+    monkeypatch.setattr(scored, "BERNOULLI_MARGIN", 0.5)  # force the Bernoulli pass: too few rows
+    again = EERFFeatures(10, subsample=0.3, random_state=0).fit(X, y)
+    assert calls[0] == 0.3 and calls[1] > 0.3 and again.n_subsample_ == 1400
+    monkeypatch.setattr(scored, "BERNOULLI_MARGIN", 2.0)  # straight to the exact threshold
+    np.testing.assert_array_equal(EERFFeatures(10, subsample=0.3, random_state=0).fit(X, y).scores_,
+                                  again.scores_)
 
 
 # ------------------------------------------------- chunking, numpy vs dask

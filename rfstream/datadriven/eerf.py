@@ -26,8 +26,8 @@ class EERFFeatures(LabelScoredFeatures):
     Shahrampour, Beirami & Tarokh (2018), Algorithm 1: draw ``M0 =
     n_candidates`` features ``w`` from the initial distribution ``P0`` of
     ``base``, evaluate the empirical score ``S(w) = (1/N0) sum_n y_n phi(x_n,
-    w)`` (eq. 7) on a subsample of ``N0 ~= subsample * N`` training rows, and
-    keep the ``M = n_components`` candidates with the largest ``|S(w)|``.  The
+    w)`` (eq. 7) on a subsample of ``N0 ~= max(subsample * N, min(N, 2000))``
+    training rows (below), and keep the ``M = n_components`` candidates with the largest ``|S(w)|``.  The
     output is the feature map of the kept candidates, scaled as the base map
     with ``M`` features; any linear solver is then trained on it (eq. 8 with a
     quadratic regularizer, e.g. :class:`~rfstream.StreamingRidgeClassifier`).
@@ -57,9 +57,17 @@ class EERFFeatures(LabelScoredFeatures):
 
     **Selection** is exact and deterministic: the indices of the ``M`` largest
     scores, sorted by decreasing score with ties broken by the lower candidate
-    index (a stable sort of ``-|S|``).  The subsample is a function of
-    ``(seed, global row index)`` (stream 30), so the fit does not depend on
-    the chunking or the number of workers.
+    index (a stable sort of ``-|S|``).
+
+    **Subsample.**  A uniform sample without replacement of the training rows,
+    as the paper's "we randomly subsample N_0 data points" (Table 3): row
+    ``i`` has a uniform key ``u_i`` from ``(seed, global row index)``
+    (stream 30); the rows with ``u_i < subsample`` are scored and, when they
+    are fewer than ``m = min(N, MIN_SCORED_ROWS)`` (2000), the ``m`` rows with
+    the smallest keys instead.  So ``N0 >= min(N, 2000)`` whatever
+    ``subsample`` says (every row of a training set of 2000 rows or fewer),
+    and the fit does not depend on the chunking or the number of workers
+    (:func:`rfstream.datadriven.scored.scoring_threshold`).
 
     Parameters
     ----------
@@ -70,8 +78,10 @@ class EERFFeatures(LabelScoredFeatures):
         suggests ``5 M`` to ``20 M``).
     subsample : float in (0, 1], default=0.1
         Expected fraction ``N0 / N`` of the training rows used by the score
-        (Bernoulli per row; 1.0 = every row).  The pass still reads every
-        block, but computes candidate features only for the subsample rows.
+        (Bernoulli per row; 1.0 = every row), raised to score at least
+        ``min(N, 2000)`` rows (see above; the paper's rule of thumb is
+        ``N0 = 0.1 N``).  The pass still reads every block, but computes
+        candidate features only for the subsample rows.
     base : {"fourier", "arccos0", "arccos1", "arccos2", "linear"}, default="fourier"
         Candidate family: ``"fourier"``: ``sqrt(2/M) cos(w'x + b)`` with ``w``
         from ``kernel``'s spectral density at ``gamma`` (drawn by ``sampler``)
@@ -106,7 +116,7 @@ class EERFFeatures(LabelScoredFeatures):
     classes_ : ndarray or None
         Class labels (classification) or ``None`` (regression).
     n_subsample_ : int
-        ``N0``, the number of rows scored.
+        ``N0``, the number of rows scored (at least ``min(N, 2000)``).
     gamma_ : float or None
     seed_ : int
         Seed of the candidates and the subsample.
@@ -117,7 +127,9 @@ class EERFFeatures(LabelScoredFeatures):
     Cost of ``fit``: one pass over the rows, ``O(M0 N0 d)`` (``O(M0 N0)`` for
     "linear") plus ``O(M0 log M0)`` for the sort; for dask ``y`` of a
     classification task a ``da.unique(y)`` pass first (the labels only).
-    ``transform`` costs what the base map with ``M`` features costs.
+    When ``subsample * N < 4000`` the keys of all ``N`` rows are generated
+    first, on the client (no data read, ``O(2000)`` memory), to find the
+    top-up threshold.  ``transform`` costs what the base map with ``M`` features costs.
 
     References
     ----------

@@ -86,7 +86,9 @@ class LKRFFeatures(LabelScoredFeatures):
     ``10^-5 .. 10^5``).  Deviations, shared with EERF: ``v`` comes from the
     balanced score by default (``score_mode="raw"`` for Sinha & Duchi's ``+-1``
     labels, ``v = (y' phi)^2`` up to a constant), multi-class alignment sums
-    the one-vs-rest alignments, and only a subsample of rows is scored.
+    the one-vs-rest alignments, and only a subsample of rows is scored (at
+    least ``min(N, 2000)`` rows whatever ``subsample`` says, drawn as EERF
+    draws it: see its "Subsample").
 
     Parameters
     ----------

@@ -14,6 +14,14 @@ subsample (a function of the seed and the global row index, stream
 features for them in slices of :data:`SCORE_ROWS` rows, and returns the sums
 ``n``, ``sum y_k``, ``sum y_k^2``, ``sum phi`` and ``sum y_k phi`` (``K x M0``);
 only these reach the client.
+
+The subsample (:func:`scoring_threshold`): every row ``i`` has a uniform key
+``u_i`` from ``(seed, stream, i)``; the rows with ``u_i < subsample`` are
+scored, topped up, when they are fewer than ``m = min(N, MIN_SCORED_ROWS)``,
+to the ``m`` rows with the smallest keys.  Either way a uniform sample
+without replacement (the paper's "we randomly subsample N_0 data points",
+Section "Experiments", Table 3) of ``N0 >= min(N, MIN_SCORED_ROWS)`` rows,
+the same whatever the chunking.
 """
 from __future__ import annotations
 
@@ -24,38 +32,73 @@ from functools import partial
 from numbers import Integral, Real
 from typing import ClassVar
 
+import dask.array as da
 import numpy as np
 import scipy.sparse as sp
 from sklearn.utils._param_validation import Interval, StrOptions
 
+from .._validation import check_dask_array
 from ..cluster import compute
-from ..features.base import KERNEL_PARAMETERS, FeatureMap
 from ..features.arccos import ArcCosineFeatures
+from ..features.base import KERNEL_PARAMETERS, FeatureMap
 from ..features.fourier import FOURIER_PARAMETERS, RandomFourierFeatures
 from ..random import STREAM_EERF_SUBSAMPLE, row_uniform
 from ..reductions import Layout, sum_rows
 from ..samplers import check_sampler
 from ..solvers.targets import check_targets, find_classes
 
-__all__ = ["BASES", "LabelScoredFeatures", "label_statistics", "scores_from_statistics",
-           "subsample_mask"]
+__all__ = ["BASES", "MIN_SCORED_ROWS", "LabelScoredFeatures", "label_statistics",
+           "scores_from_statistics", "scoring_threshold", "subsample_mask"]
 
 #: candidate feature families: phi(x, w) and the distribution of w
 BASES = ("fourier", "arccos0", "arccos1", "arccos2", "linear")
 #: rows of candidate features a task holds at once (slices cut at global multiples)
 SCORE_ROWS = 4096
+#: the score reads at least min(N, MIN_SCORED_ROWS) rows whatever ``subsample`` says: on
+#: Adult 1,600 scored rows rank the candidates as well as all 32,561 (docs/eerf.md, "M0 and N0")
+MIN_SCORED_ROWS = 2000
+#: the pass runs on the Bernoulli rows first when ``subsample * N >= BERNOULLI_MARGIN * m``
+BERNOULLI_MARGIN = 2.0
+#: keys read in one go by :func:`scoring_threshold` (256 virtual blocks)
+_KEY_SLICE = 1 << 20
 
 
 # ----------------------------------------------------------------- the pass
 def subsample_mask(seed: int, start: int, stop: int, fraction: float) -> np.ndarray:
     """Boolean mask of the global rows ``start:stop`` that belong to the subsample.
 
-    Row ``i`` is kept when its uniform number from ``(seed, STREAM_EERF_SUBSAMPLE, i)``
-    is below ``fraction``: the subsample does not depend on the chunking.
+    Row ``i`` is kept when its uniform key from ``(seed, STREAM_EERF_SUBSAMPLE, i)``
+    is below ``fraction`` (the threshold of :func:`scoring_threshold`): the
+    subsample does not depend on the chunking.
     """
     if fraction >= 1.0:
         return np.ones(stop - start, dtype=bool)
     return row_uniform(seed, STREAM_EERF_SUBSAMPLE, start, stop) < fraction
+
+
+def _kth_smallest_key(seed: int, n: int, k: int) -> float:
+    """The ``k``-th smallest key of the rows ``0:n`` (``1 <= k <= n``), in O(k) memory."""
+    best = np.empty(0)
+    for start in range(0, n, _KEY_SLICE):
+        keys = np.concatenate([best, row_uniform(seed, STREAM_EERF_SUBSAMPLE, start,
+                                                 min(start + _KEY_SLICE, n))])
+        best = np.partition(keys, k - 1)[:k] if keys.size > k else keys
+    return float(best.max())
+
+
+def scoring_threshold(seed: int, n: int, fraction: float, minimum: int = MIN_SCORED_ROWS) -> float:
+    """The key threshold of the scored rows: ``max(fraction, just above u_(m))``, ``m = min(n, minimum)``.
+
+    ``u_(m)`` is the ``m``-th smallest key of the ``n`` rows, so the rows
+    scored (``u_i <`` threshold, :func:`subsample_mask`) are those with
+    ``u_i < fraction`` and, when these are fewer than ``m``, the ``m`` rows
+    with the smallest keys: ``N0 >= min(n, minimum)`` whatever ``fraction``
+    says.  Reads the keys of all ``n`` rows (no data; ``O(minimum)`` memory)
+    unless ``fraction >= 1`` or ``n <= minimum`` (every row).
+    """
+    if fraction >= 1.0 or n <= minimum:
+        return 1.0
+    return max(float(fraction), float(np.nextafter(_kth_smallest_key(seed, n, minimum), 2.0)))
 
 
 def _statistics_layout(n_responses: int, n_candidates: int) -> Layout:
@@ -271,6 +314,8 @@ class LabelScoredFeatures(FeatureMap):
         ``y``: class labels (integer, bool or string dtype: one-vs-rest
         responses) or a float regression target.
         """
+        if isinstance(X, da.Array):  # the subsample's size depends on the number of rows
+            check_dask_array(X, known_rows=True)
         y = check_targets(X, y)
         classification = y.dtype.kind in "biuOUS"
         classes, y_range = None, None
@@ -282,8 +327,7 @@ class LabelScoredFeatures(FeatureMap):
             if self.score_mode == "raw":
                 y_range = tuple(float(v) for v in compute(y.min(), y.max()))
         features, fmap, coords = self._candidates()
-        stats = label_statistics(X, y, features, self._m0(), classes=classes, seed=self.seed_,
-                                 fraction=float(self.subsample))
+        stats = self._score_pass(X, y, features, classes)
         self.n_subsample_ = int(stats["n"])
         self.scores_ = scores_from_statistics(stats, score=self.score_mode,
                                               classification=classification, y_range=y_range)
@@ -295,6 +339,28 @@ class LabelScoredFeatures(FeatureMap):
         else:
             self.base_map_ = _keep_columns(fmap, index)
             self.coordinates_ = None
+
+    def _score_pass(self, X, y, features, classes):
+        """The statistics over ``N0 >= min(N, MIN_SCORED_ROWS)`` rows (:func:`scoring_threshold`).
+
+        When ``subsample * N >= 2 m`` (:data:`BERNOULLI_MARGIN`) the Bernoulli
+        subsample holds ``m`` rows or more but with probability ``1 - exp(-m /
+        4)`` (Chernoff), and its threshold is then ``subsample`` itself: the
+        pass runs on it without reading the ``N`` keys first, and again on the
+        exact threshold only if it fell short.
+        """
+        n, fraction = int(X.shape[0]), float(self.subsample)
+        m = min(n, MIN_SCORED_ROWS)
+
+        def run(threshold):
+            return label_statistics(X, y, features, self._m0(), classes=classes, seed=self.seed_,
+                                    fraction=threshold)
+
+        if fraction * n >= BERNOULLI_MARGIN * m:
+            stats = run(fraction)
+            if stats["n"] >= m:
+                return stats
+        return run(scoring_threshold(self.seed_, n, fraction, MIN_SCORED_ROWS))
 
     @property
     def _n_features_out(self):
