@@ -117,6 +117,24 @@ def test_numpy_equals_dask_any_chunking_and_deterministic(rings, structure):
     assert set(ref.predict(X)) <= {"in", "out"}
 
 
+@pytest.mark.parametrize("structure", ["dense", "circulant"])
+def test_a_rows_features_do_not_depend_on_its_batch(structure):
+    # scikit-learn's check_methods_subset_invariance, with its data and defaults: the learned
+    # phases Theta'x + b reach ~100, which a float32 GEMM rounded by ~5e-6 differently for a
+    # row alone and in a batch of 20 (decision_function by 2e-5); the phases are float64 now
+    rnd = np.random.RandomState(0)
+    X = 3 * rnd.uniform(size=(20, 3))
+    est = CompactNonlinearMap(1, structure=structure, random_state=1).fit(X, X[:, 0].astype(int))
+    assert est.transform(X).dtype == np.float32
+    for method, tol in ((est.transform, {"rtol": 0, "atol": 2e-7}),  # at most 1 float32 ulp
+                        (est.decision_function, {"rtol": 1e-12, "atol": 0})):
+        full = method(X)
+        np.testing.assert_allclose(np.concatenate([method(X[i:i + 1]) for i in range(20)]), full, **tol)
+        np.testing.assert_allclose(method(X[::-1]), full[::-1], **tol)
+    if structure == "dense":
+        assert np.abs(X @ est.projection_ + est.offset_).max() > 50
+
+
 def test_multiclass_one_vs_rest(rings):
     X, _ = rings
     y = np.digitize(np.hypot(X[:, 0], X[:, 1]), [0.8, 1.5])  # 3 rings
