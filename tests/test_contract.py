@@ -11,7 +11,7 @@ maps) and every solver of :data:`rfstream.pipeline.SOLVERS` for both tasks:
 * the same ``random_state`` gives the same result, another one a different one;
 * threads and a real distributed LocalCluster (2 worker processes) give the same model;
 * ``save_model``/``load_model`` gives back the same transform and predictions;
-* scikit-learn's ``check_estimator``;
+* scikit-learn's ``check_estimator`` with the estimators' default parameters;
 * bad input fails with a ``ValueError``/``TypeError`` that names the problem.
 
 The per-method files keep what is particular to a method: its mathematics, the
@@ -30,6 +30,8 @@ from rows gathered by index and must be identical.
 """
 from __future__ import annotations
 
+from functools import partial
+
 import dask.array as da
 import dask.dataframe as dd
 import distributed
@@ -41,9 +43,14 @@ from _contract_data import contract_data
 from _sklearn_checks import FLOAT32_ROW_GROUPING
 from sklearn.base import BaseEstimator, is_classifier, is_regressor
 from sklearn.exceptions import NotFittedError
-from sklearn.utils.estimator_checks import check_estimator
+from sklearn.utils.estimator_checks import (
+    check_estimator,
+    check_methods_sample_order_invariance,
+    check_methods_subset_invariance,
+)
 
-from rfstream import load_model, save_model
+import rfstream
+from rfstream import Standardizer, load_model, save_model
 from rfstream.cluster import connect
 from rfstream.features import CompactRandomFeatures, FastfoodFeatures
 from rfstream.pipeline import FEATURES, SOLVERS, TASKS
@@ -96,24 +103,26 @@ def out_tol(name):
     return OUT_TOLS.get(name, OUT_TOL)
 
 
-#: check_estimator configuration (the whole constructor call) and expected failures, per map
+#: check_estimator runs on every map with its DEFAULT parameters (as a user makes it); its
+#: expected failures, per map, only where a check's premise does not hold.  The float32
+#: maps' outputs go through a float32 GEMM (or FFT), which rounds a row by 1 ulp
+#: differently in another batch (FLOAT32_ROW_GROUPING): the two checks that compare
+#: batches at rtol 1e-7 then run on the float64 map (test_map_row_grouping_checks_in_float64)
 CHECKS = {
-    "rff": ({}, FLOAT32_ROW_GROUPING),
-    "tefm-g": (dict(n_components=8, random_state=0), FLOAT32_ROW_GROUPING),
-    "tefm-s": (dict(n_components=8, random_state=0), FLOAT32_ROW_GROUPING),
-    "eerf": (dict(n_components=5, subsample=1.0, random_state=0, dtype="float64"), {}),
-    "lkrf": (dict(n_components=5, subsample=1.0, random_state=0, dtype="float64"), {}),
-    "arccos": (dict(n_components=5, random_state=0, dtype="float64"), {}),
-    "ses": (dict(n_components=8, random_state=0), FLOAT32_ROW_GROUPING),
-    "binning": (dict(n_grids=5, n_bins=8, random_state=0), {}),  # sparse output: no GEMM rounding
-    # float64: the Fourier half's float32 GEMM may round by 1 ulp with another batch size
-    "rff+binning": (dict(n_components=6, n_grids=3, n_bins=8, random_state=0, dtype="float64"), {}),
-    "cnm": (dict(n_components=4, random_state=0, **CNM_FAST), {}),
-    "circulant": (dict(n_components=8, random_state=0), FLOAT32_ROW_GROUPING),
-    # default parameters; no float32 rounding to excuse: the block is float64, rounded once
-    "nystroem": ({}, {}),
-    "fastfood": (dict(n_components=16, random_state=0), FLOAT32_ROW_GROUPING),
-    "compact": (dict(n_components=8, random_state=0), FLOAT32_ROW_GROUPING),
+    "rff": FLOAT32_ROW_GROUPING,
+    "tefm-g": FLOAT32_ROW_GROUPING,
+    "tefm-s": FLOAT32_ROW_GROUPING,
+    "eerf": FLOAT32_ROW_GROUPING,
+    "lkrf": FLOAT32_ROW_GROUPING,
+    "arccos": FLOAT32_ROW_GROUPING,
+    "ses": FLOAT32_ROW_GROUPING,
+    "binning": {},  # sparse output: no arithmetic on the way to a feature, exact
+    "rff+binning": FLOAT32_ROW_GROUPING,  # the Fourier half
+    "cnm": {},  # its phases are float64 whatever dtype (cnm.py, _features64)
+    "circulant": FLOAT32_ROW_GROUPING,
+    "nystroem": {},  # no float32 rounding to excuse: the block is float64, rounded once
+    "fastfood": FLOAT32_ROW_GROUPING,
+    "compact": FLOAT32_ROW_GROUPING,
 }
 
 #: small parameters for each solver (an alpha list: the CV folds use random_state; the
@@ -324,8 +333,30 @@ def test_map_save_load_round_trip(data, name, tmp_path):
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.SkipTestWarning")
 @pytest.mark.parametrize("name", MAPS)
 def test_map_check_estimator(name):
-    params, expected_failed = CHECKS[name]
-    check_estimator(map_class(name)(**params), expected_failed_checks=expected_failed)
+    # the map's own defaults, as a user makes it (a registry partial fixes only the method)
+    check_estimator(map_class(name)(), expected_failed_checks=CHECKS[name])
+
+
+@pytest.mark.parametrize("name", [name for name in MAPS if CHECKS[name] == FLOAT32_ROW_GROUPING])
+def test_map_row_grouping_checks_in_float64(name):
+    # what FLOAT32_ROW_GROUPING excuses in float32 must hold exactly enough in float64
+    est = map_class(name)(dtype="float64")
+    check_methods_sample_order_invariance(type(est).__name__, est)
+    check_methods_subset_invariance(type(est).__name__, est)
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.SkipTestWarning")
+def test_standardizer_check_estimator():
+    check_estimator(Standardizer())
+
+
+def test_every_public_estimator_is_checked():
+    # every estimator class the package exports meets check_estimator above
+    checked = {type(map_class(name)()) for name in MAPS} | {Standardizer}
+    checked |= {cls for tasks in SOLVERS.values() for cls in tasks.values()}
+    exported = {obj for obj in map(partial(getattr, rfstream), rfstream.__all__)
+                if isinstance(obj, type) and issubclass(obj, BaseEstimator)}
+    assert exported <= checked, exported - checked
 
 
 def _text_frame(X):
