@@ -6,9 +6,11 @@ from pathlib import Path
 import dask.array as da
 import numpy as np
 import pytest
+from sklearn.pipeline import Pipeline
+from sklearn.preprocessing import StandardScaler
 
 from rfstream import StreamingRidge, StreamingRidgeClassifier, load_model, save_model
-from rfstream.io.model_files import FORMAT_VERSION, ModelFileError
+from rfstream.io.model_files import FORMAT_VERSION, ModelFileError, loadable_class
 from rfstream.pipeline import make_model
 
 
@@ -26,8 +28,8 @@ def pipeline(data):
     model = make_model(
         "classification",
         passthrough=[4],
-        feature_params=dict(n_components=64, gamma="auto", random_state=3),
-        solver_params=dict(alpha=[0.1, 1.0, 10.0], random_state=3),
+        feature_params={"n_components": 64, "gamma": "auto", "random_state": 3},
+        solver_params={"alpha": [0.1, 1.0, 10.0], "random_state": 3},
     )
     return model.fit(X, y)
 
@@ -45,7 +47,7 @@ def _assert_no_pickle(path):
 
 
 def test_pipeline_round_trip(tmp_path, data, pipeline):
-    X, y = data
+    X, _y = data
     path = save_model(pipeline, tmp_path / "model", metadata={"note": "test"})
     _assert_no_pickle(path)
     assert len(_arrays(path)) >= 5  # mean, scale, frequencies, coef, classes, ...
@@ -197,3 +199,35 @@ def test_failed_save_leaves_nothing(tmp_path, data, monkeypatch):
         save_model(est, dst)
     assert not dst.exists()
     assert list(tmp_path.iterdir()) == []  # no temporary directory left either
+
+
+# --------------------------------------------------------------------- refused at save time
+class _LocalRidge(StreamingRidgeClassifier):
+    """An rfstream subclass defined outside rfstream: load_model would not find it."""
+
+
+@pytest.mark.parametrize("make", [
+    lambda: Pipeline([("scale", StandardScaler()), ("solver", StreamingRidgeClassifier())]),
+    lambda: _LocalRidge(),
+])
+def test_save_refuses_what_load_would_refuse(tmp_path, data, make):
+    X, y = data
+    model = make().fit(X, y)
+    dst = tmp_path / "model"
+    with pytest.raises(TypeError) as info:
+        save_model(model, dst)
+    message = str(info.value)
+    assert "\n" not in message and "load_model" in message
+    name = type(model.steps[0][1] if isinstance(model, Pipeline) else model).__qualname__
+    assert name in message  # the class is named
+    assert not dst.exists() and list(tmp_path.iterdir()) == []  # nothing written
+
+
+def test_save_and_load_apply_one_rule():
+    # every class a save accepts is one load_model makes again, and the refused ones are refused
+    # by both: the rule is one function
+    assert loadable_class("rfstream.StreamingRidge") is StreamingRidge
+    assert loadable_class("sklearn.pipeline.Pipeline") is Pipeline
+    for path in ("sklearn.preprocessing.StandardScaler", "test_model_files._LocalRidge",
+                 "rfstream.io.convert", "rfstream.NoSuchClass"):
+        assert loadable_class(path) is None, path

@@ -7,7 +7,10 @@ attributes) and, for every array file, its shape, dtype and sha256.  Loading
 checks the version, refuses classes outside rfstream (plus
 ``sklearn.pipeline.Pipeline``), verifies every checksum, and reads arrays with
 ``allow_pickle=False``: a tampered or truncated model is refused with an error
-that names the file.
+that names the file.  Saving applies the same rule to every estimator in the
+tree (:func:`loadable_class`), so a model that could not be loaded (say a Pipeline
+with scikit-learn's ``StandardScaler``, or a subclass defined in a script) is
+refused when it is saved, with nothing written.
 
 Estimators are described generically: ``get_params(deep=False)`` for the
 constructor (nested estimators recursively) and the public attributes ending
@@ -45,11 +48,10 @@ def _sha256(data: bytes) -> str:
 def _class_path(obj) -> str:
     cls = type(obj)
     module = cls.__module__
-    if module.startswith("rfstream."):
-        # record the public import path when the class is exported at top level; the
-        # package is loaded whenever this module is (a lookup, not an upward import)
-        if getattr(sys.modules.get("rfstream"), cls.__name__, None) is cls:
-            module = "rfstream"
+    # record the public import path when the class is exported at top level; the
+    # package is loaded whenever this module is (a lookup, not an upward import)
+    if module.startswith("rfstream.") and getattr(sys.modules.get("rfstream"), cls.__name__, None) is cls:
+        module = "rfstream"
     return f"{module}.{cls.__qualname__}"
 
 
@@ -97,6 +99,12 @@ class _Writer:
         from sklearn.pipeline import Pipeline
 
         spec = {"$estimator": _class_path(est)}
+        if loadable_class(spec["$estimator"]) is not type(est):
+            raise TypeError(
+                f"cannot save {where}: {type(est).__module__}.{type(est).__qualname__} is not a class "
+                "load_model loads (rfstream's estimators and sklearn.pipeline.Pipeline); build the model "
+                "from rfstream's classes (rfstream.Standardizer for a scaler)."
+            )
         if isinstance(est, Pipeline):
             spec["steps"] = [[name, self.value(step, f"{where}.{name}")] for name, step in est.steps]
             return spec
@@ -208,6 +216,15 @@ class _Reader:
         for k, v in spec.get("fitted", {}).items():
             setattr(est, k, self.value(v))
         return est
+
+
+def loadable_class(path: str):
+    """The estimator class ``load_model`` makes of ``path`` (as recorded in model.json), or
+    None when it refuses it: the rule of :func:`save_model` and :func:`load_model` alike."""
+    try:
+        return _resolve_class(path)
+    except ModelFileError:
+        return None
 
 
 def _resolve_class(path: str):
