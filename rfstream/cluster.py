@@ -1,34 +1,87 @@
 """Where computations run: an embedded LocalCluster, an existing cluster, or threads.
 
-``connect(scheduler)`` is a context manager used by the CLI and the examples:
+``connect(scheduler, data_bytes=None)`` is a context manager used by the CLI and the examples:
 
-* ``None``: ``$RFSTREAM_SCHEDULER`` if set, else an embedded
-  :class:`distributed.LocalCluster` sized to the machine (one single-threaded
-  worker process per core, memory split between them), dashboard bound to
-  127.0.0.1 on a free port;
+* ``None``: ``$RFSTREAM_SCHEDULER`` if set; else, when the caller gives the size of
+  the data (``data_bytes``, X's uncompressed bytes: the CLI reads them from the
+  dataset's metadata before connecting) and it is *small*, dask's threaded
+  scheduler in this process; otherwise an embedded :class:`distributed.LocalCluster`
+  sized to the machine (one single-threaded worker process per core, memory split
+  between them), dashboard bound to 127.0.0.1 on a free port;
 * ``"threads"`` or ``"synchronous"``: dask's local schedulers, no distributed;
+* ``"cluster"``: the embedded LocalCluster whatever the data's size;
 * anything else: the address of an existing scheduler (``tcp://host:8786``),
   e.g. a Dask cluster on Kubernetes, SLURM (dask-jobqueue) or Docker.
 
+Small data
+----------
+Data are small when X's bytes are at most :func:`small_data_limit`:
+``min(1 GiB, 1/8 of the machine's memory)`` (:data:`SMALL_DATA_BYTES`,
+:data:`SMALL_DATA_FRACTION`), or the size in ``$RFSTREAM_SMALL_DATA`` (``"4GB"``,
+``"0"`` to always start the cluster).  Such data fit in memory several times over,
+so the cluster's worker processes buy nothing, and starting and stopping them
+costs seconds (docs/BENCHMARKS.md, "Small data without the cluster"); the threads
+run the same reductions in the same tree, so the model is the same.  Above the
+limit the LocalCluster is started as before: its workers' memory limits, spilling
+and dashboard are what a long pass over large data needs.
+
 :func:`compute` is the one place where rfstream turns lazy reductions into
-numbers; it shows a progress bar on long work unless progress is switched off.
+numbers.  Its progress display (:func:`set_progress`) is ``"auto"``: a progress
+bar when stderr is a terminal, otherwise one line per finished pass with its time
+(no carriage return, for the logs of batch jobs); ``"always"`` (a bar) or
+``"never"``.
 """
 from __future__ import annotations
 
 import contextlib
 import os
 import sys
+import time
 
 import dask
 
-_PROGRESS = {"enabled": False}
+_PROGRESS = {"mode": "never", "passes": 0}
 
 LOCAL_SCHEDULERS = ("threads", "synchronous", "processes")
+PROGRESS_MODES = ("auto", "always", "never")
+#: Data at most this large (X's bytes) run on threads when no scheduler is named ...
+SMALL_DATA_BYTES = 2**30
+#: ... and at most this fraction of the machine's memory (:func:`small_data_limit`).
+SMALL_DATA_FRACTION = 0.125
 
 
-def set_progress(enabled: bool) -> None:
-    """Show (True) or hide (False) progress bars in :func:`compute`."""
-    _PROGRESS["enabled"] = bool(enabled)
+def set_progress(mode) -> None:
+    """How :func:`compute` shows progress: "auto", "always" or "never" (True: "auto",
+    False: "never"); see the module docstring."""
+    if isinstance(mode, bool):
+        mode = "auto" if mode else "never"
+    if mode not in PROGRESS_MODES:
+        raise ValueError(f"progress must be one of {', '.join(PROGRESS_MODES)}; got {mode!r}.")
+    _PROGRESS["mode"] = mode
+
+
+def _progress_style():
+    """The display of a pass: "bar", "lines" or None (the mode, and whether stderr is a terminal)."""
+    mode = _PROGRESS["mode"]
+    if mode == "never":
+        return None
+    tty = getattr(sys.stderr, "isatty", lambda: False)()
+    return "bar" if mode == "always" or tty else "lines"
+
+
+def small_data_limit() -> int:
+    """X's bytes at or below which :func:`connect` runs on threads (module docstring)."""
+    text = os.environ.get("RFSTREAM_SMALL_DATA", "").strip()
+    if text:
+        from dask.utils import parse_bytes
+
+        try:
+            return int(parse_bytes(text))
+        except ValueError:
+            raise ValueError(f"RFSTREAM_SMALL_DATA must be a size such as 1GB or 0; got {text!r}.") from None
+    import psutil
+
+    return int(min(SMALL_DATA_BYTES, SMALL_DATA_FRACTION * psutil.virtual_memory().total))
 
 
 def _current_client():
@@ -49,11 +102,12 @@ def compute(*collections):
     if not lazy:
         results = collections
     else:
+        style, t0 = _progress_style(), time.perf_counter()
         local = dask.config.get("scheduler", None) in LOCAL_SCHEDULERS
         client = None if local else _current_client()
         if client is not None:
             futures = client.compute(lazy)
-            if _PROGRESS["enabled"]:
+            if style == "bar":
                 from distributed import progress
 
                 with contextlib.redirect_stdout(sys.stderr):  # keep stdout for results
@@ -62,9 +116,13 @@ def compute(*collections):
         else:
             from dask.diagnostics import ProgressBar
 
-            bar = ProgressBar(out=sys.stderr) if _PROGRESS["enabled"] else contextlib.nullcontext()
+            bar = ProgressBar(out=sys.stderr) if style == "bar" else contextlib.nullcontext()
             with bar, one_blas_thread_per_task(lazy):
                 values = iter(dask.compute(*lazy))
+        if style == "lines":
+            _PROGRESS["passes"] += 1
+            print(f"rfstream: pass {_PROGRESS['passes']} done in {time.perf_counter() - t0:.2f} s",
+                  file=sys.stderr, flush=True)
         results = tuple(next(values) if dask.is_dask_collection(c) else c for c in collections)
     return results if len(results) > 1 else results[0]
 
@@ -135,29 +193,43 @@ def _local_cluster_kwargs(n_workers=None):
     cores = os.cpu_count() or 1
     n_workers = n_workers or cores
     memory = psutil.virtual_memory().total
-    return dict(
-        n_workers=n_workers,
-        threads_per_worker=max(1, cores // n_workers),
-        processes=True,
-        host="127.0.0.1",
-        dashboard_address="127.0.0.1:0",
-        memory_limit=int(0.8 * memory / n_workers),
-    )
+    return {
+        "n_workers": n_workers,
+        "threads_per_worker": max(1, cores // n_workers),
+        "processes": True,
+        "host": "127.0.0.1",
+        "dashboard_address": "127.0.0.1:0",
+        "memory_limit": int(0.8 * memory / n_workers),
+    }
+
+
+def choose_scheduler(scheduler=None, data_bytes=None):
+    """The scheduler :func:`connect` uses: ``scheduler``, else ``$RFSTREAM_SCHEDULER``,
+    else "threads" for small data (``data_bytes`` at most :func:`small_data_limit`),
+    else None (the embedded LocalCluster; also for "cluster")."""
+    scheduler = scheduler or os.environ.get("RFSTREAM_SCHEDULER") or None
+    if scheduler is None and data_bytes is not None and data_bytes <= small_data_limit():
+        return "threads"
+    return None if scheduler == "cluster" else scheduler
 
 
 @contextlib.contextmanager
-def connect(scheduler=None, *, n_workers=None):
+def connect(scheduler=None, *, n_workers=None, data_bytes=None):
     """Context manager that yields a ``distributed.Client`` or ``None``.
 
     Parameters
     ----------
     scheduler : str or None
-        ``None`` (embedded LocalCluster, or ``$RFSTREAM_SCHEDULER``),
-        ``"threads"``/``"synchronous"``/``"processes"``, or a scheduler address.
+        ``None`` (``$RFSTREAM_SCHEDULER``, else threads for small data, else an
+        embedded LocalCluster), ``"threads"``/``"synchronous"``/``"processes"``,
+        ``"cluster"`` (the embedded LocalCluster), or a scheduler address.
     n_workers : int, optional
         Worker processes for the embedded cluster (default: one per core).
+    data_bytes : int, optional
+        X's bytes, for the small-data rule (module docstring); None: unknown, the
+        embedded LocalCluster.
     """
-    scheduler = scheduler or os.environ.get("RFSTREAM_SCHEDULER") or None
+    scheduler = choose_scheduler(scheduler, data_bytes)
     if scheduler in LOCAL_SCHEDULERS:
         with dask.config.set(scheduler=scheduler):
             yield None
@@ -173,7 +245,7 @@ def connect(scheduler=None, *, n_workers=None):
     if "://" not in scheduler and ":" not in scheduler:
         raise ValueError(
             f"scheduler must be an address like tcp://host:8786, or one of "
-            f"{', '.join(LOCAL_SCHEDULERS)}; got {scheduler!r}."
+            f"{', '.join(LOCAL_SCHEDULERS)}; got {scheduler!r} ('cluster': an embedded LocalCluster)."
         )
     try:
         client = Client(scheduler, timeout="20s")
