@@ -17,14 +17,16 @@ from __future__ import annotations
 import time
 from functools import partial
 
+import numpy as np
+from sklearn.base import clone
 from sklearn.pipeline import Pipeline
 
 from . import datadriven as dd
 from . import features as ft
 from . import io
 from . import solvers as sv
-from .cluster import compute
-from .metrics import error_counts, squared_error_sums
+from .io.zarr_source import lazy_array, open_source
+from .metrics import classification_metrics, regression_metrics
 from .preprocess import Standardizer
 
 #: ``--features`` name -> feature map (a class, or a class with some parameters fixed).
@@ -84,6 +86,25 @@ def make_model(task, *, features="rff", solver="ridge", standardize=True, passth
     return Pipeline(steps)
 
 
+def check_model(model, n_features):
+    """Validate every parameter of ``model`` (a Pipeline or one estimator) without data.
+
+    Each step's scikit-learn parameter constraints (``_validate_params``) and a
+    feature map's cross-parameter checks for ``n_features`` input columns
+    (``_check_params``, :class:`rfstream.features.FeatureMap`): the errors ``fit``
+    would raise, raised before the first pass over the data instead of after it.
+    """
+    steps = [step for _, step in model.steps] if isinstance(model, Pipeline) else [model]
+    for step in steps:
+        if hasattr(step, "_parameter_constraints"):
+            step._validate_params()
+        if hasattr(step, "_check_params"):
+            probe = clone(step)  # as fit calls it: after the input check set n_features_in_
+            probe.n_features_in_ = int(n_features)
+            probe._check_params(int(n_features))
+    return model
+
+
 def route_params(features, solver, task, params):
     """Split ``params`` into ``(feature_params, solver_params)`` by who takes each name.
 
@@ -124,6 +145,23 @@ def open_data(data, *, storage_options=None, x_array="X", y_array="y", task=None
     return X, y, attrs
 
 
+def data_bytes(data, *, storage_options=None, x_array="X"):
+    """X's bytes, uncompressed, from the dataset's metadata (nothing is read)."""
+    info = io.dataset_info(data, x=x_array, y=None, storage_options=storage_options)
+    return int(np.prod(info["shape"], dtype=np.int64)) * np.dtype(info["dtype"]).itemsize
+
+
+def open_weights(data, name, X, *, storage_options=None):
+    """The dataset's array ``name`` as row weights: lazy, 1-D, with ``X``'s row chunks."""
+    w = lazy_array(open_source(data, storage_options), name)
+    if w.ndim == 2 and w.shape[1] == 1:
+        w = w[:, 0]
+    if w.shape != (X.shape[0],):
+        raise ValueError(f"{data}: the weight array {name!r} has shape {w.shape}; sample weights need "
+                         f"one number per row of X, shape ({X.shape[0]},).")
+    return w.rechunk({0: X.chunks[0]}) if hasattr(X, "chunks") and w.chunks[0] != X.chunks[0] else w
+
+
 def dataset_metadata(data, X, attrs):
     """What a saved model records of the dataset it was fitted on."""
     return {"path": str(data), "n_rows": int(X.shape[0]), "n_features": int(X.shape[1]),
@@ -133,7 +171,8 @@ def dataset_metadata(data, X, attrs):
 
 def fit_dataset(data, *, features="rff", solver="ridge", standardize=True, out=None, overwrite=False,
                 X=None, y=None, attrs=None, feature_params=None, solver_params=None,
-                storage_options=None, x_array="X", y_array="y", task=None, **params):
+                storage_options=None, x_array="X", y_array="y", task=None, model=None,
+                sample_weight=None, **params):
     """Fit a model on a Zarr dataset (or on given dask arrays) and save it to ``out``.
 
     ``data`` and ``out`` are local paths or URLs (``storage_options`` for their
@@ -141,8 +180,12 @@ def fit_dataset(data, *, features="rff", solver="ridge", standardize=True, out=N
     ``params`` (e.g. ``n_components=2000, alpha=[0.1, 1, 10]``) go to the feature map
     or the solver, whichever takes them (:func:`route_params`); ``feature_params``
     and ``solver_params`` name the receiver explicitly (needed for a name both take,
-    such as SGD's ``solver``).  ``X, y, attrs`` replace the dataset's own arrays and
-    attributes (e.g. a training split).  Returns ``(model, metadata)``.
+    such as SGD's ``solver``).  ``model`` is a Pipeline built already (the CLI builds
+    and checks it before connecting); then those arguments are not used.
+    ``X, y, attrs`` replace the dataset's own arrays and attributes (e.g. a training
+    split).  ``sample_weight`` names an array of the dataset (or is an array) of row
+    weights, passed as ``model.fit(X, y, solver__sample_weight=w)``.  Every parameter
+    is checked (:func:`check_model`) before the first pass.  Returns ``(model, metadata)``.
     """
     if X is None:
         X, y, attrs = open_data(data, storage_options=storage_options, x_array=x_array,
@@ -153,14 +196,24 @@ def fit_dataset(data, *, features="rff", solver="ridge", standardize=True, out=N
                          "(name the label array with y_array= / --y-array, the task with --task).")
     if out is not None and not overwrite and io.as_location(out, storage_options).exists():
         raise FileExistsError(f"{out} already exists; pass --overwrite to replace it.")
-    routed_map, routed_solver = route_params(features, solver, task, params)
-    model = make_model(task, features=features, solver=solver, standardize=standardize,
-                       passthrough=io.onehot_columns(attrs),
-                       feature_params={**routed_map, **(feature_params or {})},
-                       solver_params={**routed_solver, **(solver_params or {})})
+    if model is None:
+        routed_map, routed_solver = route_params(features, solver, task, params)
+        model = make_model(task, features=features, solver=solver, standardize=standardize,
+                           passthrough=io.onehot_columns(attrs),
+                           feature_params={**routed_map, **(feature_params or {})},
+                           solver_params={**routed_solver, **(solver_params or {})})
+    check_model(model, X.shape[1])
+    fit_params = {}
+    if sample_weight is not None:
+        weights = sample_weight
+        if isinstance(sample_weight, str):
+            weights = open_weights(data, sample_weight, X, storage_options=storage_options)
+        fit_params["solver__sample_weight"] = weights
     t0 = time.perf_counter()
-    model.fit(X, y)
+    model.fit(X, y, **fit_params)
     meta = {"dataset": dataset_metadata(data, X, attrs), "fit_seconds": round(time.perf_counter() - t0, 3)}
+    if isinstance(sample_weight, str):
+        meta["sample_weight"] = sample_weight
     if out is not None:
         io.save_model(model, out, metadata=meta, overwrite=overwrite, storage_options=storage_options)
     return model, meta
@@ -190,7 +243,16 @@ def check_schema(meta, attrs, X, data_path):
 
 def evaluate_dataset(model, meta, data, *, X=None, y=None, attrs=None, storage_options=None,
                      x_array="X", y_array="y"):
-    """Error rate (classification) or relative RMSE (regression) on a dataset, one pass."""
+    """The model's metrics on a labelled dataset, in one pass over its rows.
+
+    Classification: ``error_rate``, ``balanced_error``, ``confusion_matrix`` (rows:
+    true classes, columns: predicted, in the order of ``classes``), ``auc`` with its
+    ``auc_error_bound`` (two classes, from the decision values) and ``log_loss``
+    (a model with ``predict_proba``); regression: ``rmse``, ``relative_rmse``,
+    ``mae``, ``r2`` (:mod:`rfstream.metrics`).  ``metric``/``value`` name the
+    headline one (error rate, relative RMSE).  The decision values, labels and
+    probabilities come from one computation of the features per block.
+    """
     if X is None:
         X, y, attrs = open_data(data, storage_options=storage_options, x_array=x_array, y_array=y_array)
     if y is None:
@@ -198,33 +260,59 @@ def evaluate_dataset(model, meta, data, *, X=None, y=None, attrs=None, storage_o
     check_schema(meta, attrs, X, data)
     task = meta.get("dataset", {}).get("task")
     t0 = time.perf_counter()
-    pred = model.predict(X)
     if task == "classification":
-        wrong, n = error_counts(y, pred)
-        result = {"metric": "error_rate", "value": float(compute(wrong)) / max(n, 1)}
+        classes = np.asarray(model.classes_)
+        binary = classes.size == 2 and hasattr(model, "decision_function")
+        proba = model.predict_proba(X) if hasattr(model, "predict_proba") else None
+        metrics = classification_metrics(y, model.predict(X), classes, proba=proba,
+                                         scores=model.decision_function(X) if binary else None)
+        result = {"metric": "error_rate", "value": metrics["error_rate"], **metrics,
+                  "classes": class_names(classes, meta)}
     else:
-        sse, norm = compute(*squared_error_sums(y, pred))
-        result = {"metric": "relative_rmse", "value": float((sse / norm) ** 0.5)}
+        metrics = regression_metrics(y, model.predict(X))
+        result = {"metric": "relative_rmse", "value": metrics["relative_rmse"], **metrics}
     result.update({"task": task, "rows": int(X.shape[0]), "n_unseen_labels": attrs.get("n_unseen_labels", 0),
                    "predict_seconds": round(time.perf_counter() - t0, 3),
                    "fit_seconds": meta.get("fit_seconds"), "data": str(data)})
     return result
 
 
-def predict_dataset(model_path, data, out, *, overwrite=False, storage_options=None, x_array="X"):
+def class_names(classes, meta):
+    """The names of the model's class codes: the training dataset's ``classes``, when it has them."""
+    names = meta.get("dataset", {}).get("classes")
+    codes = [c.item() if hasattr(c, "item") else c for c in classes]
+    if names and all(isinstance(c, int) and 0 <= c < len(names) for c in codes):
+        return [names[c] for c in codes]
+    return codes
+
+
+def predict_dataset(model_path, data, out, *, overwrite=False, storage_options=None, x_array="X",
+                    scores=False):
     """Predict every row of a dataset with a saved model; write them to the Zarr ``out``.
 
     Every location may be a URL (``storage_options`` for its filesystem); the
-    workers read their rows and write their predictions themselves.  Returns the
-    number of rows.
+    workers read their rows and write their predictions themselves.  ``scores``
+    (classifiers) also writes array ``scores``: the class probabilities (n, K) of a
+    model with ``predict_proba``, else its decision values ((n,) for two classes,
+    positive ``classes[1]``; (n, K) otherwise), from the same computation of the
+    features as the labels.  Returns the number of rows.
     """
     model, meta = load_fitted(model_path, storage_options=storage_options)
     X, _, attrs = open_data(data, storage_options=storage_options, x_array=x_array, y_array=None)
     check_schema(meta, attrs, X, data)
     trained = meta.get("dataset", {})
-    io.write_predictions(model.predict(X), out, overwrite=overwrite, storage_options=storage_options,
-                         attrs={"model": str(model_path), "data": str(data), "task": trained.get("task"),
-                                "classes": trained.get("classes")})
+    extra = {"model": str(model_path), "data": str(data), "task": trained.get("task"),
+             "classes": trained.get("classes")}
+    values = None
+    if scores:
+        if trained.get("task") != "classification" or not hasattr(model, "decision_function"):
+            raise ValueError(f"--scores needs a classifier; {model_path} is a {trained.get('task')} "
+                             "model, whose predictions are its values.")
+        kind = "predict_proba" if hasattr(model, "predict_proba") else "decision_function"
+        values = getattr(model, kind)(X)
+        extra.update(scores=kind, score_classes=class_names(np.asarray(model.classes_), meta))
+    io.write_predictions(model.predict(X), out, scores=values, overwrite=overwrite,
+                         storage_options=storage_options, attrs=extra)
     return int(X.shape[0])
 
 

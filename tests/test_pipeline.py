@@ -10,17 +10,23 @@ from functools import partial
 import distributed
 import numpy as np
 import pytest
-
 import zarr
 from sklearn.pipeline import Pipeline
 
-from rfstream import TEFM, CompactNonlinearMap, Standardizer, StreamingRidgeClassifier, pipeline
+from rfstream import (
+    TEFM,
+    CompactNonlinearMap,
+    Standardizer,
+    StreamingRidgeClassifier,
+    pipeline,
+)
 from rfstream.cluster import compute, connect
 from rfstream.io import dataset_info, onehot_columns, open_dataset, write_dataset
 from rfstream.pipeline import (
     FEATURES,
     FIT_DEFAULTS,
     SOLVERS,
+    check_model,
     feature_map_class,
     make_model,
     route_params,
@@ -31,9 +37,9 @@ from rfstream.pipeline import (
 @pytest.fixture(scope="module")
 def client():
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                  dashboard_address=None, host="127.0.0.1") as cluster:
-        with distributed.Client(cluster) as c:
-            yield c
+                                  dashboard_address=None, host="127.0.0.1") as cluster, \
+            distributed.Client(cluster) as c:
+        yield c
 
 
 @pytest.fixture(scope="module")
@@ -59,8 +65,8 @@ def _fit(path):
     assert X.numblocks[0] == 6
     model = make_model(
         "classification",
-        feature_params=dict(n_components=128, gamma="auto", random_state=1),
-        solver_params=dict(alpha=[0.1, 1.0, 10.0], random_state=1),
+        feature_params={"n_components": 128, "gamma": "auto", "random_state": 1},
+        solver_params={"alpha": [0.1, 1.0, 10.0], "random_state": 1},
     )
     return model.fit(X, y), X
 
@@ -102,6 +108,10 @@ def test_fit_and_evaluate_dataset_under_client(client, dataset, tmp_path):
     assert result["metric"] == "error_rate" and result["rows"] == 6000
     assert result["value"] == ref["value"]  # the same predictions, counted the same
     assert result["value"] < BAYES + 0.06
+    # every metric of the pass: the same counts and histograms on the workers as on threads
+    for key in ("error_rate", "balanced_error", "confusion_matrix", "auc", "auc_error_bound"):
+        assert result[key] == ref[key], key
+    assert 0.5 < result["auc"] <= 1 and result["classes"] == ["in", "out"]
 
 
 # ------------------------------------------------------------------ registries
@@ -124,7 +134,7 @@ def test_registries_name_classes():
 
 def test_make_model_steps_and_parameters():
     model = make_model("regression", features="tefm-g", solver="sgd", passthrough=[2],
-                       feature_params=dict(n_components=7), solver_params=dict(alpha=0.5))
+                       feature_params={"n_components": 7}, solver_params={"alpha": 0.5})
     assert isinstance(model, Pipeline) and [n for n, _ in model.steps] == ["standardize", "features", "solver"]
     assert model.named_steps["standardize"].passthrough == [2]
     f, s = model.named_steps["features"], model.named_steps["solver"]
@@ -137,6 +147,21 @@ def test_make_model_steps_and_parameters():
         make_model("classification", features="rbf")
     with pytest.raises(ValueError, match="task must be 'classification' or 'regression'"):
         make_model("clustering")
+
+
+@pytest.mark.parametrize("features", sorted(FEATURES))
+def test_check_model_accepts_every_default_and_refuses_bad_values(features):
+    # the checks fit makes, made without data: every registered map and solver at its
+    # defaults passes, a bad value of either is refused before any pass
+    for solver in SOLVERS:
+        for task in ("classification", "regression"):
+            check_model(make_model(task, features=features, solver=solver), 5)
+    bad_map = make_model("classification", features=features, feature_params={"random_state": "seed"})
+    with pytest.raises(ValueError, match="'random_state' parameter"):
+        check_model(bad_map, 5)
+    bad_solver = make_model("regression", features=features, solver_params={"alpha": -1.0})
+    with pytest.raises(ValueError, match="'alpha' parameter"):
+        check_model(bad_solver, 5)
 
 
 def test_route_params_sends_each_name_to_who_takes_it():

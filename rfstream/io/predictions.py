@@ -1,4 +1,10 @@
-"""Writing predictions to Zarr block by block, staged (:mod:`rfstream.io.staging`)."""
+"""Writing predictions to Zarr block by block, staged (:mod:`rfstream.io.staging`).
+
+A predictions group holds ``y_pred`` (one label or value per row) and, optionally,
+``scores`` (a classifier's decision values or class probabilities, rows first),
+written by the same tasks: for lazy dask inputs that share their graph (labels and
+scores from the same decision values) each block is computed once.
+"""
 from __future__ import annotations
 
 import dask.array as da
@@ -11,8 +17,16 @@ from .staging import staging
 from .zarr_source import lazy_array, open_source
 
 
-def write_predictions(pred, path, *, attrs=None, overwrite=False, storage_options=None):
-    """Store ``pred`` (numpy or lazy dask, rows first) as array ``y_pred`` of a Zarr group.
+def _regular(a, rows):
+    """``a`` as a dask array in row chunks of ``rows`` (one chunk along the other axes), so
+    that no two tasks write into the same Zarr chunk."""
+    a = a if isinstance(a, da.Array) else da.from_array(np.asarray(a))
+    return a.rechunk({0: rows, **{axis: -1 for axis in range(1, a.ndim)}})
+
+
+def write_predictions(pred, path, *, scores=None, attrs=None, overwrite=False, storage_options=None):
+    """Store ``pred`` (numpy or lazy dask, rows first) as array ``y_pred`` of a Zarr group,
+    and ``scores`` (same rows; optional) as array ``scores``.
 
     ``path`` is a local directory or a URL; the workers write their own blocks.
     """
@@ -20,15 +34,21 @@ def write_predictions(pred, path, *, attrs=None, overwrite=False, storage_option
         group = writable_group(store)
         group.attrs.update({k: v for k, v in (attrs or {}).items()})
         pred = pred if isinstance(pred, da.Array) else da.from_array(np.asarray(pred))
-        # regular chunks, so that no two tasks write into the same Zarr chunk
-        pred = pred.rechunk({0: max(pred.chunks[0][0], 1)})
-        target = group.create_array("y_pred", shape=pred.shape, dtype=pred.dtype,
-                                    chunks=tuple(c[0] for c in pred.chunks))
-        compute(da.store(pred, target, lock=False, compute=False))
+        rows = max(pred.chunks[0][0], 1)
+        sources = {"y_pred": _regular(pred, rows)}
+        if scores is not None:
+            if scores.shape[0] != pred.shape[0]:
+                raise ValueError(f"scores have {scores.shape[0]} rows but the predictions {pred.shape[0]}.")
+            sources["scores"] = _regular(scores, rows)
+        targets = [group.create_array(name, shape=a.shape, dtype=a.dtype, chunks=tuple(c[0] for c in a.chunks))
+                   for name, a in sources.items()]
+        stored = da.store(list(sources.values()), targets, lock=False, compute=False)
+        compute(*(stored if isinstance(stored, (list, tuple)) else [stored]))  # workers write their blocks
     return path
 
 
-def read_predictions(path, *, storage_options=None):
-    """The ``y_pred`` array of a predictions group (local or a URL), as a lazy dask array."""
+def read_predictions(path, *, storage_options=None, array="y_pred"):
+    """An array of a predictions group (local or a URL): ``y_pred`` (default) or
+    ``scores``, as a lazy dask array."""
     source = open_source(path, storage_options)
-    return lazy_array(source, "y_pred")
+    return lazy_array(source, array)
