@@ -33,7 +33,8 @@ CORE = {"kernels", "samplers", "random", "reductions", "hadamard", "cluster", "p
         "metrics", "_validation", "_version"}
 #: layer of each part of the package; a module may import its own layer and those below
 LAYERS = {"core": 0, "io": 1, "datasets": 2, "features": 3, "solvers": 4, "datadriven": 5,
-          "pipeline": 6, "models": 6, "bench": 7, "cli": 7}  # models: pipeline's deprecated alias
+          "pipeline": 6, "models": 6, "bench": 7, "cli": 7,  # models: pipeline's deprecated alias
+          "__main__": 7}  # python -m rfstream: a front end, as cli
 
 
 def module_name(path: Path) -> str:

@@ -11,11 +11,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import zarr
-
 import test_cnm
 import test_cnm_multiclass
 import test_tefm
+import zarr
 from test_sgd import _blobs
 
 from rfstream import (
@@ -205,7 +204,7 @@ def test_output_exists_without_overwrite(workdir, tmp_path, capsys):
 def test_tampered_model(workdir, tmp_path, capsys):
     model = tmp_path / "model"
     shutil.copytree(workdir / "model", model)
-    target = sorted(model.rglob("*.npy"))[0]
+    target = min(model.rglob("*.npy"))
     raw = bytearray(target.read_bytes())
     raw[-1] ^= 0xFF
     target.write_bytes(bytes(raw))
@@ -227,7 +226,7 @@ def test_console_script_missing_file(tmp_path):
     assert exe, "the rfstream console script is not installed"
     proc = subprocess.run(
         [exe, "convert", str(tmp_path / "missing.csv"), str(tmp_path / "out.zarr")],
-        capture_output=True, text=True, timeout=120,
+        check=False, capture_output=True, text=True, timeout=120,
         env={k: v for k, v in os.environ.items() if k != "RFSTREAM_DEBUG"},
     )
     assert proc.returncode == 2

@@ -5,8 +5,20 @@ import re
 import pytest
 
 from rfstream.cli import build_parser
-from rfstream.cli.options import FIT_OPTIONS, UserError, takers, default_text, split_params
-from rfstream.pipeline import FEATURES, FIT_DEFAULTS, SOLVERS, feature_map_class, solver_class
+from rfstream.cli.options import (
+    FIT_OPTIONS,
+    UserError,
+    default_text,
+    split_params,
+    takers,
+)
+from rfstream.pipeline import (
+    FEATURES,
+    FIT_DEFAULTS,
+    SOLVERS,
+    feature_map_class,
+    solver_class,
+)
 
 
 def parse(*flags):
@@ -74,3 +86,24 @@ def test_solver_options_only_for_their_solvers(solver):
         else:
             with pytest.raises(UserError, match=f"{option.flag} does not apply to {cls.__name__}"):
                 split_params(args, "rff", solver, "classification")
+
+
+def test_every_other_argument_is_a_row_that_shows_its_default():
+    # the rows of cli/arguments.py: an option left at None must say what None means
+    from rfstream.cli.arguments import Arg, document_defaults
+
+    assert Arg("--out", "where", default_note="beside the model").help_text() == \
+        "where (default: beside the model)"
+    assert Arg("--n", "how many", default=3).help_text() == "how many (default: 3)"
+    assert Arg("--flag", "switch", action="store_true").help_text() == "switch (default: off)"
+    assert Arg("--rate", "a 5% rate", default=0.05).help_text() == "a 5%% rate (default: 0.05)"  # argparse's %
+    with pytest.raises(ValueError, match="--out: an option whose default is None needs a default_note"):
+        Arg("--out", "where")
+    # options added elsewhere (rfstream bench's) get their defaults appended
+    import argparse
+
+    p = argparse.ArgumentParser()
+    p.add_argument("--data", nargs="+", default=["a", "b"], help="datasets")
+    p.add_argument("--plots", action="store_true", help="draw")
+    document_defaults(p)
+    assert [a.help for a in p._actions[1:]] == ["datasets (default: a b)", "draw (default: off)"]

@@ -52,15 +52,18 @@ def add_arguments(p):
     p.add_argument("--repeats", type=int, default=3, help="repeats of the fused pass (median and spread)")
     p.add_argument("--n-components", type=int, nargs="+", default=[500, 2000, 5000],
                    help="D values of the end-to-end comparison")
-    p.add_argument("--data", nargs="+", default=list(DATASETS), choices=DATASETS)
-    p.add_argument("--methods", nargs="+", default=list(METHODS), choices=METHODS)
-    p.add_argument("--alpha", type=float, default=1.0)
+    p.add_argument("--data", nargs="+", default=list(DATASETS), choices=DATASETS,
+                   help="datasets of the end-to-end comparison")
+    p.add_argument("--methods", nargs="+", default=list(METHODS), choices=METHODS,
+                   help="methods of the end-to-end comparison")
+    p.add_argument("--alpha", type=float, default=1.0, help="ridge regularization of every method")
     p.add_argument("--memory-cap", default="10GB",
                    help="address-space cap of every end-to-end and scaling subprocess")
     p.add_argument("--timeout", type=int, default=1200, help="seconds before a subprocess is stopped")
-    p.add_argument("--scaling-rows", type=float, nargs="+", default=[1e6, 2e6, 4e6, 8e6])
-    p.add_argument("--scaling-components", type=int, default=500)
-    p.add_argument("--no-plots", action="store_true")
+    p.add_argument("--scaling-rows", type=float, nargs="+", default=[1e6, 2e6, 4e6, 8e6],
+                   help="row counts of the synthetic data of the scaling measurement")
+    p.add_argument("--scaling-components", type=int, default=500, help="D of the scaling measurement")
+    p.add_argument("--no-plots", action="store_true", help="write bench.json only, no PNG plots")
 
 
 def _bytes(text):

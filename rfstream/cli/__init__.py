@@ -1,24 +1,28 @@
 """The ``rfstream`` command line: convert | fit | predict | evaluate | info | demo | bench.
 
-Argument parsing only: the options of ``fit`` come from one table
-(:mod:`rfstream.cli.options`), each subcommand is a thin function in
-:mod:`rfstream.cli.commands` over :mod:`rfstream.pipeline`.  Every subcommand
-that computes takes ``--scheduler`` (an address, ``threads``, or nothing for an
-embedded LocalCluster; also ``$RFSTREAM_SCHEDULER``) and ``--quiet``.  User
-errors print one line, ``rfstream: error: ...``, and exit with code 2; set
-``RFSTREAM_DEBUG=1`` to see the traceback instead.
+Argument parsing only: every argument is a row of a table, ``fit``'s estimator
+parameters in :mod:`rfstream.cli.options`, the others in
+:mod:`rfstream.cli.arguments`, each shown in ``--help`` with its default; each
+subcommand is a thin function in :mod:`rfstream.cli.commands` over
+:mod:`rfstream.pipeline`.  Every subcommand that computes takes ``--scheduler``
+(an address, ``threads``, ``cluster``, or nothing: threads for small data, else an
+embedded LocalCluster; also ``$RFSTREAM_SCHEDULER``), ``--progress`` and
+``--quiet``.  User errors print one line, ``rfstream: error: ...``, and exit with
+code 2; set ``RFSTREAM_DEBUG=1`` to see the traceback instead.  A closed stdout
+(``rfstream info m | head -1``) ends the command quietly with code 1, as the Python
+documentation recommends for SIGPIPE.
 """
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 
+from .._version import __version__
 from ..bench import add_arguments as add_bench_arguments
-from ..cluster import connect, set_progress
+from ..cluster import set_progress
 from ..io.location import as_storage_error
-from ..pipeline import FEATURES, SOLVERS, TASKS
+from . import arguments as a
 from . import commands
 from .options import UserError, add_fit_options
 
@@ -36,138 +40,52 @@ class _Parser(argparse.ArgumentParser):
         self.exit(EXIT_USER_ERROR, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
-def _label_column(text):
-    if text in ("first", "last", "none"):
-        return None if text == "none" else text
-    try:
-        return int(text)
-    except ValueError:
-        return text
-
-
-def _storage_options(text):
-    try:
-        options = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise argparse.ArgumentTypeError(f"--storage-options must be a JSON object; {exc}") from None
-    if not isinstance(options, dict):
-        raise argparse.ArgumentTypeError(f"--storage-options must be a JSON object; got {text!r}")
-    return options
-
-
-LOCATION_HELP = "a local path or a URL (s3://, gs://, abfs://, memory://, file://"
-
-
-def _data_options(p, labels=True):
-    """Where the data are: the filesystem's options and the arrays' names."""
-    p.add_argument("--storage-options", type=_storage_options, default=None, metavar="JSON",
-                   help='options of every URL\'s filesystem, e.g. \'{"endpoint_url": '
-                        '"http://127.0.0.1:9000"}\' (default: the filesystem\'s environment, '
-                        "e.g. AWS_ENDPOINT_URL, AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY)")
-    p.add_argument("--x-array", default="X", help="name of the features array in the Zarr group (default: X)")
-    if labels:
-        p.add_argument("--y-array", default="y", help="name of the labels array (default: y)")
-
-
-def _common(p, compute=True):
-    p.add_argument("--quiet", action="store_true", help="no progress bars or summaries")
-    if compute:
-        p.add_argument("--scheduler", default=None,
-                       help="scheduler address (tcp://host:8786), 'threads', or leave out for an "
-                            "embedded local cluster (also $RFSTREAM_SCHEDULER)")
-
-
-def _model_and_data(p, data_help):
-    p.add_argument("model", help=f"model directory (rfstream fit --out): {LOCATION_HELP}, https://)")
-    p.add_argument("data", help=data_help)
-
-
 def build_parser():
     parser = _Parser(prog="rfstream", description="Kernel machines with random features on Dask.")
+    parser.add_argument("--version", action="version", version=f"rfstream {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
-    p = sub.add_parser("convert", help="CSV / LIBSVM / Parquet / npy / npz -> Zarr dataset")
-    p.add_argument("src", help="source: a CSV (plain or compressed), LIBSVM, Parquet, .npy or .npz file, "
-                               "or a directory or glob of CSV/LIBSVM/Parquet files (converted by Dask "
-                               "tasks, one per file or row group; one gzip file is one stream, one task); "
-                               f"{LOCATION_HELP}, https://)")
-    p.add_argument("dst", help=f"Zarr dataset to write: {LOCATION_HELP})")
-    p.add_argument("--label-column", type=_label_column, default="last",
-                   help="'last' (default), 'first', a 0-based index, a header name, or 'none'")
-    p.add_argument("--positive", default=None, help="binary task: this label vs the rest")
-    p.add_argument("--rows-per-chunk", type=int, default=65536, help="rows per Zarr chunk (default: 65536)")
-    p.add_argument("--header", choices=["auto", "yes", "no"], default="auto", help="(default: auto)")
-    p.add_argument("--task", choices=["auto", "classification", "regression"], default="auto",
-                   help="(default: auto)")
-    p.add_argument("--like", default=None, help="encode with the schema of this training dataset")
-    p.add_argument("--overwrite", action="store_true")
-    p.add_argument("--storage-options", type=_storage_options, default=None, metavar="JSON",
-                   help="options of every URL's filesystem (see rfstream fit --help)")
-    _common(p)
-    p.set_defaults(func=commands.cmd_convert, uses_cluster=False)  # a cluster only for many files
+    def command(name, text, func, *tables):
+        p = sub.add_parser(name, help=text, description=text)
+        for rows in tables:
+            if callable(rows):  # a function adding its own arguments
+                rows(p)
+            else:
+                a.add_arguments(p, rows)
+        p.set_defaults(func=func)
+        return p
 
-    p = sub.add_parser("fit", help="fit a model on a Zarr dataset")
-    p.add_argument("data", help=f"Zarr dataset with labels (rfstream convert, or any Zarr v2/v3 group): "
-                                f"{LOCATION_HELP}, https://)")
-    p.add_argument("--out", required=True, help=f"model directory to write: {LOCATION_HELP})")
-    p.add_argument("--features", choices=sorted(FEATURES), default="rff", help="feature map (default: rff)")
-    p.add_argument("--solver", choices=sorted(SOLVERS), default="ridge", help="solver (default: ridge)")
-    add_fit_options(p)
-    p.add_argument("--no-standardize", action="store_true", help="do not standardize the columns first")
-    p.add_argument("--task", choices=list(TASKS), default=None,
-                   help="override the dataset's task (default: its attributes, else y's dtype: "
-                        "integers are classes, floats regression)")
-    p.add_argument("--overwrite", action="store_true")
-    _data_options(p)
-    _common(p)
-    p.set_defaults(func=commands.cmd_fit, uses_cluster=True)
-
-    p = sub.add_parser("predict", help="predict a Zarr dataset, write a Zarr of predictions")
-    _model_and_data(p, "Zarr dataset with the training data's columns")
-    p.add_argument("--out", required=True, help=f"Zarr group to write, array y_pred: {LOCATION_HELP})")
-    p.add_argument("--overwrite", action="store_true")
-    _data_options(p, labels=False)
-    _common(p)
-    p.set_defaults(func=commands.cmd_predict, uses_cluster=True)
-
-    p = sub.add_parser("evaluate", help="error rate or relative RMSE of a model on a dataset")
-    _model_and_data(p, "Zarr dataset with labels")
-    p.add_argument("--out", default=None,
-                   help="JSON file for the metrics (default: MODEL/metrics-<DATA name>.json)")
-    _data_options(p)
-    _common(p)
-    p.set_defaults(func=commands.cmd_evaluate, uses_cluster=True)
-
-    p = sub.add_parser("info", help="describe a dataset or a model")
-    p.add_argument("path", help=f"a Zarr dataset, a model directory or a predictions group: {LOCATION_HELP}, https://)")
-    _data_options(p)
-    _common(p, compute=False)
-    p.set_defaults(func=commands.cmd_info, uses_cluster=False)
-
-    p = sub.add_parser("demo", help="convert, fit and evaluate on the shipped MAGIC dataset")
-    p.add_argument("--n-components", type=int, default=500, help="(default: 500)")
-    p.add_argument("--random-state", type=int, default=0, help="(default: 0)")
-    p.add_argument("--workdir", default=None, help="keep the dataset and model here")
-    _common(p)
-    p.set_defaults(func=commands.cmd_demo, uses_cluster=True)
-
-    p = sub.add_parser("bench", help="throughput of the fused feature + Gram pass, and vs scikit-learn")
-    add_bench_arguments(p)
-    _common(p)
-    p.set_defaults(func=commands.cmd_bench, uses_cluster=False)
+    command("convert", "CSV / LIBSVM / Parquet / npy / npz -> Zarr dataset", commands.cmd_convert, a.CONVERT)
+    command("fit", "fit a model on a Zarr dataset", commands.cmd_fit, a.FIT_HEAD, add_fit_options, a.FIT_TAIL)
+    command("predict", "predict a Zarr dataset, write a Zarr of predictions (and scores)",
+            commands.cmd_predict, a.PREDICT)
+    command("evaluate", "metrics of a model on a labelled dataset: error rate, balanced error, AUC, "
+            "log-loss, confusion matrix; or RMSE, relative RMSE, MAE, R^2", commands.cmd_evaluate, a.EVALUATE)
+    command("info", "describe a dataset, a model or a predictions group", commands.cmd_info, a.INFO)
+    command("demo", "convert, fit and evaluate on the shipped MAGIC dataset", commands.cmd_demo, a.DEMO)
+    p = command("bench", "throughput of the fused feature + Gram pass, and vs scikit-learn",
+                commands.cmd_bench, add_bench_arguments, a.COMPUTE)
+    a.document_defaults(p)
     return parser
+
+
+def _stdout_closed():
+    """Point stdout at /dev/null: the reader went away (``| head``), and the interpreter's
+    final flush would fail again (https://docs.python.org/3/library/signal.html#note-on-sigpipe)."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
 
 
 def main(argv=None):
     parser = build_parser()
     args = parser.parse_args(argv)
-    set_progress(not args.quiet)
+    set_progress("never" if args.quiet else getattr(args, "progress", "auto"))
     try:
-        if args.uses_cluster:
-            with connect(args.scheduler):
-                args.func(args)
-        else:
-            args.func(args)
+        args.func(args)
+        sys.stdout.flush()  # here, where a closed pipe is caught, rather than at exit
+    except BrokenPipeError:
+        _stdout_closed()
+        return 1
     except Exception as exc:
         if not isinstance(exc, USER_ERRORS):  # a store's failure deep in a task or a library
             exc = as_storage_error(exc, "storage", "failed")

@@ -2,12 +2,17 @@
 
 Thin: every computation is a call into :mod:`rfstream.pipeline`, :mod:`rfstream.io`
 or :mod:`rfstream.bench`; this module turns arguments into those calls and their
-results into JSON on stdout.
+results into JSON on stdout (``evaluate``: a table on a terminal).  Each command
+checks what it can before it connects (:func:`_connect`): the dataset's metadata,
+and for ``fit`` every parameter of the model, so that a mistake is reported before
+a cluster starts or a pass begins; the size of X read there chooses threads or the
+embedded cluster (:func:`rfstream.cluster.connect`).
 """
 from __future__ import annotations
 
 import contextlib
 import json
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -34,6 +39,16 @@ def _print_json(data):
     print(json.dumps(data, indent=2))
 
 
+def _connect(args, X=None, data=None):
+    """:func:`rfstream.cluster.connect` for ``--scheduler``, told X's bytes (of the array
+    ``X``, or read from the metadata of the dataset ``data``) for the small-data rule."""
+    if X is not None:
+        size = int(X.nbytes)
+    else:
+        size = pipeline.data_bytes(data, storage_options=args.storage_options, x_array=args.x_array)
+    return connect(args.scheduler, data_bytes=size)
+
+
 def cmd_convert(args):
     """One file streams through this process; a directory or glob of files is converted by
     Dask tasks, on ``--scheduler`` or an embedded cluster."""
@@ -57,17 +72,24 @@ def _convert(args):
 
 
 def cmd_fit(args):
-    _, _, attrs = pipeline.open_data(args.data, task=args.task, **_source(args))
+    X, y, attrs = pipeline.open_data(args.data, task=args.task, **_source(args))  # lazy: nothing read
     task = attrs.get("task")
-    if task not in pipeline.TASKS:
+    if y is None or task not in pipeline.TASKS:
         raise UserError(f"{args.data} has no labels (task={task!r}); fit needs a labelled dataset "
                         "(--y-array names the labels, --task the task).")
     feature_params, solver_params = split_params(args, args.features, args.solver, task)
-    model, meta = pipeline.fit_dataset(
-        args.data, features=args.features, solver=args.solver, standardize=not args.no_standardize,
-        out=args.out, overwrite=args.overwrite, feature_params=feature_params, solver_params=solver_params,
-        task=args.task, **_source(args),
-    )
+    model = pipeline.make_model(task, features=args.features, solver=args.solver,
+                                standardize=not args.no_standardize, passthrough=io.onehot_columns(attrs),
+                                feature_params=feature_params, solver_params=solver_params)
+    pipeline.check_model(model, X.shape[1])
+    if args.sample_weight is not None:
+        pipeline.open_weights(args.data, args.sample_weight, X, storage_options=args.storage_options)
+    if not args.overwrite and io.as_location(args.out, args.storage_options).exists():
+        raise FileExistsError(f"{args.out} already exists; pass --overwrite to replace it.")
+    with _connect(args, X=X):
+        model, meta = pipeline.fit_dataset(
+            args.data, model=model, X=X, y=y, attrs=attrs, out=args.out, overwrite=args.overwrite,
+            sample_weight=args.sample_weight, storage_options=args.storage_options)
     if not args.quiet:
         solver = model.named_steps["solver"]
         _print_json({"model": str(args.out), "rows": meta["dataset"]["n_rows"],
@@ -78,19 +100,49 @@ def cmd_fit(args):
 
 def cmd_evaluate(args):
     model, meta = pipeline.load_fitted(args.model, storage_options=args.storage_options)
-    result = pipeline.evaluate_dataset(model, meta, args.data, **_source(args))
+    with _connect(args, data=args.data):
+        result = pipeline.evaluate_dataset(model, meta, args.data, **_source(args))
     result["model"] = str(args.model)
     data_name = io.as_location(args.data).name.split(".")[0] or "data"
     out = io.as_location(args.out or f"{str(args.model).rstrip('/')}/metrics-{data_name}.json",
                          args.storage_options)
     result["metrics_file"] = str(out)
     _write_json(result, out)
-    _print_json(result)
+    if args.format == "table" or (args.format == "auto" and sys.stdout.isatty()):
+        print(metrics_table(result))
+    else:
+        _print_json(result)
+
+
+def metrics_table(result):
+    """The metrics of :func:`rfstream.pipeline.evaluate_dataset` as a short table."""
+    lines = [f"{result['data']}: {result['rows']:,} rows, {result['task']}, model {result['model']}"]
+    names = ("error_rate", "balanced_error", "auc", "log_loss", "rmse", "relative_rmse", "mae", "r2")
+    for name in names:
+        if result.get(name) is None:
+            continue
+        text = f"{result[name]:.6g}"
+        if name == "auc" and result.get("auc_error_bound"):
+            text += f" (within {result['auc_error_bound']:.1g})"
+        lines.append(f"  {name:<16}{text}")
+    matrix = result.get("confusion_matrix")
+    if matrix and len(matrix) <= 12:
+        labels = [str(c) for c in result.get("classes", range(len(matrix)))]
+        width = max(len(t) for t in labels + [str(v) for row in matrix for v in row])
+        lines.append("  confusion_matrix (rows: true class, columns: predicted)")
+        lines.append("    " + " " * width + "".join(f"  {t:>{width}}" for t in labels))
+        lines += ["    " + f"{t:>{width}}" + "".join(f"  {v:>{width}}" for v in row)
+                  for t, row in zip(labels, matrix)]
+    elif matrix:
+        lines.append(f"  confusion_matrix: {len(matrix)} x {len(matrix)}, in the JSON")
+    lines.append(f"  written to {result['metrics_file']}")
+    return "\n".join(lines)
 
 
 def cmd_predict(args):
-    rows = pipeline.predict_dataset(args.model, args.data, args.out, overwrite=args.overwrite,
-                                    **_source(args, labels=False))
+    with _connect(args, data=args.data):
+        rows = pipeline.predict_dataset(args.model, args.data, args.out, overwrite=args.overwrite,
+                                        scores=args.scores, **_source(args, labels=False))
     if not args.quiet:
         _print_json({"predictions": str(args.out), "rows": rows})
 
@@ -104,8 +156,11 @@ def cmd_info(args):
                      "estimator": _estimator_summary(doc["estimator"])})
     elif root.child("y_pred").exists():
         info = io.dataset_info(args.path, x="y_pred", y=None, storage_options=args.storage_options)
-        _print_json({"predictions": str(args.path), "shape": list(info["shape"]),
-                     "dtype": info["dtype"], "attrs": info["attrs"]})
+        described = {"predictions": str(args.path), "shape": list(info["shape"]), "dtype": info["dtype"]}
+        if root.child("scores").exists():
+            scores = io.dataset_info(args.path, x="scores", y=None, storage_options=args.storage_options)
+            described["scores"] = {"shape": list(scores["shape"]), "dtype": scores["dtype"]}
+        _print_json({**described, "attrs": info["attrs"]})
     else:
         _print_json(io.dataset_info(args.path, x=args.x_array, y=args.y_array,
                                     storage_options=args.storage_options))
@@ -131,11 +186,12 @@ def cmd_demo(args):
         attrs = io.dataset_info(data)["attrs"]
         print(f"split: {X_tr.shape[0]} training rows, {X_te.shape[0]} test rows; "
               f"fitting Gaussian RFF (D={args.n_components}) + ridge on {X_tr.numblocks[0]} chunks")
-        model, meta = pipeline.fit_dataset(
-            data, n_components=args.n_components, alpha=[0.1, 1.0, 10.0, 100.0],
-            random_state=args.random_state, X=X_tr, y=y_tr, attrs=attrs,
-            out=work / "model" if args.workdir else None, overwrite=True)
-        result = pipeline.evaluate_dataset(model, meta, data, X=X_te, y=y_te, attrs=attrs)
+        with _connect(args, X=X_tr):
+            model, meta = pipeline.fit_dataset(
+                data, n_components=args.n_components, alpha=[0.1, 1.0, 10.0, 100.0],
+                random_state=args.random_state, X=X_tr, y=y_tr, attrs=attrs,
+                out=work / "model" if args.workdir else None, overwrite=True)
+            result = pipeline.evaluate_dataset(model, meta, data, X=X_te, y=y_te, attrs=attrs)
         print(f"alpha chosen by 5-fold CV: {model.named_steps['solver'].alpha_:g}; "
               f"fit {meta['fit_seconds']:.1f} s")
         print(f"test error: {result['value']:.4f} ({result['value'] * 100:.2f}% of {result['rows']} rows)")

@@ -22,6 +22,7 @@ from ..pipeline import (
     solver_class,
 )
 from ..samplers import SAMPLERS
+from .arguments import with_default
 
 
 class UserError(ValueError):
@@ -178,7 +179,7 @@ def default_text(option):
 def add_fit_options(parser):
     """One argparse argument per row of :data:`FIT_OPTIONS`, defaults in the help."""
     for option in FIT_OPTIONS:
-        kwargs = {"help": f"{option.help} (default: {default_text(option)})", "default": option.default}
+        kwargs = {"help": with_default(option.help, default_text(option)), "default": option.default}
         if option.choices:
             kwargs["choices"] = option.choices
         if option.type is not None:

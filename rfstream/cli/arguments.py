@@ -1,0 +1,223 @@
+"""Every argument of every subcommand except ``fit``'s estimator parameters, one row each.
+
+A row (:class:`Arg`) names the argument, its help without the default and its
+default, or what leaving it out means (``default_note``); :func:`add_arguments`
+adds rows to a parser with the default written into the help as ``(default: ...)``,
+as :mod:`rfstream.cli.options` writes the estimators' defaults for ``fit``.  An
+option whose default is None must say what None means: :class:`Arg` refuses the row
+otherwise, so no option reaches ``--help`` without its default.
+:func:`document_defaults` does the same for arguments added by other modules
+(``rfstream bench``'s).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+from dataclasses import dataclass
+
+from ..cluster import PROGRESS_MODES
+from ..pipeline import FEATURES, SOLVERS, TASKS
+
+LOCATION = "a local path or a URL (s3://, gs://, abfs://, memory://, file://"
+
+
+def with_default(help_text, default):
+    """``help_text`` ended by ``(default: ...)``; ``%`` escaped for argparse."""
+    return f"{help_text} (default: {default})".replace("%", "%%")
+
+
+def show(value):
+    """A default as ``--help`` shows it: lists space-separated, booleans on/off."""
+    if isinstance(value, bool):
+        return "on" if value else "off"
+    if isinstance(value, (list, tuple)):
+        return " ".join(map(str, value))
+    return str(value)
+
+
+@dataclass(frozen=True)
+class Arg:
+    """One argument: ``name`` is a flag (``--out``) or a positional's name (``data``).
+
+    ``type``, ``choices``, ``action``, ``required`` and ``metavar`` go to argparse.
+    """
+
+    name: str
+    help: str
+    default: object = None
+    default_note: str | None = None
+    type: object = None
+    choices: tuple | None = None
+    action: str | None = None
+    required: bool = False
+    metavar: str | None = None
+
+    def __post_init__(self):
+        if (self.name.startswith("-") and self.default is None and self.default_note is None
+                and not self.required and self.action is None):
+            raise ValueError(f"{self.name}: an option whose default is None needs a default_note "
+                             "saying what leaving it out means")
+
+    def help_text(self):
+        if not self.name.startswith("-"):
+            return self.help.replace("%", "%%")
+        if self.required:
+            return f"{self.help} (required)".replace("%", "%%")
+        if self.action == "store_true":
+            return with_default(self.help, "off")
+        return with_default(self.help, self.default_note if self.default_note is not None else show(self.default))
+
+    def add_to(self, parser):
+        kwargs = {"help": self.help_text()}
+        if self.name.startswith("-"):
+            kwargs["default"] = self.default
+            if self.required:
+                kwargs["required"] = True
+        for key in ("type", "choices", "action", "metavar"):
+            if getattr(self, key) is not None:
+                kwargs[key] = getattr(self, key)
+        parser.add_argument(self.name, **kwargs)
+
+
+def add_arguments(parser, rows):
+    for row in rows:
+        row.add_to(parser)
+
+
+def document_defaults(parser):
+    """Append ``(default: ...)`` to every option of ``parser`` whose help lacks it."""
+    for action in parser._actions:  # argparse has no public list of a parser's actions
+        if (not action.option_strings or action.dest in ("help", "version")
+                or action.help in (None, argparse.SUPPRESS) or "(default" in action.help):
+            continue
+        flag = action.nargs == 0 and action.const is True  # store_true
+        action.help = with_default(action.help, "off" if flag else show(action.default))
+
+
+def label_column(text):
+    if text in ("first", "last", "none"):
+        return None if text == "none" else text
+    try:
+        return int(text)
+    except ValueError:
+        return text
+
+
+def storage_options(text):
+    try:
+        options = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise argparse.ArgumentTypeError(f"--storage-options must be a JSON object; {exc}") from None
+    if not isinstance(options, dict):
+        raise argparse.ArgumentTypeError(f"--storage-options must be a JSON object; got {text!r}")
+    return options
+
+
+def _positive_int(flag):
+    def parse(text):
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{flag} must be a positive integer; got {text!r}") from None
+        if value < 1:
+            raise argparse.ArgumentTypeError(f"{flag} must be a positive integer; got {text!r}")
+        return value
+
+    return parse
+
+
+# ------------------------------------------------------------------ shared rows
+STORAGE = Arg("--storage-options", 'options of every URL\'s filesystem, e.g. \'{"endpoint_url": '
+              '"http://127.0.0.1:9000"}\'', type=storage_options, metavar="JSON",
+              default_note="the filesystem's environment, e.g. AWS_ENDPOINT_URL, AWS_ACCESS_KEY_ID, "
+                           "AWS_SECRET_ACCESS_KEY")
+X_ARRAY = Arg("--x-array", "name of the features array in the Zarr group", default="X")
+Y_ARRAY = Arg("--y-array", "name of the labels array", default="y")
+QUIET = Arg("--quiet", "no progress display and no summaries", action="store_true")
+SCHEDULER = Arg("--scheduler", "where to compute: a scheduler address (tcp://host:8786), 'threads' "
+                "(dask's threads in this process) or 'cluster' (an embedded LocalCluster, one worker "
+                "process per core)",
+                default_note="$RFSTREAM_SCHEDULER; else threads when X has at most min(1 GiB, 1/8 of "
+                             "the memory) bytes ($RFSTREAM_SMALL_DATA sets the size), else 'cluster'")
+PROGRESS = Arg("--progress", "progress of each pass on stderr: auto is a bar on a terminal and "
+               "otherwise one line per finished pass with its time; always a bar; never nothing",
+               choices=PROGRESS_MODES, default="auto")
+OVERWRITE = Arg("--overwrite", "replace the output if it exists", action="store_true")
+DATA = (STORAGE, X_ARRAY, Y_ARRAY)
+COMPUTE = (QUIET, PROGRESS, SCHEDULER)
+MODEL = Arg("model", f"model directory (rfstream fit --out): {LOCATION}, https://)")
+
+CONVERT = (
+    Arg("src", "source: a CSV (plain or compressed), LIBSVM, Parquet, .npy or .npz file, or a "
+        "directory or glob of CSV/LIBSVM/Parquet files (converted by Dask tasks, one per file or row "
+        f"group; one gzip file is one stream, one task); {LOCATION}, https://)"),
+    Arg("dst", f"Zarr dataset to write: {LOCATION})"),
+    Arg("--label-column", "the label column: 'last', 'first', a 0-based index, a header name, or "
+        "'none' (no labels)", type=label_column, default="last"),
+    Arg("--positive", "binary task: this label against the rest",
+        default_note="every label is a class"),
+    Arg("--rows-per-chunk", "rows per Zarr chunk", type=_positive_int("--rows-per-chunk"), default=65536),
+    Arg("--header", "whether a CSV's first line names the columns", choices=("auto", "yes", "no"),
+        default="auto"),
+    Arg("--task", "what the label is; auto: classes for non-numeric labels or integers with at most "
+        "32 distinct values, else regression", choices=("auto", "classification", "regression"),
+        default="auto"),
+    Arg("--like", "encode with the schema (columns, categories, classes) of this training dataset",
+        default_note="the schema is read from SRC"),
+    OVERWRITE,
+    Arg("--storage-options", "options of every URL's filesystem (see rfstream fit --help)",
+        type=storage_options, metavar="JSON", default_note="the filesystem's environment"),
+    *COMPUTE,
+)
+
+FIT_HEAD = (
+    Arg("data", f"Zarr dataset with labels (rfstream convert, or any Zarr v2/v3 group): {LOCATION}, "
+        "https://)"),
+    Arg("--out", f"model directory to write: {LOCATION})", required=True),
+    Arg("--features", "feature map", choices=tuple(sorted(FEATURES)), default="rff"),
+    Arg("--solver", "solver", choices=tuple(sorted(SOLVERS)), default="ridge"),
+)
+FIT_TAIL = (
+    Arg("--no-standardize", "do not standardize the columns first", action="store_true"),
+    Arg("--task", "override the dataset's task", choices=TASKS,
+        default_note="the dataset's attributes, else y's dtype: integers are classes, floats regression"),
+    Arg("--sample-weight", "name of an array of the dataset with one weight >= 0 per row, given to "
+        "the solver as sample_weight", metavar="ARRAY", default_note="every row weighs 1"),
+    OVERWRITE,
+    *DATA,
+    *COMPUTE,
+)
+
+PREDICT = (
+    MODEL,
+    Arg("data", "Zarr dataset with the training data's columns"),
+    Arg("--out", f"Zarr group to write, arrays y_pred (and scores): {LOCATION})", required=True),
+    Arg("--scores", "classifiers: also write array scores, the class probabilities of a model with "
+        "predict_proba, else its decision values", action="store_true"),
+    OVERWRITE,
+    STORAGE, X_ARRAY,
+    *COMPUTE,
+)
+
+EVALUATE = (
+    MODEL,
+    Arg("data", "Zarr dataset with labels"),
+    Arg("--out", "JSON file for the metrics", default_note="MODEL/metrics-<DATA name>.json"),
+    Arg("--format", "what stdout shows: a table, the JSON, or auto (a table on a terminal, else JSON)",
+        choices=("auto", "table", "json"), default="auto"),
+    *DATA,
+    *COMPUTE,
+)
+
+INFO = (
+    Arg("path", f"a Zarr dataset, a model directory or a predictions group: {LOCATION}, https://)"),
+    *DATA,
+    QUIET,
+)
+
+DEMO = (
+    Arg("--n-components", "output features D", type=_positive_int("--n-components"), default=500),
+    Arg("--random-state", "seed of the split and of every random draw", type=int, default=0),
+    Arg("--workdir", "keep the dataset and the model here", default_note="a temporary folder, removed"),
+    *COMPUTE,
+)
