@@ -10,6 +10,7 @@ row here; nothing else in the CLI changes.
 from __future__ import annotations
 
 import argparse
+import functools
 from dataclasses import dataclass
 
 from ..kernels import KERNELS
@@ -157,7 +158,13 @@ def takers(option):
                  if option.solvers is None or name in option.solvers]
         if option.target == "both":
             pairs += [(name, feature_map_class(name)) for name in FEATURES]
-    return [(name, cls) for name, cls in pairs if option.param in cls().get_params()]
+    return [(name, cls) for name, cls in pairs if option.param in defaults_of(cls)]
+
+
+@functools.cache
+def defaults_of(cls):
+    """``cls()``'s parameters (read once per class: the parser asks for every option)."""
+    return cls().get_params()
 
 
 def default_text(option):
@@ -169,7 +176,7 @@ def default_text(option):
         return str(option.default)
     values = {}
     for name, cls in takers(option):
-        values.setdefault(repr(cls().get_params()[option.param]), []).append(name.split(" ")[0])
+        values.setdefault(repr(defaults_of(cls)[option.param]), []).append(name.split(" ")[0])
     if len(values) == 1:
         return next(iter(values)).strip("'")
     return "; ".join(f"{'/'.join(dict.fromkeys(names))}: {value.strip(chr(39))}"
