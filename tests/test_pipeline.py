@@ -206,6 +206,28 @@ def test_fit_predict_evaluate_dataset_on_threads(dataset, tmp_path):
             pipeline.fit_dataset(dataset, n_components=8, out=tmp_path / "m")
 
 
+@pytest.mark.parametrize("solver_params", [{}, {"loss": "log_loss", "max_iter": 3}])
+def test_evaluate_reads_and_features_each_block_once(dataset, monkeypatch, solver_params):
+    # labels, decision values (AUC) and probabilities (log-loss) of the same rows: one read of
+    # each Zarr chunk and one computation of its features, whatever is derived from them
+    from rfstream.io.zarr_source import CheckedReader
+    from rfstream.solvers import linear
+
+    solver = "sgd" if solver_params else "ridge"
+    with connect("threads"):
+        model, meta = pipeline.fit_dataset(dataset, solver=solver, solver_params=solver_params,
+                                           n_components=32, alpha=1e-3 if solver_params else 1.0)
+        reads, features = [], []
+        read, make = CheckedReader.__getitem__, linear.feature_sub_blocks
+        monkeypatch.setattr(CheckedReader, "__getitem__",
+                            lambda self, key: reads.append((self.array.basename, key[0].start)) or read(self, key))
+        monkeypatch.setattr(linear, "feature_sub_blocks", lambda x, *a: features.append(len(x)) or make(x, *a))
+        result = pipeline.evaluate_dataset(model, meta, dataset)
+    assert sorted(reads) == [(name, start) for name in ("X", "y") for start in range(0, 6000, 1000)]
+    assert features == [1000] * 6
+    assert result["auc"] > 0.5 and (result["log_loss"] is not None) == hasattr(model, "predict_proba")
+
+
 def test_dataset_errors(dataset, tmp_path):
     X = np.random.default_rng(0).normal(size=(50, 6))
     write_dataset(tmp_path / "nolabels.zarr", X)
