@@ -99,9 +99,7 @@ def check_model(model, n_features):
         if hasattr(step, "_parameter_constraints"):
             step._validate_params()
         if hasattr(step, "_check_params"):
-            probe = clone(step)  # as fit calls it: after the input check set n_features_in_
-            probe.n_features_in_ = int(n_features)
-            probe._check_params(int(n_features))
+            clone(step)._check_params(int(n_features))
     return model
 
 

@@ -139,9 +139,10 @@ FIT_OPTIONS = (
            choices=("hinge", "log_loss", "squared_hinge"), solvers=("sgd",)),
     Option("max_iter", "--epochs", "sgd: passes over the data", target="solver", type=int,
            solvers=("sgd",)),
-    Option("solver", "--sgd-solver", "sgd classification: streaming SGD steps, or newton (one "
-           "gradient + Hessian pass per iteration; exact, any row order)", target="solver",
-           choices=("sgd", "newton"), solvers=("sgd",)),
+    Option("solver", "--sgd-solver", "sgd: streaming SGD steps, newton (one gradient + Hessian "
+           "pass per iteration; exact, any row order), or auto (newton on at most 128 features "
+           "when the loss allows it, else sgd)", target="solver",
+           choices=("auto", "sgd", "newton"), solvers=("sgd",)),
     Option("cv", "--cv", "ridge: folds of the cross-validation over a list of --alpha", target="solver",
            type=int, solvers=("ridge",)),
     Option("random_state", "--random-state", "seed of every random draw", target="both", type=int,

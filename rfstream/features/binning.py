@@ -293,10 +293,9 @@ class FourierBinningFeatures(FeatureMap):
         return gamma
 
     def _check_params(self, n_features):
-        self._halves(self.gamma if isinstance(self.gamma, Real) else 1.0, 1.0, 0, 0)
+        self._halves(n_features, self.gamma if isinstance(self.gamma, Real) else 1.0, 1.0, 0, 0)
 
-    def _halves(self, gamma_f, gamma_b, seed_f, seed_b):
-        d = self.n_features_in_
+    def _halves(self, d, gamma_f, gamma_b, seed_f, seed_b):
         fourier = RandomFourierFeatures.for_columns(
             d, n_components=self.n_components, kernel=self.kernel, gamma=gamma_f,
             sampler=self.sampler, variant=self.variant, random_state=seed_f, dtype=self.dtype)
@@ -307,7 +306,8 @@ class FourierBinningFeatures(FeatureMap):
 
     def _draw(self, rng, n_features):
         seeds = rng.integers(0, 2**63 - 1, size=2)
-        self.fourier_, self.binning_ = self._halves(self.gamma_, self.binning_gamma_, *map(int, seeds))
+        self.fourier_, self.binning_ = self._halves(n_features, self.gamma_, self.binning_gamma_,
+                                                    *map(int, seeds))
 
     @property
     def _n_features_out(self):
