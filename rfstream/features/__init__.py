@@ -4,8 +4,8 @@ All maps share :class:`FeatureMap`: parameters are drawn once in ``fit`` and
 ``transform`` applies a pure numpy block function, to numpy arrays directly and
 to dask arrays block by block (lazily).
 """
-from .base import FeatureMap
 from .arccos import ArcCosineFeatures
+from .base import FeatureMap
 from .binning import FourierBinningFeatures, RandomBinningFeatures
 from .circulant import CirculantFeatures
 from .fastfood import CompactRandomFeatures, FastfoodFeatures
@@ -13,5 +13,16 @@ from .fourier import RandomFourierFeatures
 from .fused import FeatureSource, feature_source
 from .nystroem import NystroemFeatures
 
-__all__ = ["ArcCosineFeatures", "CirculantFeatures", "CompactRandomFeatures", "FastfoodFeatures", "FeatureMap", "FourierBinningFeatures",
-           "NystroemFeatures", "RandomBinningFeatures", "RandomFourierFeatures", "FeatureSource", "feature_source"]
+__all__ = [
+           "ArcCosineFeatures",
+           "CirculantFeatures",
+           "CompactRandomFeatures",
+           "FastfoodFeatures",
+           "FeatureMap",
+           "FeatureSource",
+           "FourierBinningFeatures",
+           "NystroemFeatures",
+           "RandomBinningFeatures",
+           "RandomFourierFeatures",
+           "feature_source",
+]

@@ -289,3 +289,19 @@ class FeatureMap(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimato
         except ValueError:
             tags.transformer_tags.preserves_dtype = []
         return tags
+
+
+class KernelFeatureMap(FeatureMap):
+    """A map whose parameters are exactly ``n_components`` features of one kernel:
+    the constructor and constraints shared by Fastfood, circulant and Nyström maps
+    (a subclass narrows ``kernel`` in its own ``_parameter_constraints``)."""
+
+    _parameter_constraints: dict = {**FeatureMap._parameter_constraints, **KERNEL_PARAMETERS}
+
+    def __init__(self, n_components=100, *, kernel="gaussian", gamma=1.0, random_state=None,
+                 dtype="float32"):
+        self.n_components = n_components
+        self.kernel = kernel
+        self.gamma = gamma
+        self.random_state = random_state
+        self.dtype = dtype

@@ -19,7 +19,7 @@ import scipy.fft
 import scipy.sparse as sp
 
 from ..kernels import sample_frequencies
-from .base import KERNEL_PARAMETERS, FeatureMap
+from .base import KernelFeatureMap
 
 __all__ = ["CirculantFeatures", "circulant_grad", "circulant_project", "draw_circulant"]
 
@@ -100,7 +100,7 @@ def dense_rows(x, dtype):
     return np.asarray(x.toarray() if sp.issparse(x) else x, dtype=dtype)
 
 
-class CirculantFeatures(FeatureMap):
+class CirculantFeatures(KernelFeatureMap):
     r"""Randomized circulant nonlinear map: random Fourier features with ``R = circ(r)``.
 
     ``Z(x) = sqrt(2/k) cos(R D x + b)`` (Yu et al. 2015, eq. 13, with the phase
@@ -162,16 +162,6 @@ class CirculantFeatures(FeatureMap):
     >>> cf.transform(X).shape, cf.circulant_.shape
     ((5, 20), (3, 8))
     """
-
-    _parameter_constraints: dict = {**FeatureMap._parameter_constraints, **KERNEL_PARAMETERS}
-
-    def __init__(self, n_components=100, *, kernel="gaussian", gamma=1.0, random_state=None,
-                 dtype="float32"):
-        self.n_components = n_components
-        self.kernel = kernel
-        self.gamma = gamma
-        self.random_state = random_state
-        self.dtype = dtype
 
     def _draw(self, rng, n_features):
         dtype = self._output_dtype()

@@ -13,11 +13,11 @@ from sklearn.utils._param_validation import Interval, StrOptions
 
 from ..hadamard import fwht, next_power_of_two
 from ..samplers import check_sampler
-from .base import KERNEL_PARAMETERS, FeatureMap
+from .base import FeatureMap, KernelFeatureMap
 from .fourier import FOURIER_PARAMETERS, RandomFourierFeatures
 
 
-class FastfoodFeatures(FeatureMap):
+class FastfoodFeatures(KernelFeatureMap):
     r"""Fastfood random features for the Gaussian kernel ("Hadamard features").
 
     The input is zero-padded to ``p`` columns (the next power of two) and
@@ -65,18 +65,9 @@ class FastfoodFeatures(FeatureMap):
     """
 
     _parameter_constraints: dict = {
-        **FeatureMap._parameter_constraints,
-        **KERNEL_PARAMETERS,
+        **KernelFeatureMap._parameter_constraints,
         "kernel": [StrOptions({"gaussian"})],
     }
-
-    def __init__(self, n_components=100, *, kernel="gaussian", gamma=1.0, random_state=None,
-                 dtype="float32"):
-        self.n_components = n_components
-        self.kernel = kernel
-        self.gamma = gamma
-        self.random_state = random_state
-        self.dtype = dtype
 
     def _draw(self, rng, n_features):
         p = next_power_of_two(n_features)

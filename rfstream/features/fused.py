@@ -36,8 +36,9 @@ reduction task) at no memory cost worth fusing away.
 from __future__ import annotations
 
 import itertools
+from collections.abc import Callable
 from functools import partial
-from typing import Callable, NamedTuple
+from typing import NamedTuple
 
 import dask.array as da
 import numpy as np

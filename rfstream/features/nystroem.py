@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import warnings
 from functools import partial
-from typing import ClassVar
 
 import dask.array as da
 import numpy as np
@@ -26,7 +25,7 @@ from ..cluster import compute
 from ..kernels import kernel_matrix
 from ..random import STREAM_NYSTROEM_LANDMARKS, row_uniform
 from ..reductions import block_partials
-from .base import KERNEL_PARAMETERS, FeatureMap
+from .base import KernelFeatureMap
 from .fused import FUSED_SUB_BLOCK, even_sub_blocks
 
 __all__ = ["NystroemFeatures", "inverse_sqrt", "landmark_chunk", "merge_landmarks",
@@ -148,7 +147,7 @@ def inverse_sqrt(K):
 
 
 # ------------------------------------------------------------------ the map
-class NystroemFeatures(FeatureMap):
+class NystroemFeatures(KernelFeatureMap):
     r"""Nystroem features: the kernel against ``m`` sampled rows, whitened by ``K_mm^{-1/2}``.
 
     ``z(x) = k(x, L) K_mm^{+1/2}`` for landmarks ``L``, ``m = n_components``
@@ -215,17 +214,6 @@ class NystroemFeatures(FeatureMap):
     >>> nys.transform(X).shape, nys.components_.shape
     ((300, 20), (20, 4))
     """
-
-    _parameter_constraints: ClassVar[dict] = {**FeatureMap._parameter_constraints,
-                                              **KERNEL_PARAMETERS}
-
-    def __init__(self, n_components=100, *, kernel="gaussian", gamma=1.0, random_state=None,
-                 dtype="float32"):
-        self.n_components = n_components
-        self.kernel = kernel
-        self.gamma = gamma
-        self.random_state = random_state
-        self.dtype = dtype
 
     def _draw(self, rng, n_features):
         """Nothing to draw on the client: the landmarks come from the pass in ``_fit_data``."""
