@@ -17,6 +17,8 @@ from numbers import Integral
 import dask.array as da
 import numpy as np
 
+from ..random import STREAM_FOLDS, row_integers
+
 
 def check_cv(cv, X, y):
     """``(n_folds, scored, folds)`` for the pass.
@@ -67,3 +69,19 @@ def check_cv(cv, X, y):
     if isinstance(X, da.Array):
         folds = da.from_array(folds, chunks=(X.chunks[0],))
     return n_folds, len(splits), folds
+
+
+def row_folds(m, given=None, *, offset, n_folds, seed):
+    """The fold of each of a block's ``m`` rows, as every pass of one fit draws it.
+
+    ``given``: the block's explicit fold indices (:func:`check_cv`'s ``folds``), or
+    None to draw from (``seed``, global row index) (``offset`` is the block's first
+    row); one fold: all zeros.  The Gram pass and the scoring pass
+    (:mod:`rfstream.solvers.cv_scores`) call this, so a row is held out by the same
+    fold in both.
+    """
+    if given is not None:
+        return np.asarray(given, dtype=np.int64)
+    if n_folds > 1:
+        return row_integers(seed, STREAM_FOLDS, offset, offset + m, n_folds)
+    return np.zeros(m, dtype=np.int64)

@@ -37,8 +37,8 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..features.fused import even_sub_blocks, feature_sub_blocks, fused_buffer
-from ..random import STREAM_FOLDS, row_integers
 from ..reductions import Layout
+from .folds import row_folds
 from .weights import row_weights
 
 SUB_BLOCK = 8192
@@ -67,12 +67,8 @@ def gram_chunk(z, y, *extra, offset, n_folds, seed, target_fn, layout, features=
         return out
     Y = target_fn(y)
     c = row_weights(y, extra[0] if weighted else None, offset=offset, **(weight_args or {}))
-    if given_folds:
-        folds = np.asarray(extra[-1], dtype=np.int64)
-    elif n_folds > 1:
-        folds = row_integers(seed, STREAM_FOLDS, offset, offset + z.shape[0], n_folds)
-    else:
-        folds = np.zeros(z.shape[0], dtype=np.int64)
+    folds = row_folds(z.shape[0], extra[-1] if given_folds else None, offset=offset,
+                      n_folds=n_folds, seed=seed)
     if features is None:
         if sp.issparse(z):
             return _sparse_gram_chunk(sp.csr_matrix(z, dtype=np.float64), Y, c, out, layout, folds)
