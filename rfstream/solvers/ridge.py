@@ -20,8 +20,11 @@ sample_weight)``.  The weighted Gram Z'CZ, Z'CY and the weighted sums come from
 the same single pass.  Solved by Cholesky for one alpha.  For a list of alphas,
 each fold's training Gram is eigendecomposed once, G = V diag(e) V', and the whole path
 W(alpha) = V diag(1/(e + alpha)) V' Z'Y is scored on the held-out fold from
-that fold's partials (the weighted held-out squared error); the best mean
-held-out squared error picks ``alpha_``.
+that fold's partials (the weighted held-out squared error).  A classifier
+scores by its metric instead (``scoring``, default "error_rate"): one more
+pass predicts every held-out row with every (alpha, fold) model at once
+(:mod:`rfstream.solvers.cv_scores`), two passes in all whatever the number of
+alphas.  The best mean score picks ``alpha_``.
 """
 from __future__ import annotations
 
@@ -47,6 +50,14 @@ from ..features.fused import fused_rows
 from ..random import check_seed
 from ..reductions import sum_rows
 from .cg import ridge_cg
+from .cv_scores import (
+    CLASSIFIER_SCORINGS,
+    REGRESSOR_SCORINGS,
+    best_candidate,
+    cv_table,
+    fold_scores,
+    score_pass,
+)
 from .folds import check_cv
 from .gram import gram_chunk, gram_layout
 from .linear import LinearClassifierMixin, LinearPredictMixin
@@ -112,10 +123,11 @@ class _BaseStreamingRidge(LinearPredictMixin, BaseEstimator):
         "solver": [StrOptions({"auto", "gram", "cg"})],
         "tol": [Interval(Real, 0, None, closed="neither")],
         "max_iter": [Interval(Integral, 1, None, closed="left")],
+        "scoring": [StrOptions(set(REGRESSOR_SCORINGS))],
     }
 
     def __init__(self, alpha=1.0, *, fit_intercept=True, cv=5, random_state=0, solver="auto",
-                 tol=1e-4, max_iter=200):
+                 tol=1e-4, max_iter=200, scoring="squared_error"):
         self.alpha = alpha
         self.fit_intercept = fit_intercept
         self.cv = cv
@@ -123,6 +135,7 @@ class _BaseStreamingRidge(LinearPredictMixin, BaseEstimator):
         self.solver = solver
         self.tol = tol
         self.max_iter = max_iter
+        self.scoring = scoring
 
     # -- the pass -----------------------------------------------------------
     def _statistics(self, Z, y, target_fn, n_targets, n_folds, weights, folds):
@@ -181,9 +194,8 @@ class _BaseStreamingRidge(LinearPredictMixin, BaseEstimator):
             raise ValueError("every row has weight zero (sample_weight times class_weight): nothing "
                              "to fit; give some rows a weight > 0.")
         if alphas.size > 1:
-            self.alphas_ = alphas
-            self.cv_mse_ = self._path_errors(stats, total, alphas, scored)
-            self.alpha_ = float(alphas[np.argmin(self.cv_mse_)])
+            self._cross_validate(Z, y, stats, total, alphas, (n_folds, scored, folds),
+                                 (sample_weight, weight_args))
         else:
             self.alpha_ = float(alphas[0])
         W, b = self._solve_stats(total, self.alpha_)
@@ -195,11 +207,30 @@ class _BaseStreamingRidge(LinearPredictMixin, BaseEstimator):
         W = _solve(G, C, alpha)
         return W, nu - mu @ W
 
-    def _path_errors(self, stats, total, alphas, scored):
-        """Mean (weighted) held-out squared error per alpha over the first ``scored``
-        folds: one eigh per fold, no data pass."""
-        sse = np.zeros(alphas.size)
-        n_rows = 0.0
+    def _cross_validate(self, Z, y, stats, total, alphas, cv, weights):
+        """``cv_mse_``, ``cv_results_``, ``alpha_`` and ``best_score_``: squared error from
+        the partials, a task metric from one scoring pass (:mod:`.cv_scores`)."""
+        W, b, sse, fold_n = self._path(stats, total, alphas, cv[1])
+        self.alphas_, self.cv_mse_ = alphas, sse.sum(axis=0) / max(fold_n.sum(), 1.0)
+        bound = None
+        if self.scoring == "squared_error":
+            with np.errstate(invalid="ignore", divide="ignore"):
+                scores = sse / fold_n[:, None]
+        else:
+            counts, layout = score_pass(Z, y, W, b, scoring=self.scoring, classes=self.classes_,
+                                        cv=cv, weights=weights, seed=check_seed(self.random_state))
+            scores, bound = fold_scores(layout.unpack(compute(counts)), self.scoring)
+        self.cv_results_ = cv_table(alphas, scores, fold_n, self.scoring, bound)
+        best = best_candidate(self.cv_results_)
+        self.alpha_, self.best_score_ = float(alphas[best]), float(self.cv_results_["mean_score"][best])
+
+    def _path(self, stats, total, alphas, scored):
+        """``(W, b, sse, n)``: the weights (K, D, A x T) and intercepts (K, A x T) of every
+        (scored fold, alpha), their held-out squared errors (K, A) and the folds' weights
+        (K,): one eigh per fold, no data pass (a fold with no weight: zeros)."""
+        D, T = total["C"].shape
+        W_all, b_all = np.zeros((scored, D, alphas.size * T)), np.zeros((scored, alphas.size * T))
+        sse, fold_n = np.zeros((scored, alphas.size)), np.zeros(scored)
         for k in range(scored):
             fold = {key: v[k] for key, v in stats.items()}
             if fold["n"] == 0:
@@ -210,9 +241,10 @@ class _BaseStreamingRidge(LinearPredictMixin, BaseEstimator):
             VC = V.T @ C
             for i, a in enumerate(alphas):
                 W = V @ (VC / (np.maximum(e, 0) + a)[:, None]) if a > 0 or e.min() > 0 else _solve(G, C, a)
-                sse[i] += _held_out_sse(W, mu, nu, fold)
-            n_rows += fold["n"]
-        return sse / max(n_rows, 1.0)
+                sse[k, i] = _held_out_sse(W, mu, nu, fold)
+                W_all[k, :, i * T:(i + 1) * T], b_all[k, i * T:(i + 1) * T] = W, nu - mu @ W
+            fold_n[k] = fold["n"]
+        return W_all, b_all, sse, fold_n
 
     # -- shared input handling ------------------------------------------------
     def _check_fit_input(self, X, y, sample_weight=None, **y_checks):
@@ -251,6 +283,8 @@ class StreamingRidge(MultiOutputMixin, RegressorMixin, _BaseStreamingRidge):
         ``CG_MIN_FEATURES`` (4096), "gram" otherwise.
     tol, max_iter : float, int, default=1e-4, 200
         CG stopping rule: relative residual of the normal equations, passes.
+    scoring : {"squared_error"}, default="squared_error"
+        The CV score of an ``alpha`` list: held-out MSE, exact from the partials.
 
     Attributes
     ----------
@@ -260,6 +294,10 @@ class StreamingRidge(MultiOutputMixin, RegressorMixin, _BaseStreamingRidge):
         The alpha used for ``coef_``.
     alphas_, cv_mse_ : ndarray
         Candidate alphas and their mean held-out squared error (list alpha only).
+    cv_results_ : dict
+        "alpha", "scoring", "mean_score", "std_score" (A,) and "fold_scores" (A, K)
+        (:func:`rfstream.solvers.cv_scores.cv_table`); ``best_score_``: the mean score
+        of ``alpha_``, the best (list alpha only).
     n_features_in_ : int
     n_samples_seen_ : int
     n_iter_ : int
@@ -305,9 +343,14 @@ class StreamingRidgeClassifier(LinearClassifierMixin, ClassifierMixin, _BaseStre
     Targets are +1 for a row's class and -1 otherwise (one column for two
     classes, one per class otherwise, i.e. one-vs-rest), fitted by
     :class:`StreamingRidge`'s single Gram pass; the class with the largest
-    decision value wins.  With a list of ``alpha`` the cross-validation score
-    is the held-out squared error on the +-1 targets (it is what the pass can
-    give without a second look at the data), not the error rate.
+    decision value wins.
+
+    scoring : {"error_rate", "balanced_error", "roc_auc", "squared_error"}, default="error_rate"
+        The CV score of an ``alpha`` list.  "error_rate" (the error a user reads),
+        "balanced_error" and "roc_auc" (two classes; exact up to the bound in
+        ``cv_results_["auc_error_bound"]``) cost one more pass after the Gram pass,
+        for any number of alphas (:mod:`rfstream.solvers.cv_scores`); "squared_error"
+        (on the +-1 targets) none.  A single alpha: one pass, no CV.
 
     Parameters and attributes as :class:`StreamingRidge`, plus ``classes_`` and
 
@@ -325,12 +368,13 @@ class StreamingRidgeClassifier(LinearClassifierMixin, ClassifierMixin, _BaseStre
     _parameter_constraints: ClassVar[dict] = {
         **_BaseStreamingRidge._parameter_constraints,
         "class_weight": [dict, StrOptions({"balanced"}), None],
+        "scoring": [StrOptions(set(CLASSIFIER_SCORINGS))],
     }
 
     def __init__(self, alpha=1.0, *, fit_intercept=True, cv=5, random_state=0, solver="auto",
-                 tol=1e-4, max_iter=200, class_weight=None):
+                 tol=1e-4, max_iter=200, class_weight=None, scoring="error_rate"):
         super().__init__(alpha, fit_intercept=fit_intercept, cv=cv, random_state=random_state,
-                         solver=solver, tol=tol, max_iter=max_iter)
+                         solver=solver, tol=tol, max_iter=max_iter, scoring=scoring)
         self.class_weight = class_weight
 
     def fit(self, X, y, sample_weight=None):
@@ -342,6 +386,9 @@ class StreamingRidgeClassifier(LinearClassifierMixin, ClassifierMixin, _BaseStre
         found = find_classes(y, name=type(self).__name__, return_counts=balanced)
         classes, counts = found if balanced else (found, None)
         self.classes_ = classes
+        if self.scoring == "roc_auc" and classes.size != 2:
+            raise ValueError(f"scoring='roc_auc' needs two classes; got {classes.size}. Use "
+                             "scoring='error_rate' or 'balanced_error'.")
         cw = class_weights(self.class_weight, classes, counts)
         self.class_weight_ = np.ones(classes.size) if cw is None else cw
         n_targets = 1 if classes.size == 2 else classes.size

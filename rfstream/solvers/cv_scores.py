@@ -1,0 +1,197 @@
+"""Cross-validation by the task's metric: every held-out prediction of every candidate in one pass.
+
+The Gram pass (:mod:`rfstream.solvers.gram`) gives, for each CV fold k, the
+training statistics "all folds but k"; :mod:`rfstream.solvers.ridge` solves
+them for every candidate alpha, so the client holds the weights of every
+(fold, candidate): ``W`` of shape (K, D, P) and ``b`` of shape (K, P), with
+P = A x T columns (A candidates, T targets), small whatever n.  The squared
+error of those models comes from the fold's own partials (no pass); a
+classification metric needs the predicted class of each held-out row, so one
+more pass computes them all at once:
+
+* each task makes its rows' features exactly as the Gram pass does (the rows of
+  :func:`rfstream.features.fused.fused_rows`, the map's block function a
+  sub-block at a time; stored blocks otherwise), draws each row's fold from the
+  same (seed, row) stream or reads the same explicit fold index
+  (:func:`rfstream.solvers.folds.row_folds`), and multiplies each row only by
+  the weights of the fold that holds it out: ``z W[k] + b[k]``, all P columns
+  in one GEMM;
+* it reduces counts per (fold, candidate): the weight of the rows of each class
+  and of those predicted right (error rate and balanced error), and for a
+  binary task weighted histograms of the decision values of each class
+  (:data:`CV_AUC_BINS` bins, the AUC of :mod:`rfstream.metrics`: exact up to the
+  reported bound (1/2) sum_b pos_b neg_b / (P N)).
+
+Row weights ``c_i`` are the fit's (``sample_weight`` x ``class_weight``,
+:func:`rfstream.solvers.weights.row_weights`): a weighted error rate is
+sum c_i [wrong] / sum c_i, as scikit-learn's ``accuracy_score(...,
+sample_weight=c)``; balanced error and AUC likewise (``balanced_accuracy_score``,
+``roc_auc_score`` with ``sample_weight``).
+
+Extending the candidates.  Nothing here depends on the candidates being
+alphas: a candidate is a column block of ``W``.  A gamma grid adds candidates
+whose features differ: give the pass one ``(features, W, b)`` group per gamma
+(the features of gamma g made in the task from the same rows by the base map
+scaled to g), and the layout one candidate axis over all groups; the counts and
+the table (:func:`cv_table`) stay as they are, with a "gamma" column.  An exact
+leave-one-out score is one more group whose weights are the per-row
+downdates of the full model (``h_ii`` from the D x D inverse Gram held on the
+client): the same one pass.
+"""
+from __future__ import annotations
+
+from functools import partial
+
+import numpy as np
+import scipy.sparse as sp
+
+from ..features.fused import feature_sub_blocks, fused_buffer, fused_rows
+from ..reductions import Layout, sum_rows
+from .folds import row_folds
+from .targets import encode_classes
+from .weights import row_weights
+
+#: The metrics that ``scoring=`` names; the classifiers' default is "error_rate".
+CLASSIFIER_SCORINGS = ("error_rate", "balanced_error", "roc_auc", "squared_error")
+REGRESSOR_SCORINGS = ("squared_error",)
+#: Metrics where a larger score is better (the others are errors).
+GREATER_IS_BETTER = frozenset({"roc_auc"})
+
+#: Bin edges of the held-out decision values behind the CV AUC: 2^12 bins of equal angle,
+#: tan(pi (k / 2^12 - 1/2)) (width 7.7e-4 at 0, where +-1 targets put them), open at both ends.
+CV_AUC_EDGES = np.tan(np.pi * (np.arange(1, 2**12) / 2**12 - 0.5))
+CV_AUC_BINS = CV_AUC_EDGES.size + 1
+
+
+def score_layout(n_scored, n_candidates, n_classes, scoring):
+    """The partials of the scoring pass: per-class weights (K, C), per-class weights
+    predicted right (K, A, C), and for "roc_auc" the histograms (K, A, CV_AUC_BINS)."""
+    K, A, C = n_scored, n_candidates, n_classes
+    shapes = {"weight": (K, C), "right": (K, A, C)}
+    if scoring == "roc_auc":
+        shapes.update(pos=(K, A, CV_AUC_BINS), neg=(K, A, CV_AUC_BINS))
+    return Layout(**shapes)
+
+
+def _held_out_decisions(z, folds, W, b):
+    """``z[i] W[k] + b[k]`` for each row i of fold k < len(W) (m, P); other rows NaN."""
+    out = np.full((z.shape[0], W.shape[2]), np.nan)
+    for k in range(W.shape[0]):
+        rows = np.flatnonzero(folds == k)
+        if rows.size:
+            zk = z[rows]
+            out[rows] = np.asarray(zk @ W[k].astype(zk.dtype, copy=False), dtype=np.float64) + b[k]
+    return out
+
+
+def score_chunk(z, y, *extra, offset, W, b, n_folds, seed, classes, layout, scoring,
+                features=None, feature_dtype=np.float32, weighted=False, given_folds=False,
+                weight_args=None):
+    """Counts of one row block (module docstring).
+
+    ``z``, ``y``, ``extra`` (sample weights when ``weighted``, then fold indices
+    when ``given_folds``), ``features`` and ``weight_args`` as in
+    :func:`rfstream.solvers.gram.gram_chunk`; ``W`` (K, D, A x T) and ``b``
+    (K, A x T) the weights of every (scored fold, candidate).
+    """
+    out = layout.empty()
+    m = z.shape[0]
+    if m == 0:
+        return out
+    folds = row_folds(m, extra[-1] if given_folds else None, offset=offset, n_folds=n_folds, seed=seed)
+    c = row_weights(y, extra[0] if weighted else None, offset=offset, **(weight_args or {}))
+    c = np.ones(m) if c is None else c
+    if features is None:
+        z = sp.csr_matrix(z) if sp.issparse(z) else z
+        dec = _held_out_decisions(z, folds, W, b)
+    else:
+        dec = np.empty((m, W.shape[2]))
+        buf = fused_buffer(m, W.shape[1], np.dtype(feature_dtype))
+        for start, stop, zs in feature_sub_blocks(z, features, buf):
+            dec[start:stop] = _held_out_decisions(zs, folds[start:stop], W, b)
+    parts = layout.unpack(out)
+    K, A, C = parts["right"].shape
+    codes = encode_classes(y, classes)
+    keep = folds < K
+    folds, codes, c, dec = folds[keep], codes[keep], c[keep], dec[keep].reshape(-1, A, W.shape[2] // A)
+    parts["weight"][...] = np.bincount(folds * C + codes, weights=c, minlength=K * C).reshape(K, C)
+    pred = (dec[:, :, 0] > 0).astype(np.intp) if dec.shape[2] == 1 else np.argmax(dec, axis=2)
+    for a in range(A):
+        right = pred[:, a] == codes
+        parts["right"][:, a] = np.bincount(folds[right] * C + codes[right], weights=c[right],
+                                           minlength=K * C).reshape(K, C)
+        if scoring == "roc_auc":
+            bins = np.searchsorted(CV_AUC_EDGES, dec[:, a, 0], side="right")
+            for label, name in ((1, "pos"), (0, "neg")):
+                rows = codes == label
+                parts[name][:, a] = np.bincount(folds[rows] * CV_AUC_BINS + bins[rows], weights=c[rows],
+                                                minlength=K * CV_AUC_BINS).reshape(K, CV_AUC_BINS)
+    return out
+
+
+def score_pass(Z, y, W, b, *, scoring, classes, cv, weights, seed):
+    """``(counts, layout)``: the packed counts of the scoring pass over ``Z``, lazy for
+    dask (to compute) and numpy otherwise, and their layout.
+
+    ``cv`` is :func:`rfstream.solvers.folds.check_cv`'s ``(n_folds, scored, folds)``
+    and ``weights`` ``(sample_weight, weight_args)``, both as the Gram pass had them;
+    ``layout.unpack`` the computed counts for :func:`fold_scores`.
+    """
+    n_folds, scored, folds = cv
+    n_targets = len(classes) if len(classes) > 2 else 1
+    layout = score_layout(scored, W.shape[2] // n_targets, len(classes), scoring)
+    features, rows = fused_rows(Z)
+    w, weight_args = weights
+    chunk = partial(score_chunk, W=W, b=b, n_folds=n_folds, seed=seed, classes=classes,
+                    layout=layout, scoring=scoring, features=features, feature_dtype=Z.dtype,
+                    weighted=w is not None, given_folds=folds is not None, weight_args=weight_args)
+    return sum_rows(chunk, layout.size, rows, y, w, folds), layout
+
+
+def fold_scores(parts, scoring):
+    """``(scores, bound)``: the score of every (scored fold, candidate), (K, A), from the
+    reduced counts; NaN for a fold with no weight.  ``bound`` (K, A) is the AUC's
+    error bound for "roc_auc", else None."""
+    weight, right = parts["weight"], parts["right"]
+    total = weight.sum(axis=1)[:, None]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        if scoring == "error_rate":
+            return 1.0 - right.sum(axis=2) / total, None
+        if scoring == "balanced_error":
+            recall = right / weight[:, None, :]  # NaN for a class with no weight in the fold: left out
+            return 1.0 - np.nanmean(np.where(weight[:, None, :] > 0, recall, np.nan), axis=2), None
+        pos, neg = parts["pos"], parts["neg"]
+        pairs = pos.sum(axis=2) * neg.sum(axis=2)
+        below = np.cumsum(neg, axis=2) - neg
+        auc = np.sum(pos * (below + 0.5 * neg), axis=2) / pairs
+        return auc, 0.5 * np.sum(pos * neg, axis=2) / pairs
+
+
+def cv_table(alphas, scores, fold_weight, scoring, bound=None):
+    """``cv_results_``: the candidates, mean and std of the score over the folds, and
+    the per-fold scores (A, K).
+
+    The mean of "squared_error" and "error_rate" weights each fold by its (weighted)
+    rows: the score of all held-out predictions together (``cv_mse_`` for
+    "squared_error"); "balanced_error" and "roc_auc" average the folds' scores.
+    The std is over the folds, unweighted (``np.std``, as ``GridSearchCV``).
+    Folds with no weight are left out.
+    """
+    valid = fold_weight > 0
+    s = scores[valid]
+    if scoring in ("squared_error", "error_rate"):
+        mean = fold_weight[valid] @ s / fold_weight[valid].sum()
+    else:
+        mean = np.mean(s, axis=0)
+    table = {"alpha": np.asarray(alphas, dtype=np.float64), "scoring": scoring, "mean_score": mean,
+             "std_score": np.std(s, axis=0), "fold_scores": scores.T.copy()}
+    if bound is not None:
+        table["auc_error_bound"] = bound.T.copy()
+    return table
+
+
+def best_candidate(table):
+    """Index of the best mean score; of equal ones (error rates tie often), the first
+    in the list, as ``np.argmin`` of the explicit loop."""
+    mean = table["mean_score"]
+    return int(np.nanargmax(mean) if table["scoring"] in GREATER_IS_BETTER else np.nanargmin(mean))
