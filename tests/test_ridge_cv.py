@@ -11,6 +11,7 @@ weights, then agree to rounding (1e-12).
 import dask.array as da
 import numpy as np
 import pytest
+import scipy.sparse as sp
 from sklearn.linear_model import RidgeClassifier
 from sklearn.metrics import balanced_accuracy_score, roc_auc_score
 from sklearn.model_selection import KFold
@@ -134,6 +135,19 @@ def test_dask_equals_numpy(scoring, chunks):
     assert est.alpha_ == ref.alpha_
     for key in ("mean_score", "std_score", "fold_scores"):
         np.testing.assert_allclose(est.cv_results_[key], ref.cv_results_[key], rtol=0, atol=1e-12)
+
+
+def test_sparse_features_and_sub_blocks():
+    # CSR features (random binning's kind) give the same counts as dense ones; 9000
+    # numpy rows are one block of two sub-blocks, the dask chunks one sub-block each.
+    X, y = _data(3, n=9000, seed=6)
+    ref = StreamingRidgeClassifier(alpha=ALPHAS, scoring="balanced_error").fit(X, y)
+    for Xs in (sp.csr_matrix(X), da.from_array(X, chunks=(1000, -1))):
+        est = StreamingRidgeClassifier(alpha=ALPHAS, scoring="balanced_error").fit(Xs, y)
+        np.testing.assert_allclose(est.cv_results_["fold_scores"], ref.cv_results_["fold_scores"],
+                                   rtol=0, atol=1e-12)
+    _, mean = _explicit(X, y, ALPHAS, "balanced_error")
+    np.testing.assert_allclose(ref.cv_results_["mean_score"], mean, rtol=0, atol=1e-12)
 
 
 def test_features_made_in_the_scoring_pass():

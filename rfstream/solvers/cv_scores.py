@@ -15,7 +15,8 @@ more pass computes them all at once:
   same (seed, row) stream or reads the same explicit fold index
   (:func:`rfstream.solvers.folds.row_folds`), and multiplies each row only by
   the weights of the fold that holds it out: ``z W[k] + b[k]``, all P columns
-  in one GEMM;
+  in one GEMM, a sub-block of :data:`~rfstream.features.fused.FUSED_SUB_BLOCK`
+  rows at a time (so a task holds 4096 x P decision values, never rows x P);
 * it reduces counts per (fold, candidate): the weight of the rows of each class
   and of those predicted right (error rate and balanced error), and for a
   binary task weighted histograms of the decision values of each class
@@ -45,7 +46,13 @@ from functools import partial
 import numpy as np
 import scipy.sparse as sp
 
-from ..features.fused import feature_sub_blocks, fused_buffer, fused_rows
+from ..features.fused import (
+    FUSED_SUB_BLOCK,
+    even_sub_blocks,
+    feature_sub_blocks,
+    fused_buffer,
+    fused_rows,
+)
 from ..reductions import Layout, sum_rows
 from .folds import row_folds
 from .targets import encode_classes
@@ -101,32 +108,37 @@ def score_chunk(z, y, *extra, offset, W, b, n_folds, seed, classes, layout, scor
     folds = row_folds(m, extra[-1] if given_folds else None, offset=offset, n_folds=n_folds, seed=seed)
     c = row_weights(y, extra[0] if weighted else None, offset=offset, **(weight_args or {}))
     c = np.ones(m) if c is None else c
-    if features is None:
-        z = sp.csr_matrix(z) if sp.issparse(z) else z
-        dec = _held_out_decisions(z, folds, W, b)
-    else:
-        dec = np.empty((m, W.shape[2]))
-        buf = fused_buffer(m, W.shape[1], np.dtype(feature_dtype))
-        for start, stop, zs in feature_sub_blocks(z, features, buf):
-            dec[start:stop] = _held_out_decisions(zs, folds[start:stop], W, b)
-    parts = layout.unpack(out)
-    K, A, C = parts["right"].shape
     codes = encode_classes(y, classes)
-    keep = folds < K
-    folds, codes, c, dec = folds[keep], codes[keep], c[keep], dec[keep].reshape(-1, A, W.shape[2] // A)
-    parts["weight"][...] = np.bincount(folds * C + codes, weights=c, minlength=K * C).reshape(K, C)
+    if features is None:  # stored features: the same sub-blocks, sliced
+        z = sp.csr_matrix(z) if sp.issparse(z) else z
+        blocks = ((start, stop, z[start:stop]) for start, stop in even_sub_blocks(m, FUSED_SUB_BLOCK))
+    else:
+        blocks = feature_sub_blocks(z, features, fused_buffer(m, W.shape[1], np.dtype(feature_dtype)))
+    parts = layout.unpack(out)
+    for start, stop, zs in blocks:  # decisions of one sub-block at a time: (rows x A T) floats
+        rows = slice(start, stop)
+        _add_counts(parts, _held_out_decisions(zs, folds[rows], W, b), folds[rows], codes[rows],
+                    c[rows], scoring)
+    return out
+
+
+def _add_counts(parts, dec, folds, codes, c, scoring):
+    """Add the counts of held-out decisions ``dec`` (m, A x T) into ``parts``."""
+    K, A, C = parts["right"].shape
+    keep = folds < K  # rows of no scored fold (PredefinedSplit's training-only rows)
+    folds, codes, c, dec = folds[keep], codes[keep], c[keep], dec[keep].reshape(-1, A, dec.shape[1] // A)
+    parts["weight"] += np.bincount(folds * C + codes, weights=c, minlength=K * C).reshape(K, C)
     pred = (dec[:, :, 0] > 0).astype(np.intp) if dec.shape[2] == 1 else np.argmax(dec, axis=2)
     for a in range(A):
         right = pred[:, a] == codes
-        parts["right"][:, a] = np.bincount(folds[right] * C + codes[right], weights=c[right],
-                                           minlength=K * C).reshape(K, C)
+        parts["right"][:, a] += np.bincount(folds[right] * C + codes[right], weights=c[right],
+                                            minlength=K * C).reshape(K, C)
         if scoring == "roc_auc":
             bins = np.searchsorted(CV_AUC_EDGES, dec[:, a, 0], side="right")
             for label, name in ((1, "pos"), (0, "neg")):
                 rows = codes == label
-                parts[name][:, a] = np.bincount(folds[rows] * CV_AUC_BINS + bins[rows], weights=c[rows],
-                                                minlength=K * CV_AUC_BINS).reshape(K, CV_AUC_BINS)
-    return out
+                parts[name][:, a] += np.bincount(folds[rows] * CV_AUC_BINS + bins[rows], weights=c[rows],
+                                                 minlength=K * CV_AUC_BINS).reshape(K, CV_AUC_BINS)
 
 
 def score_pass(Z, y, W, b, *, scoring, classes, cv, weights, seed):
