@@ -345,14 +345,14 @@ class StreamingRidgeClassifier(LinearClassifierMixin, ClassifierMixin, _BaseStre
     :class:`StreamingRidge`'s single Gram pass; the class with the largest
     decision value wins.
 
-    scoring : {"error_rate", "balanced_error", "roc_auc", "squared_error"}, default="error_rate"
-        The CV score of an ``alpha`` list.  "error_rate" (the error a user reads),
-        "balanced_error" and "roc_auc" (two classes; exact up to the bound in
-        ``cv_results_["auc_error_bound"]``) cost one more pass after the Gram pass,
-        for any number of alphas (:mod:`rfstream.solvers.cv_scores`); "squared_error"
-        (on the +-1 targets) none.  A single alpha: one pass, no CV.
-
     Parameters and attributes as :class:`StreamingRidge`, plus ``classes_`` and
+
+    scoring : {"error_rate", "balanced_error", "roc_auc", "squared_error"}, default="error_rate"
+        The CV score of an ``alpha`` list, rows weighted as in the fit.  "error_rate"
+        (the error a user reads), "balanced_error" and "roc_auc" (two classes; exact
+        up to ``cv_results_["auc_error_bound"]``) cost one more pass after the Gram
+        pass, for any number of alphas (:mod:`rfstream.solvers.cv_scores`);
+        "squared_error" (on the +-1 targets) none.  A single alpha: one pass, no CV.
 
     class_weight : dict, "balanced" or None, default=None
         Multiplies the squared error of each row by the weight of its class (and by
