@@ -445,3 +445,15 @@ def test_cli_fit_newton(tmp_path):
     assert solver.solver == "newton" and solver.n_iter_ <= 8 and solver.gap_ <= 1e-3 * solver.objective_
     assert cli.main(["fit", str(tmp_path / "d.zarr"), "--out", str(tmp_path / "m2"), "--sgd-solver",
                      "newton", "--scheduler", "threads", "--quiet"]) == 2  # not for ridge
+
+
+def test_fit_summary_shows_the_cv_table_of_the_chosen_scoring(workdir, tmp_path, capsys):
+    assert run(["fit", workdir / "train.zarr", "--out", tmp_path / "m", "--n-components", 50,
+                "--alpha", "0.01,1,100", "--scoring", "balanced_error", "--scheduler", "threads",
+                "--progress", "never"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    cv = summary["cv"]
+    assert cv["scoring"] == "balanced_error" and cv["alpha"] == [0.01, 1.0, 100.0]
+    best = int(np.argmin(cv["mean_score"]))
+    assert summary["alpha"] == cv["alpha"][best] and cv["best_score"] == cv["mean_score"][best]
+    assert all(0 <= m <= 1 for m in cv["mean_score"]) and all(s >= 0 for s in cv["std_score"])

@@ -92,10 +92,17 @@ def cmd_fit(args):
             sample_weight=args.sample_weight, storage_options=args.storage_options)
     if not args.quiet:
         solver = model.named_steps["solver"]
-        _print_json({"model": str(args.out), "rows": meta["dataset"]["n_rows"],
-                     "alpha": getattr(solver, "alpha_", solver.alpha),
-                     "gamma": getattr(model.named_steps["features"], "gamma_", None),
-                     "fit_seconds": meta["fit_seconds"]})
+        summary = {"model": str(args.out), "rows": meta["dataset"]["n_rows"],
+                   "alpha": getattr(solver, "alpha_", solver.alpha),
+                   "gamma": getattr(model.named_steps["features"], "gamma_", None),
+                   "fit_seconds": meta["fit_seconds"]}
+        cv = getattr(solver, "cv_results_", None)
+        if cv is not None:  # a list of alphas: the CV table (mean and std per alpha)
+            summary["cv"] = {"scoring": cv["scoring"], "alpha": list(map(float, cv["alpha"])),
+                             "mean_score": list(map(float, cv["mean_score"])),
+                             "std_score": list(map(float, cv["std_score"])),
+                             "best_score": float(solver.best_score_)}
+        _print_json(summary)
 
 
 def cmd_evaluate(args):

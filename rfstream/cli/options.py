@@ -145,6 +145,10 @@ FIT_OPTIONS = (
            choices=("auto", "sgd", "newton"), solvers=("sgd",)),
     Option("cv", "--cv", "ridge: folds of the cross-validation over a list of --alpha", target="solver",
            type=int, solvers=("ridge",)),
+    Option("scoring", "--scoring", "ridge: the CV score of a list of --alpha: error_rate (one more "
+           "pass), balanced_error, roc_auc (two classes), or squared_error (from the Gram pass; "
+           "regression's only score)", target="solver",
+           choices=("error_rate", "balanced_error", "roc_auc", "squared_error"), solvers=("ridge",)),
     Option("random_state", "--random-state", "seed of every random draw", target="both", type=int,
            default=FIT_DEFAULTS["random_state"]),
 )
