@@ -5,10 +5,12 @@ import pytest
 
 from rfstream import CompactNonlinearMap, Standardizer, load_model, save_model
 from rfstream.datadriven.cnm_sgd import (
+    Iterate,
     features,
     hinge_objective,
     kernel_objective,
     map_gradient,
+    theta_step_size,
 )
 from rfstream.io import open_dataset
 from rfstream.preprocess import train_test_split
@@ -197,6 +199,24 @@ def test_save_load_round_trip(rings, tmp_path, structure):
     np.testing.assert_array_equal(loaded.predict(X), est.predict(X))
 
 
+@pytest.mark.parametrize("schedule, c, t0", [("constant", 0.2, 100.0), ("decay", 0.5, 3.0),
+                                              ("decay", 1.0, 0.5)])
+def test_theta_steps_follow_the_schedule(rings, schedule, c, t0):
+    """The steps a fit's Theta-steps take, in order: c, or c / (1 + t / t0) with t = 0, 1, ..."""
+    X, y = rings
+    est = CompactNonlinearMap(4, theta_step=c, theta_schedule=schedule, theta_t0=t0, **FAST)
+    est.classes_, est.gamma_ = np.unique(y), 1.0
+    state = Iterate(_params("dense", X.shape[1], 4, np.random.default_rng(0)), est)
+    batches = np.arange(60).reshape(3, 20)
+    Y = est._encode(y[:60])
+    for _ in range(2):  # t keeps counting across the map steps of successive iterations
+        state.map_step(X[:60], Y, batches)
+    t = np.arange(6)
+    expected = np.full(6, c) if schedule == "constant" else c / (1.0 + t / t0)
+    np.testing.assert_allclose(state.steps, expected, rtol=1e-15)
+    assert [theta_step_size(c, i, schedule, t0) for i in t] == list(state.steps)
+
+
 def test_errors(rings):
     X, y = rings
     with pytest.raises(ValueError, match="y is required"):
@@ -207,6 +227,11 @@ def test_errors(rings):
         CompactNonlinearMap(4, **FAST).fit(X, X[:, 0])
     with pytest.raises(ValueError, match="theta_step"):
         CompactNonlinearMap(4, theta_step=-1.0).fit(X, y)
+    with pytest.raises(ValueError, match="'theta_schedule' parameter .* Got 'linear'"):
+        CompactNonlinearMap(4, theta_schedule="linear").fit(X, y)
+    for t0 in (0.0, -1.0, "100"):
+        with pytest.raises(ValueError, match="'theta_t0' parameter .* in the range \\(0.0, inf\\)"):
+            CompactNonlinearMap(4, theta_schedule="decay", theta_t0=t0).fit(X, y)
     with pytest.raises(ValueError, match="structure"):
         CompactNonlinearMap(4, structure="toeplitz").fit(X, y)
     with pytest.raises(ValueError, match="rows but y has 3; pass one target per row of X"):

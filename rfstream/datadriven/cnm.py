@@ -78,7 +78,9 @@ class CompactNonlinearMap(ClassifierMixin, FeatureMap):
 
     * ``theta_step``: a constant step for ``Theta`` instead of Algorithm 2's
       Pegasos step ``1/(lambda t)``, which for a small ``lambda`` moves the
-      phases by many periods;
+      phases by many periods; ``theta_schedule="decay"`` keeps the paper's
+      ``1/t`` decay but as ``theta_step / (1 + t / theta_t0)``, ``t`` counted
+      over Theta-steps only (``theta_step`` for ``1/lambda``, shifted by ``t0``);
     * ``average=True``: the ``w`` used by the Theta-step, for scoring and as
       ``coef_`` is the mean of the ``T1`` Pegasos iterates of the last w-step;
     * ``multiclass``: with more than two classes, the multi-class hinge of
@@ -128,6 +130,10 @@ class CompactNonlinearMap(ClassifierMixin, FeatureMap):
         random map (random Fourier features trained with Pegasos).  None: 0.2
         for ``objective="classification"``, 2.0 for ``objective="kernel"``
         (whose gradient, eq. 11, is an average over pairs and much smaller).
+    theta_schedule : {"constant", "decay"}, default="constant"
+        Step of the ``t``-th Theta-step: ``theta_step``, or ``theta_step / (1 + t / theta_t0)``.
+    theta_t0 : float, default=100.0
+        ``t0`` of ``theta_schedule="decay"``, in Theta-steps.
     early_stopping : bool, default=True
         Hold out ``validation_fraction`` of the rows (at most
         :data:`MAX_VALIDATION_ROWS`), score every candidate ``(Theta, b, w)``
@@ -207,6 +213,8 @@ class CompactNonlinearMap(ClassifierMixin, FeatureMap):
         "n_steps_theta": [Interval(Integral, 0, None, closed="left")],
         "batch_size": [Interval(Integral, 1, None, closed="left")],
         "theta_step": [Interval(Real, 0, None, closed="left"), None],
+        "theta_schedule": [StrOptions({"constant", "decay"})],
+        "theta_t0": [Interval(Real, 0, None, closed="neither")],
         "early_stopping": ["boolean"],
         "validation_fraction": [Interval(Real, 0, 1, closed="neither")],
         "n_iter_no_change": [Interval(Integral, 1, None, closed="left")],
@@ -219,22 +227,15 @@ class CompactNonlinearMap(ClassifierMixin, FeatureMap):
 
     def __init__(self, n_components=32, *, objective="classification", structure="dense",
                  kernel="gaussian", gamma="auto", alpha=1e-4, multiclass="crammer-singer", max_iter=200,
-                 n_steps_w=100,
-                 n_steps_theta=100, batch_size=500, theta_step=None, early_stopping=True,
+                 n_steps_w=100, n_steps_theta=100, batch_size=500, theta_step=None,
+                 theta_schedule="constant", theta_t0=100.0, early_stopping=True,
                  validation_fraction=0.1, n_iter_no_change=30, average=True, random_state=None,
                  dtype="float32"):
-        self.n_components = n_components
-        self.objective = objective
-        self.structure = structure
-        self.kernel = kernel
-        self.gamma = gamma
-        self.alpha = alpha
-        self.multiclass = multiclass
-        self.max_iter = max_iter
-        self.n_steps_w = n_steps_w
-        self.n_steps_theta = n_steps_theta
-        self.batch_size = batch_size
-        self.theta_step = theta_step
+        self.n_components, self.objective, self.structure = n_components, objective, structure
+        self.kernel, self.gamma, self.alpha = kernel, gamma, alpha
+        self.multiclass, self.max_iter = multiclass, max_iter
+        self.n_steps_w, self.n_steps_theta, self.batch_size = n_steps_w, n_steps_theta, batch_size
+        self.theta_step, self.theta_schedule, self.theta_t0 = theta_step, theta_schedule, theta_t0
         self.early_stopping = early_stopping
         self.validation_fraction = validation_fraction
         self.n_iter_no_change = n_iter_no_change

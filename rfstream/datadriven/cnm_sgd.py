@@ -25,12 +25,24 @@ from ..solvers.linear import scores_to_labels
 from ..solvers.losses import crammer_singer, hinge, multinomial
 
 __all__ = ["Iterate", "classification_objective", "features", "gather_rows", "hinge_objective",
-           "kernel_objective", "map_gradient", "train_index"]
+           "kernel_objective", "map_gradient", "theta_step_size", "train_index"]
 
 #: theta_step=None: the constant map step per objective (docs/cnm.md, step sweep)
 DEFAULT_STEP = {"classification": 0.2, "kernel": 2.0}
 #: held-out rows whose pairs give the validation kernel MSE (objective="kernel")
 KERNEL_VALIDATION_ROWS = 1000
+
+
+def theta_step_size(c, t, schedule="constant", t0=100.0):
+    """Step of the ``t``-th Theta-step (``t = 0, 1, ...``, counted over Theta-steps only).
+
+    ``"constant"``: ``c``.  ``"decay"``: ``c / (1 + t / t0)``, the ``1/t`` decay of
+    Algorithm 2's Pegasos step ``1/(lambda t)`` (Yu et al. 2015, Algorithms 2-3)
+    with ``c`` in place of ``1/lambda`` and shifted by ``t0`` so that the first
+    steps are ``c`` and not ``1/lambda`` (which moves the phases by many periods
+    for a small ``lambda``).
+    """
+    return c if schedule == "constant" else c / (1.0 + t / t0)
 
 
 # ------------------------------------------------------------ the map and its gradient
@@ -141,6 +153,8 @@ class Iterate:
         self.k = est.n_components
         self.alpha = float(est.alpha)
         self.step = float(est.theta_step if est.theta_step is not None else DEFAULT_STEP[est.objective])
+        self.schedule, self.t0, self.t_theta = est.theta_schedule, float(est.theta_t0), 0
+        self.steps = []  # the step of every Theta-step taken, in order
         self.kernel, self.gamma = est.kernel, est.gamma_
         K = 0
         if est.objective == "classification":
@@ -191,8 +205,11 @@ class Iterate:
             else:
                 _, dZ, u = classification_objective(x, Y[b], self.params, self.k, self.w,
                                                     self.b, self.multiclass)
+            eta = theta_step_size(self.step, self.t_theta, self.schedule, self.t0)
+            self.steps.append(eta)
+            self.t_theta += 1
             for key, g in map_gradient(x, self.params, self.k, u, dZ).items():
-                self.params[key] -= self.step * g
+                self.params[key] -= eta * g
 
     def score(self, x, y, est):
         """Held-out accuracy, or minus the kernel MSE over pairs (higher is better)."""
