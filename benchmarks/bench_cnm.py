@@ -51,8 +51,10 @@ def load(name):
 
     from rfstream import Standardizer
     from rfstream.datasets import train_test
+    from rfstream.datasets.registry import get
 
-    Xtr, Xte, ytr, yte = train_test(name, CACHE, rows_per_chunk=4096, test_size=0.25)
+    split = {} if get(name).test else {"test_size": 0.25}  # ijcnn1 ships its test file
+    Xtr, Xte, ytr, yte = train_test(name, CACHE, rows_per_chunk=4096, **split)
     st = Standardizer().fit(Xtr)
     Xtr, Xte = st.transform(Xtr).compute(), st.transform(Xte).compute()
     ytr, yte = ytr.compute(), yte.compute()
@@ -540,6 +542,33 @@ def tables(args=None):
                   f"{r['dense']['param_bytes']:,} | {r['circulant']['param_bytes']:,} |")
 
 
+def schedule(args):
+    """Theta-step schedules: test error of the constant step and of c / (1 + t / t0)."""
+    from rfstream import CompactNonlinearMap
+
+    res = {"k": args.k, "max_iter": args.max_iter, "train_rows": args.train_rows, "runs": []}
+    settings = [("constant", None, None)] + [("decay", c, t0) for c, t0 in
+                                              zip(args.c, args.t0, strict=True)]
+    for name in args.datasets:
+        Xtr, Xte, ytr, yte, _ = load(name)
+        if args.train_rows and Xtr.shape[0] > args.train_rows:  # a fixed subsample, seed 0
+            keep = np.sort(np.random.default_rng(0).choice(Xtr.shape[0], args.train_rows, replace=False))
+            Xtr, ytr = Xtr[keep], ytr[keep]
+        for sched, c, t0 in settings:
+            for seed in args.seed_list:
+                kw = {} if sched == "constant" else {"theta_schedule": "decay", "theta_step": c,
+                                                     "theta_t0": t0}
+                t_start = time.perf_counter()
+                cnm = CompactNonlinearMap(args.k, max_iter=args.max_iter, random_state=seed, **kw)
+                err = 1.0 - float(cnm.fit(Xtr, ytr).score(Xte, yte))
+                run = {"dataset": name, "schedule": sched, "c": c, "t0": t0, "seed": seed,
+                       "error": err, "fit_seconds": time.perf_counter() - t_start,
+                       "best_iter": cnm.best_iter_}
+                res["runs"].append(run)
+                print(run, flush=True)
+                _write(args.out, res)
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="cmd", required=True)
@@ -586,6 +615,16 @@ def main(argv=None):
     p.add_argument("--rows", type=int, default=2000)
     p.add_argument("--repeats", type=int, default=7)
     p.set_defaults(fn=speed)
+    p = sub.add_parser("schedule")
+    p.add_argument("--datasets", nargs="+", default=["letter", "magic_gamma", "ijcnn1"])
+    p.add_argument("--seed-list", type=int, nargs="+", default=[0, 1, 2])
+    p.add_argument("--k", type=int, default=32)
+    p.add_argument("--max-iter", type=int, default=200)
+    p.add_argument("--train-rows", type=int, default=0, help="subsample the training set (0: all)")
+    p.add_argument("--c", type=float, nargs="*", default=[0.2, 0.5, 1.0])
+    p.add_argument("--t0", type=float, nargs="*", default=[2000.0, 1000.0, 500.0])
+    p.add_argument("--out", default="schedule.json", help="file name under docs/cnm")
+    p.set_defaults(fn=schedule)
     p = sub.add_parser("plot")
     p.set_defaults(fn=plot)
     p = sub.add_parser("tables")
