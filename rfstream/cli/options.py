@@ -128,8 +128,11 @@ FIT_OPTIONS = (
            "kernel", choices=("classification", "kernel")),
     Option("structure", "--structure", "cnm: dense projection or circulant r learned by FFT gradients",
            choices=("dense", "circulant")),
-    Option("theta_step", "--theta-step", "cnm: constant SGD step of the map", type=float,
-           default_note="0.2; 2.0 for --objective kernel"),
+    Option("theta_step", "--theta-step", "cnm: SGD step of the map (the first one with "
+           "--theta-schedule decay)", type=float, default_note="0.2; 2.0 for --objective kernel"),
+    Option("theta_schedule", "--theta-schedule", "cnm: a constant map step, or decay: "
+           "theta_step / (1 + t / theta_t0), t counted in map steps", choices=("constant", "decay")),
+    Option("theta_t0", "--theta-t0", "cnm: t0 of --theta-schedule decay", type=float),
     Option("multiclass", "--multiclass", "cnm, more than two classes: multi-class hinge, one-vs-rest "
            "hinge or softmax loss", choices=("crammer-singer", "ovr", "multinomial")),
     Option("alpha", "--alpha", "regularization: ridge, a value or a comma-separated list (K-fold CV "
