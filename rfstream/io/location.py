@@ -88,10 +88,6 @@ class Location:
         url = "/".join([self.url.rstrip("/"), *names])
         return Location(self.fs, path, url, self.storage_options)
 
-    def sibling(self, name: str) -> Location:
-        parent, url_parent = self.path.rstrip("/").rsplit("/", 1)[0], self.url.rstrip("/").rsplit("/", 1)[0]
-        return Location(self.fs, f"{parent}/{name}", f"{url_parent}/{name}", self.storage_options)
-
     # ------------------------------------------------------------ queries
     def exists(self) -> bool:
         with storage_errors(self, "cannot be read"):

@@ -18,8 +18,11 @@ written; everything else under ``DST`` is deleted after it.
 from __future__ import annotations
 
 import json
+import os
 import secrets
+import shutil
 from contextlib import contextmanager
+from pathlib import Path
 
 from .location import Location, as_location, storage_errors
 
@@ -99,10 +102,6 @@ def staging(dst, overwrite: bool, marker: str = "zarr.json"):
 
 @contextmanager
 def _local_staging(dst: Location, overwrite: bool, marker: str):
-    import os
-    import shutil
-    from pathlib import Path
-
     path = Path(dst.path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tmp-{secrets.token_hex(4)}")
