@@ -94,6 +94,23 @@ def _current_client():
         return None
 
 
+def worker_memory():
+    """``(bytes, threads)``: the smallest memory limit of a worker of the current client
+    and its threads, or, with no client (dask's threads), 80% of this machine's memory
+    and its cores."""
+    local = dask.config.get("scheduler", None) in LOCAL_SCHEDULERS
+    client = None if local else _current_client()
+    if client is not None:
+        workers = client.scheduler_info().get("workers", {}).values()
+        limits = [(w.get("memory_limit") or 0, w.get("nthreads") or 1) for w in workers]
+        limits = [(m, t) for m, t in limits if m > 0]
+        if limits:
+            return min(limits)
+    import psutil
+
+    return int(0.8 * psutil.virtual_memory().total), os.cpu_count() or 1
+
+
 def compute(*collections):
     """Compute dask collections (numpy values pass through), with progress.
 

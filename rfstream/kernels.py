@@ -156,6 +156,21 @@ def sample_frequencies(kernel, gamma, size, rng) -> np.ndarray:
     return rng.laplace(0.0, np.sqrt(gamma), size=size)
 
 
+#: How a frequency scales with gamma: ``w(gamma) = gamma**exponent * w(1)`` (the laws
+#: above are scale families: standard deviation sqrt(2 gamma), scale gamma, scale sqrt(gamma)).
+FREQUENCY_SCALE_EXPONENT = {"gaussian": 0.5, "laplacian": 1.0, "cauchy": 0.5}
+
+
+def frequency_scale(kernel, gamma) -> float:
+    """The factor that turns frequencies drawn for ``gamma = 1`` into frequencies of ``gamma``.
+
+    Every sampler of :mod:`rfstream.samplers` draws from a scale family, so
+    ``frequency_scale(kernel, g) * W(1)`` has exactly the law of ``W(g)``: the
+    bandwidth grid of :mod:`rfstream.features.grid` draws once and scales.
+    """
+    return float(check_gamma(gamma) ** FREQUENCY_SCALE_EXPONENT[check_kernel(kernel)])
+
+
 def frequency_ppf(kernel, gamma, u) -> np.ndarray:
     """Inverse CDF of the per-coordinate frequency law, for ``u`` in (0, 1).
 

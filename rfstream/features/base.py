@@ -63,6 +63,14 @@ from .._validation import check_X
 from ..kernels import KERNELS, auto_gamma
 from ..random import check_seed
 from .fused import attach_source
+from .grid import (
+    GridSource,
+    attach_grid,
+    gamma_items,
+    item_label,
+    needs_auto,
+    resolve_items,
+)
 
 _DTYPES = ("float32", "float64")
 
@@ -71,8 +79,10 @@ _DTYPES = ("float32", "float64")
 KERNEL_PARAMETERS = {
     "n_components": [Interval(Integral, 1, None, closed="left")],
     "kernel": [StrOptions(set(KERNELS))],
-    "gamma": [Interval(Real, 0, None, closed="neither"), StrOptions({"auto"})],
+    "gamma": [Interval(Real, 0, None, closed="neither"), str, "array-like"],
 }
+#: what the ``gamma`` of a map that takes one may be (checked by ``_validate_params``)
+GAMMA_CONSTRAINT = KERNEL_PARAMETERS["gamma"]
 
 
 class FeatureMap(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
@@ -152,10 +162,51 @@ class FeatureMap(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimato
         self._check_params(n_features)
         seed = check_seed(self.random_state)
         rng = np.random.default_rng(seed)
+        grid = None
         if "gamma" in self._parameter_constraints:
-            self.gamma_ = self._resolve_gamma(X, rng)
+            grid = self._resolve_grid(X, rng)
+            self.gamma_ = self._resolve_gamma(X, rng) if grid is None else float(grid[0])
         self._draw(rng, n_features)
         self._fit_data(X, y, seed)
+        if grid is not None:
+            self.gamma_grid_ = grid
+            self._grid_maps = [self._at_gamma(g) for g in grid]
+        elif hasattr(self, "_grid_maps"):  # refit with one gamma
+            del self._grid_maps
+        return self
+
+    def _validate_params(self):
+        """scikit-learn's parameter checks, then ``gamma``'s items
+        (:func:`rfstream.features.grid.gamma_items`): a grid only on a map that can
+        scale its draw (``_at_gamma``)."""
+        super()._validate_params()
+        if self._parameter_constraints.get("gamma") is not GAMMA_CONSTRAINT:
+            return  # a map with its own gamma options (CNM's "paper") takes no grid
+        _, is_grid = gamma_items(self.gamma)
+        if is_grid and not hasattr(self, "_at_gamma"):
+            raise ValueError(
+                f"{type(self).__name__} takes one gamma, not a grid (gamma={self.gamma!r}); a gamma "
+                "grid is searched in one pass by rff and binning features with the ridge solver. "
+                "Fit once per gamma, or use one of those."
+            )
+
+    def _resolve_grid(self, X, rng):
+        """The gammas of a grid ``gamma`` (``"auto"`` computed once), or None for one gamma."""
+        items, is_grid = gamma_items(self.gamma)
+        if not is_grid:
+            return None
+        auto = self._auto_gamma(X, rng, items)
+        self._grid_labels = tuple(item_label(item) for item in items)
+        return resolve_items(items, auto)
+
+    def select_gamma(self, index):
+        """Make a map fitted with a gamma grid the ordinary map of ``gamma_grid_[index]``
+        (the ridge solver calls this with its choice); returns ``self``."""
+        chosen = self._grid_maps[int(index)]
+        for key, value in vars(chosen).items():
+            if key.endswith("_") and not key.startswith("_"):
+                setattr(self, key, value)
+        del self._grid_maps
         return self
 
     def _labels_for_fit(self, y):
@@ -221,6 +272,8 @@ class FeatureMap(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimato
         """
         check_is_fitted(self)
         X = self._check_input(X, reset=False)
+        if getattr(self, "_grid_maps", None) is not None:
+            return self._grid_transform(X)
         if not isinstance(X, da.Array):
             return self._block(X)
         dtype = self._output_dtype()
@@ -237,6 +290,24 @@ class FeatureMap(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimato
         if not self._sparse_output:  # passes over Z make the features in their tasks
             attach_source(Z, self._block_into, X)
         return Z
+
+    def _grid_transform(self, X):
+        """The stacked features of every gamma of the grid, lazy, with a :class:`GridSource`
+        (:mod:`rfstream.features.grid`); numpy input is wrapped as a dask array."""
+        if not isinstance(X, da.Array):
+            X = da.from_array(X, chunks=(65536, -1), asarray=not sp.issparse(X))
+        maps = self._grid_maps
+        width = sum(m._n_features_out for m in maps)
+        dtype = self._output_dtype()
+        fmt = sp.csr_matrix if self._sparse_output else None
+        Z = X.map_blocks(_stacked_block, blocks=tuple(m._block for m in maps), stack=fmt, dtype=dtype,
+                         chunks=(X.chunks[0], (width,)),
+                         meta=(sp.csr_matrix((0, width), dtype=dtype) if fmt else np.empty((0, width), dtype)),
+                         name=f"{type(self).__name__.lower()}-grid-{tokenize(self, X)}")
+        labels = getattr(self, "_grid_labels", tuple(f"{g:g}" for g in self.gamma_grid_))
+        source = GridSource(tuple(m._block_into for m in maps), self._sparse_output, X,
+                            self.gamma_grid_.copy(), labels, self.select_gamma)
+        return attach_grid(Z, source)
 
     def _block_into(self, x, out=None):
         """``_block(x)``, written into the buffer ``out`` (rows x n_out) where the map can.
@@ -262,12 +333,22 @@ class FeatureMap(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimato
         return dtype
 
     def _resolve_gamma(self, X, rng) -> float:
-        if isinstance(self.gamma, str):  # "auto"
-            # A child generator: the frequencies drawn from ``rng`` afterwards
-            # are the same whether gamma is "auto" or a float.
-            (child,) = rng.spawn(1)
-            return auto_gamma(X, getattr(self, "kernel", "gaussian"), random_state=child)
-        return float(self.gamma)
+        """One gamma: a float, ``"auto"`` or ``"auto*F"`` (a grid: :meth:`_resolve_grid`)."""
+        items, _ = gamma_items(self.gamma)
+        return float(resolve_items(items[:1], self._auto_gamma(X, rng, items))[0])
+
+    def _auto_gamma(self, X, rng, items):
+        """The value of ``"auto"`` when an item needs it, else None.
+
+        It samples rows with a child generator, spawned whatever the items: what
+        is drawn from ``rng`` afterwards (a Sobol engine seeded from it too) is the
+        same for a number, ``"auto"`` or a grid, so a grid's map of each gamma is
+        the map fitted with that gamma alone.
+        """
+        (child,) = rng.spawn(1)
+        if not needs_auto(items):
+            return None
+        return auto_gamma(X, getattr(self, "kernel", "gaussian"), random_state=child)
 
     def _check_input(self, X, *, reset):
         """numpy/sparse/pandas -> ``validate_data``; dask array or DataFrame -> a dask array
@@ -289,6 +370,12 @@ class FeatureMap(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimato
         except ValueError:
             tags.transformer_tags.preserves_dtype = []
         return tags
+
+
+def _stacked_block(x, blocks, stack=None):
+    """The features of every gamma's map side by side (CSR when ``stack`` is given)."""
+    parts = [block(x) for block in blocks]
+    return sp.hstack(parts, format="csr") if stack is not None else np.hstack(parts)
 
 
 class KernelFeatureMap(FeatureMap):

@@ -23,16 +23,18 @@ inner product (the features are otherwise unbiased).
 """
 from __future__ import annotations
 
+import copy
 import math
 from numbers import Integral, Real
 
 import numpy as np
 import scipy.sparse as sp
-from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils._param_validation import Interval
 
 from ..kernels import auto_gamma
-from .base import FeatureMap
+from .base import GAMMA_CONSTRAINT, FeatureMap
 from .fourier import FOURIER_PARAMETERS, RandomFourierFeatures
+from .grid import gamma_items, needs_auto, resolve_items
 
 _MIX1 = np.uint64(0xBF58476D1CE4E5B9)
 _MIX2 = np.uint64(0x94D049BB133111EB)
@@ -137,7 +139,7 @@ class RandomBinningFeatures(FeatureMap):
         **FeatureMap._parameter_constraints,
         "n_grids": [Interval(Integral, 1, None, closed="left")],
         "n_bins": [Interval(Integral, 1, 2**31 - 1, closed="both")],
-        "gamma": [Interval(Real, 0, None, closed="neither"), StrOptions({"auto"})],
+        "gamma": GAMMA_CONSTRAINT,
     }
     #: The kernel is fixed (read by ``gamma="auto"``); not a parameter.
     kernel = "laplacian"
@@ -158,12 +160,26 @@ class RandomBinningFeatures(FeatureMap):
             )
 
     def _draw(self, rng, n_features):
+        """Pitches and shifts drawn for ``gamma = 1`` (kept) and scaled by ``1 / gamma_``:
+        one draw serves every gamma of a grid (:meth:`_at_gamma`)."""
         shape = (self.n_grids, n_features)
-        self.pitches_ = rng.gamma(2.0, 1.0 / self.gamma_, size=shape)
-        self.offsets_ = rng.uniform(0.0, 1.0, size=shape) * self.pitches_
+        self._unit_pitches = rng.gamma(2.0, 1.0, size=shape)
+        self._unit_shifts = rng.uniform(0.0, 1.0, size=shape)
+        self.pitches_, self.offsets_ = self._scaled_grids(self.gamma_)
         ints = rng.integers(0, 2**63, size=(self.n_grids, n_features + 1), dtype=np.uint64)
         self.hash_multipliers_ = (ints[:, :-1] << np.uint64(1)) | np.uint64(1)  # odd
         self.hash_salts_ = ints[:, -1].copy()
+
+    def _scaled_grids(self, gamma):
+        pitches = (1.0 / gamma) * self._unit_pitches  # = rng.gamma(2, 1 / gamma), bit for bit
+        return pitches, self._unit_shifts * pitches
+
+    def _at_gamma(self, gamma):
+        """A copy of this fitted map with bandwidth ``gamma``: the same draw, scaled."""
+        twin = copy.copy(self)
+        twin.gamma_ = float(gamma)
+        twin.pitches_, twin.offsets_ = self._scaled_grids(gamma)
+        return twin
 
     @property
     def _n_features_out(self):
@@ -285,11 +301,12 @@ class FourierBinningFeatures(FeatureMap):
 
     def _resolve_gamma(self, X, rng):
         gamma = super()._resolve_gamma(X, rng)
-        if isinstance(self.gamma, str):
+        items, _ = gamma_items(self.gamma)
+        auto = None
+        if needs_auto(items):
             (child,) = rng.spawn(1)
-            self.binning_gamma_ = auto_gamma(X, "laplacian", random_state=child)
-        else:
-            self.binning_gamma_ = float(self.gamma)
+            auto = auto_gamma(X, "laplacian", random_state=child)
+        self.binning_gamma_ = float(resolve_items(items[:1], auto)[0])
         return gamma
 
     def _check_params(self, n_features):

@@ -1,12 +1,14 @@
 """Random Fourier features (Rahimi & Recht 2007)."""
 from __future__ import annotations
 
+import copy
 import math
 
 import numpy as np
 import scipy.sparse as sp
 from sklearn.utils._param_validation import StrOptions
 
+from ..kernels import frequency_scale
 from ..samplers import SAMPLERS, check_sampler, sample_weights
 from .base import KERNEL_PARAMETERS, FeatureMap
 
@@ -136,14 +138,26 @@ class RandomFourierFeatures(FeatureMap):
         check_sampler(self.sampler, self.kernel)
 
     def _draw(self, rng, n_features):
+        """Frequencies drawn for ``gamma = 1`` (float64, kept as ``_unit_weights``) and
+        scaled to ``gamma_`` (:func:`rfstream.kernels.frequency_scale`): one draw serves
+        every gamma of a grid (:meth:`_at_gamma`)."""
         dtype = self._output_dtype()
         m = self.n_components if self.variant == "cos" else self.n_components // 2
-        W = sample_weights(self.sampler, self.kernel, self.gamma_, n_features, m, rng)
-        self.random_weights_ = W.astype(dtype)
+        self._unit_weights = sample_weights(self.sampler, self.kernel, 1.0, n_features, m, rng)
+        self.random_weights_ = self._scaled_weights(self.gamma_)
         if self.variant == "cos":
             self.random_offset_ = rng.uniform(0.0, 2.0 * np.pi, size=m).astype(dtype)
         elif hasattr(self, "random_offset_"):  # refit with the other variant
             del self.random_offset_
+
+    def _scaled_weights(self, gamma):
+        return (frequency_scale(self.kernel, gamma) * self._unit_weights).astype(self._output_dtype())
+
+    def _at_gamma(self, gamma):
+        """A copy of this fitted map with bandwidth ``gamma``: the same draw, scaled."""
+        twin = copy.copy(self)
+        twin.gamma_, twin.random_weights_ = float(gamma), self._scaled_weights(gamma)
+        return twin
 
     @property
     def _n_features_out(self):

@@ -29,15 +29,15 @@ sum c_i [wrong] / sum c_i, as scikit-learn's ``accuracy_score(...,
 sample_weight=c)``; balanced error and AUC likewise (``balanced_accuracy_score``,
 ``roc_auc_score`` with ``sample_weight``).
 
-Extending the candidates.  Nothing here depends on the candidates being
-alphas: a candidate is a column block of ``W``.  A gamma grid adds candidates
-whose features differ: give the pass one ``(features, W, b)`` group per gamma
-(the features of gamma g made in the task from the same rows by the base map
-scaled to g), and the layout one candidate axis over all groups; the counts and
-the table (:func:`cv_table`) stay as they are, with a "gamma" column.  An exact
-leave-one-out score is one more group whose weights are the per-row
+The candidates.  Nothing here depends on the candidates being alphas: a
+candidate is a column block of ``W``.  A gamma grid gives the pass one group
+per gamma (:mod:`rfstream.solvers.grid_pass`): each task makes the features of
+gamma g from its rows and scores them with that gamma's ``(W, b)``, the counts
+of the groups end to end; :func:`cv_table` lists every (gamma, alpha).  So a
+grid of G gammas and A alphas costs two passes in all.  An exact leave-one-out
+score fits the same pass: one more group whose weights are the per-row
 downdates of the full model (``h_ii`` from the D x D inverse Gram held on the
-client): the same one pass.
+client).
 """
 from __future__ import annotations
 
@@ -51,10 +51,10 @@ from ..features.fused import (
     even_sub_blocks,
     feature_sub_blocks,
     fused_buffer,
-    fused_rows,
 )
 from ..reductions import Layout, sum_rows
 from .folds import row_folds
+from .grid_pass import group_chunk
 from .targets import encode_classes
 from .weights import row_weights
 
@@ -141,23 +141,28 @@ def _add_counts(parts, dec, folds, codes, c, scoring):
                                                  minlength=K * CV_AUC_BINS).reshape(K, CV_AUC_BINS)
 
 
-def score_pass(Z, y, W, b, *, scoring, classes, cv, weights, seed):
-    """``(counts, layout)``: the packed counts of the scoring pass over ``Z``, lazy for
-    dask (to compute) and numpy otherwise, and their layout.
+def score_pass(groups, y, W, b, *, scoring, classes, cv, weights, seed):
+    """``(counts, layout)``: the packed counts of the scoring pass, lazy for dask (to
+    compute) and numpy otherwise, and the layout of one group's counts.
 
-    ``cv`` is :func:`rfstream.solvers.folds.check_cv`'s ``(n_folds, scored, folds)``
-    and ``weights`` ``(sample_weight, weight_args)``, both as the Gram pass had them;
-    ``layout.unpack`` the computed counts for :func:`fold_scores`.
+    ``groups`` is :func:`rfstream.solvers.grid_pass.feature_groups` of the features
+    (one group, or one per gamma of a grid), ``W`` and ``b`` lists of each group's
+    weights (K, D, A x T) and (K, A x T); ``cv`` is
+    :func:`rfstream.solvers.folds.check_cv`'s ``(n_folds, scored, folds)`` and
+    ``weights`` ``(sample_weight, weight_args)``, both as the Gram pass had them.
+    The counts of group g are ``counts[g * layout.size:(g + 1) * layout.size]``:
+    ``layout.unpack`` them for :func:`fold_scores`.
     """
     n_folds, scored, folds = cv
     n_targets = len(classes) if len(classes) > 2 else 1
-    layout = score_layout(scored, W.shape[2] // n_targets, len(classes), scoring)
-    features, rows = fused_rows(Z)
+    layout = score_layout(scored, W[0].shape[2] // n_targets, len(classes), scoring)
     w, weight_args = weights
-    chunk = partial(score_chunk, W=W, b=b, n_folds=n_folds, seed=seed, classes=classes,
-                    layout=layout, scoring=scoring, features=features, feature_dtype=Z.dtype,
-                    weighted=w is not None, given_folds=folds is not None, weight_args=weight_args)
-    return sum_rows(chunk, layout.size, rows, y, w, folds), layout
+    chunk = partial(group_chunk, chunk=score_chunk, blocks=groups.blocks,
+                    group_kwargs=[{"W": Wg, "b": bg} for Wg, bg in zip(W, b)],
+                    n_folds=n_folds, seed=seed, classes=classes, layout=layout, scoring=scoring,
+                    feature_dtype=groups.dtype, weighted=w is not None, given_folds=folds is not None,
+                    weight_args=weight_args)
+    return sum_rows(chunk, groups.n_groups * layout.size, groups.rows, y, w, folds), layout
 
 
 def fold_scores(parts, scoring):
@@ -179,10 +184,12 @@ def fold_scores(parts, scoring):
         return auc, 0.5 * np.sum(pos * neg, axis=2) / pairs
 
 
-def cv_table(alphas, scores, fold_weight, scoring, bound=None):
+def cv_table(alphas, scores, fold_weight, scoring, bound=None, gammas=None):
     """``cv_results_``: the candidates, mean and std of the score over the folds, and
-    the per-fold scores (A, K).
+    the per-fold scores (candidates, K).
 
+    Candidates are the alphas, or with a gamma grid every (gamma, alpha), gamma by
+    gamma: ``scores`` (K, G x A) and columns "gamma" and "alpha" of G x A entries.
     The mean of "squared_error" and "error_rate" weights each fold by its (weighted)
     rows: the score of all held-out predictions together (``cv_mse_`` for
     "squared_error"); "balanced_error" and "roc_auc" average the folds' scores.
@@ -195,8 +202,12 @@ def cv_table(alphas, scores, fold_weight, scoring, bound=None):
         mean = fold_weight[valid] @ s / fold_weight[valid].sum()
     else:
         mean = np.mean(s, axis=0)
-    table = {"alpha": np.asarray(alphas, dtype=np.float64), "scoring": scoring, "mean_score": mean,
+    alphas = np.asarray(alphas, dtype=np.float64)
+    table = {"alpha": alphas, "scoring": scoring, "mean_score": mean,
              "std_score": np.std(s, axis=0), "fold_scores": scores.T.copy()}
+    if gammas is not None:
+        gammas = np.asarray(gammas, dtype=np.float64)
+        table = {"gamma": np.repeat(gammas, alphas.size), **table, "alpha": np.tile(alphas, gammas.size)}
     if bound is not None:
         table["auc_error_bound"] = bound.T.copy()
     return table

@@ -46,21 +46,15 @@ from sklearn.utils._param_validation import Interval, StrOptions
 
 from .._validation import check_X_y
 from ..cluster import compute
-from ..features.fused import fused_rows
 from ..random import check_seed
 from ..reductions import sum_rows
 from .cg import ridge_cg
-from .cv_scores import (
-    CLASSIFIER_SCORINGS,
-    REGRESSOR_SCORINGS,
-    best_candidate,
-    cv_table,
-    fold_scores,
-    score_pass,
-)
+from .cv_scores import CLASSIFIER_SCORINGS, REGRESSOR_SCORINGS
 from .folds import check_cv
 from .gram import gram_chunk, gram_layout
+from .grid_pass import check_grid_memory, feature_groups, group_chunk
 from .linear import LinearClassifierMixin, LinearPredictMixin
+from .ridge_cv import grid_cross_validate, normal_equations, solve, warn_on_edge
 from .targets import (
     check_targets,
     class_weights,
@@ -85,33 +79,19 @@ def _check_alpha(alpha):
     return alphas
 
 
-def _normal_equations(stats, fit_intercept):
-    """(G, C, mu, nu): Z'Z and Z'Y, centred on the row means mu, nu if fitting an intercept."""
-    if not fit_intercept:
-        return stats["G"], stats["C"], np.zeros(stats["G"].shape[0]), np.zeros(stats["C"].shape[1])
-    n = max(stats["n"], 1.0)
-    mu, nu = stats["s"] / n, stats["t"] / n
-    G = stats["G"] - n * np.outer(mu, mu)
-    C = stats["C"] - n * np.outer(mu, nu)
-    return G, C, mu, nu
-
-
-def _solve(G, C, alpha):
-    """(G + alpha I)^-1 C by Cholesky, falling back to least squares if singular."""
-    A = G + alpha * np.eye(G.shape[0])
-    try:
-        return scipy.linalg.solve(A, C, assume_a="pos")
-    except (np.linalg.LinAlgError, scipy.linalg.LinAlgError):
-        return scipy.linalg.lstsq(A, C, cond=None)[0]
-
-
-def _held_out_sse(W, mu, nu, fold):
-    """Squared error on one fold of the predictions (z - mu) W + nu, from its partials."""
-    n, s, t = fold["n"], fold["s"], fold["t"]
-    AA = fold["G"] - np.outer(s, mu) - np.outer(mu, s) + n * np.outer(mu, mu)
-    AB = fold["C"] - np.outer(s, nu) - np.outer(mu, t) + n * np.outer(mu, nu)
-    BB = np.trace(fold["B"]) - 2 * t @ nu + n * nu @ nu
-    return BB - 2 * np.sum(W * AB) + np.sum(W * (AA @ W))
+def _check_totals(totals):
+    """Refuse a Gram pass that saw no rows, non-finite values or only zero weights."""
+    for total in totals:
+        if total["m"] == 0:
+            raise ValueError("cannot fit on 0 rows: X is empty.")
+        if not all(np.isfinite(v).all() for v in total.values()):
+            raise ValueError(
+                "X, y or sample_weight contains NaN or infinity (the Gram reduction is not "
+                "finite); remove or impute them before fitting."
+            )
+        if total["n"] <= 0:
+            raise ValueError("every row has weight zero (sample_weight times class_weight): nothing "
+                             "to fit; give some rows a weight > 0.")
 
 
 class _BaseStreamingRidge(LinearPredictMixin, BaseEstimator):
@@ -138,39 +118,44 @@ class _BaseStreamingRidge(LinearPredictMixin, BaseEstimator):
         self.scoring = scoring
 
     # -- the pass -----------------------------------------------------------
-    def _statistics(self, Z, y, target_fn, n_targets, n_folds, weights, folds):
-        layout = gram_layout(Z.shape[1], n_targets, n_folds)
-        # Z = feature_map.transform(X): reduce over X with the features computed
-        # in sub-blocks inside the task (the same features, less memory traffic)
-        features, rows = fused_rows(Z)
+    def _statistics(self, groups, n_features, y, target_fn, n_targets, n_folds, weights, folds):
+        """The partials of the Gram pass, one dict per feature group (one per gamma of a
+        grid, :mod:`rfstream.solvers.grid_pass`), each with the fold axis first."""
+        layout = gram_layout(n_features, n_targets, n_folds)
         w, weight_args = weights
         chunk = partial(
-            gram_chunk,
+            group_chunk,
+            chunk=gram_chunk,
+            blocks=groups.blocks,
             n_folds=n_folds,
             seed=check_seed(self.random_state),
             target_fn=target_fn,
             layout=layout,
-            features=features,
-            feature_dtype=Z.dtype,
+            feature_dtype=groups.dtype,
             weighted=w is not None,
             given_folds=folds is not None,
             weight_args=weight_args,
         )
-        vec = compute(sum_rows(chunk, layout.size, rows, y, w, folds))
-        return {k: v.copy() for k, v in layout.unpack(vec).items()}
+        vec = compute(sum_rows(chunk, groups.n_groups * layout.size, groups.rows, y, w, folds))
+        return [{k: v.copy() for k, v in layout.unpack(part).items()}
+                for part in np.split(vec, groups.n_groups)]
 
     def _fit_targets(self, Z, y, target_fn, n_targets, sample_weight=None, weight_args=None):
         """(W, b) of the weighted ridge problem (module docstring) for the targets
         ``target_fn(y)``; row weights: ``sample_weight`` (checked) times the class
-        weights in ``weight_args`` (``classes``, ``class_weight``)."""
+        weights in ``weight_args`` (``classes``, ``class_weight``).  ``Z`` from a map
+        fitted with a gamma grid: the grid is searched too and the map set to the
+        chosen gamma (:mod:`rfstream.solvers.grid_pass`)."""
         alphas = _check_alpha(self.alpha)
+        groups = feature_groups(Z)
+        n_features = Z.shape[1] // groups.n_groups
         wide_sparse = Z.shape[1] > CG_MIN_FEATURES and scipy.sparse.issparse(getattr(Z, "_meta", Z))
-        if self.solver == "cg" or (self.solver == "auto" and wide_sparse):
-            if alphas.size > 1:
+        if self.solver == "cg" or (self.solver == "auto" and wide_sparse and groups.gammas is None):
+            if alphas.size > 1 or groups.gammas is not None:
                 raise ValueError(
-                    f"solver='cg' takes a single alpha (cross-validation needs the Gram pass); got "
-                    f"alpha={self.alpha!r} for {Z.shape[1]} features. Pass one alpha, or "
-                    "solver='gram' with fewer features."
+                    f"solver='cg' takes a single alpha and gamma (cross-validation needs the Gram "
+                    f"pass); got alpha={self.alpha!r} for {Z.shape[1]} features. Pass one alpha and "
+                    "gamma, or solver='gram' with fewer features."
                 )
             self.alpha_ = float(alphas[0])
             W, b, info = ridge_cg(Z, y, target_fn, n_targets, alpha=self.alpha_,
@@ -179,72 +164,53 @@ class _BaseStreamingRidge(LinearPredictMixin, BaseEstimator):
             self.n_samples_seen_, self.n_iter_ = int(info["m"]), 1 + info["n_iter"]
             return W, b
         n_folds, scored, folds = 1, 1, None
-        if alphas.size > 1:
+        searching = alphas.size > 1 or groups.gammas is not None
+        if searching:
             n_folds, scored, folds = check_cv(self.cv, Z, y)
-        stats = self._statistics(Z, y, target_fn, n_targets, n_folds, (sample_weight, weight_args), folds)
-        total = {k: v.sum(axis=0) for k, v in stats.items()}
-        if total["m"] == 0:
-            raise ValueError("cannot fit on 0 rows: X is empty.")
-        if not all(np.isfinite(v).all() for v in total.values()):
-            raise ValueError(
-                "X, y or sample_weight contains NaN or infinity (the Gram reduction is not "
-                "finite); remove or impute them before fitting."
-            )
-        if total["n"] <= 0:
-            raise ValueError("every row has weight zero (sample_weight times class_weight): nothing "
-                             "to fit; give some rows a weight > 0.")
-        if alphas.size > 1:
-            self._cross_validate(Z, y, stats, total, alphas, (n_folds, scored, folds),
-                                 (sample_weight, weight_args))
+        check_grid_memory(groups.n_groups, n_folds, n_features, n_targets)
+        stats = self._statistics(groups, n_features, y, target_fn, n_targets, n_folds,
+                                 (sample_weight, weight_args), folds)
+        totals = [{k: v.sum(axis=0) for k, v in group.items()} for group in stats]
+        _check_totals(totals)
+        chosen = 0
+        if searching:
+            chosen = self._cross_validate(groups, y, stats, totals, alphas, (n_folds, scored, folds),
+                                          (sample_weight, weight_args))
         else:
             self.alpha_ = float(alphas[0])
-        W, b = self._solve_stats(total, self.alpha_)
-        self.n_samples_seen_, self.n_iter_ = int(total["m"]), 1
+        self.n_features_in_ = n_features  # a grid's stacked Z: one gamma's features from now on
+        W, b = self._solve_stats(totals[chosen], self.alpha_)
+        self.n_samples_seen_, self.n_iter_ = int(totals[0]["m"]), 1 + (self.scoring != "squared_error"
+                                                                       and searching)
         return W, b
 
     def _solve_stats(self, stats, alpha):
-        G, C, mu, nu = _normal_equations(stats, self.fit_intercept)
-        W = _solve(G, C, alpha)
+        G, C, mu, nu = normal_equations(stats, self.fit_intercept)
+        W = solve(G, C, alpha)
         return W, nu - mu @ W
 
-    def _cross_validate(self, Z, y, stats, total, alphas, cv, weights):
-        """``cv_mse_``, ``cv_results_``, ``alpha_`` and ``best_score_``: squared error from
-        the partials, a task metric from one scoring pass (:mod:`.cv_scores`)."""
-        W, b, sse, fold_n = self._path(stats, total, alphas, cv[1])
-        self.alphas_, self.cv_mse_ = alphas, sse.sum(axis=0) / max(fold_n.sum(), 1.0)
-        bound = None
-        if self.scoring == "squared_error":
-            with np.errstate(invalid="ignore", divide="ignore"):
-                scores = sse / fold_n[:, None]
-        else:
-            counts, layout = score_pass(Z, y, W, b, scoring=self.scoring, classes=self.classes_,
-                                        cv=cv, weights=weights, seed=check_seed(self.random_state))
-            scores, bound = fold_scores(layout.unpack(compute(counts)), self.scoring)
-        self.cv_results_ = cv_table(alphas, scores, fold_n, self.scoring, bound)
-        best = best_candidate(self.cv_results_)
-        self.alpha_, self.best_score_ = float(alphas[best]), float(self.cv_results_["mean_score"][best])
-
-    def _path(self, stats, total, alphas, scored):
-        """``(W, b, sse, n)``: the weights (K, D, A x T) and intercepts (K, A x T) of every
-        (scored fold, alpha), their held-out squared errors (K, A) and the folds' weights
-        (K,): one eigh per fold, no data pass (a fold with no weight: zeros)."""
-        D, T = total["C"].shape
-        W_all, b_all = np.zeros((scored, D, alphas.size * T)), np.zeros((scored, alphas.size * T))
-        sse, fold_n = np.zeros((scored, alphas.size)), np.zeros(scored)
-        for k in range(scored):
-            fold = {key: v[k] for key, v in stats.items()}
-            if fold["n"] == 0:
-                continue
-            train = {key: total[key] - fold[key] for key in total}
-            G, C, mu, nu = _normal_equations(train, self.fit_intercept)
-            e, V = scipy.linalg.eigh(G)
-            VC = V.T @ C
-            for i, a in enumerate(alphas):
-                W = V @ (VC / (np.maximum(e, 0) + a)[:, None]) if a > 0 or e.min() > 0 else _solve(G, C, a)
-                sse[k, i] = _held_out_sse(W, mu, nu, fold)
-                W_all[k, :, i * T:(i + 1) * T], b_all[k, i * T:(i + 1) * T] = W, nu - mu @ W
-            fold_n[k] = fold["n"]
-        return W_all, b_all, sse, fold_n
+    def _cross_validate(self, groups, y, stats, totals, alphas, cv, weights):
+        """``cv_mse_``, ``cv_results_``, ``alpha_``, ``best_score_`` (and with a gamma grid
+        ``gammas_``, ``gamma_``, the map set to it); returns the chosen group
+        (:mod:`.ridge_cv`: squared error from the partials, a task metric from one
+        scoring pass)."""
+        table, self.cv_mse_, best = grid_cross_validate(
+            groups, y, stats, totals, alphas, cv, weights, scoring=self.scoring,
+            classes=getattr(self, "classes_", None), fit_intercept=self.fit_intercept,
+            seed=check_seed(self.random_state))
+        self.alphas_, self.cv_results_ = alphas, table
+        chosen, a = divmod(best, alphas.size)
+        self.alpha_, self.best_score_ = float(alphas[a]), float(table["mean_score"][best])
+        warn_on_edge(alphas, a, "alpha")
+        if groups.gammas is not None:
+            self.gammas_, self.gamma_ = groups.gammas, float(groups.gammas[chosen])
+            self.cv_results_["gamma_label"] = [groups.labels[i] for i in range(groups.n_groups)
+                                               for _ in alphas]
+            warn_on_edge(groups.gammas, chosen, "gamma", groups.labels)
+            groups.select(chosen)
+        elif hasattr(self, "gammas_"):  # refit without a grid
+            del self.gammas_, self.gamma_
+        return chosen
 
     # -- shared input handling ------------------------------------------------
     def _check_fit_input(self, X, y, sample_weight=None, **y_checks):

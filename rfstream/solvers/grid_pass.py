@@ -1,0 +1,109 @@
+"""One pass over many feature groups: every gamma of a bandwidth grid from one read of the rows.
+
+A ridge pass (the Gram pass, the scoring pass) is a sum over row blocks of a
+chunk function of the block's features.  For a map fitted with a gamma grid
+(:mod:`rfstream.features.grid`) the features of each gamma come from the same
+input rows, so each task reads its rows once and runs the chunk function once
+per gamma, on the features of that gamma made inside the task (a sub-block at a
+time for dense maps, whole for random binning's CSR blocks); the partials of
+the G groups are laid end to end in one vector and reduced together.  G
+bandwidths cost one read of the data and G feature and Gram computations.
+Without a grid there is one group: the features of ``Z`` as every pass makes
+them (:func:`rfstream.features.fused.fused_rows`).
+
+The Gram pass keeps one D x D partial per fold and gamma in every task's
+output: G x K x D^2 float64.  :func:`check_grid_memory` refuses, before any
+pass, a grid whose partials would not fit a worker.
+"""
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+from ..cluster import worker_memory
+from ..features.fused import fused_rows
+from ..features.grid import grid_source
+from ..reductions import even_rows
+
+
+class FeatureGroups(NamedTuple):
+    """What a pass over ``Z`` reduces over, and how each task makes the features.
+
+    Attributes
+    ----------
+    rows : array
+        The rows the pass reduces over: the input rows for fused features or a
+        grid, else ``Z`` itself.
+    blocks : tuple of (callable or None, bool)
+        Per group, the block function (None: ``rows`` are the features) and
+        whether it is applied to a task's rows whole (CSR output) instead of a
+        sub-block at a time.
+    dtype : numpy dtype of the features
+    gammas : ndarray of shape (G,) or None (no grid)
+    labels : tuple of str (the grid items as given) or None
+    select : callable ``(index)`` that fixes the map's gamma, or None
+    """
+
+    rows: object
+    blocks: tuple
+    dtype: np.dtype
+    gammas: np.ndarray | None = None
+    labels: tuple | None = None
+    select: object = None
+
+    @property
+    def n_groups(self):
+        return len(self.blocks)
+
+
+def feature_groups(Z):
+    """The :class:`FeatureGroups` of a pass over ``Z``: one per gamma of a grid, else one."""
+    grid = grid_source(Z)
+    if grid is None:
+        features, rows = fused_rows(Z)
+        return FeatureGroups(rows, ((features, False),), np.dtype(Z.dtype))
+    blocks = tuple((block, grid.sparse) for block in grid.blocks)
+    return FeatureGroups(even_rows(grid.rows), blocks, np.dtype(Z.dtype), np.asarray(grid.gammas),
+                         tuple(grid.labels), grid.select)
+
+
+def group_chunk(x, *others, offset, chunk, blocks, group_kwargs=None, **kwargs):
+    """The partials of every group of one row block, end to end.
+
+    ``chunk(z, *others, offset=, features=, **kwargs)`` is a pass's chunk function
+    (:func:`rfstream.solvers.gram.gram_chunk`, :func:`rfstream.solvers.cv_scores.score_chunk`);
+    group g runs it with its block function as ``features`` (made a sub-block at a
+    time inside ``chunk``), or on its CSR features made here, plus ``group_kwargs[g]``
+    (the weights of that gamma's models, for scoring).
+    """
+    parts = []
+    for g, (block, whole) in enumerate(blocks):
+        extra = group_kwargs[g] if group_kwargs is not None else {}
+        if whole:
+            parts.append(chunk(block(x), *others, offset=offset, features=None, **kwargs, **extra))
+        else:
+            parts.append(chunk(x, *others, offset=offset, features=block, **kwargs, **extra))
+    return parts[0] if len(parts) == 1 else np.concatenate(parts)
+
+
+def check_grid_memory(n_groups, n_folds, n_features, n_targets, *, what="ridge's Gram pass"):
+    """Refuse a Gram pass whose per-task partials (G x K x D^2 float64) cannot fit a worker.
+
+    A worker holds about ``threads + 2`` such vectors at once (one per running
+    task, plus the two being added in the tree reduction); the refusal names what
+    to lower.  ``worker_memory`` gives the smallest worker's limit and threads.
+    """
+    if n_groups == 1:
+        return
+    G, K, D = n_groups, n_folds, n_features
+    partial = 8 * G * K * (D * D + D * (n_targets + 1) + n_targets * n_targets + 2)
+    limit, threads = worker_memory()
+    need = partial * (threads + 2)
+    if need > limit:
+        raise ValueError(
+            f"the gamma grid needs {G} gammas x {K} folds x D^2 (D={D}) float64 partials: "
+            f"{partial / 2**30:.2f} GiB per task, about {need / 2**30:.1f} GiB per worker with "
+            f"{threads} threads, over its {limit / 2**30:.1f} GiB; lower the number of gammas, cv or "
+            "n_components (or use workers with more memory)."
+        )
