@@ -25,9 +25,12 @@ from . import datadriven as dd
 from . import features as ft
 from . import io
 from . import solvers as sv
+from .datadriven.gamma_loop import fit_gamma_loop
+from .features.grid import gamma_items, item_label
 from .io.zarr_source import lazy_array, open_source
 from .metrics import classification_metrics, regression_metrics
 from .preprocess import Standardizer
+from .solvers.ridge_cv import grid_edge
 
 #: ``--features`` name -> feature map (a class, or a class with some parameters fixed).
 FEATURES = {
@@ -95,12 +98,63 @@ def check_model(model, n_features):
     would raise, raised before the first pass over the data instead of after it.
     """
     steps = [step for _, step in model.steps] if isinstance(model, Pipeline) else [model]
+    if has_gamma_grid(model) and not hasattr(model.named_steps["solver"], "scoring"):
+        raise ValueError(f"a gamma grid (gamma={model.named_steps['features'].gamma!r}) is searched by "
+                         "cross-validation of the ridge solver; use --solver ridge, or give one gamma.")
+    if loops_over_gamma(model):  # fitted once per gamma: check the map with each
+        fmap = model.named_steps["features"]
+        items, _ = gamma_items(fmap.gamma)
+        maps = [clone(fmap).set_params(gamma=item if isinstance(item, float) else item_label(item))
+                for item in items]
+        steps = [step for step in steps if step is not fmap] + maps
     for step in steps:
         if hasattr(step, "_parameter_constraints"):
             step._validate_params()
         if hasattr(step, "_check_params"):
             clone(step)._check_params(int(n_features))
     return model
+
+
+def loops_over_gamma(model):
+    """Whether ``model`` (a Pipeline) has a gamma grid on a map that draws per gamma
+    (:mod:`rfstream.datadriven.gamma_loop`: one fit per gamma) rather than scaling
+    one draw (:mod:`rfstream.features.grid`: one pass for the whole grid)."""
+    return has_gamma_grid(model) and not hasattr(model.named_steps["features"], "_at_gamma")
+
+
+def has_gamma_grid(model):
+    """Whether the feature map of ``model`` (a Pipeline) is given a list of gammas."""
+    fmap = model.named_steps.get("features") if isinstance(model, Pipeline) else None
+    gamma = fmap.get_params().get("gamma") if fmap is not None else None
+    return isinstance(gamma, (list, tuple, np.ndarray)) or (isinstance(gamma, str) and "," in gamma)
+
+
+def selection_summary(model):
+    """What cross-validation chose, for the fit summary and the model's metadata: the
+    chosen ``alpha`` and ``gamma``, the CV table (mean and std of every candidate) and
+    the ``edge`` of a grid the choice sits on (empty without a list of alphas or gammas)."""
+    solver = model.named_steps["solver"] if isinstance(model, Pipeline) else model
+    table = getattr(solver, "cv_results_", None)
+    if table is None:
+        return {}
+    fmap = model.named_steps.get("features") if isinstance(model, Pipeline) else None
+    cv = {key: [float(v) for v in table[key]] for key in ("gamma", "alpha", "mean_score", "std_score")
+          if key in table}
+    if "gamma_label" in table:
+        cv["gamma_label"] = list(table["gamma_label"])
+    summary = {"alpha": float(solver.alpha_), "gamma": getattr(fmap, "gamma_", None),
+               "scoring": table["scoring"], "best_score": float(solver.best_score_), "cv": cv}
+    chosen = {"alpha": solver.alpha_, "gamma": getattr(solver, "gamma_", None)}
+    edges = {}
+    for name in ("gamma", "alpha"):
+        if name in table:
+            values = np.unique(table[name])
+            side = grid_edge(values, int(np.searchsorted(values, chosen[name])))
+            if side is not None:
+                edges[name] = side
+    if edges:
+        summary["edge"] = edges
+    return summary
 
 
 def route_params(features, solver, task, params):
@@ -208,8 +262,14 @@ def fit_dataset(data, *, features="rff", solver="ridge", standardize=True, out=N
             weights = open_weights(data, sample_weight, X, storage_options=storage_options)
         fit_params["solver__sample_weight"] = weights
     t0 = time.perf_counter()
-    model.fit(X, y, **fit_params)
+    if loops_over_gamma(model):  # a gamma grid on a map that cannot share its passes
+        model = fit_gamma_loop(model, X, y, **fit_params)
+    else:
+        model.fit(X, y, **fit_params)
     meta = {"dataset": dataset_metadata(data, X, attrs), "fit_seconds": round(time.perf_counter() - t0, 3)}
+    selection = selection_summary(model)
+    if selection:
+        meta["selection"] = selection
     if isinstance(sample_weight, str):
         meta["sample_weight"] = sample_weight
     if out is not None:

@@ -183,6 +183,9 @@ FIT_TAIL = (
         default_note="the dataset's attributes, else y's dtype: integers are classes, floats regression"),
     Arg("--sample-weight", "name of an array of the dataset with one weight >= 0 per row, given to "
         "the solver as sample_weight", metavar="ARRAY", default_note="every row weighs 1"),
+    Arg("--report", "write the heat map of the CV scores of every (gamma, alpha), cv_heatmap.png, into "
+        "the model directory (needs matplotlib: pip install rfstream[plot])", action="store_true",
+        default_note="written when matplotlib is installed and alpha or gamma is a list"),
     OVERWRITE,
     *DATA,
     *COMPUTE,

@@ -15,12 +15,14 @@ import json
 import sys
 import tempfile
 import time
+import warnings
 from pathlib import Path
 
 from .. import io, pipeline
 from ..cluster import connect
 from ..io.convert import source_files
 from .options import UserError, split_params
+from .report import HEATMAP_FILE, cv_heatmap_png, have_matplotlib
 
 
 def _write_json(data, location):
@@ -86,22 +88,34 @@ def cmd_fit(args):
         pipeline.open_weights(args.data, args.sample_weight, X, storage_options=args.storage_options)
     if not args.overwrite and io.as_location(args.out, args.storage_options).exists():
         raise FileExistsError(f"{args.out} already exists; pass --overwrite to replace it.")
-    with _connect(args, X=X):
+    if args.report and not have_matplotlib():
+        raise UserError("--report draws the CV heat map with matplotlib, which is not installed; "
+                        "pip install 'rfstream[plot]', or leave --report out.")
+    with warnings.catch_warnings(record=True) as caught, _connect(args, X=X):
+        warnings.simplefilter("always")
         model, meta = pipeline.fit_dataset(
-            args.data, model=model, X=X, y=y, attrs=attrs, out=args.out, overwrite=args.overwrite,
+            args.data, model=model, X=X, y=y, attrs=attrs, out=None,
             sample_weight=args.sample_weight, storage_options=args.storage_options)
+    for message in dict.fromkeys(str(w.message).splitlines()[0] for w in caught):
+        print(f"rfstream: warning: {message}", file=sys.stderr)
+    selection, files = meta.get("selection"), {}
+    if selection and (args.report or have_matplotlib()):
+        files[HEATMAP_FILE] = cv_heatmap_png(selection, title=f"{args.features} on "
+                                             f"{io.as_location(args.data).name}: mean CV {selection['scoring']}")
+    io.save_model(model, args.out, metadata=meta, overwrite=args.overwrite,
+                  storage_options=args.storage_options, files=files)
     if not args.quiet:
         solver = model.named_steps["solver"]
         summary = {"model": str(args.out), "rows": meta["dataset"]["n_rows"],
                    "alpha": getattr(solver, "alpha_", solver.alpha),
                    "gamma": getattr(model.named_steps["features"], "gamma_", None),
                    "fit_seconds": meta["fit_seconds"]}
-        cv = getattr(solver, "cv_results_", None)
-        if cv is not None:  # a list of alphas: the CV table (mean and std per alpha)
-            summary["cv"] = {"scoring": cv["scoring"], "alpha": list(map(float, cv["alpha"])),
-                             "mean_score": list(map(float, cv["mean_score"])),
-                             "std_score": list(map(float, cv["std_score"])),
-                             "best_score": float(solver.best_score_)}
+        if selection:  # lists of alphas or gammas: the CV table (mean and std per candidate)
+            summary["cv"] = {"scoring": selection["scoring"], **selection["cv"],
+                             "best_score": selection["best_score"]}
+            summary.update({key: selection[key] for key in ("edge",) if key in selection})
+        if files:
+            summary["report"] = str(io.model_root(args.out, args.storage_options).child(HEATMAP_FILE))
         _print_json(summary)
 
 

@@ -13,6 +13,7 @@ import argparse
 import functools
 from dataclasses import dataclass
 
+from ..features.grid import gamma_items, item_label
 from ..kernels import KERNELS
 from ..pipeline import (
     FEATURES,
@@ -93,14 +94,30 @@ def positive_or(flag, words=("auto",)):
     return parse
 
 
+def _gamma(text):
+    """argparse type of ``--gamma``: a number, 'auto', 'auto*F', 'paper' (cnm) or a comma
+    list of the first three (a bandwidth grid, :mod:`rfstream.features.grid`)."""
+    if text == "paper":
+        return text
+    try:
+        items, is_grid = gamma_items(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+    values = [item if isinstance(item, float) else item_label(item) for item in items]
+    return values if is_grid else values[0]
+
+
 FIT_OPTIONS = (
     Option("n_components", "--n-components", "output features D (tefm: l; eerf/lkrf: M; ses: M "
            "frequencies)", type=int, shared=FIT_DEFAULTS["n_components"], default=FIT_DEFAULTS["n_components"]),
     Option("kernel", "--kernel", "kernel of the random features", choices=tuple(sorted(KERNELS)),
            shared="gaussian", default_note="the map's own: gaussian, laplacian for rff+binning"),
     Option("gamma", "--gamma", "kernel bandwidth: a number, 'auto' (the papers' nearest-neighbour "
-           "rule) or, for cnm, 'paper' (its Section 7 rule, 4 x 'auto')",
-           type=positive_or("--gamma", ("auto", "paper")), shared="auto", default=FIT_DEFAULTS["gamma"]),
+           "rule), 'auto*F' (F x 'auto'), for cnm 'paper' (its Section 7 rule, 4 x 'auto'), or a comma "
+           "list of these, e.g. auto*0.25,auto,auto*4: a grid searched with --alpha by cross-validation "
+           "(rff and binning: every gamma in the same two passes; tefm, ses, eerf, lkrf: one fit per gamma; "
+           "--solver ridge)",
+           type=_gamma, shared="auto", default=FIT_DEFAULTS["gamma"]),
     Option("sampler", "--sampler", "frequency sampler", choices=tuple(sorted(SAMPLERS)), shared="mc"),
     Option("variant", "--variant", "cos features, or cos and sin pairs", choices=("cos", "cossin"),
            shared="cos"),

@@ -119,15 +119,23 @@ class _Writer:
         return spec
 
 
-def save_model(model, path, *, metadata=None, overwrite=False, storage_options=None):
+def save_model(model, path, *, metadata=None, overwrite=False, storage_options=None, files=None):
     """Save a fitted rfstream estimator or Pipeline to the directory ``path``.
 
     ``path`` is a local directory or a URL (``s3://bucket/model``); the model is
     written whole or not at all (:mod:`rfstream.io.staging`), ``model.json`` last.
     ``metadata`` is any JSON-serializable dict kept alongside (the CLI stores
-    the training dataset's schema there).  Returns ``path``.
+    the training dataset's schema there).  ``files`` maps file names to bytes
+    written into the directory with the model (the CLI's CV heat map; not
+    checksummed, not read by :func:`load_model`).  Returns ``path``.
     """
+    for name in files or {}:
+        if "/" in name or name in ("model.json", "arrays") or name.startswith("."):
+            raise ValueError(f"cannot save the extra file {name!r} in a model directory; give a plain "
+                             "file name other than model.json.")
     with staging(as_location(path, storage_options), overwrite, marker="model.json") as root:
+        for name, data in (files or {}).items():
+            root.child(name).write_bytes(data)
         writer = _Writer(root)
         tree = writer.estimator(model, "model")
         doc = {

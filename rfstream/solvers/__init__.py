@@ -1,6 +1,8 @@
 """Solvers: ridge through one Gram reduction (or CG); streaming SGD (Pegasos, logistic, ...) and Newton.
 
-Modules: ``ridge`` (estimators), ``gram`` (the one-pass statistics), ``cg``
+Modules: ``ridge`` (estimators), ``gram`` (the one-pass statistics), ``ridge_cv``
+(the (gamma, alpha) path scored per fold), ``cv_scores`` (the scoring pass),
+``grid_pass`` (one pass over every gamma of a grid), ``cg``
 (conjugate gradients), ``folds`` (the CV folds of the Gram pass), ``sgd``
 (estimators), ``sgd_base`` (their training loop), ``epochs`` (one
 parameter-averaging pass), ``pegasos`` (the step kernel, ``sgd_steps``),

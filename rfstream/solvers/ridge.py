@@ -164,7 +164,7 @@ class _BaseStreamingRidge(LinearPredictMixin, BaseEstimator):
             self.n_samples_seen_, self.n_iter_ = int(info["m"]), 1 + info["n_iter"]
             return W, b
         n_folds, scored, folds = 1, 1, None
-        searching = alphas.size > 1 or groups.gammas is not None
+        searching = np.ndim(self.alpha) > 0 or groups.gammas is not None  # a list: CV, even of one
         if searching:
             n_folds, scored, folds = check_cv(self.cv, Z, y)
         check_grid_memory(groups.n_groups, n_folds, n_features, n_targets)
@@ -230,11 +230,20 @@ class StreamingRidge(MultiOutputMixin, RegressorMixin, _BaseStreamingRidge):
     ----------
     alpha : float or list of float, default=1.0
         Regularization strength, on the scale of ``sklearn.linear_model.Ridge``
-        (sum of squared errors + alpha ||w||^2).  A list selects ``alpha_`` by
-        ``cv``-fold cross-validation from the same single pass.
+        (sum of squared errors + alpha ||w||^2).  A list (even of one value) selects
+        ``alpha_`` by ``cv``-fold cross-validation from the same single pass.
+
+        Fitted on the features of a map given a list of gammas (``RandomFourierFeatures(
+        gamma=["auto*0.25", "auto", "auto*4"])``, :mod:`rfstream.features.grid`), the
+        solver searches every (gamma, alpha) by the same cross-validation: the Gram
+        pass computes each gamma's features from the same rows, G x K x D^2 float64
+        partials (refused before the pass when they cannot fit a worker,
+        :func:`rfstream.solvers.grid_pass.check_grid_memory`), and the map is set to
+        the chosen gamma.  A choice on the edge of a grid of three or more values
+        warns (:func:`rfstream.solvers.ridge_cv.warn_on_edge`).
     fit_intercept : bool, default=True
     cv : int, iterable of (train, test) index arrays, or a splitter, default=5
-        Cross-validation when ``alpha`` is a list: an int k gives k folds, each row's
+        Cross-validation when ``alpha`` is a list or gamma a grid: an int k gives k folds, each row's
         fold a function of (``random_state``, row index); splits (or a splitter's
         ``split(X, y)``, e.g. ``GroupKFold``) must have disjoint test sets, each with
         every other row as its training set (:mod:`rfstream.solvers.folds`).
@@ -259,15 +268,21 @@ class StreamingRidge(MultiOutputMixin, RegressorMixin, _BaseStreamingRidge):
     alpha_ : float
         The alpha used for ``coef_``.
     alphas_, cv_mse_ : ndarray
-        Candidate alphas and their mean held-out squared error (list alpha only).
+        Candidate alphas and the mean held-out squared error of every candidate (list
+        alpha or gamma grid only).
+    gammas_, gamma_ : ndarray, float
+        The gammas of a grid and the chosen one (gamma grid only).
     cv_results_ : dict
-        "alpha", "scoring", "mean_score", "std_score" (A,) and "fold_scores" (A, K)
+        "alpha", "scoring", "mean_score", "std_score" (one per candidate) and
+        "fold_scores" (candidates, K), with a gamma grid also "gamma" and "gamma_label"
+        (the item as given), candidates gamma by gamma
         (:func:`rfstream.solvers.cv_scores.cv_table`); ``best_score_``: the mean score
-        of ``alpha_``, the best (list alpha only).
+        of the chosen candidate, the best (list alpha or gamma grid only).
     n_features_in_ : int
     n_samples_seen_ : int
     n_iter_ : int
-        Passes over the data: 1 for the Gram pass, 1 + the CG iterations for "cg".
+        Passes over the data: 1 for the Gram pass (2 with a scoring pass), 1 + the CG
+        iterations for "cg".
     """
 
     def fit(self, X, y, sample_weight=None):

@@ -112,18 +112,23 @@ def grid_cross_validate(groups, y, stats, totals, alphas, cv, weights, *, scorin
     return table, cv_mse, best_candidate(table)
 
 
-def warn_on_edge(values, chosen, name, labels=None):
-    """Warn when ``chosen`` (an index into ``values``) is the smallest or the largest of
-    three or more values: the best may lie outside the grid.  Returns the side or None."""
+def grid_edge(values, chosen):
+    """"smallest" or "largest" when ``values[chosen]`` is at that end of three or more
+    distinct values (the best may lie outside the grid), else None."""
     values = np.asarray(values, dtype=np.float64)
-    if values.size < 3 or np.unique(values).size < 3:
+    if np.unique(values).size < 3:
         return None
     value = values[chosen]
-    side = "smallest" if value == values.min() else "largest" if value == values.max() else None
-    if side is None:
-        return None
-    shown = labels[chosen] if labels is not None else f"{value:g}"
-    towards = "smaller" if side == "smallest" else "larger"
-    warnings.warn(f"the chosen {name}={shown} is the {side} of the grid; the best may lie beyond it: "
-                  f"extend the grid towards {towards} {name} values.", UserWarning, stacklevel=4)
+    return "smallest" if value == values.min() else "largest" if value == values.max() else None
+
+
+def warn_on_edge(values, chosen, name, labels=None):
+    """Warn when the choice sits on the edge of the grid (:func:`grid_edge`), naming the
+    direction to extend it; returns the side or None."""
+    side = grid_edge(values, chosen)
+    if side is not None:
+        shown = labels[chosen] if labels is not None else f"{float(np.asarray(values)[chosen]):g}"
+        towards = "smaller" if side == "smallest" else "larger"
+        warnings.warn(f"the chosen {name}={shown} is the {side} of its grid; the best may lie beyond "
+                      f"it: extend the grid towards {towards} {name} values.", UserWarning, stacklevel=4)
     return side

@@ -28,6 +28,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from .._validation import check_X_y
+from ..features.grid import grid_source
 from ..features.fused import fused_pass
 from ..random import STREAM_SGD_CHUNKS, check_seed
 from .epochs import (
@@ -313,7 +314,12 @@ class _BaseStreamingSGD(LinearPredictMixin, BaseEstimator):
     def _check_X_y(self, X, y, reset, sample_weight=None):
         """``(X, y, sample_weight)``: numpy/pandas through ``validate_data``; a dask ``X``
         (array or DataFrame, converted lazily) with ``y`` and ``sample_weight`` aligned to
-        its row chunks (:func:`rfstream.solvers.weights.check_sample_weight`)."""
+        its row chunks (:func:`rfstream.solvers.weights.check_sample_weight`).  The stacked
+        features of a map fitted with a gamma grid are refused: ridge searches a grid."""
+        if grid_source(X) is not None:
+            raise ValueError(f"{type(self).__name__} takes the features of one gamma; the map was fitted "
+                             "with a gamma grid, which the ridge solver searches (StreamingRidge, "
+                             "StreamingRidgeClassifier; --solver ridge). Give the map one gamma.")
         X, y = check_X_y(self, X, y, reset=reset, accept_sparse="csr",
                          y_numeric=isinstance(self, RegressorMixin))
         if is_dask_collection(X):

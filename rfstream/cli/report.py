@@ -1,0 +1,80 @@
+"""The cross-validation surface of a fit as a heat map PNG (``rfstream fit --report``).
+
+One cell per (gamma, alpha) of the CV table that :func:`rfstream.pipeline.selection_summary`
+gives: its mean score, the chosen cell framed.  With one gamma the map is a single
+row.  matplotlib is optional (``pip install rfstream[plot]``): without it
+``--report`` is a one-line error and the automatic report is skipped.
+"""
+from __future__ import annotations
+
+import io
+
+import numpy as np
+
+HEATMAP_FILE = "cv_heatmap.png"
+
+
+def have_matplotlib():
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def cv_heatmap_png(selection, title=""):
+    """PNG bytes of the heat map of ``selection`` (a :func:`selection_summary` dict)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    cv = selection["cv"]
+    alphas = sorted(set(cv["alpha"]))
+    labels = _gamma_labels(cv)
+    grid = np.full((len(labels), len(alphas)), np.nan)
+    for i, (label, alpha, score) in enumerate(zip(_row_labels(cv), cv["alpha"], cv["mean_score"])):
+        grid[labels.index(label), alphas.index(alpha)] = score
+        if alpha == selection["alpha"] and (selection.get("gamma") is None or "gamma" not in cv
+                                            or cv["gamma"][i] == selection["gamma"]):
+            chosen = (labels.index(label), alphas.index(alpha))
+    fig, ax = plt.subplots(figsize=(1.2 + 0.9 * len(alphas), 1.2 + 0.5 * len(labels)))
+    image = ax.imshow(grid, cmap="viridis_r" if selection["scoring"] != "roc_auc" else "viridis",
+                      aspect="auto", vmin=np.nanmin(grid), vmax=np.nanmax(grid))
+    for (r, c), value in np.ndenumerate(grid):
+        red, green, blue, _ = image.cmap(image.norm(value))
+        light = 0.299 * red + 0.587 * green + 0.114 * blue > 0.5
+        ax.text(c, r, f"{value:.4g}", ha="center", va="center", fontsize=7,
+                color="black" if light or (r, c) == chosen else "white",
+                bbox={"facecolor": "white", "edgecolor": "red"} if (r, c) == chosen else None)
+    ax.set_xticks(range(len(alphas)), [f"{a:g}" for a in alphas])
+    ax.set_yticks(range(len(labels)), labels)
+    ax.set_xlabel("alpha")
+    ax.set_ylabel("gamma")
+    ax.set_title(title or f"mean CV {selection['scoring']} ({len(labels)} x {len(alphas)})", fontsize=9)
+    fig.colorbar(image, ax=ax, label=selection["scoring"])
+    fig.tight_layout()
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=110)
+    plt.close(fig)
+    return buffer.getvalue()
+
+
+def _row_labels(cv):
+    if "gamma_label" in cv:
+        return [f"{label} ({g:.3g})" if label.startswith("auto") else label
+                for label, g in zip(cv["gamma_label"], cv["gamma"])]
+    if "gamma" in cv:
+        return [f"{g:.3g}" for g in cv["gamma"]]
+    return ["-"] * len(cv["alpha"])
+
+
+def _gamma_labels(cv):
+    """The distinct row labels, smallest gamma first."""
+    rows = _row_labels(cv)
+    order = np.argsort(cv["gamma"], kind="stable") if "gamma" in cv else range(len(rows))
+    seen = []
+    for i in order:
+        if rows[i] not in seen:
+            seen.append(rows[i])
+    return seen

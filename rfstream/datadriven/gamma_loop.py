@@ -1,0 +1,56 @@
+"""A gamma grid for the data-driven maps: one fit per gamma, the best by cross-validation.
+
+The data-independent maps search a grid in the ridge solver's two passes
+(:mod:`rfstream.features.grid`, :mod:`rfstream.solvers.grid_pass`).  A
+data-driven map cannot share its passes between gammas: TEFM's range finder,
+SES's sketch, EERF's and LKRF's scores of a candidate pool are computed on the
+features of one gamma, so the passes that fit the map depend on gamma.  Here a
+Pipeline (standardizer, map, ridge) is fitted once per gamma, each fit with the
+ridge's K-fold cross-validation over its alphas (same folds: a function of the
+seed and the row index), and the fit with the best mean score is kept: G times
+the passes of one fit.  Deviation: each map is fitted on all the rows, held-out
+folds included (as the standardizer is), so its CV scores are slightly
+optimistic, alike for every gamma.
+"""
+from __future__ import annotations
+
+import numpy as np
+from sklearn.base import clone
+
+from ..features.grid import gamma_items, item_label
+from ..solvers.cv_scores import GREATER_IS_BETTER
+from ..solvers.ridge_cv import warn_on_edge
+
+
+def fit_gamma_loop(model, X, y, **fit_params):
+    """Fit ``model`` (a Pipeline with steps "features" and "solver", the map's ``gamma`` a
+    grid, the solver a ridge estimator) once per gamma; returns the best fitted Pipeline,
+    its solver's ``cv_results_`` holding every (gamma, alpha) as a grid searched in one
+    pass would (:func:`rfstream.solvers.cv_scores.cv_table`)."""
+    solver = model.named_steps["solver"]
+    if not hasattr(solver, "scoring") or not hasattr(solver, "cv"):
+        raise ValueError(f"a gamma grid is searched by cross-validation of the ridge solver; got "
+                         f"{type(solver).__name__}. Use --solver ridge, or give one gamma.")
+    items, _ = gamma_items(model.named_steps["features"].gamma)
+    labels = [item_label(item) for item in items]
+    alphas = list(np.atleast_1d(np.asarray(solver.alpha, dtype=np.float64)))
+    fits = []
+    for item in items:
+        gamma = item if isinstance(item, float) else item_label(item)
+        fitted = clone(model).set_params(features__gamma=gamma, solver__alpha=alphas)
+        fits.append(fitted.fit(X, y, **fit_params))
+    scores = np.array([f.named_steps["solver"].best_score_ for f in fits])
+    best = int(np.nanargmax(scores) if solver.scoring in GREATER_IS_BETTER else np.nanargmin(scores))
+    chosen = fits[best].named_steps["solver"]
+    tables = [f.named_steps["solver"].cv_results_ for f in fits]
+    gammas = np.array([f.named_steps["features"].gamma_ for f in fits])
+    table = {"gamma": np.repeat(gammas, len(alphas)), "alpha": np.tile(alphas, len(fits)),
+             "scoring": chosen.scoring}
+    for key in ("mean_score", "std_score", "fold_scores", "auc_error_bound"):
+        if key in tables[0]:
+            table[key] = np.concatenate([t[key] for t in tables], axis=0)
+    table["gamma_label"] = [label for label in labels for _ in alphas]
+    chosen.cv_results_, chosen.gammas_, chosen.gamma_ = table, gammas, float(gammas[best])
+    chosen.cv_mse_ = np.concatenate([f.named_steps["solver"].cv_mse_ for f in fits])
+    warn_on_edge(gammas, best, "gamma", labels)
+    return fits[best]
