@@ -387,7 +387,7 @@ def test_cli_multiclass_flag(rings3, tmp_path, capsys):
         assert load_model(tmp_path / "p").named_steps["features"].gamma == "paper"
         code = cli.main(["fit", str(src), "--out", str(tmp_path / "bad2"), "--features", "rff",
                          "--gamma", "paper", "--scheduler", "threads", "--quiet"])
-        assert code == 2 and "'gamma' parameter of RandomFourierFeatures" in capsys.readouterr().err
+        assert code == 2 and "RandomFourierFeatures: gamma ('paper') is not a number" in capsys.readouterr().err
     finally:
         set_progress(False)
 

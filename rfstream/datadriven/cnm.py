@@ -253,7 +253,7 @@ class CompactNonlinearMap(ClassifierMixin, FeatureMap):
                 f"gamma='paper' (Section 7's 2/sigma^2 for the RBF kernel) needs "
                 f"kernel='gaussian'; got kernel={self.kernel!r}. Use gamma='auto' or a float."
             )
-        return PAPER_GAMMA_FACTOR * super()._resolve_gamma(X, rng)
+        return PAPER_GAMMA_FACTOR * super()._resolve_gamma(X, rng, "auto")
 
     def _draw(self, rng, n_features):
         """Random Fourier initialization (Algorithm 3, line 1), kept in float64 until ``fit`` ends."""

@@ -98,6 +98,12 @@ class EERFFeatures(LabelScoredFeatures):
     gamma : float > 0 or "auto", default=1.0
         ``base="fourier"`` only; "auto" is the papers' rule
         (:func:`rfstream.kernels.auto_gamma`, the rule used in the paper).
+        A list of gammas (a grid) is searched by
+        :func:`rfstream.pipeline.fit_dataset` and ``rfstream fit``, one whole
+        fit per gamma (the standardizer's, the scoring pass, the ridge's two
+        each; :mod:`rfstream.datadriven.gamma_loop`): the passes score
+        candidates drawn for one gamma, so they cannot be shared between gammas.
+        Fitted directly, the map takes one gamma.
     sampler : {"mc", "qmc", "orthogonal"}, default="mc"
         How the candidate frequencies are drawn (``base="fourier"`` only).
     random_state : int, numpy Generator, RandomState or None, default=None

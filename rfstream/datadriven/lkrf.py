@@ -94,7 +94,8 @@ class LKRFFeatures(LabelScoredFeatures):
     ----------
     n_components, n_candidates, subsample, base, score_mode, kernel, gamma, sampler, random_state, dtype
         As :class:`~rfstream.EERFFeatures`, except that ``n_components`` may
-        exceed ``n_candidates`` (features are sampled with replacement).
+        exceed ``n_candidates`` (features are sampled with replacement).  A gamma grid: one
+        fit per gamma, as :class:`~rfstream.EERFFeatures`.
     rho : float >= 0, default=1.0
         Bound on the chi-square divergence ``M0 ||q||^2 - 1`` of the weights
         from the uniform distribution.

@@ -182,7 +182,10 @@ class FeatureMap(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimato
         super()._validate_params()
         if self._parameter_constraints.get("gamma") is not GAMMA_CONSTRAINT:
             return  # a map with its own gamma options (CNM's "paper") takes no grid
-        _, is_grid = gamma_items(self.gamma)
+        try:
+            _, is_grid = gamma_items(self.gamma)
+        except ValueError as error:
+            raise ValueError(f"{type(self).__name__}: {error}") from None
         if is_grid and not hasattr(self, "_at_gamma"):
             raise ValueError(
                 f"{type(self).__name__} takes one gamma, not a grid (gamma={self.gamma!r}); a gamma "
@@ -192,6 +195,8 @@ class FeatureMap(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimato
 
     def _resolve_grid(self, X, rng):
         """The gammas of a grid ``gamma`` (``"auto"`` computed once), or None for one gamma."""
+        if self._parameter_constraints.get("gamma") is not GAMMA_CONSTRAINT:
+            return None  # a map with its own gamma options (CNM's "paper") takes no grid
         items, is_grid = gamma_items(self.gamma)
         if not is_grid:
             return None
@@ -332,9 +337,10 @@ class FeatureMap(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimato
             )
         return dtype
 
-    def _resolve_gamma(self, X, rng) -> float:
-        """One gamma: a float, ``"auto"`` or ``"auto*F"`` (a grid: :meth:`_resolve_grid`)."""
-        items, _ = gamma_items(self.gamma)
+    def _resolve_gamma(self, X, rng, gamma=None) -> float:
+        """One gamma, ``self.gamma`` or the given one: a float, ``"auto"`` or ``"auto*F"``
+        (a grid: :meth:`_resolve_grid`)."""
+        items, _ = gamma_items(self.gamma if gamma is None else gamma)
         return float(resolve_items(items[:1], self._auto_gamma(X, rng, items))[0])
 
     def _auto_gamma(self, X, rng, items):

@@ -93,7 +93,9 @@ class RandomBinningFeatures(FeatureMap):
         ``exp(-gamma ||x - y||_1)`` (same convention as
         ``sklearn.metrics.pairwise.laplacian_kernel``).  "auto": ``1 / sigma``
         with ``sigma`` the mean L1 distance to the 50th nearest neighbour among
-        1000 sampled rows (:func:`rfstream.kernels.auto_gamma`).
+        1000 sampled rows (:func:`rfstream.kernels.auto_gamma`); "auto*F": F
+        times that.  A list: a bandwidth grid, pitches and shifts drawn once and
+        scaled by ``1 / gamma`` (as :class:`~rfstream.RandomFourierFeatures`).
     random_state : int, numpy Generator, RandomState or None, default=None
         Seed of the pitches, shifts and hash parameters, all drawn in ``fit``.
     dtype : {"float32", "float64"}, default="float32"

@@ -59,7 +59,12 @@ class RandomFourierFeatures(FeatureMap):
         corresponds to ``1/(2 sigma^2)``, ``1/sigma`` and ``1/sigma^2`` for the
         three kernels).  "auto": ``sigma`` is the mean distance to the 50th
         nearest neighbour among 1000 rows sampled from ``X``
-        (:func:`rfstream.kernels.auto_gamma`).
+        (:func:`rfstream.kernels.auto_gamma`).  "auto*F": F times that.  A list of
+        these is a bandwidth grid (:mod:`rfstream.features.grid`): the
+        frequencies are drawn once for ``gamma = 1`` and scaled to each gamma,
+        ``transform`` gives the stacked features of every gamma, and a ridge
+        solver fitted on them searches every (gamma, alpha) in its two passes,
+        then sets this map to the chosen gamma (:meth:`select_gamma`).
     sampler : {"mc", "qmc", "orthogonal"}, default="mc"
         How the frequencies ``W`` are drawn (:mod:`rfstream.samplers`): i.i.d.
         Monte Carlo; scrambled Sobol points through the inverse CDF; or
@@ -76,6 +81,8 @@ class RandomFourierFeatures(FeatureMap):
     ----------
     gamma_ : float
         Resolved ``gamma``.
+    gamma_grid_ : ndarray of shape (G,)
+        The resolved gammas of a grid (``gamma`` a list only).
     random_weights_ : ndarray of shape (n_features_in_, m)
         Frequencies ``W`` (one per column), in ``dtype``; ``m = n_components``
         for "cos", ``n_components // 2`` for "cossin".

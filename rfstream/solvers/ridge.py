@@ -25,6 +25,12 @@ scores by its metric instead (``scoring``, default "error_rate"): one more
 pass predicts every held-out row with every (alpha, fold) model at once
 (:mod:`rfstream.solvers.cv_scores`), two passes in all whatever the number of
 alphas.  The best mean score picks ``alpha_``.
+
+A map fitted with a list of gammas (:mod:`rfstream.features.grid`) adds the
+bandwidth to the search: both passes make every gamma's features from the same
+rows (:mod:`rfstream.solvers.grid_pass`), the path of every (gamma, alpha, fold)
+is solved from the partials (:mod:`rfstream.solvers.ridge_cv`), and the map is
+set to the chosen gamma: still two passes.
 """
 from __future__ import annotations
 
