@@ -94,6 +94,19 @@ def positive_or(flag, words=("auto",)):
     return parse
 
 
+def _folds(text):
+    """argparse type of ``--cv``: an int >= 2 or 'loo'."""
+    if text == "loo":
+        return text
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 2:
+        raise argparse.ArgumentTypeError(f"--cv must be an int >= 2 or 'loo'; got {text!r}")
+    return value
+
+
 def _gamma(text):
     """argparse type of ``--gamma``: a number, 'auto', 'auto*F', 'paper' (cnm) or a comma
     list of the first three (a bandwidth grid, :mod:`rfstream.features.grid`)."""
@@ -163,8 +176,10 @@ FIT_OPTIONS = (
            "pass per iteration; exact, any row order), or auto (newton on at most 128 features "
            "when the loss allows it, else sgd)", target="solver",
            choices=("auto", "sgd", "newton"), solvers=("sgd",)),
-    Option("cv", "--cv", "ridge: folds of the cross-validation over a list of --alpha", target="solver",
-           type=int, solvers=("ridge",)),
+    Option("cv", "--cv", "ridge: folds of the cross-validation over a list of --alpha or --gamma, "
+           "or loo: exact leave-one-out from one Gram (O(D^2) memory instead of O(folds D^2); also "
+           "chosen, with a warning, when the folds' Grams would not fit a worker)", target="solver",
+           type=_folds, solvers=("ridge",)),
     Option("scoring", "--scoring", "ridge: the CV score of a list of --alpha: error_rate (one more "
            "pass), balanced_error, roc_auc (two classes), or squared_error (from the Gram pass; "
            "regression's only score)", target="solver",

@@ -13,7 +13,7 @@ them (:func:`rfstream.features.fused.fused_rows`).
 
 The Gram pass keeps one D x D partial per fold and gamma in every task's
 output: G x K x D^2 float64.  :func:`check_grid_memory` refuses, before any
-pass, a grid whose partials would not fit a worker.
+pass, partials that would not fit a worker.
 """
 from __future__ import annotations
 
@@ -87,23 +87,30 @@ def group_chunk(x, *others, offset, chunk, blocks, group_kwargs=None, **kwargs):
     return parts[0] if len(parts) == 1 else np.concatenate(parts)
 
 
-def check_grid_memory(n_groups, n_folds, n_features, n_targets, *, what="ridge's Gram pass"):
-    """Refuse a Gram pass whose per-task partials (G x K x D^2 float64) cannot fit a worker.
+def gram_memory(n_groups, n_folds, n_features, n_targets):
+    """``(need, limit, threads, partial)``: the bytes a worker needs for the Gram pass's
+    partials (G x K x D^2 float64 each; about ``threads + 2`` of them at once: one per
+    running task plus the two being added in the tree reduction), the smallest worker's
+    memory limit and threads (:func:`rfstream.cluster.worker_memory`), and one partial's bytes."""
+    G, K, D, T = n_groups, n_folds, n_features, n_targets
+    partial = 8 * G * K * (D * D + D * (T + 1) + T * T + 2)
+    limit, threads = worker_memory()
+    return partial * (threads + 2), limit, threads, partial
 
-    A worker holds about ``threads + 2`` such vectors at once (one per running
-    task, plus the two being added in the tree reduction); the refusal names what
-    to lower.  ``worker_memory`` gives the smallest worker's limit and threads.
-    """
-    if n_groups == 1:
+
+def check_grid_memory(n_groups, n_folds, n_features, n_targets):
+    """Refuse, before any pass, a Gram pass whose partials cannot fit a worker
+    (:func:`gram_memory`), naming the sizes and what to lower."""
+    need, limit, threads, partial = gram_memory(n_groups, n_folds, n_features, n_targets)
+    if need <= limit:
         return
     G, K, D = n_groups, n_folds, n_features
-    partial = 8 * G * K * (D * D + D * (n_targets + 1) + n_targets * n_targets + 2)
-    limit, threads = worker_memory()
-    need = partial * (threads + 2)
-    if need > limit:
-        raise ValueError(
-            f"the gamma grid needs {G} gammas x {K} folds x D^2 (D={D}) float64 partials: "
-            f"{partial / 2**30:.2f} GiB per task, about {need / 2**30:.1f} GiB per worker with "
-            f"{threads} threads, over its {limit / 2**30:.1f} GiB; lower the number of gammas, cv or "
-            "n_components (or use workers with more memory)."
-        )
+    grid = f"{G} gammas x " if G > 1 else ""
+    lower = "the number of gammas, cv or n_components" if G > 1 else "cv or n_components"
+    raise ValueError(
+        f"the Gram pass needs {grid}{K} fold(s) x D^2 (D={D}) float64 partials: "
+        f"{partial / 2**30:.2f} GiB per task, about {need / 2**30:.1f} GiB per worker with "
+        f"{threads} threads, over its {limit / 2**30:.1f} GiB; lower {lower}"
+        + (", or use cv='loo' (one Gram)" if K > 1 and gram_memory(G, 1, D, n_targets)[0] <= limit else "")
+        + " (or use workers with more memory)."
+    )

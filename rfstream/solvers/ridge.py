@@ -34,6 +34,7 @@ set to the chosen gamma: still two passes.
 """
 from __future__ import annotations
 
+import warnings
 from functools import partial
 from numbers import Integral, Real
 from typing import ClassVar
@@ -58,9 +59,17 @@ from .cg import ridge_cg
 from .cv_scores import CLASSIFIER_SCORINGS, REGRESSOR_SCORINGS
 from .folds import check_cv
 from .gram import gram_chunk, gram_layout
-from .grid_pass import check_grid_memory, feature_groups, group_chunk
+from .grid_pass import check_grid_memory, feature_groups, gram_memory, group_chunk
 from .linear import LinearClassifierMixin, LinearPredictMixin
-from .ridge_cv import grid_cross_validate, normal_equations, solve, warn_on_edge
+from .loo import loo_cross_validate
+from .ridge_cv import (
+    check_alpha,
+    check_totals,
+    grid_cross_validate,
+    normal_equations,
+    solve,
+    warn_on_edge,
+)
 from .targets import (
     check_targets,
     class_weights,
@@ -76,35 +85,11 @@ from .weights import check_sample_weight
 CG_MIN_FEATURES = 4096
 
 
-def _check_alpha(alpha):
-    alphas = np.atleast_1d(np.asarray(alpha, dtype=np.float64)) if not isinstance(alpha, str) else None
-    if alphas is None or alphas.ndim != 1 or alphas.size == 0 or not np.all(np.isfinite(alphas)) or np.any(alphas < 0):
-        raise ValueError(
-            f"alpha must be a float >= 0 or a non-empty list of floats >= 0; got {alpha!r}."
-        )
-    return alphas
-
-
-def _check_totals(totals):
-    """Refuse a Gram pass that saw no rows, non-finite values or only zero weights."""
-    for total in totals:
-        if total["m"] == 0:
-            raise ValueError("cannot fit on 0 rows: X is empty.")
-        if not all(np.isfinite(v).all() for v in total.values()):
-            raise ValueError(
-                "X, y or sample_weight contains NaN or infinity (the Gram reduction is not "
-                "finite); remove or impute them before fitting."
-            )
-        if total["n"] <= 0:
-            raise ValueError("every row has weight zero (sample_weight times class_weight): nothing "
-                             "to fit; give some rows a weight > 0.")
-
-
 class _BaseStreamingRidge(LinearPredictMixin, BaseEstimator):
     _parameter_constraints: ClassVar[dict] = {
         "alpha": [Interval(Real, 0, None, closed="left"), "array-like"],
         "fit_intercept": ["boolean"],
-        "cv": ["cv_object"],
+        "cv": ["cv_object", StrOptions({"loo"})],
         "random_state": ["random_state"],
         "solver": [StrOptions({"auto", "gram", "cg"})],
         "tol": [Interval(Real, 0, None, closed="neither")],
@@ -152,7 +137,7 @@ class _BaseStreamingRidge(LinearPredictMixin, BaseEstimator):
         weights in ``weight_args`` (``classes``, ``class_weight``).  ``Z`` from a map
         fitted with a gamma grid: the grid is searched too and the map set to the
         chosen gamma (:mod:`rfstream.solvers.grid_pass`)."""
-        alphas = _check_alpha(self.alpha)
+        alphas = check_alpha(self.alpha)
         groups = feature_groups(Z)
         n_features = Z.shape[1] // groups.n_groups
         wide_sparse = Z.shape[1] > CG_MIN_FEATURES and scipy.sparse.issparse(getattr(Z, "_meta", Z))
@@ -169,41 +154,62 @@ class _BaseStreamingRidge(LinearPredictMixin, BaseEstimator):
                                   sample_weight=sample_weight, weight_args=weight_args)
             self.n_samples_seen_, self.n_iter_ = int(info["m"]), 1 + info["n_iter"]
             return W, b
-        n_folds, scored, folds = 1, 1, None
         searching = np.ndim(self.alpha) > 0 or groups.gammas is not None  # a list: CV, even of one
-        if searching:
-            n_folds, scored, folds = check_cv(self.cv, Z, y)
+        cv = self._choose_cv(Z, y, groups.n_groups, n_features, n_targets) if searching else (1, 1, None)
+        n_folds, _, folds = (1, 1, None) if cv == "loo" else cv
         check_grid_memory(groups.n_groups, n_folds, n_features, n_targets)
         stats = self._statistics(groups, n_features, y, target_fn, n_targets, n_folds,
                                  (sample_weight, weight_args), folds)
         totals = [{k: v.sum(axis=0) for k, v in group.items()} for group in stats]
-        _check_totals(totals)
+        check_totals(totals)
         chosen = 0
         if searching:
-            chosen = self._cross_validate(groups, y, stats, totals, alphas, (n_folds, scored, folds),
-                                          (sample_weight, weight_args))
+            chosen = self._cross_validate(groups, y, stats, totals, alphas, cv,
+                                          (sample_weight, weight_args), target_fn)
         else:
             self.alpha_ = float(alphas[0])
         self.n_features_in_ = n_features  # a grid's stacked Z: one gamma's features from now on
         W, b = self._solve_stats(totals[chosen], self.alpha_)
-        self.n_samples_seen_, self.n_iter_ = int(totals[0]["m"]), 1 + (self.scoring != "squared_error"
-                                                                       and searching)
+        scoring_pass = searching and (cv == "loo" or self.scoring != "squared_error")
+        self.n_samples_seen_, self.n_iter_ = int(totals[0]["m"]), 1 + scoring_pass
         return W, b
+
+    def _choose_cv(self, Z, y, n_groups, n_features, n_targets):
+        """``"loo"`` or :func:`check_cv`'s ``(n_folds, scored, folds)``: exact leave-one-out
+        when asked, and instead of an int ``cv`` whose per-fold Grams would not fit a worker
+        while one Gram does (:func:`rfstream.solvers.grid_pass.gram_memory`), with a warning."""
+        if isinstance(self.cv, str):
+            return "loo"
+        cv = check_cv(self.cv, Z, y)
+        if isinstance(self.cv, Integral) or self.cv is None:
+            need, limit, _, _ = gram_memory(n_groups, cv[0], n_features, n_targets)
+            if need > limit and gram_memory(n_groups, 1, n_features, n_targets)[0] <= limit:
+                warnings.warn(f"{cv[0]}-fold cross-validation needs {cv[0]} Grams of D={n_features} "
+                              f"per task ({need / 2**30:.1f} GiB per worker, over its {limit / 2**30:.1f} "
+                              "GiB); using exact leave-one-out from one Gram instead (cv='loo').",
+                              UserWarning, stacklevel=5)
+                return "loo"
+        return cv
 
     def _solve_stats(self, stats, alpha):
         G, C, mu, nu = normal_equations(stats, self.fit_intercept)
         W = solve(G, C, alpha)
         return W, nu - mu @ W
 
-    def _cross_validate(self, groups, y, stats, totals, alphas, cv, weights):
+    def _cross_validate(self, groups, y, stats, totals, alphas, cv, weights, target_fn):
         """``cv_mse_``, ``cv_results_``, ``alpha_``, ``best_score_`` (and with a gamma grid
         ``gammas_``, ``gamma_``, the map set to it); returns the chosen group
-        (:mod:`.ridge_cv`: squared error from the partials, a task metric from one
-        scoring pass)."""
-        table, self.cv_mse_, best = grid_cross_validate(
-            groups, y, stats, totals, alphas, cv, weights, scoring=self.scoring,
-            classes=getattr(self, "classes_", None), fit_intercept=self.fit_intercept,
-            seed=check_seed(self.random_state))
+        (:mod:`.ridge_cv`: K-fold, squared error from the partials, a task metric from
+        one scoring pass; :mod:`.loo`: exact leave-one-out in one pass)."""
+        classes = getattr(self, "classes_", None)
+        if cv == "loo":
+            table, self.cv_mse_, best = loo_cross_validate(
+                groups, y, totals, alphas, weights, target_fn=target_fn, scoring=self.scoring,
+                classes=classes, fit_intercept=self.fit_intercept)
+        else:
+            table, self.cv_mse_, best = grid_cross_validate(
+                groups, y, stats, totals, alphas, cv, weights, scoring=self.scoring, classes=classes,
+                fit_intercept=self.fit_intercept, seed=check_seed(self.random_state))
         self.alphas_, self.cv_results_ = alphas, table
         chosen, a = divmod(best, alphas.size)
         self.alpha_, self.best_score_ = float(alphas[a]), float(table["mean_score"][best])
@@ -248,11 +254,14 @@ class StreamingRidge(MultiOutputMixin, RegressorMixin, _BaseStreamingRidge):
         the chosen gamma.  A choice on the edge of a grid of three or more values
         warns (:func:`rfstream.solvers.ridge_cv.warn_on_edge`).
     fit_intercept : bool, default=True
-    cv : int, iterable of (train, test) index arrays, or a splitter, default=5
-        Cross-validation when ``alpha`` is a list or gamma a grid: an int k gives k folds, each row's
-        fold a function of (``random_state``, row index); splits (or a splitter's
-        ``split(X, y)``, e.g. ``GroupKFold``) must have disjoint test sets, each with
-        every other row as its training set (:mod:`rfstream.solvers.folds`).
+    cv : int, "loo", iterable of (train, test) index arrays, or a splitter, default=5
+        Cross-validation when ``alpha`` is a list or gamma a grid: an int k gives k
+        folds, each row's fold a function of (``random_state``, row index); splits (or
+        a splitter's ``split(X, y)``, e.g. ``GroupKFold``) must have disjoint test sets,
+        each with every other row as its training set (:mod:`rfstream.solvers.folds`).
+        The Gram pass keeps k Grams per task; "loo": exact leave-one-out from one Gram
+        (:mod:`rfstream.solvers.loo`, memory O(D^2) instead of O(k D^2)), also used, with
+        a warning, when the k Grams of an int ``cv`` would not fit a worker.
     random_state : int, default=0
         Seed of the fold assignment (a function of the seed and the row index).
     solver : {"auto", "gram", "cg"}, default="auto"

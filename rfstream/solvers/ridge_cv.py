@@ -28,6 +28,30 @@ from ..cluster import compute
 from .cv_scores import best_candidate, cv_table, fold_scores, score_pass
 
 
+def check_alpha(alpha):
+    alphas = np.atleast_1d(np.asarray(alpha, dtype=np.float64)) if not isinstance(alpha, str) else None
+    if alphas is None or alphas.ndim != 1 or alphas.size == 0 or not np.all(np.isfinite(alphas)) or np.any(alphas < 0):
+        raise ValueError(
+            f"alpha must be a float >= 0 or a non-empty list of floats >= 0; got {alpha!r}."
+        )
+    return alphas
+
+
+def check_totals(totals):
+    """Refuse a Gram pass that saw no rows, non-finite values or only zero weights."""
+    for total in totals:
+        if total["m"] == 0:
+            raise ValueError("cannot fit on 0 rows: X is empty.")
+        if not all(np.isfinite(v).all() for v in total.values()):
+            raise ValueError(
+                "X, y or sample_weight contains NaN or infinity (the Gram reduction is not "
+                "finite); remove or impute them before fitting."
+            )
+        if total["n"] <= 0:
+            raise ValueError("every row has weight zero (sample_weight times class_weight): nothing "
+                             "to fit; give some rows a weight > 0.")
+
+
 def normal_equations(stats, fit_intercept):
     """(G, C, mu, nu): Z'Z and Z'Y, centred on the row means mu, nu if fitting an intercept."""
     if not fit_intercept:

@@ -1,0 +1,150 @@
+"""Exact leave-one-out cross-validation of ridge from one Gram: ``cv="loo"``.
+
+Ridge with an unpenalized intercept is least squares on ``[1, Z]`` with the
+penalty ``diag(0, alpha I)``; removing row i changes its fit by a rank-one
+update, so (Sherman-Morrison; e.g. Hastie, Tibshirani & Friedman, The Elements
+of Statistical Learning, 2nd ed., eq. 7.52 and exercise 7.3 for linear
+smoothers) its leave-one-out residual is
+
+    r_i(alpha) = e_i(alpha) / (1 - c_i h_ii(alpha)),
+    h_ii(alpha) = 1 / n + (z_i - mu)' (G + alpha I)^-1 (z_i - mu),
+
+with ``e_i`` the residual of the fit on all rows, ``G = Z_c' C Z_c`` the
+centred (weighted) Gram, ``n = sum c``, ``mu`` the (weighted) column means and
+``c_i`` the row's weight (1 without weights; no ``1/n`` term and no centring
+without an intercept).  With one eigendecomposition ``G = U S U'`` on the
+client, ``a_i = U' (z_i - mu)`` gives ``h_ii = 1/n + sum_j a_ij^2 / (s_j +
+alpha)`` and the prediction ``(z_i - mu)' W(alpha) = a_i' (S + alpha I)^-1 U'
+Z_c' C Y`` for every alpha at the cost of one D-vector per row.  So after the
+Gram pass (one fold: memory O(D^2), not K-fold's O(K D^2)), one more pass
+computes ``a_i`` for every row, a sub-block at a time (one GEMM of the
+sub-block's features with U, in float64), and scores every alpha, and with a
+bandwidth grid every gamma (:mod:`rfstream.solvers.grid_pass`), exactly: the
+leave-one-out decision values ``y_i - r_i`` are counted as the K-fold scoring
+pass counts its held-out decisions (:mod:`rfstream.solvers.cv_scores`), and
+the squared error sums ``c_i r_i^2``.  Two passes in all, as K-fold.
+
+For a classifier the targets are the +-1 columns ridge fits
+(:mod:`rfstream.solvers.targets`), so leaving row i out is exact for the
+least-squares fit of those targets; the class of the leave-one-out decision
+values is the prediction that is scored.
+"""
+from __future__ import annotations
+
+from functools import partial
+
+import numpy as np
+import scipy.linalg
+import scipy.sparse as sp
+
+from ..cluster import compute
+from ..features.fused import (
+    FUSED_SUB_BLOCK,
+    even_sub_blocks,
+    feature_sub_blocks,
+    fused_buffer,
+)
+from ..reductions import Layout, sum_rows
+from .cv_scores import _add_counts, best_candidate, cv_table, fold_scores, score_layout
+from .grid_pass import group_chunk
+from .ridge_cv import normal_equations
+from .targets import encode_classes
+from .weights import row_weights
+
+
+def loo_basis(total, fit_intercept):
+    """What the pass needs of one gamma's full-data partials: ``U``, ``S`` (clipped at
+    0), ``U' Z_c' C Y``, ``mu``, ``nu`` and ``1 / n`` (0 without an intercept)."""
+    G, C, mu, nu = normal_equations(total, fit_intercept)
+    s, U = scipy.linalg.eigh(G)
+    return {"U": U, "s": np.maximum(s, 0.0), "UC": U.T @ C, "mu": mu, "nu": nu,
+            "inv_n": 1.0 / max(total["n"], 1e-300) if fit_intercept else 0.0}
+
+
+def loo_layout(n_alphas, n_classes, scoring):
+    """Squared-error sums (``sse``, ``sse2``: sum c r^2 and sum c r^4, per alpha), the
+    weight, and for a classifier the counts of :func:`rfstream.solvers.cv_scores.score_layout`."""
+    shapes = {"sse": (n_alphas,), "sse2": (n_alphas,), "n": (1,)}
+    if n_classes:
+        shapes.update(score_layout(1, n_alphas, n_classes, scoring).shapes)
+    return Layout(**shapes)
+
+
+def loo_chunk(z, y, *extra, offset, basis, alphas, target_fn, classes, layout, scoring,
+              features=None, feature_dtype=np.float32, weighted=False, weight_args=None):
+    """The leave-one-out sums of one row block (module docstring) for every alpha.
+
+    ``z``, ``y``, ``extra`` (sample weights when ``weighted``), ``features`` and
+    ``weight_args`` as :func:`rfstream.solvers.gram.gram_chunk`; ``basis`` from
+    :func:`loo_basis`.
+    """
+    out = layout.empty()
+    m = z.shape[0]
+    if m == 0:
+        return out
+    parts = layout.unpack(out)
+    Y = np.asarray(target_fn(y), dtype=np.float64)
+    c = row_weights(y, extra[0] if weighted else None, offset=offset, **(weight_args or {}))
+    c = np.ones(m) if c is None else c
+    parts["n"] += c.sum()
+    codes = encode_classes(y, classes) if classes is not None else None
+    if features is None:
+        z = sp.csr_matrix(z) if sp.issparse(z) else z
+        blocks = ((start, stop, z[start:stop]) for start, stop in even_sub_blocks(m, FUSED_SUB_BLOCK))
+    else:
+        blocks = feature_sub_blocks(z, features, fused_buffer(m, basis["U"].shape[0], np.dtype(feature_dtype)))
+    U, s, UC, mu, nu = basis["U"], basis["s"], basis["UC"], basis["mu"], basis["nu"]
+    for start, stop, zs in blocks:
+        rows = slice(start, stop)
+        zs = zs.toarray() if sp.issparse(zs) else zs
+        a = np.asarray(zs, dtype=np.float64) @ U - mu @ U  # U'(z_i - mu), one GEMM
+        decisions = []
+        for alpha in alphas:
+            inv = 1.0 / (s + alpha)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                h = basis["inv_n"] + (a * a) @ inv
+                residual = (Y[rows] - (a * inv) @ UC - nu) / (1.0 - c[rows] * h)[:, None]
+            decisions.append(Y[rows] - residual)
+            sq = np.sum(residual * residual, axis=1)
+            i = len(decisions) - 1
+            parts["sse"][i] += c[rows] @ sq
+            parts["sse2"][i] += c[rows] @ (sq * sq)
+        if codes is not None and scoring != "squared_error":
+            _add_counts(parts, np.hstack(decisions), np.zeros(stop - start, dtype=np.intp), codes[rows],
+                        c[rows], scoring)
+    return out
+
+
+def loo_cross_validate(groups, y, totals, alphas, weights, *, target_fn, scoring, classes,
+                       fit_intercept):
+    """``(table, cv_mse, best)`` of exact leave-one-out, as
+    :func:`rfstream.solvers.ridge_cv.grid_cross_validate` gives them for K folds: one
+    eigendecomposition per gamma on the client, one pass over the rows."""
+    bases = [loo_basis(t, fit_intercept) for t in totals]
+    n_classes = len(classes) if classes is not None else 0
+    layout = loo_layout(alphas.size, n_classes, scoring)
+    w, weight_args = weights
+    chunk = partial(group_chunk, chunk=loo_chunk, blocks=groups.blocks,
+                    group_kwargs=[{"basis": b} for b in bases], alphas=alphas, target_fn=target_fn,
+                    classes=classes, layout=layout, scoring=scoring, feature_dtype=groups.dtype,
+                    weighted=w is not None, weight_args=weight_args)
+    sums = compute(sum_rows(chunk, groups.n_groups * layout.size, groups.rows, y, w))
+    parts = [layout.unpack(p) for p in np.split(sums, groups.n_groups)]
+    n = parts[0]["n"][0]
+    sse = np.concatenate([p["sse"] for p in parts])
+    cv_mse = sse / max(n, 1e-300)
+    bound = None
+    if scoring == "squared_error":
+        scores = cv_mse[None, :]
+        with np.errstate(invalid="ignore"):
+            std = np.sqrt(np.maximum(np.concatenate([p["sse2"] for p in parts]) / n - cv_mse ** 2, 0.0))
+    else:
+        per_group = [fold_scores(p, scoring) for p in parts]
+        scores = np.concatenate([sc for sc, _ in per_group], axis=1)
+        if scoring == "roc_auc":
+            bound = np.concatenate([b for _, b in per_group], axis=1)
+        std = np.sqrt(scores[0] * (1 - scores[0])) if scoring == "error_rate" else np.full(scores.shape[1], np.nan)
+    table = cv_table(alphas, scores, np.array([n]), scoring, bound, gammas=groups.gammas)
+    table["std_score"] = std  # over the rows: a fold of one row has no spread of its own
+    table["cv"] = "loo"
+    return table, cv_mse, best_candidate(table)
