@@ -27,7 +27,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from .._validation import check_dask_array
-from ..features.base import KERNEL_PARAMETERS, FeatureMap
+from ..features.base import GAMMA_CONSTRAINT, KERNEL_PARAMETERS, FeatureMap
 from ..features.circulant import dense_rows, draw_circulant
 from ..kernels import sample_frequencies
 from ..random import STREAM_CNM_BATCHES, STREAM_CNM_HOLDOUT, sample_row_indices
@@ -107,7 +107,11 @@ class CompactNonlinearMap(ClassifierMixin, FeatureMap):
         Bandwidth of the initial random Fourier map.  "auto": ``sigma`` = mean
         distance to the 50th nearest neighbour of 1000 sampled rows and
         ``gamma = 1/(2 sigma^2)`` (:func:`rfstream.kernels.auto_gamma`);
-        "paper": 4 x "auto" (``2/sigma^2``, Gaussian kernel only), see above.
+        "paper": 4 x "auto" (``2/sigma^2``, Gaussian kernel only), see above;
+        "auto*F": F x "auto".  A list of gammas (a grid) is searched by
+        :func:`rfstream.pipeline.fit_dataset` and ``rfstream fit --solver ridge``,
+        one whole fit per gamma (CNM's alternations learn the map of one gamma;
+        :mod:`rfstream.datadriven.gamma_loop`); fitted directly, the map takes one.
     alpha : float, default=1e-4
         ``lambda`` of eq. 5 (the w-step's regularization; not given in the
         paper; docs/cnm.md has the held-out sweep).
@@ -205,7 +209,7 @@ class CompactNonlinearMap(ClassifierMixin, FeatureMap):
         **KERNEL_PARAMETERS,
         "objective": [StrOptions({"classification", "kernel"})],
         "structure": [StrOptions({"dense", "circulant"})],
-        "gamma": [Interval(Real, 0, None, closed="neither"), StrOptions({"auto", "paper"})],
+        "gamma": GAMMA_CONSTRAINT,
         "alpha": [Interval(Real, 0, None, closed="neither")],
         "multiclass": [StrOptions({"ovr", "multinomial", "crammer-singer"})],
         "max_iter": [Interval(Integral, 1, None, closed="left")],
@@ -244,6 +248,8 @@ class CompactNonlinearMap(ClassifierMixin, FeatureMap):
         self.dtype = dtype
 
     # ------------------------------------------------------------ FeatureMap hooks
+    _gamma_words = ("paper",)
+
     def _resolve_gamma(self, X, rng):
         """``"paper"``: Section 7's ``2/sigma^2``, i.e. 4 x the ``"auto"`` ``1/(2 sigma^2)``."""
         if self.gamma != "paper":

@@ -111,6 +111,9 @@ class FeatureMap(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimato
     _sparse_output = False
     #: what a map that needs labels does with them: ends the error for ``fit(X)``
     _y_purpose = "it is fitted to the labels"
+    #: words a map takes for ``gamma`` besides a number, "auto", "auto*F" or a grid of these
+    #: (resolved by its own ``_resolve_gamma``, e.g. CNM's "paper")
+    _gamma_words = ()
 
     # ------------------------------------------------------------------ hooks
     @abstractmethod
@@ -181,7 +184,9 @@ class FeatureMap(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimato
         scale its draw (``_at_gamma``)."""
         super()._validate_params()
         if self._parameter_constraints.get("gamma") is not GAMMA_CONSTRAINT:
-            return  # a map with its own gamma options (CNM's "paper") takes no grid
+            return
+        if isinstance(self.gamma, str) and self.gamma in self._gamma_words:
+            return
         try:
             _, is_grid = gamma_items(self.gamma)
         except ValueError as error:
@@ -195,8 +200,8 @@ class FeatureMap(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimato
 
     def _resolve_grid(self, X, rng):
         """The gammas of a grid ``gamma`` (``"auto"`` computed once), or None for one gamma."""
-        if self._parameter_constraints.get("gamma") is not GAMMA_CONSTRAINT:
-            return None  # a map with its own gamma options (CNM's "paper") takes no grid
+        if isinstance(self.gamma, str) and self.gamma in self._gamma_words:
+            return None
         items, is_grid = gamma_items(self.gamma)
         if not is_grid:
             return None
