@@ -28,8 +28,8 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from .._validation import check_X_y
-from ..features.grid import grid_source
 from ..features.fused import fused_pass
+from ..features.grid import grid_source
 from ..random import STREAM_SGD_CHUNKS, check_seed
 from .epochs import (
     encode_targets,
