@@ -82,14 +82,14 @@ def wall(args):
 def model(args):
     import psutil
 
-    from rfstream.solvers.grid_pass import gram_memory
+    from rfstream.solvers.grid_pass import client_memory, gram_memory
 
     total = psutil.virtual_memory().total
     print(f"machine: {total / 2**30:.1f} GiB, {os.cpu_count()} cores; threads: limit 80% of it; "
           "2 workers: 40% each, 1 thread each")
     print("\n| D | one partial, 5 folds | one partial, loo | threads: 5 folds | threads: loo | "
-          "2 workers: 5 folds | 2 workers: loo |")
-    print("|---|---|---|---|---|---|---|")
+          "2 workers: 5 folds | 2 workers: loo | client: 5 folds | client: loo |")
+    print("|---|---|---|---|---|---|---|---|---|")
     from rfstream.solvers import grid_pass
 
     for D in args.d:
@@ -100,6 +100,9 @@ def model(args):
                 need, lim, _, _ = gram_memory(1, K, D, args.targets)
                 cells.append(f"{need / 2**30:.1f} GiB {'fits' if need <= lim else 'refused'}")
         partials = [gram_memory(1, K, D, args.targets)[3] / 2**30 for K in (5, 1)]
+        for K in (5, 1):
+            need, lim = client_memory(1, K, D, args.targets)
+            cells.append(f"{need / 2**30:.1f} GiB {'fits' if need <= lim else 'refused'}")
         print(f"| {D} | {partials[0]:.2f} GiB | {partials[1]:.2f} GiB | " + " | ".join(cells) + " |")
 
 

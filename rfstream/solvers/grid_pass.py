@@ -98,19 +98,44 @@ def gram_memory(n_groups, n_folds, n_features, n_targets):
     return partial * (threads + 2), limit, threads, partial
 
 
+def client_memory(n_groups, n_folds, n_features, n_targets):
+    """``(need, limit)``: the client's bytes for the solve (the reduced partials, plus for
+    K folds a fold's training Gram, its centred copy, its eigenvectors and LAPACK's
+    workspace, 4 D^2; for leave-one-out the eigenvectors of every gamma and one D^2 more,
+    :func:`rfstream.solvers.loo.loo_basis`) and 80% of this machine's memory (docs/wide.md
+    compares it with measured peaks)."""
+    import psutil
+
+    D = n_features
+    extra = 8 * D * D * (4 if n_folds > 1 else n_groups + 1)
+    return gram_memory(n_groups, n_folds, n_features, n_targets)[3] + extra, int(
+        0.8 * psutil.virtual_memory().total)
+
+
+def gram_fits(n_groups, n_folds, n_features, n_targets):
+    """Whether the Gram pass's partials fit the workers and the solve the client."""
+    need, limit, _, _ = gram_memory(n_groups, n_folds, n_features, n_targets)
+    client, client_limit = client_memory(n_groups, n_folds, n_features, n_targets)
+    return need <= limit and client <= client_limit
+
+
 def check_grid_memory(n_groups, n_folds, n_features, n_targets):
-    """Refuse, before any pass, a Gram pass whose partials cannot fit a worker
-    (:func:`gram_memory`), naming the sizes and what to lower."""
-    need, limit, threads, partial = gram_memory(n_groups, n_folds, n_features, n_targets)
-    if need <= limit:
+    """Refuse, before any pass, a Gram pass whose partials cannot fit a worker or whose
+    solve cannot fit the client (:func:`gram_memory`, :func:`client_memory`), naming the
+    sizes and what to lower."""
+    if gram_fits(n_groups, n_folds, n_features, n_targets):
         return
+    need, limit, threads, partial = gram_memory(n_groups, n_folds, n_features, n_targets)
+    client, client_limit = client_memory(n_groups, n_folds, n_features, n_targets)
     G, K, D = n_groups, n_folds, n_features
     grid = f"{G} gammas x " if G > 1 else ""
     lower = "the number of gammas, cv or n_components" if G > 1 else "cv or n_components"
+    where = (f"about {need / 2**30:.1f} GiB per worker with {threads} threads, over its "
+             f"{limit / 2**30:.1f} GiB" if need > limit else
+             f"and the client's solve {client / 2**30:.1f} GiB, over its {client_limit / 2**30:.1f} GiB")
     raise ValueError(
         f"the Gram pass needs {grid}{K} fold(s) x D^2 (D={D}) float64 partials: "
-        f"{partial / 2**30:.2f} GiB per task, about {need / 2**30:.1f} GiB per worker with "
-        f"{threads} threads, over its {limit / 2**30:.1f} GiB; lower {lower}"
-        + (", or use cv='loo' (one Gram)" if K > 1 and gram_memory(G, 1, D, n_targets)[0] <= limit else "")
-        + " (or use workers with more memory)."
+        f"{partial / 2**30:.2f} GiB per task, {where}; lower {lower}"
+        + (", or use cv='loo' (one Gram)" if K > 1 and gram_fits(G, 1, D, n_targets) else "")
+        + " (or use machines with more memory)."
     )

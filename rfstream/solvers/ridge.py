@@ -59,7 +59,7 @@ from .cg import ridge_cg
 from .cv_scores import CLASSIFIER_SCORINGS, REGRESSOR_SCORINGS
 from .folds import check_cv
 from .gram import gram_chunk, gram_layout
-from .grid_pass import check_grid_memory, feature_groups, gram_memory, group_chunk
+from .grid_pass import check_grid_memory, feature_groups, gram_fits, group_chunk
 from .linear import LinearClassifierMixin, LinearPredictMixin
 from .loo import loo_cross_validate
 from .ridge_cv import (
@@ -128,8 +128,7 @@ class _BaseStreamingRidge(LinearPredictMixin, BaseEstimator):
             weight_args=weight_args,
         )
         vec = compute(sum_rows(chunk, groups.n_groups * layout.size, groups.rows, y, w, folds))
-        return [{k: v.copy() for k, v in layout.unpack(part).items()}
-                for part in np.split(vec, groups.n_groups)]
+        return [layout.unpack(part) for part in np.split(vec, groups.n_groups)]  # views: no copy
 
     def _fit_targets(self, Z, y, target_fn, n_targets, sample_weight=None, weight_args=None):
         """(W, b) of the weighted ridge problem (module docstring) for the targets
@@ -160,7 +159,7 @@ class _BaseStreamingRidge(LinearPredictMixin, BaseEstimator):
         check_grid_memory(groups.n_groups, n_folds, n_features, n_targets)
         stats = self._statistics(groups, n_features, y, target_fn, n_targets, n_folds,
                                  (sample_weight, weight_args), folds)
-        totals = [{k: v.sum(axis=0) for k, v in group.items()} for group in stats]
+        totals = [{k: v.sum(axis=0) if n_folds > 1 else v[0] for k, v in group.items()} for group in stats]
         check_totals(totals)
         chosen = 0
         if searching:
@@ -169,7 +168,11 @@ class _BaseStreamingRidge(LinearPredictMixin, BaseEstimator):
         else:
             self.alpha_ = float(alphas[0])
         self.n_features_in_ = n_features  # a grid's stacked Z: one gamma's features from now on
-        W, b = self._solve_stats(totals[chosen], self.alpha_)
+        if cv == "loo":  # the eigendecomposition of the chosen gamma's Gram solves it (no copy of G)
+            W, b = self._loo_solution
+            del self._loo_solution
+        else:
+            W, b = self._solve_stats(totals[chosen], self.alpha_)
         scoring_pass = searching and (cv == "loo" or self.scoring != "squared_error")
         self.n_samples_seen_, self.n_iter_ = int(totals[0]["m"]), 1 + scoring_pass
         return W, b
@@ -181,14 +184,13 @@ class _BaseStreamingRidge(LinearPredictMixin, BaseEstimator):
         if isinstance(self.cv, str):
             return "loo"
         cv = check_cv(self.cv, Z, y)
-        if isinstance(self.cv, Integral) or self.cv is None:
-            need, limit, _, _ = gram_memory(n_groups, cv[0], n_features, n_targets)
-            if need > limit and gram_memory(n_groups, 1, n_features, n_targets)[0] <= limit:
-                warnings.warn(f"{cv[0]}-fold cross-validation needs {cv[0]} Grams of D={n_features} "
-                              f"per task ({need / 2**30:.1f} GiB per worker, over its {limit / 2**30:.1f} "
-                              "GiB); using exact leave-one-out from one Gram instead (cv='loo').",
-                              UserWarning, stacklevel=5)
-                return "loo"
+        an_int = isinstance(self.cv, Integral) or self.cv is None
+        if an_int and not gram_fits(n_groups, cv[0], n_features, n_targets) and gram_fits(
+                n_groups, 1, n_features, n_targets):
+            warnings.warn(f"{cv[0]}-fold cross-validation needs {cv[0]} Grams of D={n_features} per "
+                          "task, more than the workers' or the client's memory holds; using exact "
+                          "leave-one-out from one Gram instead (cv='loo').", UserWarning, stacklevel=5)
+            return "loo"
         return cv
 
     def _solve_stats(self, stats, alpha):
@@ -203,9 +205,10 @@ class _BaseStreamingRidge(LinearPredictMixin, BaseEstimator):
         one scoring pass; :mod:`.loo`: exact leave-one-out in one pass)."""
         classes = getattr(self, "classes_", None)
         if cv == "loo":
-            table, self.cv_mse_, best = loo_cross_validate(
+            table, self.cv_mse_, best, solution = loo_cross_validate(
                 groups, y, totals, alphas, weights, target_fn=target_fn, scoring=self.scoring,
                 classes=classes, fit_intercept=self.fit_intercept)
+            self._loo_solution = solution(*divmod(best, alphas.size))
         else:
             table, self.cv_mse_, best = grid_cross_validate(
                 groups, y, stats, totals, alphas, cv, weights, scoring=self.scoring, classes=classes,
