@@ -107,11 +107,7 @@ class CompactNonlinearMap(ClassifierMixin, FeatureMap):
         Bandwidth of the initial random Fourier map.  "auto": ``sigma`` = mean
         distance to the 50th nearest neighbour of 1000 sampled rows and
         ``gamma = 1/(2 sigma^2)`` (:func:`rfstream.kernels.auto_gamma`);
-        "paper": 4 x "auto" (``2/sigma^2``, Gaussian kernel only), see above;
-        "auto*F": F x "auto".  A list of gammas (a grid) is searched by
-        :func:`rfstream.pipeline.fit_dataset` and ``rfstream fit --solver ridge``,
-        one whole fit per gamma (CNM's alternations learn the map of one gamma;
-        :mod:`rfstream.datadriven.gamma_loop`); fitted directly, the map takes one.
+        "paper": 4 x "auto" (Gaussian only, above); "auto*F"; a list: a fit per gamma.
     alpha : float, default=1e-4
         ``lambda`` of eq. 5 (the w-step's regularization; not given in the
         paper; docs/cnm.md has the held-out sweep).
@@ -224,6 +220,7 @@ class CompactNonlinearMap(ClassifierMixin, FeatureMap):
         "n_iter_no_change": [Interval(Integral, 1, None, closed="left")],
         "average": ["boolean"],
     }
+    _gamma_words = ("paper",)  # a gamma of its own, resolved by _resolve_gamma
     _y_purpose = (
         "with objective='classification' the map is learned with a linear SVM on the labels "
         "(y is required; objective='kernel' learns the map for kernel approximation without labels)"
@@ -248,8 +245,6 @@ class CompactNonlinearMap(ClassifierMixin, FeatureMap):
         self.dtype = dtype
 
     # ------------------------------------------------------------ FeatureMap hooks
-    _gamma_words = ("paper",)
-
     def _resolve_gamma(self, X, rng):
         """``"paper"``: Section 7's ``2/sigma^2``, i.e. 4 x the ``"auto"`` ``1/(2 sigma^2)``."""
         if self.gamma != "paper":

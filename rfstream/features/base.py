@@ -70,6 +70,7 @@ from .grid import (
     item_label,
     needs_auto,
     resolve_items,
+    stacked_block,
 )
 
 _DTYPES = ("float32", "float64")
@@ -310,7 +311,7 @@ class FeatureMap(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimato
         width = sum(m._n_features_out for m in maps)
         dtype = self._output_dtype()
         fmt = sp.csr_matrix if self._sparse_output else None
-        Z = X.map_blocks(_stacked_block, blocks=tuple(m._block for m in maps), stack=fmt, dtype=dtype,
+        Z = X.map_blocks(stacked_block, blocks=tuple(m._block for m in maps), stack=fmt, dtype=dtype,
                          chunks=(X.chunks[0], (width,)),
                          meta=(sp.csr_matrix((0, width), dtype=dtype) if fmt else np.empty((0, width), dtype)),
                          name=f"{type(self).__name__.lower()}-grid-{tokenize(self, X)}")
@@ -381,12 +382,6 @@ class FeatureMap(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimato
         except ValueError:
             tags.transformer_tags.preserves_dtype = []
         return tags
-
-
-def _stacked_block(x, blocks, stack=None):
-    """The features of every gamma's map side by side (CSR when ``stack`` is given)."""
-    parts = [block(x) for block in blocks]
-    return sp.hstack(parts, format="csr") if stack is not None else np.hstack(parts)
 
 
 class KernelFeatureMap(FeatureMap):

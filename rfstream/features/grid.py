@@ -33,6 +33,7 @@ from typing import NamedTuple
 
 import dask.array as da
 import numpy as np
+import scipy.sparse as sp
 
 _ATTRIBUTE = "_rfstream_gamma_grid"
 
@@ -136,6 +137,12 @@ class GridSource(NamedTuple):
     gammas: np.ndarray
     labels: tuple
     select: Callable
+
+
+def stacked_block(x, blocks, stack=None):
+    """The features of every gamma's map side by side (CSR when ``stack`` is given)."""
+    parts = [block(x) for block in blocks]
+    return sp.hstack(parts, format="csr") if stack is not None else np.hstack(parts)
 
 
 def attach_grid(Z, source):
