@@ -37,6 +37,16 @@ def _source(args, labels=True):
     return out
 
 
+@contextlib.contextmanager
+def _warnings_as_lines():
+    """Collect the warnings of a block and print each distinct one as one line on stderr."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        yield
+    for message in dict.fromkeys(str(w.message).splitlines()[0] for w in caught):
+        print(f"rfstream: warning: {message}", file=sys.stderr)
+
+
 def _print_json(data):
     print(json.dumps(data, indent=2))
 
@@ -91,13 +101,10 @@ def cmd_fit(args):
     if args.report and not have_matplotlib():
         raise UserError("--report draws the CV heat map with matplotlib, which is not installed; "
                         "pip install 'rfstream[plot]', or leave --report out.")
-    with warnings.catch_warnings(record=True) as caught, _connect(args, X=X):
-        warnings.simplefilter("always")
+    with _warnings_as_lines(), _connect(args, X=X):
         model, meta = pipeline.fit_dataset(
             args.data, model=model, X=X, y=y, attrs=attrs, out=None,
             sample_weight=args.sample_weight, storage_options=args.storage_options)
-    for message in dict.fromkeys(str(w.message).splitlines()[0] for w in caught):
-        print(f"rfstream: warning: {message}", file=sys.stderr)
     selection, files = meta.get("selection"), {}
     if selection and (args.report or have_matplotlib()):
         files[HEATMAP_FILE] = cv_heatmap_png(selection, title=f"{args.features} on "
@@ -207,9 +214,9 @@ def cmd_demo(args):
         attrs = io.dataset_info(data)["attrs"]
         print(f"split: {X_tr.shape[0]} training rows, {X_te.shape[0]} test rows; "
               f"fitting Gaussian RFF (D={args.n_components}) + ridge on {X_tr.numblocks[0]} chunks")
-        with _connect(args, X=X_tr):
+        with _warnings_as_lines(), _connect(args, X=X_tr):
             model, meta = pipeline.fit_dataset(
-                data, n_components=args.n_components, alpha=[0.1, 1.0, 10.0, 100.0],
+                data, n_components=args.n_components, alpha=[0.001, 0.01, 0.1, 1.0, 10.0, 100.0],
                 random_state=args.random_state, X=X_tr, y=y_tr, attrs=attrs,
                 out=work / "model" if args.workdir else None, overwrite=True)
             result = pipeline.evaluate_dataset(model, meta, data, X=X_te, y=y_te, attrs=attrs)
