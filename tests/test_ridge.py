@@ -532,3 +532,13 @@ def test_classifier_continuous_targets():
     X, y = _regression()
     with pytest.raises(ValueError, match="Unknown label type"):
         StreamingRidgeClassifier().fit(X, y)
+
+
+def test_many_classes_from_dask_labels_fit_without_a_regression_hint(recwarn):
+    """30 classes read from a dask y: the distinct labels are checked, not taken for a
+    30-sample regression target (scikit-learn's "more unique classes than half" hint)."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(600, 4))
+    y = np.arange(600) % 30
+    StreamingRidgeClassifier(alpha=1.0).fit(da.from_array(X, chunks=200), da.from_array(y, chunks=200))
+    assert not [w for w in recwarn if "unique classes" in str(w.message)]

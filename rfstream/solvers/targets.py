@@ -23,6 +23,8 @@ tasks); only :func:`find_classes` computes anything with dask.
 """
 from __future__ import annotations
 
+import warnings
+
 import dask.array as da
 import numpy as np
 from dask.base import is_dask_collection
@@ -110,7 +112,9 @@ def find_classes(y, *, name="the classifier", return_counts=False, also=()):
         found = compute(*lazy, *also)
         found = found if len(lazy) + len(also) > 1 else (found,)
         found, extra = found[: len(lazy)], tuple(found[len(lazy):])
-        check_classification_targets(found[0])
+        with warnings.catch_warnings():  # its "more classes than half the samples" hint counts
+            warnings.filterwarnings("ignore", message="The number of unique classes")  # the distinct values
+            check_classification_targets(found[0])
     else:
         check_classification_targets(y)
         found = np.unique(y, return_counts=True) if return_counts else (np.unique(y),)
