@@ -30,6 +30,7 @@ from .features.grid import gamma_items, item_label
 from .io.zarr_source import lazy_array, open_source
 from .metrics import classification_metrics, regression_metrics
 from .preprocess import Standardizer
+from .solvers.cg import check_single_candidate
 from .solvers.ridge_cv import grid_edge
 
 #: ``--features`` name -> feature map (a class, or a class with some parameters fixed).
@@ -101,6 +102,9 @@ def check_model(model, n_features):
     if has_gamma_grid(model) and not hasattr(model.named_steps["solver"], "scoring"):
         raise ValueError(f"a gamma grid (gamma={model.named_steps['features'].gamma!r}) is searched by "
                          "cross-validation of the ridge solver; use --solver ridge, or give one gamma.")
+    solver = model.named_steps["solver"] if isinstance(model, Pipeline) else model
+    if hasattr(solver, "pcg_rank"):  # ridge: cg and pcg solve one (alpha, gamma)
+        check_single_candidate(solver, grid=has_gamma_grid(model))
     if loops_over_gamma(model):  # fitted once per gamma: check the map with each
         fmap = model.named_steps["features"]
         items, _ = gamma_items(fmap.gamma)

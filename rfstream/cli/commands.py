@@ -18,6 +18,8 @@ import time
 import warnings
 from pathlib import Path
 
+import numpy as np
+
 from .. import io, pipeline
 from ..cluster import connect
 from ..io.convert import source_files
@@ -117,6 +119,8 @@ def cmd_fit(args):
                    "alpha": getattr(solver, "alpha_", solver.alpha),
                    "gamma": getattr(model.named_steps["features"], "gamma_", None),
                    "fit_seconds": meta["fit_seconds"]}
+        if getattr(solver, "n_iter_", None) is not None:  # ridge: 1-2, or 1 + the CG iterations
+            summary["passes"] = int(np.max(solver.n_iter_))
         if selection:  # lists of alphas or gammas: the CV table (mean and std per candidate)
             summary["cv"] = {"scoring": selection["scoring"], **selection["cv"],
                              "best_score": selection["best_score"]}

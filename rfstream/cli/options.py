@@ -180,6 +180,17 @@ FIT_OPTIONS = (
            "or loo: exact leave-one-out from one Gram (O(D^2) memory instead of O(folds D^2); also "
            "chosen, with a warning, when the folds' Grams would not fit a worker)", target="solver",
            type=_folds, solvers=("ridge",)),
+    Option("solver", "--ridge-solver", "ridge: gram (one D x D Gram pass; cross-validation), pcg "
+           "(Nystrom-preconditioned conjugate gradients, a pass per iteration, memory O(D x "
+           "--pcg-rank): for D past the Gram's memory; one --alpha), cg (Jacobi-preconditioned, for "
+           "wide sparse features), or auto (cg for sparse features wider than 4096, else gram)",
+           target="solver", choices=("auto", "gram", "cg", "pcg"), solvers=("ridge",)),
+    Option("pcg_rank", "--pcg-rank", "ridge --ridge-solver pcg: rank r of the preconditioner "
+           "(4 r rows sampled)", target="solver", type=int, solvers=("ridge",)),
+    Option("max_iter", "--cg-max-iter", "ridge cg/pcg: most iterations (one pass each)",
+           target="solver", type=int, solvers=("ridge",)),
+    Option("tol", "--cg-tol", "ridge cg/pcg: stop at this relative residual of the normal equations",
+           target="solver", type=float, solvers=("ridge",)),
     Option("scoring", "--scoring", "ridge: the CV score of a list of --alpha: error_rate (one more "
            "pass), balanced_error, roc_auc (two classes), or squared_error (from the Gram pass; "
            "regression's only score)", target="solver",

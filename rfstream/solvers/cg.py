@@ -42,7 +42,9 @@ from sklearn.exceptions import ConvergenceWarning
 
 from ..cluster import compute
 from ..features.fused import fused_pass
+from ..random import check_seed
 from ..reductions import Layout, sum_rows
+from .nystrom_pcg import ROWS_PER_RANK, NystromPreconditioner, check_pcg_memory
 from .weights import row_weights
 
 
@@ -86,17 +88,20 @@ def _product_chunk(z, *labels, offset, V, out, weight_args=None):
 
 
 def ridge_cg(Z, y, target_fn, n_targets, *, alpha, fit_intercept=True, tol=1e-4, max_iter=200,
-             sample_weight=None, weight_args=None):
-    """Solve ``min ||C^(1/2) (Y - Z W - 1 b')||^2 + alpha ||W||^2`` by Jacobi-preconditioned CG.
+             sample_weight=None, weight_args=None, preconditioner=None):
+    """Solve ``min ||C^(1/2) (Y - Z W - 1 b')||^2 + alpha ||W||^2`` by preconditioned CG.
 
     ``Z`` is a numpy/CSR array or a dask array (dense or CSR blocks), ``y``
     its labels aligned by rows, ``target_fn`` turns a block of labels into
     the (rows, T) targets; the row weights C are ``sample_weight`` (checked,
     aligned with ``Z``: :func:`rfstream.solvers.weights.check_sample_weight`) times
     the class weights in ``weight_args`` (``classes``, ``class_weight``), or 1.
+    ``preconditioner``: None for Jacobi (``diag(A)``), or ``make(mu, n_rows)`` returning
+    a function that applies ``P^-1`` to a D x T block, called once after the first pass
+    (:class:`rfstream.solvers.nystrom_pcg.NystromPreconditioner`).
     Returns ``(W (D, T), b (T,), stats)`` with ``stats`` holding ``n`` (the weight
-    sum), ``m`` (rows), ``n_iter`` (passes after the first) and the final relative
-    residuals.
+    sum), ``m`` (rows), ``n_iter`` (passes after the first), the final relative
+    residuals and the preconditioner.
     """
     D, T = Z.shape[1], n_targets
     weight_args = dict(weight_args or {})
@@ -118,8 +123,12 @@ def ridge_cg(Z, y, target_fn, n_targets, *, alpha, fit_intercept=True, tol=1e-4,
     mu = st["s"] / n if fit_intercept else np.zeros(D)
     nu = st["t"] / n if fit_intercept else np.zeros(T)
     rhs = st["C"] - n * np.outer(mu, nu)
-    precond = np.maximum(st["d"] - n * mu**2, 0.0) + alpha
-    precond[precond <= 0] = 1.0  # alpha = 0 and an empty column: leave that coordinate alone
+    if preconditioner is None:
+        diag = np.maximum(st["d"] - n * mu**2, 0.0) + alpha
+        diag[diag <= 0] = 1.0  # alpha = 0 and an empty column: leave that coordinate alone
+        precondition = lambda R: R / diag[:, None]  # noqa: E731
+    else:
+        precondition = preconditioner(mu, int(st["m"]))
 
     def apply(V):
         chunk = partial(_product_chunk, V=V, weight_args=weight_args if weighted else None)
@@ -131,7 +140,7 @@ def ridge_cg(Z, y, target_fn, n_targets, *, alpha, fit_intercept=True, tol=1e-4,
     W = np.zeros((D, T))
     R = rhs.copy()
     norm_b = np.maximum(np.linalg.norm(rhs, axis=0), np.finfo(float).tiny)
-    Zr = R / precond[:, None]
+    Zr = precondition(R)
     Pd = Zr.copy()
     rz = np.sum(R * Zr, axis=0)
     n_iter = 0
@@ -144,7 +153,7 @@ def ridge_cg(Z, y, target_fn, n_targets, *, alpha, fit_intercept=True, tol=1e-4,
         step[res <= tol] = 0.0  # converged targets stay put
         W += Pd * step
         R -= AP * step
-        Zr = R / precond[:, None]
+        Zr = precondition(R)
         rz_new = np.sum(R * Zr, axis=0)
         Pd = Zr + Pd * np.where(rz > 0, rz_new / np.where(rz > 0, rz, 1.0), 0.0)
         rz = rz_new
@@ -152,4 +161,41 @@ def ridge_cg(Z, y, target_fn, n_targets, *, alpha, fit_intercept=True, tol=1e-4,
     if np.any(res > tol):
         warnings.warn(f"CG stopped after max_iter={max_iter} passes with a relative residual of "
                       f"{res.max():.2g} (tol={tol}); raise max_iter.", ConvergenceWarning, stacklevel=3)
-    return W, nu - mu @ W, {"n": n, "m": float(st["m"]), "n_iter": n_iter, "residual": res}
+    return W, nu - mu @ W, {"n": n, "m": float(st["m"]), "n_iter": n_iter, "residual": res,
+                            "preconditioner": precondition}
+
+
+def check_single_candidate(estimator, grid=False):
+    """Refuse, before any pass, a search (a list of alphas, or ``grid``: a gamma grid)
+    for a ridge ``estimator`` whose ``solver`` is "cg" or "pcg": their iterations solve
+    one system; cross-validation needs the Gram pass."""
+    if estimator.solver in ("cg", "pcg") and (np.ndim(estimator.alpha) > 0 or grid):
+        raise ValueError(
+            f"solver={estimator.solver!r} takes a single alpha and gamma (cross-validation needs "
+            f"the Gram pass); got alpha={estimator.alpha!r}{' and a gamma grid' if grid else ''}. "
+            "Pass one alpha and gamma, or solver='gram' (cv='loo' keeps one Gram).")
+
+
+def fit_iterative(estimator, Z, y, target_fn, n_targets, alphas, groups, *, sample_weight=None,
+                  weight_args=None):
+    """:func:`ridge_cg` with a ridge estimator's parameters: ``solver`` "cg" (Jacobi) or
+    "pcg" (:class:`rfstream.solvers.nystrom_pcg.NystromPreconditioner` of rank
+    ``pcg_rank``, its rows drawn with ``random_state``); one alpha and one gamma only.
+
+    Returns :func:`ridge_cg`'s ``(W, b, stats)``.
+    """
+    check_single_candidate(estimator, grid=groups.gammas is not None)
+    alpha, preconditioner = float(alphas[0]), None
+    if estimator.solver == "pcg":
+        rank = min(estimator.pcg_rank, Z.shape[1])
+        check_pcg_memory(Z.shape[1], rank, n_targets)
+
+        def preconditioner(mu, n_rows):
+            return NystromPreconditioner.from_rows(
+                Z, y, alpha=alpha, mu=mu, n_rows=n_rows, m=ROWS_PER_RANK * rank, rank=rank,
+                seed=check_seed(estimator.random_state), sample_weight=sample_weight,
+                weight_args=weight_args)
+
+    return ridge_cg(Z, y, target_fn, n_targets, alpha=alpha, fit_intercept=estimator.fit_intercept,
+                    tol=estimator.tol, max_iter=estimator.max_iter, sample_weight=sample_weight,
+                    weight_args=weight_args, preconditioner=preconditioner)

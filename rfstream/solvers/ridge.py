@@ -55,13 +55,14 @@ from .._validation import check_X_y
 from ..cluster import compute
 from ..random import check_seed
 from ..reductions import sum_rows
-from .cg import ridge_cg
+from .cg import fit_iterative
 from .cv_scores import CLASSIFIER_SCORINGS, REGRESSOR_SCORINGS
 from .folds import check_cv
 from .gram import gram_chunk, gram_layout
 from .grid_pass import check_grid_memory, feature_groups, gram_fits, group_chunk
 from .linear import LinearClassifierMixin, LinearPredictMixin
 from .loo import loo_cross_validate
+from .nystrom_pcg import PCG_RANK
 from .ridge_cv import (
     check_alpha,
     check_totals,
@@ -91,14 +92,15 @@ class _BaseStreamingRidge(LinearPredictMixin, BaseEstimator):
         "fit_intercept": ["boolean"],
         "cv": ["cv_object", StrOptions({"loo"})],
         "random_state": ["random_state"],
-        "solver": [StrOptions({"auto", "gram", "cg"})],
+        "solver": [StrOptions({"auto", "gram", "cg", "pcg"})],
+        "pcg_rank": [Interval(Integral, 1, None, closed="left")],
         "tol": [Interval(Real, 0, None, closed="neither")],
         "max_iter": [Interval(Integral, 1, None, closed="left")],
         "scoring": [StrOptions(set(REGRESSOR_SCORINGS))],
     }
 
     def __init__(self, alpha=1.0, *, fit_intercept=True, cv=5, random_state=0, solver="auto",
-                 tol=1e-4, max_iter=200, scoring="squared_error"):
+                 tol=1e-4, max_iter=200, pcg_rank=PCG_RANK, scoring="squared_error"):
         self.alpha = alpha
         self.fit_intercept = fit_intercept
         self.cv = cv
@@ -106,6 +108,7 @@ class _BaseStreamingRidge(LinearPredictMixin, BaseEstimator):
         self.solver = solver
         self.tol = tol
         self.max_iter = max_iter
+        self.pcg_rank = pcg_rank
         self.scoring = scoring
 
     # -- the pass -----------------------------------------------------------
@@ -140,18 +143,10 @@ class _BaseStreamingRidge(LinearPredictMixin, BaseEstimator):
         groups = feature_groups(Z)
         n_features = Z.shape[1] // groups.n_groups
         wide_sparse = Z.shape[1] > CG_MIN_FEATURES and scipy.sparse.issparse(getattr(Z, "_meta", Z))
-        if self.solver == "cg" or (self.solver == "auto" and wide_sparse and groups.gammas is None):
-            if alphas.size > 1 or groups.gammas is not None:
-                raise ValueError(
-                    f"solver='cg' takes a single alpha and gamma (cross-validation needs the Gram "
-                    f"pass); got alpha={self.alpha!r} for {Z.shape[1]} features. Pass one alpha and "
-                    "gamma, or solver='gram' with fewer features."
-                )
-            self.alpha_ = float(alphas[0])
-            W, b, info = ridge_cg(Z, y, target_fn, n_targets, alpha=self.alpha_,
-                                  fit_intercept=self.fit_intercept, tol=self.tol, max_iter=self.max_iter,
-                                  sample_weight=sample_weight, weight_args=weight_args)
-            self.n_samples_seen_, self.n_iter_ = int(info["m"]), 1 + info["n_iter"]
+        if self.solver in ("cg", "pcg") or (self.solver == "auto" and wide_sparse and groups.gammas is None):
+            W, b, info = fit_iterative(self, Z, y, target_fn, n_targets, alphas, groups,
+                                       sample_weight=sample_weight, weight_args=weight_args)
+            self.alpha_, self.n_samples_seen_, self.n_iter_ = float(alphas[0]), int(info["m"]), 1 + info["n_iter"]
             return W, b
         searching = np.ndim(self.alpha) > 0 or groups.gammas is not None  # a list: CV, even of one
         cv = self._choose_cv(Z, y, groups.n_groups, n_features, n_targets) if searching else (1, 1, None)
@@ -267,15 +262,21 @@ class StreamingRidge(MultiOutputMixin, RegressorMixin, _BaseStreamingRidge):
         a warning, when the k Grams of an int ``cv`` would not fit a worker.
     random_state : int, default=0
         Seed of the fold assignment (a function of the seed and the row index).
-    solver : {"auto", "gram", "cg"}, default="auto"
+    solver : {"auto", "gram", "cg", "pcg"}, default="auto"
         "gram": the single Gram pass above.  "cg": Jacobi-preconditioned
         conjugate gradients on the implicit normal equations, one pass per
         iteration and only D x T arrays on the client, for wide (sparse)
         features such as random binning (:mod:`rfstream.solvers.cg`); single
-        alpha only.  "auto": "cg" for sparse features wider than
-        ``CG_MIN_FEATURES`` (4096), "gram" otherwise.
+        alpha only.  "pcg": the same iterations with a Nystrom preconditioner of
+        rank ``pcg_rank`` built from a uniform sample of rows
+        (:mod:`rfstream.solvers.nystrom_pcg`): memory O(D x pcg_rank) instead of the
+        Gram's O(D^2), for dense features past the Gram's memory.  "auto": "cg" for
+        sparse features wider than ``CG_MIN_FEATURES`` (4096), "gram" otherwise.
     tol, max_iter : float, int, default=1e-4, 200
         CG stopping rule: relative residual of the normal equations, passes.
+    pcg_rank : int, default=1024
+        "pcg": the preconditioner's rank r (at most D), from 4 r rows sampled with
+        ``random_state``.
     scoring : {"squared_error"}, default="squared_error"
         The CV score of an ``alpha`` list: held-out MSE, exact from the partials.
 
@@ -300,7 +301,7 @@ class StreamingRidge(MultiOutputMixin, RegressorMixin, _BaseStreamingRidge):
     n_samples_seen_ : int
     n_iter_ : int
         Passes over the data: 1 for the Gram pass (2 with a scoring pass), 1 + the CG
-        iterations for "cg".
+        iterations for "cg" and "pcg".
     """
 
     def fit(self, X, y, sample_weight=None):
@@ -371,9 +372,10 @@ class StreamingRidgeClassifier(LinearClassifierMixin, ClassifierMixin, _BaseStre
     }
 
     def __init__(self, alpha=1.0, *, fit_intercept=True, cv=5, random_state=0, solver="auto",
-                 tol=1e-4, max_iter=200, class_weight=None, scoring="error_rate"):
+                 tol=1e-4, max_iter=200, pcg_rank=PCG_RANK, class_weight=None,
+                 scoring="error_rate"):
         super().__init__(alpha, fit_intercept=fit_intercept, cv=cv, random_state=random_state,
-                         solver=solver, tol=tol, max_iter=max_iter, scoring=scoring)
+                         solver=solver, tol=tol, max_iter=max_iter, pcg_rank=pcg_rank, scoring=scoring)
         self.class_weight = class_weight
 
     def fit(self, X, y, sample_weight=None):

@@ -1,0 +1,153 @@
+"""A low-rank preconditioner of the ridge normal equations from a sample of rows.
+
+Conjugate gradients on ``A = Z_c' C Z_c + alpha I`` (:mod:`rfstream.solvers.cg`)
+need as many passes as the spread of A's eigenvalues allows; for dense random
+features the Gram's spectrum decays steeply and the Jacobi preconditioner
+(``diag(A)``) hardly narrows it.  This module builds the randomized Nystrom
+preconditioner of Frangella, Tropp & Udell ("Randomized Nystrom preconditioning",
+SIAM J. Matrix Anal. Appl. 44(2), 2023): from a rank-r approximation
+``A - alpha I ~ U diag(lam) U'`` with orthonormal ``U`` (D x r),
+
+    P^-1 = (lam_r + alpha) U diag(1 / (lam + alpha)) U' + (I - U U')       (their eq. 5.3)
+
+which maps the r leading eigenvalues of A to about ``lam_r + alpha`` and leaves
+the rest, already below it, alone.  Their Theorem 5.1: once r is about twice the
+effective dimension ``d_eff(alpha) = tr(G (G + alpha I)^-1)``, the preconditioned
+system's condition number is a small constant, so CG converges in a few passes.
+
+**Deviation, for streaming.**  Their Algorithm 2.1 (RandNysAppx) sketches
+``Y = A Omega`` with a Gaussian ``Omega`` (D x r): for A = Z'CZ that is a pass over
+the rows costing ``2 n D r`` flops, several CG iterations' worth (an iteration
+costs ``2 n D T`` for T targets) and at D = 50,000, n = 10^6 hours on a few cores.
+Here the approximation comes instead from ``m`` rows drawn uniformly without
+replacement, as FALKON approximates its Hessian by its M centres (Rudi, Carratino &
+Rosasco, "FALKON: an optimal large scale kernel method", NeurIPS 2017, Section 3,
+``K_nM' K_nM ~ (n / M) K_MM^2``): with ``B`` the sampled rows' centred features, each
+scaled by ``sqrt(c_i n_rows / m)``, ``B'B`` is an unbiased estimate of ``Z_c' C Z_c``,
+and its eigendecomposition comes from the m x m matrix ``B B' = Q diag(s) Q'`` as
+``U = B' Q diag(s)^-1/2``, ``lam = s``.  Random Fourier features are bounded
+(``|z_j| <= sqrt(2 / D)``), so no row has a large leverage and uniform sampling
+suffices (the argument of FALKON's Theorem 3 for uniform centres).  Cost: reading
+the ``m`` input rows (one gather, no feature pass), their features on the client,
+``m^2 D`` flops and ``(m + r) D`` float64 of memory; no pass over the data.
+"""
+from __future__ import annotations
+
+import time
+
+import dask.array as da
+import numpy as np
+import scipy.linalg
+import scipy.sparse as sp
+
+from ..cluster import compute
+from ..features.fused import feature_source
+from .weights import row_weights
+
+#: Default rank r of the preconditioner (at most D), and the rows sampled per unit of
+#: rank: the sampled Gram's trailing eigenpairs are noisy, so its leading quarter is
+#: kept (the iteration counts behind both: docs/wide.md, "PCG").
+PCG_RANK = 1024
+ROWS_PER_RANK = 4
+
+
+def sample_rows(n_rows, m, seed):
+    """Sorted indices of ``min(m, n_rows)`` rows drawn uniformly without replacement."""
+    rng = np.random.default_rng(seed)
+    return np.sort(rng.choice(n_rows, size=min(m, n_rows), replace=False))
+
+
+def _take(a, idx):
+    if a is None:
+        return None
+    return a[idx]
+
+
+def sampled_features(Z, y, sample_weight, idx):
+    """``(features, labels, weights)`` of the rows ``idx`` of ``Z`` (dense float64, m x D).
+
+    For ``Z = map.transform(X)`` only the m input rows are read and their features made
+    here (:mod:`rfstream.features.fused`); otherwise the rows of ``Z`` are gathered.
+    """
+    source = feature_source(Z)
+    rows = source.rows if source is not None else Z
+    lazy = [_take(a, idx) for a in (rows, y, sample_weight)]
+    if any(isinstance(a, da.Array) for a in lazy):
+        lazy = [compute(a) if isinstance(a, da.Array) else a for a in lazy]
+    x, labels, weights = lazy
+    z = source.block(np.asarray(x)) if source is not None else x
+    z = z.toarray() if sp.issparse(z) else np.asarray(z)
+    return np.asarray(z, dtype=np.float64), labels, weights
+
+
+def nystrom_factor(B, rank):
+    """``(U, lam)``: the ``rank`` leading eigenpairs of ``B'B`` from the m x m ``B B'``.
+
+    ``U`` (D x r) has orthonormal columns; eigenvalues below the rounding level of the
+    largest are dropped (the rank then is smaller).
+    """
+    s, Q = scipy.linalg.eigh(B @ B.T, overwrite_a=True, check_finite=False)
+    order = np.argsort(s)[::-1][:rank]
+    s, Q = s[order], Q[:, order]
+    keep = s > s[0] * B.shape[1] * np.finfo(float).eps if s.size and s[0] > 0 else np.zeros(0, bool)
+    s, Q = s[keep], Q[:, keep]
+    U = B.T @ (Q / np.sqrt(s))
+    return U, s
+
+
+class NystromPreconditioner:
+    """``P^-1`` of eq. 5.3 (module docstring) for ``A = Z_c' C Z_c + alpha I``.
+
+    Built by :meth:`from_rows` from a uniform row sample; :meth:`__call__` applies it
+    to a D x T block of residuals.
+    """
+
+    def __init__(self, U, lam, alpha):
+        self.U, self.lam, self.alpha = U, lam, float(alpha)
+        floor = lam[-1] if lam.size else 0.0
+        self._scale = (floor + self.alpha) / (lam + self.alpha)  # eigen-directions' factors
+
+    @property
+    def rank(self):
+        return self.lam.size
+
+    @classmethod
+    def from_rows(cls, Z, y, *, alpha, mu, n_rows, m, rank, seed, sample_weight=None, weight_args=None):
+        """Sample ``m`` of the ``n_rows`` rows (seeded), centre their features on ``mu``
+        (the weighted column means; zeros without an intercept), weight them by
+        ``c_i n_rows / m`` and keep the ``rank`` leading eigenpairs."""
+        t0 = time.perf_counter()
+        idx = sample_rows(n_rows, m, seed)
+        z, labels, w = sampled_features(Z, y, sample_weight, idx)
+        c = row_weights(labels, w, **(weight_args or {}))
+        z -= mu
+        z *= np.sqrt((n_rows / idx.size) * (np.ones(idx.size) if c is None else c))[:, None]
+        U, lam = nystrom_factor(z, min(rank, idx.size))
+        precond = cls(U, lam, alpha)
+        precond.sample_rows, precond.seconds = idx.size, time.perf_counter() - t0
+        return precond
+
+    def __call__(self, R):
+        """``P^-1 R`` for residuals ``R`` (D, T)."""
+        UR = self.U.T @ R
+        return R + self.U @ ((self._scale - 1.0)[:, None] * UR)
+
+
+def pcg_memory(n_features, rank, n_targets):
+    """``(need, limit)``: the client's bytes for "pcg" -- the sampled rows' features (m =
+    ``ROWS_PER_RANK`` r rows of D float64), the factor ``U`` (D x r), the m x m
+    eigenproblem and about 8 D x T CG arrays -- and 80% of this machine's memory."""
+    import psutil
+
+    D, r, m = n_features, rank, ROWS_PER_RANK * rank
+    return 8 * (D * (m + r) + 2 * m * m + 8 * D * n_targets), int(0.8 * psutil.virtual_memory().total)
+
+
+def check_pcg_memory(n_features, rank, n_targets):
+    """Refuse, before any pass, a preconditioner that cannot fit the client, naming the
+    memory needed and what to lower."""
+    need, limit = pcg_memory(n_features, rank, n_targets)
+    if need > limit:
+        raise ValueError(f"solver='pcg' with pcg_rank={rank} at D={n_features} needs about "
+                         f"{need / 2**30:.1f} GiB on the client, over its {limit / 2**30:.1f} GiB; "
+                         "lower pcg_rank (or n_components).")
