@@ -186,7 +186,7 @@ FIT_OPTIONS = (
            "wide sparse features), or auto (cg for sparse features wider than 4096, else gram)",
            target="solver", choices=("auto", "gram", "cg", "pcg"), solvers=("ridge",)),
     Option("pcg_rank", "--pcg-rank", "ridge --ridge-solver pcg: rank r of the preconditioner "
-           "(4 r rows sampled)", target="solver", type=int, solvers=("ridge",)),
+           "(2 r rows sampled)", target="solver", type=int, solvers=("ridge",)),
     Option("max_iter", "--cg-max-iter", "ridge cg/pcg: most iterations (one pass each)",
            target="solver", type=int, solvers=("ridge",)),
     Option("tol", "--cg-tol", "ridge cg/pcg: stop at this relative residual of the normal equations",

@@ -45,10 +45,10 @@ from ..features.fused import feature_source
 from .weights import row_weights
 
 #: Default rank r of the preconditioner (at most D), and the rows sampled per unit of
-#: rank: the sampled Gram's trailing eigenpairs are noisy, so its leading quarter is
+#: rank: the sampled Gram's trailing eigenpairs are noisy, so its leading half is
 #: kept (the iteration counts behind both: docs/wide.md, "PCG").
-PCG_RANK = 1024
-ROWS_PER_RANK = 4
+PCG_RANK = 2048
+ROWS_PER_RANK = 2
 
 
 def sample_rows(n_rows, m, seed):

@@ -274,8 +274,8 @@ class StreamingRidge(MultiOutputMixin, RegressorMixin, _BaseStreamingRidge):
         sparse features wider than ``CG_MIN_FEATURES`` (4096), "gram" otherwise.
     tol, max_iter : float, int, default=1e-4, 200
         CG stopping rule: relative residual of the normal equations, passes.
-    pcg_rank : int, default=1024
-        "pcg": the preconditioner's rank r (at most D), from 4 r rows sampled with
+    pcg_rank : int, default=2048
+        "pcg": the preconditioner's rank r (at most D), from 2 r rows sampled with
         ``random_state``.
     scoring : {"squared_error"}, default="squared_error"
         The CV score of an ``alpha`` list: held-out MSE, exact from the partials.
