@@ -6,6 +6,9 @@ Run from the repository root (needs ../shared/datasets):
     python benchmarks/bench_wide.py wall --dataset letter --d 16384 --cv loo
     python benchmarks/bench_wide.py wall --dataset letter --d 8192 50000 --cv pcg
     python benchmarks/bench_wide.py model --d 2048 4096 8192 16384 20000 32768
+    python benchmarks/bench_wide.py rate --dataset letter --d 4096 16384
+    python benchmarks/bench_wide.py flat --rows 500000 5000000 --d 20000
+    python benchmarks/bench_wide.py precond --dataset letter --d 8192 --alpha 1e-3
 
 ``model`` prints the Gram pass's memory from :func:`rfstream.solvers.grid_pass.gram_memory`
 (what rfstream refuses by, before any pass) for K-fold and leave-one-out, on this
@@ -24,6 +27,7 @@ import os
 import subprocess
 import sys
 import time
+import warnings
 
 ALPHAS = [1e-4, 1e-3, 0.01, 0.1, 1.0, 10.0]
 
@@ -46,7 +50,7 @@ def one_fit(dataset, D, cv, workdir, solver="gram", pcg_alpha=1e-3, pcg_rank=204
     X, X_test, y, y_test = registry.train_test(dataset, workdir)
     dask.config.set(scheduler="threads")
     t0 = time.perf_counter()
-    row = {"dataset": dataset, "D": D, "cv": cv, "solver": solver, "rows": int(X.shape[0])}
+    row = {"dataset": dataset, "D": D, "cv": cv, "solver": "pcg" if cv == "pcg" else solver, "rows": int(X.shape[0])}
     try:
         scaler = Standardizer().fit(X)
         Xs, Xt = scaler.transform(X), scaler.transform(X_test)
@@ -91,6 +95,174 @@ def wall(args):
                   f"{cv_error} | {r['test_error']:.4f} |")
 
 
+def gemm_rate(dtype, size=3072, repeats=3):
+    """This machine's GEMM rate (flop/s) on square matrices of ``dtype``, best of ``repeats``."""
+    import numpy as np
+
+    a = np.random.default_rng(0).standard_normal((size, size)).astype(dtype)
+    best = min(_timed(lambda: a @ a) for _ in range(repeats))
+    return 2 * size**3 / best
+
+
+def _timed(fn):
+    t0 = time.perf_counter()
+    fn()
+    return time.perf_counter() - t0
+
+
+def rate(args):
+    """Seconds per PCG iteration at each D against the GEMM rate measured in the same run.
+
+    An iteration is one pass: for each row block the features (``2 n d D`` flops of the
+    projection, ``n D`` cosines), ``Z V`` and ``Z'(Z V)`` (``4 n D T`` flops).  Timed as
+    the difference of two fits stopped after ``lo`` and ``hi`` iterations, so the
+    statistics pass and the preconditioner cancel.  Also the product of one sub-block
+    in float32 against float64, and the float32 product's relative error."""
+    import dask
+    import numpy as np
+
+    from rfstream import RandomFourierFeatures, StreamingRidgeClassifier
+    from rfstream.datasets import registry
+    from rfstream.preprocess import Standardizer
+
+    dask.config.set(scheduler="threads")
+    X, _, y, _ = registry.train_test(args.dataset, args.workdir)
+    Xs = Standardizer().fit(X).transform(X)
+    n, d = X.shape
+    T = int(np.unique(np.asarray(y)).size)
+    T = 1 if T == 2 else T
+    peak64, peak32 = gemm_rate(np.float64), gemm_rate(np.float32)
+    print(f"GEMM 3072^3 on this machine: float64 {peak64 / 1e9:.1f} GFLOP/s, float32 {peak32 / 1e9:.1f} GFLOP/s; "
+          f"{args.dataset}: n={n}, d={d}, T={T}")
+    print("\n| D | seconds per iteration | GEMM flops per iteration | GFLOP/s | fraction of float64 GEMM |")
+    print("|---|---|---|---|---|")
+    lo, hi = 3, 13
+    for D in args.d:
+        Z = RandomFourierFeatures(D, gamma="auto", random_state=0).fit(Xs).transform(Xs)
+        times = []
+        for k in (lo, hi):
+            ridge = StreamingRidgeClassifier(alpha=1e-3, solver="pcg", pcg_rank=256, tol=1e-12, max_iter=k)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # stopped at max_iter on purpose
+                t = _timed(lambda ridge=ridge: ridge.fit(Z, y))
+            times.append(t)
+        per = (times[1] - times[0]) / (hi - lo)
+        flops = 2 * n * D * (d + 2 * T)
+        print(f"| {D} | {per:.3f} | {flops / 1e9:.1f} G | {flops / per / 1e9:.1f} | {flops / per / peak64:.2f} |",
+              flush=True)
+    rng = np.random.default_rng(0)
+    for D in args.d[:1]:
+        z = rng.standard_normal((4096, D)).astype(np.float32)
+        V = rng.standard_normal((D, T))
+        exact = z.astype(np.float64).T @ (z.astype(np.float64) @ V)
+        t64 = min(_timed(lambda: z.astype(np.float64).T @ (z.astype(np.float64) @ V)) for _ in range(3))
+        t32 = min(_timed(lambda: z.T @ (z @ V.astype(np.float32))) for _ in range(3))
+        approx = z.T @ (z @ V.astype(np.float32))
+        err = np.linalg.norm(approx - exact) / np.linalg.norm(exact)
+        print(f"\none sub-block (4096 x {D}, T={T}): Z'(Z V) with the float32 features converted to "
+              f"float64 {t64 * 1e3:.1f} ms, in float32 {t32 * 1e3:.1f} ms; float32 relative error {err:.1e}")
+
+
+def _pcg_iterations(G, B, alpha, precondition, tol=1e-4, max_iter=3000):
+    """PCG iterations to ``tol`` on ``(G + alpha I) W = B`` held in memory."""
+    import numpy as np
+
+    W, R = np.zeros_like(B), B.copy()
+    Zr = precondition(R)
+    P, rz, norm_b = Zr.copy(), (R * Zr).sum(0), np.linalg.norm(B, axis=0)
+    for k in range(1, max_iter + 1):
+        AP = G @ P + alpha * P
+        step = rz / (P * AP).sum(0)
+        W += P * step
+        R -= AP * step
+        if (np.linalg.norm(R, axis=0) / norm_b).max() < tol:
+            return k
+        Zr = precondition(R)
+        rz_new = (R * Zr).sum(0)
+        P, rz = Zr + P * (rz_new / rz), rz_new
+    return max_iter
+
+
+def precond(args):
+    """Iterations to tol 1e-4 by preconditioner, on the letter Gram held in memory.
+
+    Jacobi; rfstream's row-sample Nystrom preconditioner (m rows, rank r); the Gaussian
+    sketch of Frangella, Tropp & Udell's Algorithm 2.1 (rank r, a pass of 2 n D r flops
+    over the data that the row sample avoids).  Also d_eff(alpha) = tr(G (G + alpha I)^-1)."""
+    import numpy as np
+
+    from rfstream import RandomFourierFeatures
+    from rfstream.datasets import registry
+    from rfstream.preprocess import Standardizer
+    from rfstream.solvers.nystrom_pcg import NystromPreconditioner
+
+    X, _, y, _ = registry.train_test(args.dataset, args.workdir)
+    X, y = np.asarray(X), np.asarray(y)
+    Xs = Standardizer().fit(X).transform(X)
+    Z = np.asarray(RandomFourierFeatures(args.d, gamma="auto", random_state=0).fit(Xs).transform(Xs), np.float64)
+    classes = np.unique(y)
+    Y = np.where(y[:, None] == classes, 1.0, -1.0)
+    mu = Z.mean(0)
+    Zc, n = Z - mu, Z.shape[0]
+    G, B = Zc.T @ Zc, Zc.T @ (Y - Y.mean(0))
+    ev = np.linalg.eigvalsh(G)
+    print(f"{args.dataset}, D={args.d}, alpha={args.alpha:g}: d_eff {np.sum(ev / (ev + args.alpha)):.0f}")
+    diag = np.diag(G) + args.alpha
+    print(f"\n| preconditioner | rows sampled | rank r | iterations |\n|---|---|---|---|")
+    print(f"| Jacobi | | | {_pcg_iterations(G, B, args.alpha, lambda R: R / diag[:, None])} |", flush=True)
+    for m in args.rows:
+        for r in (m // 4, m // 2, m):
+            P = NystromPreconditioner.from_rows(Z, y, alpha=args.alpha, mu=mu, n_rows=n, m=m, rank=r, seed=0)
+            print(f"| row sample (rfstream) | {m} | {r} | {_pcg_iterations(G, B, args.alpha, P)} |", flush=True)
+    rng = np.random.default_rng(0)
+    for r in args.sketch:
+        omega = rng.standard_normal((args.d, r))
+        Ysk = G @ omega
+        shift = np.sqrt(args.d) * np.finfo(float).eps * np.linalg.norm(Ysk, 2)
+        Ysk += shift * omega
+        C = np.linalg.cholesky(omega.T @ Ysk)
+        U, S, _ = np.linalg.svd(np.linalg.solve(C, Ysk.T).T, full_matrices=False)
+        P = NystromPreconditioner(U, np.maximum(S**2 - shift, 0.0), args.alpha)
+        print(f"| Gaussian sketch (Alg. 2.1, one more pass) | | {r} | {_pcg_iterations(G, B, args.alpha, P)} |",
+              flush=True)
+
+
+def one_flat(n_rows, D, iterations):
+    """PCG on ``n_rows`` synthetic rows (8 Gaussian columns made inside the tasks, a
+    noisy sign label) at ``D``: ``iterations`` passes after the statistics pass; print
+    one JSON line with the seconds and this process's peak resident memory."""
+    import dask
+    import dask.array as da
+
+    from rfstream import RandomFourierFeatures, StreamingRidgeClassifier
+    from rfstream.bench.measures import peak_rss
+
+    dask.config.set(scheduler="threads")
+    X = da.random.RandomState(0).standard_normal((n_rows, 8), chunks=(65536, 8)).astype("float32")
+    y = (da.sin(X[:, 0]) + X[:, 1] * X[:, 2] > 0).astype("int8")
+    t0 = time.perf_counter()
+    rff = RandomFourierFeatures(D, gamma=0.1, random_state=0).fit(X)
+    ridge = StreamingRidgeClassifier(alpha=1.0, solver="pcg", pcg_rank=512, max_iter=iterations)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # stopped at max_iter on purpose
+        ridge.fit(rff.transform(X), y)
+    print(json.dumps({"rows": n_rows, "D": D, "passes": ridge.n_iter_, "seconds": round(time.perf_counter() - t0, 1),
+                      "peak_gib": round(peak_rss() / 2**30, 2)}), flush=True)
+
+
+def flat(args):
+    """Peak memory of PCG against the number of rows (a fresh process per n)."""
+    print("| rows | D | passes | seconds | peak GiB |\n|---|---|---|---|---|")
+    for n in args.rows:
+        argv = [sys.executable, os.path.abspath(__file__), "_flat", str(n), str(args.d), str(args.iterations)]
+        proc = subprocess.run(argv, capture_output=True, text=True, check=False)
+        if proc.returncode != 0:
+            print(f"| {n} | {args.d} | failed: {proc.stderr.strip().splitlines()[-1:]} | | |", flush=True)
+            continue
+        r = json.loads(proc.stdout.strip().splitlines()[-1])
+        print(f"| {r['rows']:,} | {r['D']} | {r['passes']} | {r['seconds']} | {r['peak_gib']} |", flush=True)
+
+
 def model(args):
     import psutil
 
@@ -119,6 +291,9 @@ def model(args):
 
 
 def main():
+    if len(sys.argv) > 1 and sys.argv[1] == "_flat":
+        one_flat(int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]))
+        return
     if len(sys.argv) > 1 and sys.argv[1] == "_fit":
         _, _, dataset, D, cv, workdir, pcg_alpha, pcg_rank = sys.argv[:8]
         one_fit(dataset, int(D), cv, workdir, pcg_alpha=float(pcg_alpha), pcg_rank=int(pcg_rank))
@@ -132,11 +307,26 @@ def main():
     w.add_argument("--workdir", default="/tmp/rfstream-bench")
     w.add_argument("--pcg-alpha", type=float, default=1e-3, help="the alpha of --cv pcg")
     w.add_argument("--pcg-rank", type=int, default=2048, help="the preconditioner's rank of --cv pcg")
+    r = sub.add_parser("rate", help="seconds per PCG iteration against the machine's GEMM rate")
+    r.add_argument("--dataset", default="letter")
+    r.add_argument("--d", type=int, nargs="+", default=[4096, 16384])
+    r.add_argument("--workdir", default="/tmp/rfstream-bench")
+    q = sub.add_parser("precond", help="PCG iterations by preconditioner on a Gram held in memory")
+    q.add_argument("--dataset", default="letter")
+    q.add_argument("--d", type=int, default=8192)
+    q.add_argument("--alpha", type=float, default=1e-3)
+    q.add_argument("--rows", type=int, nargs="+", default=[1024, 2048, 4096])
+    q.add_argument("--sketch", type=int, nargs="+", default=[256, 512, 1024, 2048])
+    q.add_argument("--workdir", default="/tmp/rfstream-bench")
+    f = sub.add_parser("flat", help="PCG's peak memory against the number of rows")
+    f.add_argument("--rows", type=int, nargs="+", default=[500_000, 5_000_000])
+    f.add_argument("--d", type=int, default=20000)
+    f.add_argument("--iterations", type=int, default=1)
     m = sub.add_parser("model", help="the Gram pass's memory, as rfstream checks it")
     m.add_argument("--d", type=int, nargs="+", default=[2048, 4096, 8192, 16384, 20000, 32768])
     m.add_argument("--targets", type=int, default=26, help="T (letter: 26 classes)")
     args = p.parse_args()
-    {"wall": wall, "model": model}[args.command](args)
+    {"wall": wall, "model": model, "rate": rate, "flat": flat, "precond": precond}[args.command](args)
 
 
 if __name__ == "__main__":

@@ -16,6 +16,11 @@ Methods for Sparse Linear Systems", 2003, Algorithm 9.1).
 
 Only D x T arrays live on the client; the stopping rule is the relative
 residual ``||r|| <= tol ||b||`` of every target, or ``max_iter`` passes.
+``solver="pcg"`` replaces Jacobi by a Nystrom preconditioner of rank r built
+from a sample of rows after the first pass
+(:mod:`rfstream.solvers.nystrom_pcg`: D x r more on the client); for dense
+random features at small alpha it needs several times fewer passes
+(docs/wide.md, "PCG").
 
 Row weights ``c_i`` (``sample_weight`` times ``class_weight``,
 :mod:`rfstream.solvers.weights`) give weighted least squares,
