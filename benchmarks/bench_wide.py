@@ -238,7 +238,7 @@ def one_flat(n_rows, D, iterations):
     from rfstream.bench.measures import peak_rss
 
     dask.config.set(scheduler="threads")
-    X = da.random.RandomState(0).standard_normal((n_rows, 8), chunks=(65536, 8)).astype("float32")
+    X = da.random.default_rng(0).standard_normal((n_rows, 8), chunks=(65536, 8), dtype="float32")
     y = (da.sin(X[:, 0]) + X[:, 1] * X[:, 2] > 0).astype("int8")
     t0 = time.perf_counter()
     rff = RandomFourierFeatures(D, gamma=0.1, random_state=0).fit(X)
