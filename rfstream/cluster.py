@@ -29,11 +29,14 @@ and dashboard are what a long pass over large data needs.
 numbers.  Its progress display (:func:`set_progress`) is ``"auto"``: a progress
 bar when stderr is a terminal, otherwise one line per finished pass with its time
 (no carriage return, for the logs of batch jobs); ``"always"`` (a bar) or
-``"never"``.
+``"never"``.  Inside :func:`rfstream.checkpoint.resumable` it also stores each pass's
+result, and takes the passes an interrupted run completed from the checkpoint
+(:func:`using_pass_store`).
 """
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import os
 import sys
 import time
@@ -111,14 +114,47 @@ def worker_memory():
     return int(0.8 * psutil.virtual_memory().total), os.cpu_count() or 1
 
 
+_PASS_STORE = contextvars.ContextVar("rfstream_pass_store", default=None)
+
+
+@contextlib.contextmanager
+def using_pass_store(store):
+    """Inside the block, :func:`compute` asks ``store.replay(signature, count)`` for each
+    pass's results before computing it, and gives what it computes to
+    ``store.record(signature, values)`` (:class:`rfstream.io.checkpoints.Checkpoint`)."""
+    token = _PASS_STORE.set(store)
+    try:
+        yield store
+    finally:
+        _PASS_STORE.reset(token)
+
+
+def signature(collections):
+    """What a stored pass is checked against: each collection's type, shape and dtype."""
+    parts = []
+    for c in collections:
+        shape = getattr(c, "shape", None)
+        parts.append([type(c).__name__, None if shape is None else [None if s != s else int(s) for s in shape],
+                      str(getattr(c, "dtype", ""))])
+    return parts
+
+
 def compute(*collections):
     """Compute dask collections (numpy values pass through), with progress.
 
     Returns a tuple when given several collections and a single value otherwise.
     """
     lazy = [c for c in collections if dask.is_dask_collection(c)]
+    checkpoint = _PASS_STORE.get() if lazy else None
+    stored = checkpoint.replay(signature(lazy), len(lazy)) if checkpoint is not None else None
     if not lazy:
         results = collections
+    elif stored is not None:  # a pass completed by an earlier, interrupted run
+        if _progress_style() == "lines":
+            _PROGRESS["passes"] += 1
+            print(f"rfstream: pass {_PROGRESS['passes']} taken from the checkpoint", file=sys.stderr, flush=True)
+        values = iter(stored)
+        results = tuple(next(values) if dask.is_dask_collection(c) else c for c in collections)
     else:
         style, t0 = _progress_style(), time.perf_counter()
         local = dask.config.get("scheduler", None) in LOCAL_SCHEDULERS
@@ -140,6 +176,10 @@ def compute(*collections):
             get = named_schedulers.get(dask.config.get("scheduler", None)) if local else None
             with bar, one_blas_thread_per_task(lazy):
                 values = iter(dask.compute(*lazy, scheduler=get))
+        if checkpoint is not None:  # stored before the pass counts as done
+            values = list(values)
+            checkpoint.record(signature(lazy), values)
+            values = iter(values)
         if style == "lines":
             _PROGRESS["passes"] += 1
             print(f"rfstream: pass {_PROGRESS['passes']} done in {time.perf_counter() - t0:.2f} s",

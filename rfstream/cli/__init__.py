@@ -25,6 +25,7 @@ from ..io.location import as_storage_error
 from . import arguments as a
 from . import commands
 from .options import UserError, add_fit_options
+from .resume import Stopped, install_signal_handlers, restore_signal_handlers
 
 __all__ = ["UserError", "build_parser", "main"]
 
@@ -80,9 +81,13 @@ def main(argv=None):
     parser = build_parser()
     args = parser.parse_args(argv)
     set_progress("never" if args.quiet else getattr(args, "progress", "auto"))
+    previous = install_signal_handlers()
     try:
         args.func(args)
         sys.stdout.flush()  # here, where a closed pipe is caught, rather than at exit
+    except Stopped as stop:
+        print(f"rfstream: stopped by {stop}; {_kept()}", file=sys.stderr, flush=True)
+        return stop.exit_code
     except BrokenPipeError:
         _stdout_closed()
         return 1
@@ -94,10 +99,23 @@ def main(argv=None):
         message = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         print(f"rfstream: error: {message}", file=sys.stderr)
         return EXIT_USER_ERROR
-    except KeyboardInterrupt:
+    except KeyboardInterrupt:  # a SIGINT before the handlers were installed
         print("rfstream: interrupted", file=sys.stderr)
         return 130
+    finally:
+        restore_signal_handlers(previous)
+        commands.STOPPED_CHECKPOINT["current"] = None
     return 0
+
+
+def _kept():
+    """What a stopped command leaves: the passes its checkpoint keeps, and how to resume."""
+    checkpoint = commands.STOPPED_CHECKPOINT["current"]
+    if checkpoint is None:
+        return "nothing was written."
+    done = len(checkpoint.steps)
+    return (f"{done} completed pass(es) are kept in {checkpoint.location}: run the same command again "
+            "to resume after them.")
 
 
 if __name__ == "__main__":

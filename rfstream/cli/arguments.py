@@ -186,6 +186,12 @@ FIT_TAIL = (
     Arg("--report", "write the heat map of the CV scores of every (gamma, alpha), cv_heatmap.png, into "
         "the model directory (needs matplotlib: pip install rfstream[plot])", action="store_true",
         default_note="written when matplotlib is installed and alpha or gamma is a list"),
+    Arg("--checkpoint", "where each completed pass is stored, so that the same command run again "
+        f"(after a walltime, an eviction, a lost scheduler) resumes after it: {LOCATION}); removed "
+        "when the model is saved", metavar="DIR", default_note="OUT.checkpoint beside the model"),
+    Arg("--no-checkpoint", "store nothing between passes (a rerun starts from the first pass)",
+        action="store_true"),
+    Arg("--restart", "start over, ignoring (and replacing) an existing checkpoint", action="store_true"),
     OVERWRITE,
     *DATA,
     *COMPUTE,

@@ -23,8 +23,14 @@ import numpy as np
 from .. import io, pipeline
 from ..cluster import connect
 from ..io.convert import source_files
+from ..io import checkpoints
+from . import resume
 from .options import UserError, split_params
 from .report import HEATMAP_FILE, cv_heatmap_png, have_matplotlib
+
+
+#: the checkpoint of the fit in progress, for the line printed when a signal stops it
+STOPPED_CHECKPOINT = {"current": None}
 
 
 def _write_json(data, location):
@@ -103,7 +109,13 @@ def cmd_fit(args):
     if args.report and not have_matplotlib():
         raise UserError("--report draws the CV heat map with matplotlib, which is not installed; "
                         "pip install 'rfstream[plot]', or leave --report out.")
-    with _warnings_as_lines(), _connect(args, X=X):
+    where = resume.checkpoint_location(args)
+    digest, description = resume.fingerprint(args, X, attrs)
+    store = (contextlib.nullcontext() if where is None else
+             checkpoints.resumable(where, digest, restart=args.restart, description=description,
+                                   storage_options=args.storage_options))
+    with _warnings_as_lines(), store as checkpoint, _connect(args, X=X):
+        STOPPED_CHECKPOINT["current"] = checkpoint
         model, meta = pipeline.fit_dataset(
             args.data, model=model, X=X, y=y, attrs=attrs, out=None,
             sample_weight=args.sample_weight, storage_options=args.storage_options)
@@ -113,12 +125,16 @@ def cmd_fit(args):
                                              f"{io.as_location(args.data).name}: mean CV {selection['scoring']}")
     io.save_model(model, args.out, metadata=meta, overwrite=args.overwrite,
                   storage_options=args.storage_options, files=files)
+    if checkpoint is not None:  # the model is safe: the passes are no longer needed
+        checkpoint.remove()
     if not args.quiet:
         solver = model.named_steps["solver"]
         summary = {"model": str(args.out), "rows": meta["dataset"]["n_rows"],
                    "alpha": getattr(solver, "alpha_", solver.alpha),
                    "gamma": getattr(model.named_steps["features"], "gamma_", None),
                    "fit_seconds": meta["fit_seconds"]}
+        if checkpoint is not None and checkpoint.reused:
+            summary.update(resumed=True, passes_reused=checkpoint.reused)
         if getattr(solver, "n_iter_", None) is not None:  # ridge: 1-2, or 1 + the CG iterations
             summary["passes"] = int(np.max(solver.n_iter_))
         if selection:  # lists of alphas or gammas: the CV table (mean and std per candidate)

@@ -1,0 +1,75 @@
+"""What makes ``rfstream fit`` resumable: its checkpoint, its fingerprint, and its signals.
+
+A fit stores every completed pass in a checkpoint (:mod:`rfstream.io.checkpoints`),
+``--checkpoint DIR`` or ``OUT.checkpoint`` beside the model, removed once the model is
+saved.  The checkpoint is tied to the job by :func:`fingerprint`: the command's
+arguments (all but where things go and how they are shown: ``--out``, ``--checkpoint``,
+``--scheduler``, ``--progress``...), the dataset's identity (its location, the
+arrays' shapes and chunks, its attributes) and rfstream's version.
+
+SIGTERM (a batch system's walltime, a pod's eviction) and SIGINT (Ctrl-C) raise
+:class:`Stopped` in the main thread: the running pass is abandoned, the cluster is
+closed as the command's context managers exit, and the CLI prints one line saying
+how many passes the checkpoint keeps and exits with 128 + the signal's number (143,
+130), as a shell reports a process killed by it.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import signal
+
+from .._version import __version__
+
+#: arguments that say where things go or how they are shown, not what is fitted
+NOT_IN_FINGERPRINT = {"func", "out", "checkpoint", "no_checkpoint", "restart", "overwrite", "report",
+                      "scheduler", "progress", "quiet"}
+
+CHECKPOINT_SUFFIX = ".checkpoint"
+
+
+class Stopped(BaseException):
+    """The command was asked to stop by a signal (a BaseException, as KeyboardInterrupt:
+    no ``except Exception`` on the way swallows it)."""
+
+    def __init__(self, signum):
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+    @property
+    def exit_code(self):
+        return 128 + self.signum
+
+
+def _raise_stopped(signum, frame):
+    raise Stopped(signum)
+
+
+def install_signal_handlers():
+    """SIGTERM and SIGINT raise :class:`Stopped` (only from the main thread, where Python
+    runs handlers); returns the previous handlers for :func:`restore_signal_handlers`."""
+    return {s: signal.signal(s, _raise_stopped) for s in (signal.SIGTERM, signal.SIGINT)}
+
+
+def restore_signal_handlers(previous):
+    for signum, handler in previous.items():
+        signal.signal(signum, handler)
+
+
+def checkpoint_location(args):
+    """``--checkpoint``, else ``OUT.checkpoint`` beside the model; None with ``--no-checkpoint``."""
+    if args.no_checkpoint:
+        return None
+    return args.checkpoint or str(args.out).rstrip("/") + CHECKPOINT_SUFFIX
+
+
+def fingerprint(args, X, attrs):
+    """``(digest, description)`` of the job: see the module docstring."""
+    command = {k: v for k, v in sorted(vars(args).items()) if k not in NOT_IN_FINGERPRINT}
+    dataset = {"shape": list(X.shape), "chunks": [list(c) for c in X.chunks], "dtype": str(X.dtype),
+               "attrs": attrs}
+    doc = json.dumps({"version": __version__, "command": command, "dataset": dataset}, sort_keys=True,
+                     default=str)
+    options = ", ".join(f"{k}={v}" for k, v in command.items() if v not in (None, False) and k != "data")
+    description = f"rfstream {__version__} fit {args.data} ({options[:300]})"
+    return hashlib.sha256(doc.encode()).hexdigest(), description
