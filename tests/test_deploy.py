@@ -120,3 +120,21 @@ def test_k8s_job_reads_from_the_object_store():
     for container in (job, worker):
         assert container["envFrom"] == [{"secretRef": {"name": "rfstream-s3"}}]
         assert "volumeMounts" not in container
+
+
+def test_slurm_requeue_script_resumes_on_walltime():
+    """The sbatch script asks for SIGTERM before the walltime, passes it on to rfstream,
+    requeues on rfstream's 143, and its rfstream command parses (shell variables as words)."""
+    text = (DEPLOY / "slurm_requeue.sbatch").read_text()
+    assert re.search(r"^#SBATCH --signal=B:TERM@\d+$", text, flags=re.MULTILINE)
+    assert "#SBATCH --requeue" in text and "scontrol requeue" in text and "-eq 143" in text
+    assert "trap 'kill -TERM $pid' TERM" in text
+    command = re.search(r"^rfstream fit .*?&$", text, flags=re.MULTILINE | re.DOTALL).group(0)
+    words = shlex.split(command.replace("\\\n", " ").rstrip("&"))
+    _parses(["PLACEHOLDER" if "$" in w else w for w in words[1:]])
+    assert "--checkpoint" in words
+
+
+def test_k8s_job_pod_restarts_with_the_same_command():
+    (doc,) = _yaml_docs("k8s-daskjob.yaml")
+    assert doc["spec"]["job"]["spec"]["restartPolicy"] == "OnFailure"
