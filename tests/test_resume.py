@@ -204,3 +204,60 @@ def test_refuses_a_directory_that_is_not_a_checkpoint(tmp_path):
         with resumable(tmp_path / "mine", "job"):
             pass
     assert (tmp_path / "mine" / "notes.txt").exists()
+
+
+# ------------------------------------------------------------------ a lost scheduler
+def _scheduler(port):
+    from _services import BIN
+
+    return subprocess.Popen([BIN / "dask", "scheduler", "--host", "127.0.0.1", "--port", str(port),
+                             "--dashboard-address", "127.0.0.1:0"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def _wait_for_workers(address, n=1):
+    from distributed import Client
+
+    with Client(address, timeout="60s", set_as_default=False) as client:
+        client.wait_for_workers(n, timeout=60)
+
+
+def test_scheduler_killed_mid_fit_then_back_resumes(magic, tmp_path):
+    from _services import _stop, free_port, start_worker
+
+    options, _ = METHODS["pcg"]
+    port = free_port()
+    address = f"tcp://127.0.0.1:{port}"
+    out = tmp_path / "model"
+    argv = [o if o != "threads" else address for o in _command(magic, out, options)]
+    processes = []
+    try:
+        processes += [_scheduler(port)]
+        time.sleep(1)
+        processes += [start_worker(address)]
+        _wait_for_workers(address)
+        proc = _start(argv)
+        _wait_for_pass(proc, 6)
+        processes[0].kill()  # the scheduler dies mid-fit
+        _, err = proc.communicate(timeout=120)
+        last = err.strip().splitlines()[-1]
+        assert proc.returncode == 1 and "Traceback" not in err
+        assert last.startswith("rfstream: error: lost the connection to the Dask scheduler")
+        assert "model.checkpoint" in last and "run the same command again" in last
+        _stop(processes)
+        processes = [_scheduler(port)]  # the scheduler comes back at the same address
+        time.sleep(1)
+        processes += [start_worker(address)]
+        _wait_for_workers(address)
+        rerun = _run(argv)
+        assert rerun.returncode == 0, rerun.stderr[-2000:]
+        assert json.loads(rerun.stdout)["passes_reused"] >= 6
+        # uninterrupted, on the same cluster (threads would round differently: PCG stops
+        # at a residual of 1e-4, so the rounding of the passes moves its last digits)
+        reference = _run([*argv[:argv.index("--out") + 1], str(tmp_path / "reference"),
+                          *argv[argv.index("--out") + 2:], "--no-checkpoint"])
+        assert reference.returncode == 0, reference.stderr[-2000:]
+    finally:
+        _stop(processes)
+    for got, want in zip(_coefs(out), _coefs(tmp_path / "reference")):
+        np.testing.assert_allclose(got, want, rtol=0, atol=1e-6 * max(1.0, np.abs(want).max()))

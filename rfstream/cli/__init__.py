@@ -25,11 +25,12 @@ from ..io.location import as_storage_error
 from . import arguments as a
 from . import commands
 from .options import UserError, add_fit_options
-from .resume import Stopped, install_signal_handlers, restore_signal_handlers
+from .resume import Stopped, install_signal_handlers, lost_cluster, restore_signal_handlers
 
 __all__ = ["UserError", "build_parser", "main"]
 
 EXIT_USER_ERROR = 2
+EXIT_LOST_CLUSTER = 1
 USER_ERRORS = (ValueError, TypeError, FileNotFoundError, FileExistsError, NotADirectoryError,
                IsADirectoryError, PermissionError)
 
@@ -92,6 +93,10 @@ def main(argv=None):
         _stdout_closed()
         return 1
     except Exception as exc:
+        lost = lost_cluster(exc)
+        if lost is not None and not os.environ.get("RFSTREAM_DEBUG"):
+            print(f"rfstream: error: {lost}; {_kept()}", file=sys.stderr)
+            return EXIT_LOST_CLUSTER
         if not isinstance(exc, USER_ERRORS):  # a store's failure deep in a task or a library
             exc = as_storage_error(exc, "storage", "failed")
         if exc is None or os.environ.get("RFSTREAM_DEBUG"):

@@ -114,7 +114,7 @@ def cmd_fit(args):
     store = (contextlib.nullcontext() if where is None else
              checkpoints.resumable(where, digest, restart=args.restart, description=description,
                                    storage_options=args.storage_options))
-    with _warnings_as_lines(), store as checkpoint, _connect(args, X=X):
+    with _warnings_as_lines(), store as checkpoint, resume.quiet_client_logs(args.scheduler), _connect(args, X=X):
         STOPPED_CHECKPOINT["current"] = checkpoint
         model, meta = pipeline.fit_dataset(
             args.data, model=model, X=X, y=y, attrs=attrs, out=None,

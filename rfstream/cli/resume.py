@@ -11,12 +11,17 @@ SIGTERM (a batch system's walltime, a pod's eviction) and SIGINT (Ctrl-C) raise
 :class:`Stopped` in the main thread: the running pass is abandoned, the cluster is
 closed as the command's context managers exit, and the CLI prints one line saying
 how many passes the checkpoint keeps and exits with 128 + the signal's number (143,
-130), as a shell reports a process killed by it.
+130), as a shell reports a process killed by it.  A scheduler lost during a pass ends
+the command the same way, with exit code 1 (:func:`lost_cluster`): run it again once
+the scheduler is back.
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
+import logging
+import os
 import signal
 
 from .._version import __version__
@@ -73,3 +78,46 @@ def fingerprint(args, X, attrs):
     options = ", ".join(f"{k}={v}" for k, v in command.items() if v not in (None, False) and k != "data")
     description = f"rfstream {__version__} fit {args.data} ({options[:300]})"
     return hashlib.sha256(doc.encode()).hexdigest(), description
+
+
+def lost_cluster(exc):
+    """A one-line account of ``exc`` when it means the scheduler (or the cluster) went away
+    during a pass, else None."""
+    from concurrent.futures import CancelledError
+
+    kinds = (CancelledError,)
+    try:
+        from distributed.comm.core import CommClosedError
+
+        kinds += (CommClosedError,)
+    except ImportError:  # pragma: no cover - distributed is a dependency
+        pass
+    if not isinstance(exc, kinds):
+        return None
+    return ("lost the connection to the Dask scheduler during a pass "
+            f"({type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else 'no message'})")
+
+
+@contextlib.contextmanager
+def quiet_client_logs(scheduler):
+    """Only CRITICAL records from distributed's loggers in this process inside the block,
+    when ``scheduler`` (``--scheduler``, else ``$RFSTREAM_SCHEDULER``) names a cluster: a
+    lost scheduler is reported by each reconnect attempt with its traceback, and the CLI
+    says it in one line instead (:func:`lost_cluster`).  The workers' and the
+    scheduler's own logs are untouched."""
+    scheduler = scheduler or os.environ.get("RFSTREAM_SCHEDULER") or ""
+    if scheduler in ("", "threads", "synchronous", "processes"):
+        yield
+        return
+    import distributed  # noqa: F401 - its import configures the loggers set below
+
+    names = ["distributed", *(n for n in logging.root.manager.loggerDict if n.startswith("distributed."))]
+    loggers = [logging.getLogger(name) for name in names]
+    levels = [logger.level for logger in loggers]
+    for logger in loggers:
+        logger.setLevel(logging.CRITICAL)
+    try:
+        yield
+    finally:
+        for logger, level in zip(loggers, levels):
+            logger.setLevel(level)
