@@ -9,6 +9,7 @@ Run from the repository root (needs ../shared/datasets):
     python benchmarks/bench_wide.py rate --dataset letter --d 4096 16384
     python benchmarks/bench_wide.py flat --rows 500000 5000000 --d 20000
     python benchmarks/bench_wide.py precond --dataset letter --d 8192 --alpha 1e-3
+    python benchmarks/bench_wide.py precision --dataset letter --d 4096 --alpha 1e-3
 
 ``model`` prints the Gram pass's memory from :func:`rfstream.solvers.grid_pass.gram_memory`
 (what rfstream refuses by, before any pass) for K-fold and leave-one-out, on this
@@ -227,6 +228,69 @@ def precond(args):
               flush=True)
 
 
+def precision(args):
+    """PCG with the products ``Z'(Z V)`` in float32 against float64, in memory on letter.
+
+    The same preconditioner (rfstream's, rank ``--rank``); each iteration's relative
+    residual measured in float64.  Prints the iterations to reach 1e-4 (or the lowest
+    residual reached in ``--max-iter``) and the relative distance of the solution from
+    the float64 one."""
+    import numpy as np
+
+    from rfstream import RandomFourierFeatures
+    from rfstream.datasets import registry
+    from rfstream.preprocess import Standardizer
+    from rfstream.solvers.nystrom_pcg import NystromPreconditioner
+
+    X, _, y, _ = registry.train_test(args.dataset, args.workdir)
+    X, y = np.asarray(X), np.asarray(y)
+    Xs = Standardizer().fit(X).transform(X)
+    Z32 = np.asarray(RandomFourierFeatures(args.d, gamma="auto", random_state=0).fit(Xs).transform(Xs), np.float32)
+    Z64 = Z32.astype(np.float64)
+    Y = np.where(y[:, None] == np.unique(y), 1.0, -1.0)
+    mu = Z64.mean(0)
+    B = (Z64 - mu).T @ (Y - Y.mean(0))
+    P = NystromPreconditioner.from_rows(Z64, y, alpha=args.alpha, mu=mu, n_rows=len(y), m=2 * args.rank,
+                                        rank=args.rank, seed=0)
+    n, mu32 = len(y), mu.astype(np.float32)
+
+    def product(V, dtype):
+        Z, m = (Z32, mu32) if dtype == np.float32 else (Z64, mu)
+        Vd = V.astype(dtype)
+        ZZV = (Z.T @ (Z @ Vd)).astype(np.float64) - n * np.outer(m, m @ Vd).astype(np.float64)
+        return ZZV + args.alpha * V
+
+    def exact_residual(W):
+        return (np.linalg.norm(B - product(W, np.float64), axis=0) / np.linalg.norm(B, axis=0)).max()
+
+    solutions = {}
+    print(f"{args.dataset}, D={args.d}, alpha={args.alpha:g}, rank {args.rank}\n")
+    print("| products | iterations to 1e-4 | lowest true residual | seconds |\n|---|---|---|---|")
+    for dtype in (np.float64, np.float32):
+        t0 = time.perf_counter()
+        W, R = np.zeros_like(B), B.copy()
+        Zr = P(R)
+        D_, rz, reached, best = Zr.copy(), (R * Zr).sum(0), None, np.inf
+        for k in range(1, args.max_iter + 1):
+            AP = product(D_, dtype)
+            step = rz / (D_ * AP).sum(0)
+            W += D_ * step
+            R -= AP * step
+            true = exact_residual(W) if k % 5 == 0 else np.inf
+            best = min(best, true)
+            if reached is None and true < 1e-4:
+                reached = k
+                break
+            Zr = P(R)
+            rz_new = (R * Zr).sum(0)
+            D_, rz = Zr + D_ * (rz_new / rz), rz_new
+        solutions[np.dtype(dtype).name] = W
+        print(f"| {np.dtype(dtype).name} | {reached or 'not reached'} | {best:.1e} | "
+              f"{time.perf_counter() - t0:.1f} |", flush=True)
+    gap = np.linalg.norm(solutions["float32"] - solutions["float64"]) / np.linalg.norm(solutions["float64"])
+    print(f"\nrelative distance of the float32 solution from the float64 one: {gap:.1e}")
+
+
 def one_flat(n_rows, D, iterations):
     """PCG on ``n_rows`` synthetic rows (8 Gaussian columns made inside the tasks, a
     noisy sign label) at ``D``: ``iterations`` passes after the statistics pass; print
@@ -318,6 +382,13 @@ def main():
     q.add_argument("--rows", type=int, nargs="+", default=[1024, 2048, 4096])
     q.add_argument("--sketch", type=int, nargs="+", default=[256, 512, 1024, 2048])
     q.add_argument("--workdir", default="/tmp/rfstream-bench")
+    e = sub.add_parser("precision", help="PCG with float32 products against float64, in memory")
+    e.add_argument("--dataset", default="letter")
+    e.add_argument("--d", type=int, default=4096)
+    e.add_argument("--alpha", type=float, default=1e-3)
+    e.add_argument("--rank", type=int, default=2048)
+    e.add_argument("--max-iter", type=int, default=300)
+    e.add_argument("--workdir", default="/tmp/rfstream-bench")
     f = sub.add_parser("flat", help="PCG's peak memory against the number of rows")
     f.add_argument("--rows", type=int, nargs="+", default=[500_000, 5_000_000])
     f.add_argument("--d", type=int, default=20000)
@@ -326,7 +397,8 @@ def main():
     m.add_argument("--d", type=int, nargs="+", default=[2048, 4096, 8192, 16384, 20000, 32768])
     m.add_argument("--targets", type=int, default=26, help="T (letter: 26 classes)")
     args = p.parse_args()
-    {"wall": wall, "model": model, "rate": rate, "flat": flat, "precond": precond}[args.command](args)
+    {"wall": wall, "model": model, "rate": rate, "flat": flat, "precond": precond,
+     "precision": precision}[args.command](args)
 
 
 if __name__ == "__main__":

@@ -107,7 +107,7 @@ def test_loo_when_the_folds_grams_do_not_fit(monkeypatch):
     ref = StreamingRidge(alpha=ALPHAS, cv="loo").fit(Z, y)
     np.testing.assert_allclose(est.cv_results_["mean_score"], ref.cv_results_["mean_score"], rtol=1e-12)
     monkeypatch.setattr(grid_pass, "worker_memory", lambda: (2 * one_gram, 1))  # not even one Gram
-    with pytest.raises(ValueError, match=r"5 fold\(s\) x D\^2 \(D=300\).*lower cv or n_components \(or"):
+    with pytest.raises(ValueError, match=r"5 fold\(s\) x D\^2 \(D=300\).*lower cv or n_components, or use solver='pcg'"):
         StreamingRidge(alpha=ALPHAS).fit(Z, y)
 
 

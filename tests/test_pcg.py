@@ -116,7 +116,7 @@ def test_memory_errors_name_the_solver_to_use():
     with pytest.raises(ValueError, match=r"solver='pcg' with pcg_rank=100000 at D=1000000 needs about "
                                          r"\d+\.\d GiB on the client.*lower pcg_rank"):
         check_pcg_memory(1_000_000, 100_000, 1)
-    with pytest.raises(ValueError, match=r"or solver='pcg' with one alpha"):
+    with pytest.raises(ValueError, match=r"or use solver='pcg' with one alpha"):
         check_grid_memory(1, 1, 200_000, 1)
 
 

@@ -137,6 +137,6 @@ def check_grid_memory(n_groups, n_folds, n_features, n_targets):
         f"the Gram pass needs {grid}{K} fold(s) x D^2 (D={D}) float64 partials: "
         f"{partial / 2**30:.2f} GiB per task, {where}; lower {lower}"
         + (", or use cv='loo' (one Gram)" if K > 1 and gram_fits(G, 1, D, n_targets) else "")
-        + (", or solver='pcg' with one alpha (memory O(D x pcg_rank))" if G == 1 else "")
-        + " (or use machines with more memory)."
+        + (", or use solver='pcg' with one alpha, whose memory is D x pcg_rank" if G == 1 else "")
+        + " (or machines with more memory)."
     )
