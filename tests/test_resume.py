@@ -261,3 +261,68 @@ def test_scheduler_killed_mid_fit_then_back_resumes(magic, tmp_path):
         _stop(processes)
     for got, want in zip(_coefs(out), _coefs(tmp_path / "reference")):
         np.testing.assert_allclose(got, want, rtol=0, atol=1e-6 * max(1.0, np.abs(want).max()))
+
+
+# ------------------------------------------------------------------ writers and disks
+def test_two_fits_of_one_output_at_once_one_wins(magic, tmp_path):
+    options, _ = METHODS["ridge-cv"]
+    out = tmp_path / "model"
+    procs = [subprocess.Popen(_command(magic, out, options), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              text=True) for _ in range(2)]
+    results = [(p.wait(timeout=300), p.stderr.read()) for p in procs]
+    codes = sorted(code for code, _ in results)
+    assert codes == [0, 2], results
+    (err,) = [e for code, e in results if code == 2]
+    last = err.strip().splitlines()[-1]
+    # refused by the checkpoint's lock, or (had it come later) by the existing model
+    assert ("is using the checkpoint" in last or "already exists" in last) and "Traceback" not in err
+    assert len(_coefs(out)[0]) and not (tmp_path / "model.checkpoint").exists()
+
+
+def test_a_stale_lock_of_a_dead_process_is_taken_over(data, tmp_path):
+    from rfstream.io.job_lock import LOCK
+
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
+                          text=True, check=True)
+    (tmp_path / "ck").mkdir()
+    (tmp_path / "ck" / LOCK).write_text(json.dumps({"host": os.uname().nodename, "pid": int(dead.stdout),
+                                                    "token": "gone", "beat": time.time()}))
+    with resumable(tmp_path / "ck", "job") as checkpoint:
+        _fit(*data)
+    assert checkpoint.position > 0 and not (tmp_path / "ck" / LOCK).exists()
+
+
+def test_a_live_lock_is_refused(tmp_path):
+    from rfstream.io.checkpoints import resumable as resumable_
+    from rfstream.io.job_lock import CheckpointBusy
+
+    with resumable_(tmp_path / "ck", "job"):
+        with pytest.raises(CheckpointBusy, match="is using the checkpoint"), resumable_(tmp_path / "ck", "job"):
+            pass
+
+
+def test_a_full_disk_is_one_line_and_the_previous_model_stays(magic, tmp_path, capsys, monkeypatch):
+    import errno
+
+    from rfstream import cli
+    from rfstream.io import location
+
+    out = tmp_path / "model"
+    argv = ["fit", str(magic), "--out", str(out), "--n-components", "64", "--scheduler", "threads", "--quiet"]
+    assert cli.main(argv) == 0
+    before = {p.relative_to(out): p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    real = location._write_local_atomic
+
+    def full(path, data):
+        if str(tmp_path) in str(path) and ".checkpoint" not in str(path):  # the model's files (staged beside it)
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real(path, data)
+
+    monkeypatch.setattr(location, "_write_local_atomic", full)
+    capsys.readouterr()
+    assert cli.main([*argv, "--overwrite", "--alpha", "3"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "No space left on device" in err[0] and "free space there" in err[0]
+    assert str(tmp_path) in err[0]
+    after = {p.relative_to(out): p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    assert after == before  # the previous model, untouched

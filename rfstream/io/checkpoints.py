@@ -42,6 +42,7 @@ import numpy as np
 
 from .._version import __version__
 from ..cluster import using_pass_store
+from .job_lock import LOCK, JobLock
 from .location import as_location, storage_errors
 
 MANIFEST = "rfstream-checkpoint.json"
@@ -80,7 +81,8 @@ class Checkpoint:
         self.reused = 0  # of which replayed from the checkpoint
         self.steps = []
         manifest = self._read_manifest()
-        if manifest is None and self.location.isdir() and self.location.files():
+        others = [f for f in self.location.files() if f.name != LOCK] if self.location.isdir() else []
+        if manifest is None and others:
             raise CheckpointMismatch(f"{self.location} is not an rfstream checkpoint (no {MANIFEST}) "
                                      "and not empty; name a new or empty directory for the checkpoint.")
         if manifest is not None and restart:
@@ -168,12 +170,17 @@ def resumable(location, fingerprint="", *, restart=False, description="", storag
     """Make the fits inside the block resumable from ``location`` (see the module docstring).
 
     ``fingerprint`` identifies the job (a checkpoint with another one is refused unless
-    ``restart``); ``description`` says in the refusal what made the checkpoint.  Yields
+    ``restart``); ``description`` says in the refusal what made the checkpoint.  One job
+    at a time: another running job's checkpoint is refused (:mod:`rfstream.io.job_lock`).  Yields
     the :class:`Checkpoint`: ``reused`` passes came from it.  The checkpoint is kept
     when the block raises (or the process is killed), and left for the caller to
     :meth:`~Checkpoint.remove` when it succeeds.
     """
-    checkpoint = Checkpoint(location, fingerprint, restart=restart, storage_options=storage_options)
-    checkpoint.description = description
-    with using_pass_store(checkpoint):
-        yield checkpoint
+    lock = JobLock(as_location(location, storage_options)).acquire()
+    try:
+        checkpoint = Checkpoint(location, fingerprint, restart=restart, storage_options=storage_options)
+        checkpoint.description = description
+        with using_pass_store(checkpoint):
+            yield checkpoint
+    finally:
+        lock.release()
