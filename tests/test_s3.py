@@ -205,3 +205,36 @@ def test_endpoint_and_credentials_from_the_environment(s3, monkeypatch, capsys):
     monkeypatch.setenv("AWS_ENDPOINT_URL", opts["endpoint_url"])
     assert _cli("info", f"{bucket}/env.zarr") == 0
     assert json.loads(capsys.readouterr().out)["shape"] == [8, 2]
+
+
+def test_a_checkpoint_on_the_object_store_resumes(s3):
+    """The passes stored under s3://, the manifest cut back as by a kill after pass 3, the
+    fit run again: the first 3 passes come from the store, the model is the same."""
+    import dask.array as da
+
+    from rfstream import RandomFourierFeatures, StreamingRidgeClassifier
+    from rfstream.io.checkpoints import MANIFEST, resumable
+    from rfstream.io.job_lock import LOCK
+
+    bucket, options, fs = s3
+    rng = np.random.default_rng(0)
+    X = da.from_array(rng.normal(size=(2000, 5)).astype(np.float32), chunks=500)
+    y = da.from_array((rng.normal(size=2000) > 0).astype(int), chunks=500)
+
+    def fit():
+        fmap = RandomFourierFeatures(64, gamma=0.3, random_state=0).fit(X)
+        return StreamingRidgeClassifier(alpha=0.1, solver="pcg", pcg_rank=16, tol=1e-6).fit(fmap.transform(X), y)
+
+    where = f"{bucket}/resume.checkpoint"
+    with resumable(where, "job", storage_options=options) as first:
+        reference = fit()
+    assert not fs.exists(f"{where}/{LOCK}")  # released with the job
+    manifest = json.loads(fs.cat_file(f"{where}/{MANIFEST}"))
+    manifest["steps"] = manifest["steps"][:3]
+    fs.pipe_file(f"{where}/{MANIFEST}", json.dumps(manifest).encode())
+    with resumable(where, "job", storage_options=options) as second:
+        resumed = fit()
+    assert second.reused == 3 and len(second.steps) == first.position
+    np.testing.assert_array_equal(resumed.coef_, reference.coef_)
+    second.remove()
+    assert not fs.exists(f"{where}/{MANIFEST}")
