@@ -2,6 +2,8 @@
 
 * :func:`s3_server`: moto's standalone S3 server (``moto_server``, package ``moto[server]``)
   on a free port.
+* :func:`faulty_proxy`: tests/faulty_proxy.py in front of a server, failing a set
+  fraction of requests (503 SlowDown or a reset connection).
 * :func:`http_server`: ``python -m http.server`` over a directory.
 * :func:`dask_cluster`: a ``dask scheduler`` and single-threaded ``dask worker``
   processes, each worker optionally in its own empty working directory (a worker
@@ -80,6 +82,22 @@ def s3_server(*, authenticate=False):
     env = dict(os.environ, INITIAL_NO_AUTH_ACTION_COUNT="0") if authenticate else None
     with _server([BIN / "moto_server", "-H", "127.0.0.1", "-p", str(port)], f"{endpoint}/moto-api/", env):
         yield endpoint
+
+
+@contextmanager
+def faulty_proxy(upstream, fraction, seed=0):
+    """Yield the URL of a proxy to ``upstream`` that fails ``fraction`` of the requests."""
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    script = Path(__file__).with_name("faulty_proxy.py")
+    with _server([sys.executable, script, str(port), upstream, str(fraction), str(seed)], url + "/__faults__"):
+        yield url
+
+
+def proxy_faults(url):
+    """The proxy's counts: requests, slow_down, reset."""
+    with urllib.request.urlopen(url + "/__faults__", timeout=5) as reply:
+        return json.loads(reply.read())
 
 
 @contextmanager

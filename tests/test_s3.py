@@ -238,3 +238,26 @@ def test_a_checkpoint_on_the_object_store_resumes(s3):
     np.testing.assert_array_equal(resumed.coef_, reference.coef_)
     second.remove()
     assert not fs.exists(f"{where}/{MANIFEST}")
+
+
+def test_transient_store_errors_are_retried_and_change_nothing(s3, tmp_path):
+    """A proxy between rfstream and the S3 server fails 10% of the requests (503 SlowDown or
+    a reset connection); convert, fit and predict through it give the clean run's model."""
+    from _services import faulty_proxy, proxy_faults
+
+    bucket, options, fs = s3
+    clean = f"{bucket}/clean"
+    so = ["--storage-options", json.dumps(options)]
+    assert _cli("convert", MAGIC, f"{clean}/magic.zarr", "--rows-per-chunk", 4096, "--quiet", *so) == 0
+    assert _cli("fit", f"{clean}/magic.zarr", "--out", f"{clean}/model", "--scheduler", "threads", *FIT, *so) == 0
+    with faulty_proxy(options["endpoint_url"], fraction=0.1, seed=1) as proxy:
+        faulty = ["--storage-options", json.dumps({**options, "endpoint_url": proxy})]
+        root = f"{bucket}/faulty"
+        assert _cli("convert", MAGIC, f"{root}/magic.zarr", "--rows-per-chunk", 4096, "--quiet", *faulty) == 0
+        assert _cli("fit", f"{root}/magic.zarr", "--out", f"{root}/model", "--scheduler", "threads",
+                    *FIT, *faulty) == 0
+        counts = proxy_faults(proxy)
+    assert counts["slow_down"] > 0 and counts["reset"] > 0, counts
+    want = rfstream.io.load_model(f"{clean}/model", storage_options=options).named_steps["solver"].coef_
+    got = rfstream.io.load_model(f"{root}/model", storage_options=options).named_steps["solver"].coef_
+    np.testing.assert_array_equal(got, want)
