@@ -326,3 +326,26 @@ def test_a_full_disk_is_one_line_and_the_previous_model_stays(magic, tmp_path, c
     assert str(tmp_path) in err[0]
     after = {p.relative_to(out): p.read_bytes() for p in out.rglob("*") if p.is_file()}
     assert after == before  # the previous model, untouched
+
+
+def test_embedded_cluster_workers_killed_from_outside(magic, tmp_path):
+    """Every worker process of the embedded LocalCluster SIGKILLed after pass 8: the nannies
+    start new ones, Dask recomputes the lost tasks, and the model is the undisturbed one."""
+    import psutil
+
+    options, _ = METHODS["pcg"]
+    argv = [o if o != "threads" else "cluster" for o in _command(magic, tmp_path / "model", options)]
+    proc = _start(argv)
+    _wait_for_pass(proc, 8)
+    workers = [p for p in psutil.Process(proc.pid).children(recursive=True)
+               if "spawn_main" in " ".join(p.cmdline())]
+    assert len(workers) >= 1
+    for worker in workers:
+        worker.kill()
+    out, err = proc.communicate(timeout=240)
+    assert proc.returncode == 0, err[-2000:]
+    reference = _run([*argv[:argv.index("--out") + 1], str(tmp_path / "reference"),
+                      *argv[argv.index("--out") + 2:]])
+    assert reference.returncode == 0, reference.stderr[-2000:]
+    for got, want in zip(_coefs(tmp_path / "model"), _coefs(tmp_path / "reference")):
+        np.testing.assert_allclose(got, want, rtol=0, atol=1e-6 * max(1.0, np.abs(want).max()))
