@@ -14,6 +14,7 @@ it knows nothing of argparse.
 """
 from __future__ import annotations
 
+import contextlib
 import time
 from functools import partial
 
@@ -27,6 +28,7 @@ from . import io
 from . import solvers as sv
 from .datadriven.gamma_loop import fit_gamma_loop
 from .features.grid import gamma_items, item_label
+from .io.checkpoints import dataset_identity, fingerprint_of, model_identity, resumable
 from .io.zarr_source import lazy_array, open_source
 from .metrics import classification_metrics, regression_metrics
 from .preprocess import Standardizer
@@ -228,7 +230,7 @@ def dataset_metadata(data, X, attrs):
 def fit_dataset(data, *, features="rff", solver="ridge", standardize=True, out=None, overwrite=False,
                 X=None, y=None, attrs=None, feature_params=None, solver_params=None,
                 storage_options=None, x_array="X", y_array="y", task=None, model=None,
-                sample_weight=None, **params):
+                sample_weight=None, checkpoint=None, restart=False, **params):
     """Fit a model on a Zarr dataset (or on given dask arrays) and save it to ``out``.
 
     ``data`` and ``out`` are local paths or URLs (``storage_options`` for their
@@ -241,7 +243,10 @@ def fit_dataset(data, *, features="rff", solver="ridge", standardize=True, out=N
     ``X, y, attrs`` replace the dataset's own arrays and attributes (e.g. a training
     split).  ``sample_weight`` names an array of the dataset (or is an array) of row
     weights, passed as ``model.fit(X, y, solver__sample_weight=w)``.  Every parameter
-    is checked (:func:`check_model`) before the first pass.  Returns ``(model, metadata)``.
+    is checked (:func:`check_model`) before the first pass.  ``checkpoint`` (a path or URL):
+    each pass is stored there and a rerun resumes after the last completed one
+    (:mod:`rfstream.io.checkpoints`; ``restart`` starts over); removed once the fit is done
+    and saved.  Returns ``(model, metadata)``.
     """
     if X is None:
         X, y, attrs = open_data(data, storage_options=storage_options, x_array=x_array,
@@ -266,19 +271,25 @@ def fit_dataset(data, *, features="rff", solver="ridge", standardize=True, out=N
             weights = open_weights(data, sample_weight, X, storage_options=storage_options)
         fit_params["solver__sample_weight"] = weights
     t0 = time.perf_counter()
-    if loops_over_gamma(model):  # a gamma grid on a map that cannot share its passes
-        model = fit_gamma_loop(model, X, y, **fit_params)
-    else:
-        model.fit(X, y, **fit_params)
+    store = contextlib.nullcontext() if checkpoint is None else resumable(
+        checkpoint, fingerprint_of(model_identity(model), dataset_identity(X, attrs)), restart=restart,
+        description=f"fit_dataset({data}, {model!r})"[:400], storage_options=storage_options)
+    with store as stored:
+        model = fit_gamma_loop(model, X, y, **fit_params) if loops_over_gamma(model) else model.fit(
+            X, y, **fit_params)  # a gamma grid on a map that cannot share its passes: one fit per gamma
     meta = {"dataset": dataset_metadata(data, X, attrs), "fit_seconds": round(time.perf_counter() - t0, 3)}
     selection = selection_summary(model)
     if selection:
         meta["selection"] = selection
     if isinstance(sample_weight, str):
         meta["sample_weight"] = sample_weight
+    meta.update(passes_reused=stored.reused) if stored is not None else None
     if out is not None:
         io.save_model(model, out, metadata=meta, overwrite=overwrite, storage_options=storage_options)
+    if stored is not None:
+        stored.remove()
     return model, meta
+
 
 
 def load_fitted(model_path, *, storage_options=None):

@@ -29,6 +29,7 @@ METHODS = {  # name: (fit options, the pass after which the first run is killed)
     "sgd-epochs": (["--solver", "sgd", "--sgd-solver", "sgd", "--epochs", "4", "--n-components", "128"], 4),
     "newton": (["--solver", "sgd", "--sgd-solver", "newton", "--epochs", "6", "--n-components", "64"], 4),
     "pcg": (["--ridge-solver", "pcg", "--alpha", "0.01", "--n-components", "256", "--pcg-rank", "32"], 12),
+    "cg": (["--ridge-solver", "cg", "--alpha", "0.1", "--n-components", "128"], 10),
     "tefm": (["--features", "tefm-s", "--n-components", "64", "--n-random-features", "256",
               "--power-iter", "2"], 3),
     "cnm": (["--features", "cnm", "--n-components", "16"], 25),
@@ -349,3 +350,20 @@ def test_embedded_cluster_workers_killed_from_outside(magic, tmp_path):
     assert reference.returncode == 0, reference.stderr[-2000:]
     for got, want in zip(_coefs(tmp_path / "model"), _coefs(tmp_path / "reference")):
         np.testing.assert_allclose(got, want, rtol=0, atol=1e-6 * max(1.0, np.abs(want).max()))
+
+
+def test_fit_dataset_resumes_from_its_checkpoint(magic, tmp_path):
+    """The library's job function: ``fit_dataset(..., checkpoint=)``."""
+    from rfstream import pipeline
+    from rfstream.cluster import compute
+
+    kwargs = dict(n_components=64, alpha=0.01, solver_params={"solver": "pcg", "pcg_rank": 16})
+    reference, _ = pipeline.fit_dataset(magic, **kwargs)
+    where = tmp_path / "ck"
+    with resumable(where, "someone else's job"):
+        compute(da.ones(4, chunks=2).sum())  # one pass stored: a checkpoint of another job
+    with pytest.raises(CheckpointMismatch):
+        pipeline.fit_dataset(magic, checkpoint=where, **kwargs)
+    model, meta = pipeline.fit_dataset(magic, checkpoint=where, restart=True, out=tmp_path / "m", **kwargs)
+    assert meta["passes_reused"] == 0 and not where.exists()
+    np.testing.assert_array_equal(model.named_steps["solver"].coef_, reference.named_steps["solver"].coef_)

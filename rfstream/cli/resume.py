@@ -18,13 +18,12 @@ the scheduler is back.
 from __future__ import annotations
 
 import contextlib
-import hashlib
-import json
 import logging
 import os
 import signal
 
 from .._version import __version__
+from ..io.checkpoints import dataset_identity, fingerprint_of
 
 #: arguments that say where things go or how they are shown, not what is fitted
 NOT_IN_FINGERPRINT = {"func", "out", "checkpoint", "no_checkpoint", "restart", "overwrite", "report",
@@ -71,13 +70,10 @@ def checkpoint_location(args):
 def fingerprint(args, X, attrs):
     """``(digest, description)`` of the job: see the module docstring."""
     command = {k: v for k, v in sorted(vars(args).items()) if k not in NOT_IN_FINGERPRINT}
-    dataset = {"shape": list(X.shape), "chunks": [list(c) for c in X.chunks], "dtype": str(X.dtype),
-               "attrs": attrs}
-    doc = json.dumps({"version": __version__, "command": command, "dataset": dataset}, sort_keys=True,
-                     default=str)
+    digest = fingerprint_of("rfstream fit", command, dataset_identity(X, attrs))
     options = ", ".join(f"{k}={v}" for k, v in command.items() if v not in (None, False) and k != "data")
     description = f"rfstream {__version__} fit {args.data} ({options[:300]})"
-    return hashlib.sha256(doc.encode()).hexdigest(), description
+    return digest, description
 
 
 def lost_cluster(exc):

@@ -49,6 +49,26 @@ MANIFEST = "rfstream-checkpoint.json"
 FORMAT = "rfstream-checkpoint"
 
 
+def fingerprint_of(*parts):
+    """SHA-256 of ``parts`` as JSON (sorted keys, ``str`` for what JSON cannot hold),
+    with rfstream's version: the identity of a job."""
+    doc = json.dumps([__version__, *parts], sort_keys=True, default=str)
+    return hashlib.sha256(doc.encode()).hexdigest()
+
+
+def dataset_identity(X, attrs):
+    """What identifies a dataset to a checkpoint: X's shape, chunks and dtype, its attributes."""
+    return {"shape": list(X.shape), "chunks": [list(c) for c in X.chunks], "dtype": str(X.dtype),
+            "attrs": attrs}
+
+
+def model_identity(model):
+    """Every parameter of a scikit-learn ``model`` (a Pipeline's steps' too), the estimator
+    objects themselves left out (their parameters are in the list)."""
+    return {k: v for k, v in model.get_params(deep=True).items()
+            if k != "steps" and not hasattr(v, "get_params")}
+
+
 class CheckpointMismatch(ValueError):
     """A checkpoint made by another job (command, dataset or version)."""
 
