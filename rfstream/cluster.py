@@ -29,7 +29,7 @@ and dashboard are what a long pass over large data needs.
 numbers.  Its progress display (:func:`set_progress`) is ``"auto"``: a progress
 bar when stderr is a terminal, otherwise one line per finished pass with its time
 (no carriage return, for the logs of batch jobs); ``"always"`` (a bar) or
-``"never"``.  Inside :func:`rfstream.checkpoint.resumable` it also stores each pass's
+``"never"``.  Inside :func:`rfstream.io.checkpoints.resumable` it also stores each pass's
 result, and takes the passes an interrupted run completed from the checkpoint
 (:func:`using_pass_store`).
 """
@@ -146,7 +146,8 @@ def compute(*collections):
     """
     lazy = [c for c in collections if dask.is_dask_collection(c)]
     checkpoint = _PASS_STORE.get() if lazy else None
-    stored = checkpoint.replay(signature(lazy), len(lazy)) if checkpoint is not None else None
+    sig = signature(lazy) if checkpoint is not None else None
+    stored = checkpoint.replay(sig, len(lazy)) if checkpoint is not None else None
     if not lazy:
         results = collections
     elif stored is not None:  # a pass completed by an earlier, interrupted run
@@ -178,7 +179,7 @@ def compute(*collections):
                 values = iter(dask.compute(*lazy, scheduler=get))
         if checkpoint is not None:  # stored before the pass counts as done
             values = list(values)
-            checkpoint.record(signature(lazy), values)
+            checkpoint.record(sig, values)
             values = iter(values)
         if style == "lines":
             _PROGRESS["passes"] += 1
