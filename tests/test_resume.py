@@ -367,3 +367,20 @@ def test_fit_dataset_resumes_from_its_checkpoint(magic, tmp_path):
     model, meta = pipeline.fit_dataset(magic, checkpoint=where, restart=True, out=tmp_path / "m", **kwargs)
     assert meta["passes_reused"] == 0 and not where.exists()
     np.testing.assert_array_equal(model.named_steps["solver"].coef_, reference.named_steps["solver"].coef_)
+
+
+def test_string_labels_are_stored_and_replayed(tmp_path):
+    """Labels as Python strings (an object array, as from a DataFrame): the classes pass
+    is stored as text and replayed as the same objects, and the passes after it too."""
+    rng = np.random.default_rng(0)
+    X = da.from_array(rng.normal(size=(600, 4)), chunks=200)
+    y = da.from_array(np.array(["cat", "dog", "emu"], dtype=object)[np.arange(600) % 3], chunks=200)
+    reference = StreamingRidgeClassifier(alpha=[0.1, 1.0]).fit(X, y)
+    with resumable(tmp_path / "ck", "job") as first:
+        StreamingRidgeClassifier(alpha=[0.1, 1.0]).fit(X, y)
+    assert len(first.steps) == first.position  # every pass stored, the classes pass included
+    with resumable(tmp_path / "ck", "job") as again:
+        replayed = StreamingRidgeClassifier(alpha=[0.1, 1.0]).fit(X, y)
+    assert again.reused == again.position
+    assert list(replayed.classes_) == ["cat", "dog", "emu"] and replayed.classes_.dtype == object
+    np.testing.assert_array_equal(replayed.coef_, reference.coef_)

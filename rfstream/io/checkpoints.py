@@ -26,8 +26,8 @@ Safety:
 * each stored result carries its SHA-256, checked when read; files are written whole
   (a temporary name renamed on a local disk, one PUT on an object store), and the
   manifest, written after the result, is what makes a pass count;
-* only numeric arrays are stored (``np.savez``, read back without pickle); a pass
-  returning anything else ends the checkpoint there.
+* only numeric and text arrays are stored (``np.savez``, read back without pickle); a
+  pass returning anything else ends the checkpoint there.
 
 A completed fit removes its checkpoint (the CLI does so after the model is saved).
 """
@@ -74,21 +74,30 @@ class CheckpointMismatch(ValueError):
 
 
 def _encode(values):
-    """``np.savez`` bytes of the values, or None when one is not a plain numeric array."""
+    """``np.savez`` bytes of the values, or None when one is neither numeric nor text.
+
+    Object arrays of ``str`` (labels read from a DataFrame, say) are stored as fixed-width
+    text, each such array's key ending in ``_str``, and read back as object arrays."""
     arrays = {}
     for i, v in enumerate(values):
-        a = np.asarray(v)
+        a, key = np.asarray(v), f"v{i}"
         if a.dtype.hasobject:
-            return None
-        arrays[f"v{i}"] = a
+            if not all(isinstance(x, str) for x in a.ravel()):
+                return None
+            a, key = a.astype(str), f"v{i}_str"
+        arrays[key] = a
     buf = io.BytesIO()
     np.savez(buf, **arrays)
     return buf.getvalue()
 
 
 def _decode(data, count):
+    values = []
     with np.load(io.BytesIO(data), allow_pickle=False) as f:
-        return tuple(f[f"v{i}"][()] if f[f"v{i}"].ndim == 0 else f[f"v{i}"] for i in range(count))
+        for i in range(count):
+            a = f[f"v{i}"] if f"v{i}" in f.files else f[f"v{i}_str"].astype(object)
+            values.append(a[()] if a.ndim == 0 else a)
+    return tuple(values)
 
 
 class Checkpoint:
