@@ -105,8 +105,8 @@ def ridge_cg(Z, y, target_fn, n_targets, *, alpha, fit_intercept=True, tol=1e-4,
     a function that applies ``P^-1`` to a D x T block, called once after the first pass
     (:class:`rfstream.solvers.nystrom_pcg.NystromPreconditioner`).
     Returns ``(W (D, T), b (T,), stats)`` with ``stats`` holding ``n`` (the weight
-    sum), ``m`` (rows), ``n_iter`` (passes after the first), the final relative
-    residuals and the preconditioner.
+    sum), ``m`` (rows), ``n_iter`` (passes after the first) and the final relative
+    residuals.
     """
     D, T = Z.shape[1], n_targets
     weight_args = dict(weight_args or {})
@@ -166,8 +166,7 @@ def ridge_cg(Z, y, target_fn, n_targets, *, alpha, fit_intercept=True, tol=1e-4,
     if np.any(res > tol):
         warnings.warn(f"CG stopped after max_iter={max_iter} passes with a relative residual of "
                       f"{res.max():.2g} (tol={tol}); raise max_iter.", ConvergenceWarning, stacklevel=3)
-    return W, nu - mu @ W, {"n": n, "m": float(st["m"]), "n_iter": n_iter, "residual": res,
-                            "preconditioner": precondition}
+    return W, nu - mu @ W, {"n": n, "m": float(st["m"]), "n_iter": n_iter, "residual": res}
 
 
 def check_single_candidate(estimator, grid=False):

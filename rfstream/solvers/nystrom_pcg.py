@@ -18,7 +18,7 @@ system's condition number is a small constant, so CG converges in a few passes.
 **Deviation, for streaming.**  Their Algorithm 2.1 (RandNysAppx) sketches
 ``Y = A Omega`` with a Gaussian ``Omega`` (D x r): for A = Z'CZ that is a pass over
 the rows costing ``2 n D r`` flops, several CG iterations' worth (an iteration
-costs ``2 n D T`` for T targets) and at D = 50,000, n = 10^6 hours on a few cores.
+costs ``4 n D T`` for T targets) and at D = 50,000, n = 10^6 hours on a few cores.
 Here the approximation comes instead from ``m`` rows drawn uniformly without
 replacement, as FALKON approximates its Hessian by its M centres (Rudi, Carratino &
 Rosasco, "FALKON: an optimal large scale kernel method", NeurIPS 2017, Section 3,
@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import time
 
-import dask.array as da
 import numpy as np
 import scipy.linalg
 import scipy.sparse as sp
@@ -57,24 +56,16 @@ def sample_rows(n_rows, m, seed):
     return np.sort(rng.choice(n_rows, size=min(m, n_rows), replace=False))
 
 
-def _take(a, idx):
-    if a is None:
-        return None
-    return a[idx]
-
-
 def sampled_features(Z, y, sample_weight, idx):
     """``(features, labels, weights)`` of the rows ``idx`` of ``Z`` (dense float64, m x D).
 
     For ``Z = map.transform(X)`` only the m input rows are read and their features made
-    here (:mod:`rfstream.features.fused`); otherwise the rows of ``Z`` are gathered.
+    here (:mod:`rfstream.features.fused`); otherwise the rows of ``Z`` are gathered.  The
+    rows, labels and weights come in one computation.
     """
     source = feature_source(Z)
     rows = source.rows if source is not None else Z
-    lazy = [_take(a, idx) for a in (rows, y, sample_weight)]
-    if any(isinstance(a, da.Array) for a in lazy):
-        lazy = [compute(a) if isinstance(a, da.Array) else a for a in lazy]
-    x, labels, weights = lazy
+    x, labels, weights = compute(*(None if a is None else a[idx] for a in (rows, y, sample_weight)))
     z = source.block(np.asarray(x)) if source is not None else x
     z = z.toarray() if sp.issparse(z) else np.asarray(z)
     return np.asarray(z, dtype=np.float64), labels, weights
