@@ -11,7 +11,7 @@ Run from the repository root (needs ../shared/datasets):
     python benchmarks/bench_wide.py precond --dataset letter --d 8192 --alpha 1e-3
     python benchmarks/bench_wide.py precision --dataset letter --d 4096 --alpha 1e-3
 
-``model`` prints the Gram pass's memory from :func:`rfstream.solvers.grid_pass.gram_memory`
+``model`` prints the Gram pass's memory from :func:`rfstream.solvers.memory.gram_memory`
 (what rfstream refuses by, before any pass) for K-fold and leave-one-out, on this
 machine's threads and on 2 worker processes splitting its memory.  ``wall`` fits
 Gaussian RFF + ridge on the dataset's training split (alphas 1e-4 ... 10, cv 5 or loo)
@@ -330,7 +330,8 @@ def flat(args):
 def model(args):
     import psutil
 
-    from rfstream.solvers.grid_pass import client_memory, gram_memory
+    from rfstream.solvers import memory
+    from rfstream.solvers.memory import client_memory, gram_memory
 
     total = psutil.virtual_memory().total
     print(f"machine: {total / 2**30:.1f} GiB, {os.cpu_count()} cores; threads: limit 80% of it; "
@@ -338,12 +339,11 @@ def model(args):
     print("\n| D | one partial, 5 folds | one partial, loo | threads: 5 folds | threads: loo | "
           "2 workers: 5 folds | 2 workers: loo | client: 5 folds | client: loo |")
     print("|---|---|---|---|---|---|---|---|---|")
-    from rfstream.solvers import grid_pass
 
     for D in args.d:
         cells = []
         for limit, threads in ((int(0.8 * total), os.cpu_count()), (int(0.4 * total), 1)):
-            grid_pass.worker_memory = lambda limit=limit, threads=threads: (limit, threads)
+            memory.worker_memory = lambda limit=limit, threads=threads: (limit, threads)
             for K in (5, 1):
                 need, lim, _, _ = gram_memory(1, K, D, args.targets)
                 cells.append(f"{need / 2**30:.1f} GiB {'fits' if need <= lim else 'refused'}")

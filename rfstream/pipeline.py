@@ -28,12 +28,15 @@ from . import io
 from . import solvers as sv
 from .datadriven.gamma_loop import fit_gamma_loop
 from .features.grid import gamma_items, item_label
+from .features.width import planned_features
 from .io.checkpoints import dataset_identity, fingerprint_of, model_identity, resumable
 from .io.zarr_source import lazy_array, open_source
 from .metrics import classification_metrics, regression_metrics
 from .preprocess import Standardizer
 from .solvers.cg import check_single_candidate
-from .solvers.ridge_cv import grid_edge
+from .solvers.memory import check_ridge_memory
+from .solvers.ridge_cv import selection_summary
+from .solvers.targets import planned_targets
 
 #: ``--features`` name -> feature map (a class, or a class with some parameters fixed).
 FEATURES = {
@@ -92,13 +95,16 @@ def make_model(task, *, features="rff", solver="ridge", standardize=True, passth
     return Pipeline(steps)
 
 
-def check_model(model, n_features):
+def check_model(model, n_features, n_targets=None):
     """Validate every parameter of ``model`` (a Pipeline or one estimator) without data.
 
     Each step's scikit-learn parameter constraints (``_validate_params``) and a
     feature map's cross-parameter checks for ``n_features`` input columns
     (``_check_params``, :class:`rfstream.features.FeatureMap`): the errors ``fit``
     would raise, raised before the first pass over the data instead of after it.
+    Given ``n_targets`` (:func:`rfstream.solvers.targets.planned_targets`), also the
+    memory of a ridge solver on the map's planned width (a Gram that cannot fit:
+    :func:`rfstream.solvers.memory.check_ridge_memory`, with the workers connected).
     """
     steps = [step for _, step in model.steps] if isinstance(model, Pipeline) else [model]
     if has_gamma_grid(model) and not hasattr(model.named_steps["solver"], "scoring"):
@@ -118,6 +124,11 @@ def check_model(model, n_features):
             step._validate_params()
         if hasattr(step, "_check_params"):
             clone(step)._check_params(int(n_features))
+    fmap = model.named_steps.get("features") if isinstance(model, Pipeline) else None
+    if n_targets is not None and hasattr(solver, "pcg_rank"):
+        width, groups, sparse = planned_features(fmap, n_features) if fmap else (n_features, 1, False)
+        if width is not None:
+            check_ridge_memory(solver, width, n_targets, n_groups=groups, sparse=sparse)
     return model
 
 
@@ -133,34 +144,6 @@ def has_gamma_grid(model):
     fmap = model.named_steps.get("features") if isinstance(model, Pipeline) else None
     gamma = fmap.get_params().get("gamma") if fmap is not None else None
     return isinstance(gamma, (list, tuple, np.ndarray)) or (isinstance(gamma, str) and "," in gamma)
-
-
-def selection_summary(model):
-    """What cross-validation chose, for the fit summary and the model's metadata: the
-    chosen ``alpha`` and ``gamma``, the CV table (mean and std of every candidate) and
-    the ``edge`` of a grid the choice sits on (empty without a list of alphas or gammas)."""
-    solver = model.named_steps["solver"] if isinstance(model, Pipeline) else model
-    table = getattr(solver, "cv_results_", None)
-    if table is None:
-        return {}
-    fmap = model.named_steps.get("features") if isinstance(model, Pipeline) else None
-    cv = {key: [float(v) for v in table[key]] for key in ("gamma", "alpha", "mean_score", "std_score")
-          if key in table}
-    if "gamma_label" in table:
-        cv["gamma_label"] = list(table["gamma_label"])
-    summary = {"alpha": float(solver.alpha_), "gamma": getattr(fmap, "gamma_", None),
-               "scoring": table["scoring"], "best_score": float(solver.best_score_), "cv": cv}
-    chosen = {"alpha": solver.alpha_, "gamma": getattr(solver, "gamma_", None)}
-    edges = {}
-    for name in ("gamma", "alpha"):
-        if name in table:
-            values = np.unique(table[name])
-            side = grid_edge(values, int(np.searchsorted(values, chosen[name])))
-            if side is not None:
-                edges[name] = side
-    if edges:
-        summary["edge"] = edges
-    return summary
 
 
 def route_params(features, solver, task, params):
@@ -263,7 +246,7 @@ def fit_dataset(data, *, features="rff", solver="ridge", standardize=True, out=N
                            passthrough=io.onehot_columns(attrs),
                            feature_params={**routed_map, **(feature_params or {})},
                            solver_params={**routed_solver, **(solver_params or {})})
-    check_model(model, X.shape[1])
+    check_model(model, X.shape[1], planned_targets(task, attrs.get("classes"), y))
     fit_params = {}
     if sample_weight is not None:
         weights = sample_weight
@@ -278,7 +261,7 @@ def fit_dataset(data, *, features="rff", solver="ridge", standardize=True, out=N
         model = fit_gamma_loop(model, X, y, **fit_params) if loops_over_gamma(model) else model.fit(
             X, y, **fit_params)  # a gamma grid on a map that cannot share its passes: one fit per gamma
     meta = {"dataset": dataset_metadata(data, X, attrs), "fit_seconds": round(time.perf_counter() - t0, 3)}
-    selection = selection_summary(model)
+    selection = selection_summary(model.named_steps["solver"], model.named_steps.get("features"))
     if selection:
         meta["selection"] = selection
     if isinstance(sample_weight, str):

@@ -194,9 +194,9 @@ def test_edge_warning_names_the_direction():
 
 
 def test_memory_refusal_before_the_pass(monkeypatch):
-    import rfstream.solvers.grid_pass as grid_pass
+    import rfstream.solvers.memory as memory
 
-    monkeypatch.setattr(grid_pass, "worker_memory", lambda: (2**30, 2))
+    monkeypatch.setattr(memory, "worker_memory", lambda: (2**30, 2))
     X = np.random.default_rng(0).normal(size=(100, 3))
     y = np.arange(100) % 2
     model = make_pipeline(RandomFourierFeatures(6000, gamma=[0.1, 1.0, 10.0]), StreamingRidgeClassifier())

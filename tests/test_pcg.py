@@ -23,12 +23,8 @@ from rfstream import (
     cli,
 )
 from rfstream.datasets import train_test
-from rfstream.solvers.grid_pass import check_grid_memory
-from rfstream.solvers.nystrom_pcg import (
-    NystromPreconditioner,
-    check_pcg_memory,
-    nystrom_factor,
-)
+from rfstream.solvers.memory import check_gram_memory, check_pcg_memory
+from rfstream.solvers.nystrom_pcg import NystromPreconditioner, nystrom_factor
 
 
 def _features(n=3000, d=8, D=600, seed=0, classes=None):
@@ -116,8 +112,8 @@ def test_memory_errors_name_the_solver_to_use():
     with pytest.raises(ValueError, match=r"solver='pcg' with pcg_rank=100000 at D=1000000 needs about "
                                          r"\d+\.\d GiB on the client.*lower pcg_rank"):
         check_pcg_memory(1_000_000, 100_000, 1)
-    with pytest.raises(ValueError, match=r"or use solver='pcg' with one alpha"):
-        check_grid_memory(1, 1, 200_000, 1)
+    with pytest.raises(ValueError, match=r"or use solver='pcg' \(--ridge-solver pcg\) with one alpha"):
+        check_gram_memory(1, 1, 200_000, 1)
 
 
 def test_cli_pcg(tmp_path, capsys, prepared):

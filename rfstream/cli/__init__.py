@@ -116,7 +116,7 @@ def main(argv=None):
 def _kept():
     """What a stopped command leaves: the passes its checkpoint keeps, and how to resume."""
     checkpoint = commands.STOPPED_CHECKPOINT["current"]
-    if checkpoint is None:
+    if checkpoint is None or not checkpoint.steps:  # an empty checkpoint is removed on the way out
         return "nothing was written."
     done = len(checkpoint.steps)
     return (f"{done} completed pass(es) are kept in {checkpoint.location}: run the same command again "

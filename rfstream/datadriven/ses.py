@@ -237,6 +237,8 @@ class SESFeatures(FeatureMap):
         "reg": [Interval(Real, 0, None, closed="neither"), StrOptions({"auto"})],
         "weights": [StrOptions({"ses", "bq", "uniform"})],
     }
+    #: a cosine and a sine column per frequency (:mod:`rfstream.features.width`)
+    _columns_per_component = 2
 
     def __init__(
         self,

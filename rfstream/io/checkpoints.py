@@ -202,14 +202,21 @@ def resumable(location, fingerprint="", *, restart=False, description="", storag
     ``restart``); ``description`` says in the refusal what made the checkpoint.  One job
     at a time: another running job's checkpoint is refused (:mod:`rfstream.io.job_lock`).  Yields
     the :class:`Checkpoint`: ``reused`` passes came from it.  The checkpoint is kept
-    when the block raises (or the process is killed), and left for the caller to
-    :meth:`~Checkpoint.remove` when it succeeds.
+    when the block raises (or the process is killed) after a completed pass, removed when
+    it raises before any (a refusal before the first pass leaves nothing behind), and left
+    for the caller to :meth:`~Checkpoint.remove` when it succeeds.
     """
     lock = JobLock(as_location(location, storage_options)).acquire()
+    checkpoint, failed = None, False
     try:
         checkpoint = Checkpoint(location, fingerprint, restart=restart, storage_options=storage_options)
         checkpoint.description = description
         with using_pass_store(checkpoint):
             yield checkpoint
+    except BaseException:
+        failed = True
+        raise
     finally:
         lock.release()
+        if failed and checkpoint is not None and not checkpoint.steps:
+            checkpoint.remove()

@@ -49,7 +49,8 @@ from ..cluster import compute
 from ..features.fused import fused_pass
 from ..random import check_seed
 from ..reductions import Layout, sum_rows
-from .nystrom_pcg import ROWS_PER_RANK, NystromPreconditioner, check_pcg_memory
+from .memory import check_pcg_memory
+from .nystrom_pcg import ROWS_PER_RANK, NystromPreconditioner
 from .weights import row_weights
 
 

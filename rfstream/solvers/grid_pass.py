@@ -12,8 +12,8 @@ Without a grid there is one group: the features of ``Z`` as every pass makes
 them (:func:`rfstream.features.fused.fused_rows`).
 
 The Gram pass keeps one D x D partial per fold and gamma in every task's
-output: G x K x D^2 float64.  :func:`check_grid_memory` refuses, before any
-pass, partials that would not fit a worker.
+output: G x K x D^2 float64.  :func:`rfstream.solvers.memory.check_gram_memory`
+refuses, before any pass, partials that would not fit a worker.
 """
 from __future__ import annotations
 
@@ -21,7 +21,6 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ..cluster import worker_memory
 from ..features.fused import fused_rows
 from ..features.grid import grid_source
 from ..reductions import even_rows
@@ -85,58 +84,3 @@ def group_chunk(x, *others, offset, chunk, blocks, group_kwargs=None, **kwargs):
         else:
             parts.append(chunk(x, *others, offset=offset, features=block, **kwargs, **extra))
     return parts[0] if len(parts) == 1 else np.concatenate(parts)
-
-
-def gram_memory(n_groups, n_folds, n_features, n_targets):
-    """``(need, limit, threads, partial)``: the bytes a worker needs for the Gram pass's
-    partials (G x K x D^2 float64 each; about ``threads + 2`` of them at once: one per
-    running task plus the two being added in the tree reduction), the smallest worker's
-    memory limit and threads (:func:`rfstream.cluster.worker_memory`), and one partial's bytes."""
-    G, K, D, T = n_groups, n_folds, n_features, n_targets
-    partial = 8 * G * K * (D * D + D * (T + 1) + T * T + 2)
-    limit, threads = worker_memory()
-    return partial * (threads + 2), limit, threads, partial
-
-
-def client_memory(n_groups, n_folds, n_features, n_targets):
-    """``(need, limit)``: the client's bytes for the solve (the reduced partials, plus for
-    K folds a fold's training Gram, its centred copy, its eigenvectors and LAPACK's
-    workspace, 4 D^2; for leave-one-out the eigenvectors of every gamma and one D^2 more,
-    :func:`rfstream.solvers.loo.loo_basis`) and 80% of this machine's memory (docs/wide.md
-    compares it with measured peaks)."""
-    import psutil
-
-    D = n_features
-    extra = 8 * D * D * (4 if n_folds > 1 else n_groups + 1)
-    return gram_memory(n_groups, n_folds, n_features, n_targets)[3] + extra, int(
-        0.8 * psutil.virtual_memory().total)
-
-
-def gram_fits(n_groups, n_folds, n_features, n_targets):
-    """Whether the Gram pass's partials fit the workers and the solve the client."""
-    need, limit, _, _ = gram_memory(n_groups, n_folds, n_features, n_targets)
-    client, client_limit = client_memory(n_groups, n_folds, n_features, n_targets)
-    return need <= limit and client <= client_limit
-
-
-def check_grid_memory(n_groups, n_folds, n_features, n_targets):
-    """Refuse, before any pass, a Gram pass whose partials cannot fit a worker or whose
-    solve cannot fit the client (:func:`gram_memory`, :func:`client_memory`), naming the
-    sizes and what to lower."""
-    if gram_fits(n_groups, n_folds, n_features, n_targets):
-        return
-    need, limit, threads, partial = gram_memory(n_groups, n_folds, n_features, n_targets)
-    client, client_limit = client_memory(n_groups, n_folds, n_features, n_targets)
-    G, K, D = n_groups, n_folds, n_features
-    grid = f"{G} gammas x " if G > 1 else ""
-    lower = "the number of gammas, cv or n_components" if G > 1 else "cv or n_components"
-    where = (f"about {need / 2**30:.1f} GiB per worker with {threads} threads, over its "
-             f"{limit / 2**30:.1f} GiB" if need > limit else
-             f"and the client's solve {client / 2**30:.1f} GiB, over its {client_limit / 2**30:.1f} GiB")
-    raise ValueError(
-        f"the Gram pass needs {grid}{K} fold(s) x D^2 (D={D}) float64 partials: "
-        f"{partial / 2**30:.2f} GiB per task, {where}; lower {lower}"
-        + (", or use cv='loo' (one Gram)" if K > 1 and gram_fits(G, 1, D, n_targets) else "")
-        + (", or use solver='pcg' with one alpha, whose memory is D x pcg_rank" if G == 1 else "")
-        + " (or machines with more memory)."
-    )

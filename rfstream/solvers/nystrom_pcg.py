@@ -122,23 +122,3 @@ class NystromPreconditioner:
         """``P^-1 R`` for residuals ``R`` (D, T)."""
         UR = self.U.T @ R
         return R + self.U @ ((self._scale - 1.0)[:, None] * UR)
-
-
-def pcg_memory(n_features, rank, n_targets):
-    """``(need, limit)``: the client's bytes for "pcg" -- the sampled rows' features (m =
-    ``ROWS_PER_RANK`` r rows of D float64), the factor ``U`` (D x r), the m x m
-    eigenproblem and about 8 D x T CG arrays -- and 80% of this machine's memory."""
-    import psutil
-
-    D, r, m = n_features, rank, ROWS_PER_RANK * rank
-    return 8 * (D * (m + r) + 2 * m * m + 8 * D * n_targets), int(0.8 * psutil.virtual_memory().total)
-
-
-def check_pcg_memory(n_features, rank, n_targets):
-    """Refuse, before any pass, a preconditioner that cannot fit the client, naming the
-    memory needed and what to lower."""
-    need, limit = pcg_memory(n_features, rank, n_targets)
-    if need > limit:
-        raise ValueError(f"solver='pcg' with pcg_rank={rank} at D={n_features} needs about "
-                         f"{need / 2**30:.1f} GiB on the client, over its {limit / 2**30:.1f} GiB; "
-                         "lower pcg_rank (or n_components).")

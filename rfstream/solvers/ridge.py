@@ -59,9 +59,10 @@ from .cg import fit_iterative
 from .cv_scores import CLASSIFIER_SCORINGS, REGRESSOR_SCORINGS
 from .folds import check_cv
 from .gram import gram_chunk, gram_layout
-from .grid_pass import check_grid_memory, feature_groups, gram_fits, group_chunk
+from .grid_pass import feature_groups, group_chunk
 from .linear import LinearClassifierMixin, LinearPredictMixin
 from .loo import loo_cross_validate
+from .memory import CG_MIN_FEATURES, check_gram_memory, use_loo_instead
 from .nystrom_pcg import PCG_RANK
 from .ridge_cv import (
     check_alpha,
@@ -79,11 +80,6 @@ from .targets import (
     regression_targets,
 )
 from .weights import check_sample_weight
-
-#: solver="auto" switches from the D x D Gram pass to conjugate gradients for sparse
-#: features wider than this (a float64 Gram of 4096 x 4096 is 128 MiB per partial);
-#: dense features keep the one-pass Gram (CG costs a pass per iteration).
-CG_MIN_FEATURES = 4096
 
 
 class _BaseStreamingRidge(LinearPredictMixin, BaseEstimator):
@@ -151,7 +147,7 @@ class _BaseStreamingRidge(LinearPredictMixin, BaseEstimator):
         searching = np.ndim(self.alpha) > 0 or groups.gammas is not None  # a list: CV, even of one
         cv = self._choose_cv(Z, y, groups.n_groups, n_features, n_targets) if searching else (1, 1, None)
         n_folds, _, folds = (1, 1, None) if cv == "loo" else cv
-        check_grid_memory(groups.n_groups, n_folds, n_features, n_targets)
+        check_gram_memory(groups.n_groups, n_folds, n_features, n_targets)
         stats = self._statistics(groups, n_features, y, target_fn, n_targets, n_folds,
                                  (sample_weight, weight_args), folds)
         totals = [{k: v.sum(axis=0) if n_folds > 1 else v[0] for k, v in group.items()} for group in stats]
@@ -175,13 +171,11 @@ class _BaseStreamingRidge(LinearPredictMixin, BaseEstimator):
     def _choose_cv(self, Z, y, n_groups, n_features, n_targets):
         """``"loo"`` or :func:`check_cv`'s ``(n_folds, scored, folds)``: exact leave-one-out
         when asked, and instead of an int ``cv`` whose per-fold Grams would not fit a worker
-        while one Gram does (:func:`rfstream.solvers.grid_pass.gram_memory`), with a warning."""
+        while one Gram does (:func:`rfstream.solvers.memory.use_loo_instead`), with a warning."""
         if isinstance(self.cv, str):
             return "loo"
         cv = check_cv(self.cv, Z, y)
-        an_int = isinstance(self.cv, Integral) or self.cv is None
-        if an_int and not gram_fits(n_groups, cv[0], n_features, n_targets) and gram_fits(
-                n_groups, 1, n_features, n_targets):
+        if use_loo_instead(self.cv, n_groups, cv[0], n_features, n_targets):
             warnings.warn(f"{cv[0]}-fold cross-validation needs {cv[0]} Grams of D={n_features} per "
                           "task, more than the workers' or the client's memory holds; using exact "
                           "leave-one-out from one Gram instead (cv='loo').", UserWarning, stacklevel=5)
@@ -248,7 +242,7 @@ class StreamingRidge(MultiOutputMixin, RegressorMixin, _BaseStreamingRidge):
         solver searches every (gamma, alpha) by the same cross-validation: the Gram
         pass computes each gamma's features from the same rows, G x K x D^2 float64
         partials (refused before the pass when they cannot fit a worker,
-        :func:`rfstream.solvers.grid_pass.check_grid_memory`), and the map is set to
+        :func:`rfstream.solvers.memory.check_gram_memory`), and the map is set to
         the chosen gamma.  A choice on the edge of a grid of three or more values
         warns (:func:`rfstream.solvers.ridge_cv.warn_on_edge`).
     fit_intercept : bool, default=True

@@ -209,3 +209,13 @@ def class_weights(class_weight, classes, counts=None):
     if unknown:
         raise ValueError(f"class_weight has labels {unknown} not in classes {classes.tolist()}.")
     return np.array([float(class_weight.get(c, 1.0)) for c in classes.tolist()])
+
+
+def planned_targets(task, classes=None, y=None):
+    """The targets ridge fits, known before any pass over ``y``: for "classification" one
+    (two classes) or one per class of the dataset's ``classes`` (its metadata; 1 when it
+    names none, a lower bound), for "regression" the columns of ``y``."""
+    if task == "classification":
+        k = len(classes) if classes is not None else 2
+        return 1 if k <= 2 else k
+    return 1 if y is None or getattr(y, "ndim", 1) == 1 else int(y.shape[1])

@@ -1,0 +1,154 @@
+"""What ridge's solvers hold in memory, and the refusals made before the first pass.
+
+The Gram solver keeps in every task's partial one float64 D x D Gram per fold and
+gamma (G x K x D^2 x 8 bytes, :mod:`rfstream.solvers.gram`), and the client holds the
+reduced partials plus the working copies of its eigendecompositions; "pcg" holds
+D x r on the client (:mod:`rfstream.solvers.nystrom_pcg`); "cg" only D x T.  The
+models below are compared with measured peaks in docs/wide.md.
+
+:func:`check_ridge_memory` applies them to a ridge estimator's parameters and the
+planned width of its features, so that :func:`rfstream.pipeline.check_model` can
+refuse a fit that cannot fit before any pass over the data (the standardizer's
+moments, ``gamma="auto"``'s sample, a data-driven map's passes); the estimators
+check again, with the measured width, just before their own passes.
+"""
+from __future__ import annotations
+
+from numbers import Integral
+
+import numpy as np
+import psutil
+
+from ..cluster import worker_memory
+from .nystrom_pcg import ROWS_PER_RANK
+
+#: solver="auto" switches from the D x D Gram pass to conjugate gradients for sparse
+#: features wider than this (a float64 Gram of 4096 x 4096 is 128 MiB per partial);
+#: dense features keep the one-pass Gram (CG costs a pass per iteration).
+CG_MIN_FEATURES = 4096
+#: The share of this machine's memory the client may use for a solve.
+CLIENT_SHARE = 0.8
+
+PCG_HINT = "solver='pcg' (--ridge-solver pcg) with one alpha, whose memory is D x pcg_rank"
+LOO_HINT = "cv='loo' (--cv loo: one Gram)"
+
+
+def client_limit():
+    """The bytes the client may use: :data:`CLIENT_SHARE` of this machine's memory."""
+    return int(CLIENT_SHARE * psutil.virtual_memory().total)
+
+
+def gram_memory(n_groups, n_folds, n_features, n_targets):
+    """``(need, limit, threads, partial)``: the bytes a worker needs for the Gram pass's
+    partials (G x K x D^2 float64 each; about ``threads + 2`` of them at once: one per
+    running task plus the two being added in the tree reduction), the smallest worker's
+    memory limit and threads (:func:`rfstream.cluster.worker_memory`), and one partial's bytes."""
+    G, K, D, T = n_groups, n_folds, n_features, n_targets
+    partial = 8 * G * K * (D * D + D * (T + 1) + T * T + 2)
+    limit, threads = worker_memory()
+    return partial * (threads + 2), limit, threads, partial
+
+
+def client_memory(n_groups, n_folds, n_features, n_targets):
+    """``(need, limit)``: the client's bytes for the solve (the reduced partials, plus for
+    K folds a fold's training Gram, its centred copy, its eigenvectors and LAPACK's
+    workspace, 4 D^2; for leave-one-out the eigenvectors of every gamma and one D^2 more,
+    :func:`rfstream.solvers.loo.loo_basis`) and :func:`client_limit`."""
+    D = n_features
+    extra = 8 * D * D * (4 if n_folds > 1 else n_groups + 1)
+    return gram_memory(n_groups, n_folds, n_features, n_targets)[3] + extra, client_limit()
+
+
+def gram_fits(n_groups, n_folds, n_features, n_targets):
+    """Whether the Gram pass's partials fit the workers and the solve the client."""
+    need, limit, _, _ = gram_memory(n_groups, n_folds, n_features, n_targets)
+    client, client_max = client_memory(n_groups, n_folds, n_features, n_targets)
+    return need <= limit and client <= client_max
+
+
+def check_gram_memory(n_groups, n_folds, n_features, n_targets):
+    """Refuse a Gram pass whose partials cannot fit a worker or whose solve cannot fit
+    the client (:func:`gram_memory`, :func:`client_memory`), naming the sizes, what to
+    lower and the solver to use instead."""
+    if gram_fits(n_groups, n_folds, n_features, n_targets):
+        return
+    need, limit, threads, partial = gram_memory(n_groups, n_folds, n_features, n_targets)
+    client, client_max = client_memory(n_groups, n_folds, n_features, n_targets)
+    G, K, D = n_groups, n_folds, n_features
+    grid = f"{G} gammas x " if G > 1 else ""
+    *others, last = ["the number of gammas"] * (G > 1) + ["cv"] * (K > 1) + ["n_components"]
+    lower = f"{', '.join(others)} or {last}" if others else last
+    where = (f"about {need / 2**30:.1f} GiB per worker with {threads} threads, over its "
+             f"{limit / 2**30:.1f} GiB" if need > limit else
+             f"and the client's solve {client / 2**30:.1f} GiB, over its {client_max / 2**30:.1f} GiB")
+    raise ValueError(
+        f"the Gram pass needs {grid}{K} fold(s) x D^2 (D={D}) float64 partials: "
+        f"{partial / 2**30:.2f} GiB per task, {where}; lower {lower}"
+        + (f", or use {LOO_HINT}" if K > 1 and gram_fits(G, 1, D, n_targets) else "")
+        + (f", or use {PCG_HINT}" if G == 1 else "")
+        + " (or machines with more memory)."
+    )
+
+
+def pcg_memory(n_features, rank, n_targets):
+    """``(need, limit)``: the client's bytes for "pcg" -- the sampled rows' features (m =
+    ``ROWS_PER_RANK`` r rows of D float64), the factor ``U`` (D x r), the m x m
+    eigenproblem and about 8 D x T CG arrays -- and :func:`client_limit`."""
+    D, r, m = n_features, rank, ROWS_PER_RANK * rank
+    return 8 * (D * (m + r) + 2 * m * m + 8 * D * n_targets), client_limit()
+
+
+def check_pcg_memory(n_features, rank, n_targets):
+    """Refuse a preconditioner that cannot fit the client, naming the memory needed and
+    what to lower."""
+    need, limit = pcg_memory(n_features, rank, n_targets)
+    if need > limit:
+        raise ValueError(f"solver='pcg' with pcg_rank={rank} at D={n_features} needs about "
+                         f"{need / 2**30:.1f} GiB on the client, over its {limit / 2**30:.1f} GiB; "
+                         "lower pcg_rank (or n_components).")
+
+
+def planned_folds(cv):
+    """The folds an int / None / "loo" ``cv`` (or a splitter with ``get_n_splits()``, or a
+    list of splits) gives the Gram pass: K, 1 for "loo", or None when only the data tell."""
+    if cv is None or isinstance(cv, Integral):
+        return 5 if cv is None else int(cv)
+    if isinstance(cv, str):
+        return 1
+    if hasattr(cv, "get_n_splits"):
+        try:
+            return int(cv.get_n_splits())
+        except (TypeError, ValueError):  # a splitter that needs the data (groups) to count
+            return None
+    return len(cv) if hasattr(cv, "__len__") else None
+
+
+def use_loo_instead(cv, n_groups, n_folds, n_features, n_targets):
+    """Whether an int ``cv`` (or None) falls back to exact leave-one-out: its K per-fold
+    Grams do not fit while one Gram does (the estimators warn when they do it)."""
+    an_int = cv is None or isinstance(cv, Integral)
+    return bool(an_int and n_folds > 1 and not gram_fits(n_groups, n_folds, n_features, n_targets)
+                and gram_fits(n_groups, 1, n_features, n_targets))
+
+
+def check_ridge_memory(ridge, n_features, n_targets, *, n_groups=1, sparse=False):
+    """Refuse what a ridge estimator's fit on ``n_features`` columns (per gamma of
+    ``n_groups``) and ``n_targets`` targets cannot hold, as its own fit would just before
+    its passes: "pcg"'s preconditioner on the client, the Gram pass's partials and solve
+    for "gram" (and "auto" on dense or narrow features), with the folds its ``cv`` and
+    ``alpha`` give (leave-one-out where an int ``cv``'s folds fall back to it); "cg"
+    holds only D x T.  A ``cv`` whose folds only the data tell is left to the fit."""
+    if ridge.solver == "pcg":
+        check_pcg_memory(n_features, min(ridge.pcg_rank, n_features), n_targets)
+        return
+    iterative = ridge.solver == "cg" or (ridge.solver == "auto" and sparse and n_groups == 1
+                                         and n_features > CG_MIN_FEATURES)
+    if iterative:
+        return
+    searching = np.ndim(ridge.alpha) > 0 or n_groups > 1
+    n_folds = planned_folds(ridge.cv) if searching else 1
+    if n_folds is None:
+        return
+    if searching and use_loo_instead(ridge.cv, n_groups, n_folds, n_features, n_targets):
+        n_folds = 1
+    check_gram_memory(n_groups, n_folds, n_features, n_targets)

@@ -1,0 +1,132 @@
+"""A fit whose memory cannot hold is refused before its first pass (rfstream.solvers.memory,
+rfstream.features.width): the planned width of every map, and the CLI's and fit_dataset's
+one-line refusals with not a task run."""
+import numpy as np
+import pytest
+from dask.callbacks import Callback
+from sklearn.base import clone
+
+from rfstream import StreamingRidge, StreamingRidgeClassifier, cli, pipeline
+from rfstream.cluster import set_progress
+from rfstream.features.width import planned_features
+from rfstream.io import write_dataset
+from rfstream.solvers import memory
+from rfstream.solvers.memory import check_ridge_memory, planned_folds
+from rfstream.solvers.targets import planned_targets
+
+GIB = 2**30
+
+
+class _Tasks(Callback):
+    """Counts the tasks dask's local schedulers run."""
+
+    def __init__(self):
+        super().__init__()
+        self.count = 0
+
+    def _pretask(self, key, dsk, state):
+        self.count += 1
+
+
+@pytest.fixture
+def one_gib(monkeypatch):
+    """Workers of 1 GiB and one thread, a client of 1 GiB: the Gram pass holds 3 partials
+    (128 MiB each at D = 4096, 512 MiB at D = 8192)."""
+    monkeypatch.setattr(memory, "worker_memory", lambda: (GIB, 1))
+    monkeypatch.setattr(memory, "client_limit", lambda: GIB)
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory):
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(600, 5))
+    y = (X[:, 0] > 0).astype(np.int64) + (X[:, 1] > 0.5)
+    path = tmp_path_factory.mktemp("plan") / "d.zarr"
+    write_dataset(path, X, y, attrs={"classes": ["a", "b", "c"]}, rows_per_chunk=200)
+    return path, X, y
+
+
+@pytest.mark.parametrize("name", sorted(pipeline.FEATURES))
+def test_the_planned_width_is_the_fitted_width(name, data):
+    _, X, y = data
+    fmap = pipeline.FEATURES[name]()
+    params = fmap.get_params()
+    fmap.set_params(**{k: v for k, v in {"n_components": 40, "n_random_features": 80}.items() if k in params})
+    width, groups, sparse = planned_features(fmap, X.shape[1])
+    fitted = clone(fmap).fit(X, y)
+    assert width == fitted._n_features_out
+    assert groups == 1 and sparse == fitted._sparse_output
+
+
+def test_a_grid_plans_one_group_per_gamma_where_it_shares_the_passes():
+    rff = pipeline.FEATURES["rff"](n_components=30, gamma=[0.1, "auto", "auto*2"])
+    assert planned_features(rff, 4) == (30, 3, False)
+    tefm = pipeline.FEATURES["tefm-s"](n_components=30, gamma=[0.1, 1.0])  # one fit per gamma
+    assert planned_features(tefm, 4) == (30, 1, False)
+    gen = np.random.default_rng(5)
+    state = gen.bit_generator.state
+    planned_features(pipeline.FEATURES["rff"](n_components=30, random_state=gen), 4)
+    assert gen.bit_generator.state == state  # the user's generator is not drawn from
+
+
+def test_planned_targets_and_folds():
+    assert planned_targets("classification", ["a", "b"]) == 1
+    assert planned_targets("classification", list("abcdefg")) == 7
+    assert planned_targets("classification", None) == 1
+    assert planned_targets("regression", None, np.zeros((5, 3))) == 3
+    assert planned_targets("regression", None, np.zeros(5)) == 1
+    from sklearn.model_selection import GroupKFold, KFold
+
+    assert [planned_folds(cv) for cv in (None, 3, "loo", KFold(4), [([0], [1])])] == [5, 3, 1, 4, 1]
+    assert planned_folds(GroupKFold(3)) == 3
+
+
+def test_check_ridge_memory(one_gib):
+    check_ridge_memory(StreamingRidge(alpha=1.0), 4096, 1)  # one Gram: 3 x 128 MiB
+    with pytest.raises(ValueError, match=r"1 fold\(s\) x D\^2 \(D=8192\).*lower n_components, or use "
+                                         r"solver='pcg' \(--ridge-solver pcg\)"):
+        check_ridge_memory(StreamingRidge(alpha=1.0), 8192, 1)
+    check_ridge_memory(StreamingRidge(alpha=[0.1, 1.0]), 4096, 1)  # 5 folds do not fit: loo does
+    with pytest.raises(ValueError, match=r"5 fold\(s\).*lower cv or n_components, or use cv='loo' "
+                                         r"\(--cv loo: one Gram\)"):
+        check_ridge_memory(StreamingRidge(alpha=[0.1, 1.0], cv=[([0], [1])] * 5), 4096, 1)
+    with pytest.raises(ValueError, match=r"3 gammas x 1 fold\(s\).*lower the number of gammas or n_components"):
+        check_ridge_memory(StreamingRidge(alpha=[0.1, 1.0], cv="loo"), 4096, 1, n_groups=3)
+    check_ridge_memory(StreamingRidge(alpha=1.0, solver="cg"), 10**6, 1)  # D x T only
+    check_ridge_memory(StreamingRidge(alpha=1.0), 10**5, 1, sparse=True)  # auto: CG for wide sparse
+    check_ridge_memory(StreamingRidge(alpha=1.0, solver="pcg", pcg_rank=1024), 8192, 1)
+    with pytest.raises(ValueError, match=r"solver='pcg' with pcg_rank=8192 at D=8192 needs about 5.\d GiB"):
+        check_ridge_memory(StreamingRidgeClassifier(alpha=1.0, solver="pcg", pcg_rank=8192), 8192, 1)
+
+
+@pytest.mark.parametrize("flags, message", [
+    (["--n-components", "8192", "--alpha", "1e-3"], "D=8192) float64 partials: 0.50 GiB per task"),
+    (["--features", "tefm-g", "--n-components", "8192", "--n-random-features", "8192", "--alpha", "1"],
+     "--ridge-solver pcg"),
+    (["--n-components", "4096", "--gamma", "0.1,1,10", "--alpha", "1e-3,0.1", "--cv", "loo"],
+     "3 gammas x 1 fold(s) x D^2 (D=4096)"),
+    (["--n-components", "8192", "--ridge-solver", "pcg", "--pcg-rank", "8192", "--alpha", "1"],
+     "solver='pcg' with pcg_rank=8192 at D=8192"),
+])
+def test_the_cli_refuses_before_the_first_pass(data, tmp_path, capsys, one_gib, flags, message):
+    tasks = _Tasks()
+    try:
+        with tasks:
+            code = cli.main(["fit", str(data[0]), "--out", str(tmp_path / "m"), "--scheduler", "threads",
+                             "--quiet", *flags])
+    finally:
+        set_progress(False)
+    err = capsys.readouterr().err
+    assert code == 2 and message in err and len(err.strip().splitlines()) == 1, err
+    assert tasks.count == 0  # not a task ran: not even the standardizer's moments
+    assert not (tmp_path / "m").exists() and not (tmp_path / "m.checkpoint").exists()
+
+
+def test_fit_dataset_refuses_before_the_first_pass(data, one_gib):
+    tasks = _Tasks()
+    with tasks, pytest.raises(ValueError, match=r"D=8192.*--ridge-solver pcg"):
+        pipeline.fit_dataset(data[0], n_components=8192, alpha=1.0)
+    assert tasks.count == 0
+    with tasks:  # within the memory: the same call fits
+        model, _ = pipeline.fit_dataset(data[0], n_components=64, alpha=1.0)
+    assert tasks.count > 0 and model.named_steps["solver"].coef_.shape == (3, 64)
