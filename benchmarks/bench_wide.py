@@ -9,7 +9,7 @@ Run from the repository root (needs ../shared/datasets):
     python benchmarks/bench_wide.py rate --dataset letter --d 4096 16384
     python benchmarks/bench_wide.py flat --rows 500000 5000000 --d 20000
     python benchmarks/bench_wide.py precond --dataset letter --d 8192 --alpha 1e-3
-    python benchmarks/bench_wide.py precision --dataset letter --d 4096 --alpha 1e-3
+    python benchmarks/bench_wide.py precision --dataset letter --d 4096 --alpha 1e-3 --tols 1e-4 1e-6
 
 ``model`` prints the Gram pass's memory from :func:`rfstream.solvers.memory.gram_memory`
 (what rfstream refuses by, before any pass) for K-fold and leave-one-out, on this
@@ -33,14 +33,20 @@ import warnings
 ALPHAS = [1e-4, 1e-3, 0.01, 0.1, 1.0, 10.0]
 
 
-def one_fit(dataset, D, cv, workdir, solver="gram", pcg_alpha=1e-3, pcg_rank=2048):
+def one_fit(dataset, D, cv, workdir, solver="gram", pcg_alpha=1e-3, pcg_rank=2048, products="mixed"):
     """Fit in this process; print one JSON line (seconds, peak bytes, alpha, test error).
 
     ``cv`` "5" or "loo": the Gram pass and a cross-validated alpha from :data:`ALPHAS`;
     "pcg": ``solver="pcg"`` at ``pcg_alpha`` (the alpha the cross-validation chose at
-    large D) with a preconditioner of rank ``pcg_rank``."""
+    large D) with a preconditioner of rank ``pcg_rank``, its products "mixed" (float32,
+    then float64: :data:`rfstream.solvers.cg.FLOAT32_UNTIL`) or "float64" throughout."""
     import dask
     import numpy as np
+
+    from rfstream.solvers import cg
+
+    if products == "float64":
+        cg.FLOAT32_UNTIL = None
 
     from rfstream import RandomFourierFeatures, StreamingRidgeClassifier
     from rfstream.bench.measures import peak_rss
@@ -52,6 +58,8 @@ def one_fit(dataset, D, cv, workdir, solver="gram", pcg_alpha=1e-3, pcg_rank=204
     dask.config.set(scheduler="threads")
     t0 = time.perf_counter()
     row = {"dataset": dataset, "D": D, "cv": cv, "solver": "pcg" if cv == "pcg" else solver, "rows": int(X.shape[0])}
+    if cv == "pcg":
+        row["products"] = products
     try:
         scaler = Standardizer().fit(X)
         Xs, Xt = scaler.transform(X), scaler.transform(X_test)
@@ -73,17 +81,18 @@ def one_fit(dataset, D, cv, workdir, solver="gram", pcg_alpha=1e-3, pcg_rank=204
 
 def wall(args):
     rows = []
-    for D in args.d:
-        for cv in args.cv:
-            argv = [sys.executable, os.path.abspath(__file__), "_fit", args.dataset, str(D), cv, args.workdir,
-                    str(args.pcg_alpha), str(args.pcg_rank)]
-            proc = subprocess.run(argv, capture_output=True, text=True, check=False)
-            if proc.returncode != 0:
-                row = {"dataset": args.dataset, "D": D, "cv": cv, "failed": proc.stderr.strip().splitlines()[-1:]}
-            else:
-                row = json.loads(proc.stdout.strip().splitlines()[-1])
-            rows.append(row)
-            print(json.dumps(row), flush=True)
+    runs = [(D, cv, products) for D in args.d for cv in args.cv
+            for products in (args.products if cv == "pcg" else ["mixed"])]
+    for D, cv, products in runs:
+        argv = [sys.executable, os.path.abspath(__file__), "_fit", args.dataset, str(D), cv, args.workdir,
+                str(args.pcg_alpha), str(args.pcg_rank), products]
+        proc = subprocess.run(argv, capture_output=True, text=True, check=False)
+        if proc.returncode != 0:
+            row = {"dataset": args.dataset, "D": D, "cv": cv, "failed": proc.stderr.strip().splitlines()[-1:]}
+        else:
+            row = json.loads(proc.stdout.strip().splitlines()[-1])
+        rows.append(row)
+        print(json.dumps(row), flush=True)
     print("\n| D | cv | seconds | peak GiB | passes | alpha | CV error | test error |")
     print("|---|---|---|---|---|---|---|---|")
     for r in rows:
@@ -91,6 +100,7 @@ def wall(args):
             print(f"| {r['D']} | {r['cv']} | | | | refused: {r.get('refused', r.get('failed'))} | | |")
         else:
             used = r["cv"] if r.get("cv_used", r["cv"]) == r["cv"] else f"{r['cv']} -> {r['cv_used']}"
+            used = f"pcg, {r['products']} products" if r["cv"] == "pcg" else used
             cv_error = f"{r['cv_error']:.4f}" if "cv_error" in r else ""
             print(f"| {r['D']} | {used} | {r['seconds']} | {r['peak_gib']} | {r['passes']} | {r['alpha']:g} | "
                   f"{cv_error} | {r['test_error']:.4f} |")
@@ -229,12 +239,13 @@ def precond(args):
 
 
 def precision(args):
-    """PCG with the products ``Z'(Z V)`` in float32 against float64, in memory on letter.
+    """PCG with the products ``Z'(Z V)`` in float32 against float64, in memory.
 
-    The same preconditioner (rfstream's, rank ``--rank``); each iteration's relative
-    residual measured in float64.  Prints the iterations to reach 1e-4 (or the lowest
-    residual reached in ``--max-iter``) and the relative distance of the solution from
-    the float64 one."""
+    The same preconditioner (rfstream's, rank ``--rank``); the true relative residual of
+    the normal equations computed in float64 every 5 iterations.  For each product
+    precision: the iterations to reach each of ``--tols``, the floor (the lowest true
+    residual in ``--max-iter`` iterations: where float32 stalls), and the relative distance
+    of the float32 solution from the float64 one at the first tolerance."""
     import numpy as np
 
     from rfstream import RandomFourierFeatures
@@ -247,7 +258,8 @@ def precision(args):
     Xs = Standardizer().fit(X).transform(X)
     Z32 = np.asarray(RandomFourierFeatures(args.d, gamma="auto", random_state=0).fit(Xs).transform(Xs), np.float32)
     Z64 = Z32.astype(np.float64)
-    Y = np.where(y[:, None] == np.unique(y), 1.0, -1.0)
+    classes = np.unique(y)
+    Y = np.where(y[:, None] == classes, 1.0, -1.0)[:, : 1 if classes.size == 2 else None]
     mu = Z64.mean(0)
     B = (Z64 - mu).T @ (Y - Y.mean(0))
     P = NystromPreconditioner.from_rows(Z64, y, alpha=args.alpha, mu=mu, n_rows=len(y), m=2 * args.rank,
@@ -263,32 +275,42 @@ def precision(args):
     def exact_residual(W):
         return (np.linalg.norm(B - product(W, np.float64), axis=0) / np.linalg.norm(B, axis=0)).max()
 
+    tols = sorted(args.tols, reverse=True)
     solutions = {}
-    print(f"{args.dataset}, D={args.d}, alpha={args.alpha:g}, rank {args.rank}\n")
-    print("| products | iterations to 1e-4 | lowest true residual | seconds |\n|---|---|---|---|")
+    print(f"{args.dataset}, n={n}, D={args.d}, T={B.shape[1]}, alpha={args.alpha:g}, rank {args.rank}\n")
+    print("| products | " + " | ".join(f"iterations to {t:g}" for t in tols)
+          + f" | floor in {args.max_iter} iterations | seconds per iteration |")
+    print("|---|" + "---|" * (len(tols) + 2))
     for dtype in (np.float64, np.float32):
-        t0 = time.perf_counter()
         W, R = np.zeros_like(B), B.copy()
         Zr = P(R)
-        D_, rz, reached, best = Zr.copy(), (R * Zr).sum(0), None, np.inf
+        D_, rz, reached, best = Zr.copy(), (R * Zr).sum(0), {}, np.inf
+        spent = 0.0
         for k in range(1, args.max_iter + 1):
+            t0 = time.perf_counter()
             AP = product(D_, dtype)
+            spent += time.perf_counter() - t0
             step = rz / (D_ * AP).sum(0)
             W += D_ * step
             R -= AP * step
-            true = exact_residual(W) if k % 5 == 0 else np.inf
-            best = min(best, true)
-            if reached is None and true < 1e-4:
-                reached = k
-                break
+            if k % 5 == 0:
+                true = exact_residual(W)
+                best = min(best, true)
+                for t in tols:
+                    if t not in reached and true < t:
+                        reached[t] = k
+                        if t == tols[0]:
+                            solutions[np.dtype(dtype).name] = W.copy()
+                if len(reached) == len(tols):
+                    break
             Zr = P(R)
             rz_new = (R * Zr).sum(0)
             D_, rz = Zr + D_ * (rz_new / rz), rz_new
-        solutions[np.dtype(dtype).name] = W
-        print(f"| {np.dtype(dtype).name} | {reached or 'not reached'} | {best:.1e} | "
-              f"{time.perf_counter() - t0:.1f} |", flush=True)
-    gap = np.linalg.norm(solutions["float32"] - solutions["float64"]) / np.linalg.norm(solutions["float64"])
-    print(f"\nrelative distance of the float32 solution from the float64 one: {gap:.1e}")
+        print(f"| {np.dtype(dtype).name} | " + " | ".join(str(reached.get(t, "not reached")) for t in tols)
+              + f" | {best:.1e} | {spent / k:.3f} |", flush=True)
+    if len(solutions) == 2:
+        gap = np.linalg.norm(solutions["float32"] - solutions["float64"]) / np.linalg.norm(solutions["float64"])
+        print(f"\nat {tols[0]:g}: the float32 solution is {gap:.1e} (relative) from the float64 one")
 
 
 def one_flat(n_rows, D, iterations):
@@ -359,8 +381,9 @@ def main():
         one_flat(int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]))
         return
     if len(sys.argv) > 1 and sys.argv[1] == "_fit":
-        _, _, dataset, D, cv, workdir, pcg_alpha, pcg_rank = sys.argv[:8]
-        one_fit(dataset, int(D), cv, workdir, pcg_alpha=float(pcg_alpha), pcg_rank=int(pcg_rank))
+        _, _, dataset, D, cv, workdir, pcg_alpha, pcg_rank, products = sys.argv[:9]
+        one_fit(dataset, int(D), cv, workdir, pcg_alpha=float(pcg_alpha), pcg_rank=int(pcg_rank),
+                products=products)
         return
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = p.add_subparsers(dest="command", required=True)
@@ -371,6 +394,8 @@ def main():
     w.add_argument("--workdir", default="/tmp/rfstream-bench")
     w.add_argument("--pcg-alpha", type=float, default=1e-3, help="the alpha of --cv pcg")
     w.add_argument("--pcg-rank", type=int, default=2048, help="the preconditioner's rank of --cv pcg")
+    w.add_argument("--products", nargs="+", default=["mixed"], choices=["mixed", "float64"],
+                   help="--cv pcg: float32 products then float64 (mixed), or float64 throughout")
     r = sub.add_parser("rate", help="seconds per PCG iteration against the machine's GEMM rate")
     r.add_argument("--dataset", default="letter")
     r.add_argument("--d", type=int, nargs="+", default=[4096, 16384])
@@ -388,6 +413,7 @@ def main():
     e.add_argument("--alpha", type=float, default=1e-3)
     e.add_argument("--rank", type=int, default=2048)
     e.add_argument("--max-iter", type=int, default=300)
+    e.add_argument("--tols", type=float, nargs="+", default=[1e-3, 1e-4, 1e-5, 1e-6, 1e-7])
     e.add_argument("--workdir", default="/tmp/rfstream-bench")
     f = sub.add_parser("flat", help="PCG's peak memory against the number of rows")
     f.add_argument("--rows", type=int, nargs="+", default=[500_000, 5_000_000])

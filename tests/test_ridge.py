@@ -427,9 +427,10 @@ def test_prediction_makes_the_features_in_the_task(n_classes):
 def test_cg_makes_the_features_in_its_tasks(Est, monkeypatch):
     # solver="cg" on Z = rff.transform(X): the statistics pass and every product pass
     # reduce over X, the features made a sub-block at a time in the task and turned into
-    # float64 there; Z + 0 is reduced over its stored blocks.  The same float64 products of
-    # the same float32 features, summed in another order: equal to 1e-8 (CG's recursion
-    # stays well conditioned at alpha = 1), and the CG solution equals the Gram pass's.
+    # float64 there; Z + 0 is reduced over its stored blocks.  The same products of the
+    # same float32 features, summed in another order (the float32 phase's rounding may
+    # differ by a pass; the float64 finish meets tol on the true residual): equal to 1e-8,
+    # and the CG solution equals the Gram pass's.
     import rfstream.solvers.cg as cg_module
     from rfstream.features.fused import FUSED_SUB_BLOCK
 
@@ -450,7 +451,7 @@ def test_cg_makes_the_features_in_its_tasks(Est, monkeypatch):
     assert len(passes) == fused.n_iter_  # the statistics pass and one per CG iteration
     assert all(Z.name not in p.__dask_graph__().layers for p in passes)
     plain = Est(**kw).fit(Z + 0, yn)
-    assert len(passes) == 2 * fused.n_iter_
+    assert len(passes) == fused.n_iter_ + plain.n_iter_ and abs(fused.n_iter_ - plain.n_iter_) <= 2
     assert Z.name in passes[-1].__dask_graph__().layers  # (the check can fail)
     assert _rel(fused.coef_, plain.coef_) < 1e-8
     np.testing.assert_allclose(fused.intercept_, plain.intercept_, rtol=1e-8, atol=1e-10)

@@ -22,6 +22,14 @@ from a sample of rows after the first pass
 random features at small alpha it needs several times fewer passes
 (docs/wide.md, "PCG").
 
+**Mixed precision (a deviation from the textbook's exact products).**  For dense
+float32 features each task multiplies in float32 while the relative residual is
+above :data:`FLOAT32_UNTIL`, a product with about 1e-7 relative error, summed over
+tasks in float64; below it, one float64 pass computes the true residual ``b - A W``
+and CG restarts from ``W`` with float64 products until ``tol``.  The restart is
+iterative refinement: whatever the float32 phase's rounding, the returned ``W``
+meets ``tol`` on the true residual (measured in docs/wide.md).
+
 Row weights ``c_i`` (``sample_weight`` times ``class_weight``,
 :mod:`rfstream.solvers.weights`) give weighted least squares,
 ``A = Z_c' C Z_c + alpha I`` with weighted column means: the first pass sums
@@ -53,6 +61,13 @@ from .memory import check_pcg_memory
 from .nystrom_pcg import ROWS_PER_RANK, NystromPreconditioner
 from .weights import row_weights
 
+#: The products ``Z'(Z V)`` of dense float32 features run in float32 (half the time of
+#: float64, and no float64 copy of each sub-block) while the relative residual is above
+#: this (or ``tol``, if larger); one float64 pass then measures the true residual and,
+#: where it is above ``tol``, the iterations restart from there in float64.  float32
+#: alone stalls near 2e-5 (letter, D = 4096: docs/wide.md, "float32 products").
+FLOAT32_UNTIL = 1e-4  # None: float64 products throughout (for comparisons)
+
 
 def _as_float64(z):
     return sp.csr_matrix(z, dtype=np.float64) if sp.issparse(z) else np.asarray(z, dtype=np.float64)
@@ -83,10 +98,12 @@ def _stats_chunk(z, y, *w, offset, target_fn, layout, out, weight_args):
 
 def _product_chunk(z, *labels, offset, V, out, weight_args=None):
     """Adds Z'(Z V) of one block into ``out``; Z'(C (Z V)) with ``labels`` = (y[, w]) and
-    ``weight_args`` (:func:`rfstream.solvers.weights.row_weights`)."""
+    ``weight_args`` (:func:`rfstream.solvers.weights.row_weights`).  A float32 ``V``:
+    the products in the features' float32 (dense blocks), summed into ``out`` in float64."""
     if z.shape[0] == 0:
         return
-    z = _as_float64(z)
+    single = V.dtype == np.float32 and not sp.issparse(z)
+    z = np.asarray(z, dtype=np.float32) if single else _as_float64(z)
     zv = z @ V
     if weight_args is not None:
         zv *= row_weights(labels[0], *labels[1:], offset=offset, **weight_args)[:, None]
@@ -136,8 +153,9 @@ def ridge_cg(Z, y, target_fn, n_targets, *, alpha, fit_intercept=True, tol=1e-4,
     else:
         precondition = preconditioner(mu, int(st["m"]))
 
-    def apply(V):
-        chunk = partial(_product_chunk, V=V, weight_args=weight_args if weighted else None)
+    def apply(V, single=False):
+        chunk = partial(_product_chunk, V=V.astype(np.float32) if single else V,
+                        weight_args=weight_args if weighted else None)
         fn, rows = fused_pass(Z, chunk, D * T)
         labels = (y, sample_weight) if weighted else ()
         ZZV = compute(sum_rows(fn, D * T, rows, *labels)).reshape(D, T)
@@ -146,17 +164,32 @@ def ridge_cg(Z, y, target_fn, n_targets, *, alpha, fit_intercept=True, tol=1e-4,
     W = np.zeros((D, T))
     R = rhs.copy()
     norm_b = np.maximum(np.linalg.norm(rhs, axis=0), np.finfo(float).tiny)
+    n_iter = 0
+    res = np.linalg.norm(R, axis=0) / norm_b
+    single = (FLOAT32_UNTIL is not None and np.dtype(Z.dtype) == np.float32
+              and not sp.issparse(getattr(Z, "_meta", Z)))
     Zr = precondition(R)
     Pd = Zr.copy()
     rz = np.sum(R * Zr, axis=0)
-    n_iter = 0
-    res = np.linalg.norm(R, axis=0) / norm_b
-    while n_iter < max_iter and np.any(res > tol):
-        AP = apply(Pd)
+    while n_iter < max_iter:
+        goal = max(tol, FLOAT32_UNTIL) if single else tol
+        if not np.any(res > goal):
+            if not single:
+                break
+            single = False  # float32 has done its part: the true residual, in float64
+            if n_iter > 0:
+                R = rhs - apply(W)
+                n_iter += 1
+                res = np.linalg.norm(R, axis=0) / norm_b
+                Zr = precondition(R)  # restart from W: the float32 recurrences are not continued
+                Pd = Zr.copy()
+                rz = np.sum(R * Zr, axis=0)
+            continue
+        AP = apply(Pd, single)
         n_iter += 1
         pap = np.sum(Pd * AP, axis=0)
         step = np.where(pap > 0, rz / np.where(pap > 0, pap, 1.0), 0.0)
-        step[res <= tol] = 0.0  # converged targets stay put
+        step[res <= goal] = 0.0  # converged targets stay put
         W += Pd * step
         R -= AP * step
         Zr = precondition(R)
