@@ -11,7 +11,7 @@ import dask
 import numpy as np
 import pytest
 import zarr
-from dask.callbacks import Callback
+from _tasks import TaskCounter
 from sklearn import metrics as skm
 
 from rfstream import __version__, cli, load_model
@@ -132,17 +132,6 @@ def test_info_piped_into_head(work):
 
 
 # ------------------------------------------------------------------ parameters before any pass
-class _Tasks(Callback):
-    """Counts the tasks dask's local schedulers run."""
-
-    def __init__(self):
-        super().__init__()
-        self.count = 0
-
-    def _pretask(self, key, dsk, state):
-        self.count += 1
-
-
 @pytest.mark.parametrize("flags, message", [
     (["--n-components", "0"], ("'n_components' parameter of RandomFourierFeatures must be an int in the "
                                "range [1, inf). Got 0 instead.")),
@@ -154,7 +143,7 @@ class _Tasks(Callback):
 ])
 def test_parameters_are_checked_before_the_data_are_read(work, tmp_path, capsys, monkeypatch, flags, message):
     monkeypatch.setattr(commands, "connect", lambda *a, **k: pytest.fail("connected before the checks"))
-    tasks = _Tasks()
+    tasks = TaskCounter()
     with tasks:
         code = run("fit", work / "d.zarr", "--out", tmp_path / "m", *flags, "--quiet")
     err = capsys.readouterr().err

@@ -3,7 +3,7 @@ rfstream.features.width): the planned width of every map, and the CLI's and fit_
 one-line refusals with not a task run."""
 import numpy as np
 import pytest
-from dask.callbacks import Callback
+from _tasks import TaskCounter
 from sklearn.base import clone
 
 from rfstream import StreamingRidge, StreamingRidgeClassifier, cli, pipeline
@@ -15,17 +15,6 @@ from rfstream.solvers.memory import check_ridge_memory, planned_folds
 from rfstream.solvers.targets import planned_targets
 
 GIB = 2**30
-
-
-class _Tasks(Callback):
-    """Counts the tasks dask's local schedulers run."""
-
-    def __init__(self):
-        super().__init__()
-        self.count = 0
-
-    def _pretask(self, key, dsk, state):
-        self.count += 1
 
 
 @pytest.fixture
@@ -109,7 +98,7 @@ def test_check_ridge_memory(one_gib):
      "solver='pcg' with pcg_rank=8192 at D=8192"),
 ])
 def test_the_cli_refuses_before_the_first_pass(data, tmp_path, capsys, one_gib, flags, message):
-    tasks = _Tasks()
+    tasks = TaskCounter()
     try:
         with tasks:
             code = cli.main(["fit", str(data[0]), "--out", str(tmp_path / "m"), "--scheduler", "threads",
@@ -123,7 +112,7 @@ def test_the_cli_refuses_before_the_first_pass(data, tmp_path, capsys, one_gib, 
 
 
 def test_fit_dataset_refuses_before_the_first_pass(data, one_gib):
-    tasks = _Tasks()
+    tasks = TaskCounter()
     with tasks, pytest.raises(ValueError, match=r"D=8192.*--ridge-solver pcg"):
         pipeline.fit_dataset(data[0], n_components=8192, alpha=1.0)
     assert tasks.count == 0
