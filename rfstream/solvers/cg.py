@@ -168,9 +168,12 @@ def ridge_cg(Z, y, target_fn, n_targets, *, alpha, fit_intercept=True, tol=1e-4,
     res = np.linalg.norm(R, axis=0) / norm_b
     single = (FLOAT32_UNTIL is not None and np.dtype(Z.dtype) == np.float32
               and not sp.issparse(getattr(Z, "_meta", Z)))
-    Zr = precondition(R)
-    Pd = Zr.copy()
-    rz = np.sum(R * Zr, axis=0)
+
+    def first_direction(R):
+        Zr = precondition(R)
+        return Zr, np.sum(R * Zr, axis=0)
+
+    Pd, rz = first_direction(R)
     while n_iter < max_iter:
         goal = max(tol, FLOAT32_UNTIL) if single else tol
         if not np.any(res > goal):
@@ -181,9 +184,7 @@ def ridge_cg(Z, y, target_fn, n_targets, *, alpha, fit_intercept=True, tol=1e-4,
                 R = rhs - apply(W)
                 n_iter += 1
                 res = np.linalg.norm(R, axis=0) / norm_b
-                Zr = precondition(R)  # restart from W: the float32 recurrences are not continued
-                Pd = Zr.copy()
-                rz = np.sum(R * Zr, axis=0)
+                Pd, rz = first_direction(R)  # restart from W: the float32 recurrences end here
             continue
         AP = apply(Pd, single)
         n_iter += 1

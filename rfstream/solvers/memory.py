@@ -131,6 +131,14 @@ def use_loo_instead(cv, n_groups, n_folds, n_features, n_targets):
                 and gram_fits(n_groups, 1, n_features, n_targets))
 
 
+def uses_iterations(solver, n_features, n_groups=1, sparse=False):
+    """Whether a ridge ``solver`` ("auto", "gram", "cg", "pcg") solves by CG passes rather
+    than the Gram pass: "cg" and "pcg", and "auto" on sparse features of one gamma wider
+    than :data:`CG_MIN_FEATURES`."""
+    return solver in ("cg", "pcg") or (solver == "auto" and sparse and n_groups == 1
+                                       and n_features > CG_MIN_FEATURES)
+
+
 def check_ridge_memory(ridge, n_features, n_targets, *, n_groups=1, sparse=False):
     """Refuse what a ridge estimator's fit on ``n_features`` columns (per gamma of
     ``n_groups``) and ``n_targets`` targets cannot hold, as its own fit would just before
@@ -141,9 +149,7 @@ def check_ridge_memory(ridge, n_features, n_targets, *, n_groups=1, sparse=False
     if ridge.solver == "pcg":
         check_pcg_memory(n_features, min(ridge.pcg_rank, n_features), n_targets)
         return
-    iterative = ridge.solver == "cg" or (ridge.solver == "auto" and sparse and n_groups == 1
-                                         and n_features > CG_MIN_FEATURES)
-    if iterative:
+    if uses_iterations(ridge.solver, n_features, n_groups, sparse):  # "cg": D x T only
         return
     searching = np.ndim(ridge.alpha) > 0 or n_groups > 1
     n_folds = planned_folds(ridge.cv) if searching else 1

@@ -62,7 +62,7 @@ from .gram import gram_chunk, gram_layout
 from .grid_pass import feature_groups, group_chunk
 from .linear import LinearClassifierMixin, LinearPredictMixin
 from .loo import loo_cross_validate
-from .memory import CG_MIN_FEATURES, check_gram_memory, use_loo_instead
+from .memory import check_gram_memory, use_loo_instead, uses_iterations
 from .nystrom_pcg import PCG_RANK
 from .ridge_cv import (
     check_alpha,
@@ -138,8 +138,8 @@ class _BaseStreamingRidge(LinearPredictMixin, BaseEstimator):
         alphas = check_alpha(self.alpha)
         groups = feature_groups(Z)
         n_features = Z.shape[1] // groups.n_groups
-        wide_sparse = Z.shape[1] > CG_MIN_FEATURES and scipy.sparse.issparse(getattr(Z, "_meta", Z))
-        if self.solver in ("cg", "pcg") or (self.solver == "auto" and wide_sparse and groups.gammas is None):
+        sparse = scipy.sparse.issparse(getattr(Z, "_meta", Z))
+        if uses_iterations(self.solver, n_features, groups.n_groups, sparse):
             W, b, info = fit_iterative(self, Z, y, target_fn, n_targets, alphas, groups,
                                        sample_weight=sample_weight, weight_args=weight_args)
             self.alpha_, self.n_samples_seen_, self.n_iter_ = float(alphas[0]), int(info["m"]), 1 + info["n_iter"]
@@ -265,7 +265,7 @@ class StreamingRidge(MultiOutputMixin, RegressorMixin, _BaseStreamingRidge):
         rank ``pcg_rank`` built from a uniform sample of rows
         (:mod:`rfstream.solvers.nystrom_pcg`): memory O(D x pcg_rank) instead of the
         Gram's O(D^2), for dense features past the Gram's memory.  "auto": "cg" for
-        sparse features wider than ``CG_MIN_FEATURES`` (4096), "gram" otherwise.
+        sparse features wider than ``rfstream.solvers.memory.CG_MIN_FEATURES`` (4096), "gram" otherwise.
     tol, max_iter : float, int, default=1e-4, 200
         CG stopping rule: relative residual of the normal equations, passes.
     pcg_rank : int, default=2048
