@@ -111,6 +111,16 @@ class LKRFFeatures(LabelScoredFeatures):
     References
     ----------
     A. Sinha and J. C. Duchi, "Learning Kernels with Random Features", NIPS 2016.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from rfstream import LKRFFeatures
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(300, 4)); y = (X[:, 0] * X[:, 1] > 0).astype(int)
+    >>> lkrf = LKRFFeatures(20, n_candidates=50, random_state=0).fit(X, y)
+    >>> lkrf.transform(X).shape, lkrf.weights_.shape, lkrf.selected_.shape
+    ((300, 20), (50,), (20,))
     """
 
     _parameter_constraints: ClassVar[dict] = {

@@ -277,6 +277,15 @@ class FourierBinningFeatures(FeatureMap):
     of CSR blocks, ``n_components + n_grids * n_bins`` columns; the Fourier
     columns are stored densely inside the CSR blocks.  The ridge solver's Gram
     pass treats such mostly-filled columns with dense BLAS.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from rfstream.features import FourierBinningFeatures
+    >>> X = np.random.default_rng(0).normal(size=(5, 3))
+    >>> Z = FourierBinningFeatures(16, n_grids=4, n_bins=8, random_state=0).fit_transform(X)
+    >>> Z.shape, Z.dtype
+    ((5, 48), dtype('float32'))
     """
 
     _parameter_constraints: dict = {

@@ -62,6 +62,15 @@ class FastfoodFeatures(KernelFeatureMap):
     ----------
     Q. Le, T. Sarlos and A. Smola, "Fastfood - Approximating Kernel Expansions
     in Loglinear Time", ICML 2013.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from rfstream.features import FastfoodFeatures
+    >>> X = np.random.default_rng(0).normal(size=(5, 3))
+    >>> ff = FastfoodFeatures(n_components=10, random_state=0).fit(X)
+    >>> ff.transform(X).shape, ff.perm_.shape
+    ((5, 10), (3, 4))
     """
 
     _parameter_constraints: dict = {
@@ -136,6 +145,15 @@ class CompactRandomFeatures(FeatureMap):
     rff_ : RandomFourierFeatures
     projection_ : ndarray of shape (d, l)
         ``R / sqrt(l)``, in ``dtype``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from rfstream.features import CompactRandomFeatures
+    >>> X = np.random.default_rng(0).normal(size=(5, 3))
+    >>> crf = CompactRandomFeatures(8, random_state=0).fit(X)
+    >>> crf.transform(X).shape, crf.projection_.shape
+    ((5, 8), (32, 8))
     """
 
     _parameter_constraints: dict = {
