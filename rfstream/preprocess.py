@@ -71,6 +71,19 @@ class Standardizer(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
     ``X`` may be a numpy array, a pandas DataFrame, a dask array or a dask
     DataFrame (:func:`rfstream._validation.check_X`); a dask DataFrame stays lazy:
     only its partition lengths are computed, then the moments are one reduction.
+
+    Examples
+    --------
+    >>> import numpy as np, dask.array as da
+    >>> from rfstream import Standardizer
+    >>> X = np.random.default_rng(0).normal(3.0, 10.0, size=(200, 3))
+    >>> sc = Standardizer().fit(X)
+    >>> Xs = sc.transform(X)
+    >>> Xs.shape, bool(np.allclose(Xs.mean(axis=0), 0)), bool(np.allclose(Xs.std(axis=0), 1))
+    ((200, 3), True, True)
+    >>> Xd = sc.transform(da.from_array(X, chunks=50))  # lazy, block by block
+    >>> bool(np.allclose(Xd.compute(), Xs))
+    True
     """
 
     _parameter_constraints = {"with_mean": ["boolean"], "with_std": ["boolean"], "passthrough": [list, None]}

@@ -296,6 +296,11 @@ class StreamingRidge(MultiOutputMixin, RegressorMixin, _BaseStreamingRidge):
     n_iter_ : int
         Passes over the data: 1 for the Gram pass (2 with a scoring pass), 1 + the CG
         iterations for "cg" and "pcg".
+
+    Examples
+    --------
+    >>> StreamingRidge(alpha=1e-9).fit([[0.], [1.], [2.]], [1., 3., 5.]).predict([[3.]]).round(6)
+    array([7.])
     """
 
     def fit(self, X, y, sample_weight=None):
@@ -340,23 +345,25 @@ class StreamingRidgeClassifier(LinearClassifierMixin, ClassifierMixin, _BaseStre
     decision value wins.
 
     Parameters and attributes as :class:`StreamingRidge`, plus ``classes_`` and
-
     scoring : {"error_rate", "balanced_error", "roc_auc", "squared_error"}, default="error_rate"
         The CV score of an ``alpha`` list, rows weighted as in the fit.  "error_rate"
         (the error a user reads), "balanced_error" and "roc_auc" (two classes; exact
         up to ``cv_results_["auc_error_bound"]``) cost one more pass after the Gram
         pass, for any number of alphas (:mod:`rfstream.solvers.cv_scores`);
         "squared_error" (on the +-1 targets) none.  A single alpha: one pass, no CV.
-
     class_weight : dict, "balanced" or None, default=None
         Multiplies the squared error of each row by the weight of its class (and by
         its ``sample_weight``), as ``sklearn.linear_model.RidgeClassifier``: a dict
         maps labels to weights (1 for a label it leaves out); "balanced" gives
         n / (n_classes * count(class)) from the unweighted class counts.  Applied as
         row weights in the same single pass.
-
     ``class_weight_`` is the weight of each class (ones without ``class_weight``).
     For dask ``y`` the classes (and counts) come from one ``da.unique`` reduction.
+
+    Examples
+    --------
+    >>> StreamingRidgeClassifier().fit([[0.], [1.], [2.], [3.]], [0, 0, 1, 1]).predict([[0.2], [2.8]])
+    array([0, 1])
     """
 
     _parameter_constraints: ClassVar[dict] = {

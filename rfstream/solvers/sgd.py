@@ -124,6 +124,17 @@ class StreamingSGDClassifier(LogLossProbaMixin, LinearClassifierMixin, Classifie
         decrement g' H^-1 g / 2, plus f - f_h for the smoothed hinge).
     solver_ : str
         The solver that ran ("sgd" or "newton").
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from rfstream import RandomFourierFeatures, StreamingSGDClassifier
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(300, 2)); y = (np.hypot(*X.T) > 1.2).astype(int)
+    >>> Z = RandomFourierFeatures(64, gamma=0.5, random_state=0).fit_transform(X)
+    >>> clf = StreamingSGDClassifier(loss="log_loss", alpha=1e-3, random_state=0).fit(Z, y)
+    >>> clf.solver_, bool(clf.score(Z, y) > 0.9), clf.predict_proba(Z[:2]).shape
+    ('newton', True, (2, 2))
     """
 
     _parameter_constraints: ClassVar[dict] = {
@@ -239,6 +250,15 @@ class StreamingSGDRegressor(RegressorMixin, _BaseStreamingSGD):
     features) is one exact Newton step and a pass to confirm it.  Parameters and
     attributes as the classifier, without ``loss``, ``multi_class`` and
     ``class_weight``; ``validation_score_`` is the held-out mean squared error.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from rfstream import StreamingSGDRegressor
+    >>> X = np.random.default_rng(0).normal(size=(200, 3)); y = X @ [1.0, -2.0, 0.5]
+    >>> reg = StreamingSGDRegressor(alpha=1e-6, solver="sgd", random_state=0).fit(X, y)
+    >>> reg.coef_.shape, bool(reg.score(X, y) > 0.99)
+    ((3,), True)
     """
 
     _parameter_constraints: ClassVar[dict] = {
