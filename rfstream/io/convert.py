@@ -2,17 +2,21 @@
 
 One reader module per source format (:mod:`~rfstream.io.csv`,
 :mod:`~rfstream.io.libsvm`, :mod:`~rfstream.io.parquet`, :mod:`~rfstream.io.npy`)
-returns a :class:`~rfstream.io.ingest.Plan`; this module picks the reader and writes
-the plan's row blocks into a staged Zarr group (:mod:`~rfstream.io.dataset`).  A
-source of several files is converted by Dask tasks (:mod:`~rfstream.io.convert_tasks`).
+gives a :class:`~rfstream.io.ingest.Plan`; the one table :data:`FORMATS` says, per
+format, its suffixes, how its content is recognised and its reader or planner.  This
+module picks the format and writes the plan's row blocks into a staged Zarr group
+(:mod:`~rfstream.io.dataset`).  A source of several files is converted by Dask tasks
+(:mod:`~rfstream.io.convert_tasks`).
 """
 from __future__ import annotations
 
 import re
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 
 from . import csv, libsvm, npy, parquet
-from .convert_tasks import files_plan
+from .convert_tasks import files_plan, reader_plan
 from .dataset import (
     SCHEMA_VERSION,
     ChunkWriter,
@@ -20,11 +24,11 @@ from .dataset import (
     dataset_info,
     json_attrs,
 )
-from .ingest import TASKS, canonical_label, first_data_lines
+from .ingest import TASKS, Plan, canonical_label
 from .location import Location, as_location
 from .staging import check_destination, staging
 
-__all__ = ["convert", "source_files"]
+__all__ = ["FORMATS", "InputFormat", "convert", "format_of", "source_files"]
 
 _GLOB = re.compile(r"[*?\[]")
 
@@ -60,50 +64,97 @@ def _visible_files(folder: Location) -> list[Location]:
             if not any(p.startswith((".", "_")) for p in f.path[len(root):].split("/") if p)]
 
 
-def _kind_by_name(src: Location) -> tuple[str, str | None]:
-    """The file's suffix (compression removed) and the format it names, if it names one."""
+# ----------------------------------------------------------------- the formats
+@dataclass(frozen=True)
+class InputFormat:
+    """One input format: how a file is recognised and how it is read.
+
+    ``suffixes`` name the format outright (compared lower case, after removing a
+    compression suffix ``.gz``, ``.bz2`` or ``.xz``).  A file whose suffix names no
+    format is recognised by its content: ``sniff(loc)`` of each format in the order of
+    :data:`FORMATS` until one says True (None: never from the content).  A format
+    reads a file through exactly one of
+
+    * ``reader``: a class built as ``reader(first_file, **options)`` with ``scan``,
+      ``decide`` and ``encode`` (the protocol of
+      :func:`~rfstream.io.convert_tasks.reader_plan`): one file, or several as Dask
+      tasks (:func:`~rfstream.io.convert_tasks.files_plan`);
+    * ``planner``: ``planner(src, **options) -> Plan``, one file at a time.
+
+    ``title`` names the format in messages.
+    """
+
+    name: str
+    title: str
+    suffixes: tuple[str, ...] = ()
+    sniff: Callable[[Location], bool] | None = None
+    reader: type | None = None
+    planner: Callable[..., Plan] | None = None
+
+    def plan(self, src: Location, options: dict) -> Plan:
+        """The plan of one file."""
+        if self.reader is not None:
+            return reader_plan(self.reader(src, **options), src)
+        return self.planner(src, **options)
+
+
+def _any_content(loc: Location) -> bool:
+    """The last sniff: a file no other format claims is CSV."""
+    return True
+
+
+FORMATS = (
+    InputFormat("parquet", "Parquet", (".parquet", ".pq"), parquet.has_magic,
+                reader=parquet.ParquetReader),
+    InputFormat("libsvm", "LIBSVM", (".svm", ".libsvm", ".svmlight", ".trn", ".tst", ".t"),
+                libsvm.is_libsvm, reader=libsvm.LibsvmReader),
+    InputFormat("npy", "NumPy .npy", (".npy",), planner=npy.plan),
+    InputFormat("npz", "NumPy .npz", (".npz",), planner=npy.plan),
+    InputFormat("csv", "CSV", (), _any_content, reader=csv.CsvReader),
+)
+"""Every input format, in the order their content is sniffed (cheap magic bytes first)."""
+
+_BY_SUFFIX = {s: f for f in FORMATS for s in f.suffixes}
+_COMPRESSION_SUFFIXES = (".gz", ".bz2", ".xz")
+
+
+def _suffix_of(src: Location) -> str:
+    """The file's suffix, lower case, with a compression suffix removed (``""``: none)."""
     name = src.name.lower()
-    for ext in (".gz", ".bz2", ".xz"):
+    for ext in _COMPRESSION_SUFFIXES:
         name = name.removesuffix(ext)
-    suffix = "." + name.rsplit(".", 1)[-1] if "." in name else ""
-    if suffix in (".npy", ".npz"):
-        return suffix, suffix[1:]
-    if suffix in parquet.SUFFIXES:
-        return suffix, "parquet"
-    return suffix, "libsvm" if suffix in libsvm.SUFFIXES else None
+    return "." + name.rsplit(".", 1)[-1] if "." in name else ""
 
 
-def _source_kind(src: Location) -> str:
-    kind = _kind_by_name(src)[1]
-    if kind is not None:
-        return kind
-    if parquet.has_magic(src):
-        return "parquet"
-    _, lines = first_data_lines(src, 1)
-    return "libsvm" if lines and libsvm.looks_like_libsvm(lines[0]) else "csv"
+def _sniff_format(src: Location) -> InputFormat:
+    """The first format of :data:`FORMATS` whose ``sniff`` recognises the content."""
+    return next(f for f in FORMATS if f.sniff is not None and f.sniff(src))
 
 
-def _files_kind(files: list[Location], src: Location) -> str:
+def format_of(src: Location) -> InputFormat:
+    """The format of one file: the one its suffix names, else the one its content shows."""
+    return _BY_SUFFIX.get(_suffix_of(src)) or _sniff_format(src)
+
+
+def _files_format(files: list[Location], src: Location) -> InputFormat:
     """The one format of several files (read from the content once per suffix)."""
-    by_suffix, kinds = {}, []
+    sniffed, formats = {}, []
     for f in files:
-        suffix, kind = _kind_by_name(f)
-        if kind is None:
-            kind = by_suffix[suffix] if suffix in by_suffix else by_suffix.setdefault(suffix, _source_kind(f))
-        kinds.append(kind)
-    odd = next((k for k in range(len(files)) if kinds[k] != kinds[0]), None)
+        suffix = _suffix_of(f)
+        fmt = _BY_SUFFIX.get(suffix)
+        if fmt is None:
+            fmt = sniffed[suffix] if suffix in sniffed else sniffed.setdefault(suffix, _sniff_format(f))
+        formats.append(fmt)
+    odd = next((k for k in range(len(files)) if formats[k] is not formats[0]), None)
     if odd is not None:
-        raise ValueError(f"{src}: {files[0].name} is {kinds[0]} but {files[odd].name} is "
-                         f"{kinds[odd]}; the files of one source must have one format")
-    if kinds[0] not in _READERS:
-        raise ValueError(f"{src}: {len(files)} .{kinds[0]} files; several files must be CSV, LIBSVM "
-                         f"or Parquet (convert .{kinds[0]} files one at a time)")
-    return kinds[0]
-
-
-_PLANNERS = {"csv": csv.plan, "libsvm": libsvm.plan, "parquet": parquet.plan, "npy": npy.plan,
-             "npz": npy.plan}
-_READERS = {"csv": csv.CsvReader, "libsvm": libsvm.LibsvmReader, "parquet": parquet.ParquetReader}
+        raise ValueError(f"{src}: {files[0].name} is {formats[0].name} but {files[odd].name} is "
+                         f"{formats[odd].name}; the files of one source must have one format")
+    if formats[0].reader is None:
+        kind = formats[0].name
+        titles = sorted(f.title for f in FORMATS if f.reader is not None)
+        raise ValueError(f"{src}: {len(files)} .{kind} files; several files must be "
+                         f"{', '.join(titles[:-1])} or {titles[-1]} (convert .{kind} files one at a time)")
+    return formats[0]
 
 
 def convert(src, dst, *, label_column="last", positive_class=None, rows_per_chunk=65536,
@@ -111,10 +162,10 @@ def convert(src, dst, *, label_column="last", positive_class=None, rows_per_chun
             storage_options=None) -> dict:
     """Convert CSV, LIBSVM, Parquet, .npy or .npz files into a Zarr dataset, streaming.
 
-    The format follows the name (``.parquet .pq``; ``.npy``, ``.npz``; ``.svm .libsvm
-    .svmlight .trn .tst .t`` are LIBSVM) and otherwise the content (Parquet's magic
-    bytes ``PAR1``; a first data line ``label idx:val ...`` is LIBSVM, anything else
-    CSV).  gzip, bzip2 and xz compression is detected.  Sources are read twice, a
+    The format (the table :data:`FORMATS`) follows the name (``.parquet .pq``; ``.npy``,
+    ``.npz``; ``.svm .libsvm .svmlight .trn .tst .t`` are LIBSVM) and otherwise the
+    content (Parquet's magic bytes ``PAR1``; a first data line ``label idx:val ...`` is
+    LIBSVM, anything else CSV).  gzip, bzip2 and xz compression is detected.  Sources are read twice, a
     block of ``rows_per_chunk`` rows (Parquet: of one row group) at a time, so memory
     does not grow with the number of rows (see :mod:`rfstream.io.csv`,
     :mod:`rfstream.io.libsvm` and :mod:`rfstream.io.parquet`).
@@ -197,9 +248,9 @@ def convert(src, dst, *, label_column="last", positive_class=None, rows_per_chun
     options = {"label_column": label_column, "positive": positive, "task": task, "like": like,
                "like_attrs": like_attrs, "rows_per_chunk": rows_per_chunk, "header": header, "sep": sep}
     if len(files) == 1:
-        plan = _PLANNERS[_source_kind(files[0])](files[0], **options)
+        plan = format_of(files[0]).plan(files[0], options)
     else:
-        reader = _READERS[_files_kind(files, src)](files[0], **options)
+        reader = _files_format(files, src).reader(files[0], **options)
         plan = files_plan(reader, files, rows_per_chunk)
     with staging(dst, overwrite) as tmp:
         w = ChunkWriter(tmp, plan.n_features, plan.y_dtype, rows_per_chunk, plan.n_rows)

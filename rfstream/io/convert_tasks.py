@@ -1,7 +1,8 @@
 """A source read in parts: many files (or Parquet row groups) converted as Dask tasks.
 
 Behind :func:`rfstream.io.convert` when the source is a directory or a glob of
-several files.  Each format's *reader* (:class:`~rfstream.io.csv.CsvReader`,
+several files.  Each format's *reader* (the ``reader`` of its row in
+:data:`rfstream.io.convert.FORMATS`: :class:`~rfstream.io.csv.CsvReader`,
 :class:`~rfstream.io.libsvm.LibsvmReader`, :class:`~rfstream.io.parquet.ParquetReader`;
 the protocol is in :func:`reader_plan`) gives the pure functions; this module makes
 them a graph and computes it with :func:`rfstream.cluster.compute`, so the tasks run

@@ -29,12 +29,11 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from .convert_tasks import Encoding, Schema, reader_plan
+from .convert_tasks import Encoding, Schema
 from .ingest import (
     ExactSum,
     LabelEncoder,
     LabelScanner,
-    Plan,
     compression_of,
     encoding_stats,
     first_data_lines,
@@ -389,8 +388,3 @@ class CsvReader:
                 yield enc.encode(df), y
 
         return Encoding(blocks(), encoding_stats(labels, enc))
-
-
-def plan(src: Location, **options) -> Plan:
-    """Pass 1 (skipped with ``like=``) and the pass-2 generator for a CSV source."""
-    return reader_plan(CsvReader(src, **options), src)

@@ -19,11 +19,16 @@ from itertools import islice
 
 import numpy as np
 
-from .convert_tasks import Encoding, Schema, reader_plan
-from .ingest import LabelEncoder, LabelScanner, Plan, encoding_stats, like_label_schema, open_text
+from .convert_tasks import Encoding, Schema
+from .ingest import (
+    LabelEncoder,
+    LabelScanner,
+    encoding_stats,
+    first_data_lines,
+    like_label_schema,
+    open_text,
+)
 from .location import Location
-
-SUFFIXES = {".svm", ".libsvm", ".svmlight", ".trn", ".tst", ".t"}
 
 _LINE = re.compile(r"^\s*[+-]?[\d.]\S*(\s+(qid:\S+|\d+:\S+))+\s*(#.*)?$")
 
@@ -31,6 +36,12 @@ _LINE = re.compile(r"^\s*[+-]?[\d.]\S*(\s+(qid:\S+|\d+:\S+))+\s*(#.*)?$")
 def looks_like_libsvm(line: str) -> bool:
     """True for ``label idx:val ...`` (a numeric label then at least one pair)."""
     return bool(_LINE.match(line))
+
+
+def is_libsvm(loc: Location) -> bool:
+    """True when the file's first data line (comments skipped) looks like LIBSVM."""
+    _, lines = first_data_lines(loc, 1)
+    return bool(lines) and looks_like_libsvm(lines[0])
 
 
 def _lines(path: Location) -> Iterator[tuple[int, str]]:
@@ -162,8 +173,3 @@ class LibsvmReader:
                 yield X, (labels.encode(np.asarray(raw, dtype=object)) if labels else None)
 
         return Encoding(blocks(), encoding_stats(labels))
-
-
-def plan(src: Location, **options) -> Plan:
-    """Pass 1 (skipped with ``like=``) and the pass-2 generator for a LIBSVM source."""
-    return reader_plan(LibsvmReader(src, **options), src)

@@ -29,19 +29,17 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from .convert_tasks import Encoding, Schema, reader_plan
+from .convert_tasks import Encoding, Schema
 from .csv import ColumnScan, Encoder, FileScan, Layout, like_columns, schema_attrs
 from .ingest import (
     LabelEncoder,
     LabelScanner,
-    Plan,
     encoding_stats,
     like_label_schema,
     resolve_label_column,
 )
 from .location import Location
 
-SUFFIXES = {".parquet", ".pq"}
 MAGIC = b"PAR1"
 BUFFER_SIZE = 1 << 23
 """Bytes read at a time from a column chunk (pyarrow otherwise reads it whole)."""
@@ -252,8 +250,3 @@ class ParquetReader:
                     yield enc.encode(self._frame(batch, columns, loc)), y
 
         return Encoding(blocks(), encoding_stats(labels, enc))
-
-
-def plan(src: Location, **options) -> Plan:
-    """Pass 1 (only the footer with ``like=``) and the pass-2 generator for a Parquet file."""
-    return reader_plan(ParquetReader(src, **options), src)
