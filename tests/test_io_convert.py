@@ -12,7 +12,8 @@ from _io_helpers import load, siblings, write
 from conftest import require_datasets
 
 from rfstream.datasets import source_paths
-from rfstream.io import convert, dataset_info, open_dataset, write_dataset
+from rfstream.io import as_location, convert, dataset_info, open_dataset, write_dataset
+from rfstream.io.convert import FORMATS, format_of
 from rfstream.io.dataset import ChunkWriter
 
 need_datasets = require_datasets  # skip when missing; under CI=true fail instead
@@ -294,6 +295,25 @@ def test_npy_and_npz(tmp_path):
     np.savez(tmp_path / "bad.npz", A=X)
     with pytest.raises(ValueError, match=r"bad\.npz has no member 'X'.*'A'"):
         convert(tmp_path / "bad.npz", tmp_path / "bad.zarr")
+
+
+# ================================================================= the table of formats
+def test_formats_table_is_the_one_source(tmp_path):
+    names = [f.name for f in FORMATS]
+    suffixes = [s for f in FORMATS for s in f.suffixes]
+    assert len(set(names)) == len(names) and len(set(suffixes)) == len(suffixes)
+    for f in FORMATS:
+        assert (f.reader is None) != (f.planner is None), f"{f.name}: a reader or a planner"
+        for s in f.suffixes:  # the suffix alone decides, compressed or not, in any case
+            assert s == s.lower() and s.startswith(".")
+            for name in (f"x{s}", f"X{s.upper()}.gz", f"x.csv{s}.bz2"):
+                assert format_of(as_location(tmp_path / name)) is f, name
+    by_name = {f.name: f for f in FORMATS}
+    assert FORMATS[-1] is by_name["csv"]  # sniffed last: what no other format claims
+    assert format_of(as_location(write(tmp_path / "a.txt", SVM))) is by_name["libsvm"]
+    assert format_of(as_location(write(tmp_path / "b.txt", "1,2\n"))) is by_name["csv"]
+    pd.DataFrame({"a": [1.0]}).to_parquet(tmp_path / "c.data")
+    assert format_of(as_location(tmp_path / "c.data")) is by_name["parquet"]
 
 
 # ================================================================= nothing half-written
