@@ -41,7 +41,7 @@ client).
 """
 from __future__ import annotations
 
-from functools import partial
+from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse as sp
@@ -52,11 +52,10 @@ from ..features.fused import (
     feature_sub_blocks,
     fused_buffer,
 )
-from ..reductions import Layout, sum_rows
-from .folds import row_folds
-from .grid_pass import group_chunk
+from ..reductions import Layout
+from .grid_pass import group_chunk, group_spec
+from .passes import RowSpec, row_sum, weight_fields
 from .targets import encode_classes
-from .weights import row_weights
 
 #: The metrics that ``scoring=`` names; the classifiers' default is "error_rate".
 CLASSIFIER_SCORINGS = ("error_rate", "balanced_error", "roc_auc", "squared_error")
@@ -91,34 +90,42 @@ def _held_out_decisions(z, folds, W, b):
     return out
 
 
-def score_chunk(z, y, *extra, offset, W, b, n_folds, seed, classes, layout, scoring,
-                features=None, feature_dtype=np.float32, weighted=False, given_folds=False,
-                weight_args=None):
+@dataclass(frozen=True, eq=False, kw_only=True)
+class ScoreSpec(RowSpec):
+    """The scoring pass's :class:`rfstream.solvers.passes.RowSpec`: ``classes`` (encoded
+    per row), ``W`` (K, D, A x T) and ``b`` (K, A x T) the weights of every (scored fold,
+    candidate) of one group, and the ``scoring`` metric."""
+
+    W: np.ndarray
+    b: np.ndarray
+    scoring: str
+
+
+def score_chunk(z, *rows, offset, spec):
     """Counts of one row block (module docstring).
 
-    ``z``, ``y``, ``extra`` (sample weights when ``weighted``, then fold indices
-    when ``given_folds``), ``features`` and ``weight_args`` as in
-    :func:`rfstream.solvers.gram.gram_chunk`; ``W`` (K, D, A x T) and ``b``
-    (K, A x T) the weights of every (scored fold, candidate).
+    ``z`` and ``rows`` (labels, then sample weights and fold indices when they travel)
+    as in :func:`rfstream.solvers.gram.gram_chunk`; ``spec`` a :class:`ScoreSpec`.
     """
+    W, b, layout = spec.W, spec.b, spec.layout
     out = layout.empty()
     m = z.shape[0]
     if m == 0:
         return out
-    folds = row_folds(m, extra[-1] if given_folds else None, offset=offset, n_folds=n_folds, seed=seed)
-    c = row_weights(y, extra[0] if weighted else None, offset=offset, **(weight_args or {}))
+    folds = spec.row_folds(m, rows, offset)
+    c = spec.row_weights(rows, offset)
     c = np.ones(m) if c is None else c
-    codes = encode_classes(y, classes)
-    if features is None:  # stored features: the same sub-blocks, sliced
+    codes = encode_classes(spec.take(rows)["y"], spec.classes)
+    if spec.features is None:  # stored features: the same sub-blocks, sliced
         z = sp.csr_matrix(z) if sp.issparse(z) else z
         blocks = ((start, stop, z[start:stop]) for start, stop in even_sub_blocks(m, FUSED_SUB_BLOCK))
     else:
-        blocks = feature_sub_blocks(z, features, fused_buffer(m, W.shape[1], np.dtype(feature_dtype)))
+        blocks = feature_sub_blocks(z, spec.features, fused_buffer(m, W.shape[1], np.dtype(spec.dtype)))
     parts = layout.unpack(out)
     for start, stop, zs in blocks:  # decisions of one sub-block at a time: (rows x A T) floats
-        rows = slice(start, stop)
-        _add_counts(parts, _held_out_decisions(zs, folds[rows], W, b), folds[rows], codes[rows],
-                    c[rows], scoring)
+        rows_s = slice(start, stop)
+        _add_counts(parts, _held_out_decisions(zs, folds[rows_s], W, b), folds[rows_s], codes[rows_s],
+                    c[rows_s], spec.scoring)
     return out
 
 
@@ -157,12 +164,12 @@ def score_pass(groups, y, W, b, *, scoring, classes, cv, weights, seed):
     n_targets = len(classes) if len(classes) > 2 else 1
     layout = score_layout(scored, W[0].shape[2] // n_targets, len(classes), scoring)
     w, weight_args = weights
-    chunk = partial(group_chunk, chunk=score_chunk, blocks=groups.blocks,
-                    group_kwargs=[{"W": Wg, "b": bg} for Wg, bg in zip(W, b)],
-                    n_folds=n_folds, seed=seed, classes=classes, layout=layout, scoring=scoring,
-                    feature_dtype=groups.dtype, weighted=w is not None, given_folds=folds is not None,
-                    weight_args=weight_args)
-    return sum_rows(chunk, groups.n_groups * layout.size, groups.rows, y, w, folds), layout
+    spec = ScoreSpec(layout=layout, n_folds=n_folds, seed=seed, W=W[0], b=b[0], scoring=scoring,
+                     classes=classes, class_weight=weight_fields(weight_args)["class_weight"])
+    models = [{"W": Wg, "b": bg} for Wg, bg in zip(W, b)]
+    counts = row_sum(group_chunk, groups.n_groups * layout.size, groups.rows,
+                     group_spec(score_chunk, groups, spec, models), y=y, w=w, folds=folds)
+    return counts, layout
 
 
 def fold_scores(parts, scoring):

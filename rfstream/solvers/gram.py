@@ -38,8 +38,6 @@ import scipy.sparse as sp
 
 from ..features.fused import even_sub_blocks, feature_sub_blocks, fused_buffer
 from ..reductions import Layout
-from .folds import row_folds
-from .weights import row_weights
 
 SUB_BLOCK = 8192
 
@@ -49,43 +47,39 @@ def gram_layout(n_features: int, n_targets: int, n_folds: int) -> Layout:
     return Layout(n=(K,), m=(K,), s=(K, D), t=(K, T), G=(K, D, D), C=(K, D, T), B=(K, T, T))
 
 
-def gram_chunk(z, y, *extra, offset, n_folds, seed, target_fn, layout, features=None,
-               feature_dtype=np.float32, weighted=False, given_folds=False, weight_args=None):
-    """Partials of one row block; ``target_fn`` turns raw labels into Y (m x T).
-
-    ``extra`` holds the block's sample weights when ``weighted`` and then its
-    fold indices when ``given_folds`` (explicit CV splits; otherwise a row's fold
-    comes from (seed, row index)).  ``weight_args`` are the keyword arguments of
-    :func:`rfstream.solvers.weights.row_weights` (a ridge classifier's classes and
-    class weights).  With ``features`` (a feature map's block function,
-    :func:`rfstream.features.fused.fused_rows`, whose blocks are of
-    ``feature_dtype``) ``z`` holds the input rows and the features are computed
-    here (:func:`_fused_fold`).
+def gram_chunk(z, *rows, offset, spec):
+    """Partials of one row block: ``rows`` are the block's labels, then its sample
+    weights and its fold indices when they travel (:class:`rfstream.solvers.passes.RowSpec`:
+    ``spec.columns``; explicit CV splits give the folds, else a row's fold comes from
+    (seed, row index)); ``spec.targets`` turns raw labels into Y (m x T).  With
+    ``spec.features`` (a feature map's block function,
+    :func:`rfstream.features.fused.fused_rows`, whose blocks are of ``spec.dtype``)
+    ``z`` holds the input rows and the features are computed here (:func:`_fused_fold`).
     """
+    layout, n_folds = spec.layout, spec.n_folds
     out = layout.empty()
     if z.shape[0] == 0:
         return out
-    Y = target_fn(y)
-    c = row_weights(y, extra[0] if weighted else None, offset=offset, **(weight_args or {}))
-    folds = row_folds(z.shape[0], extra[-1] if given_folds else None, offset=offset,
-                      n_folds=n_folds, seed=seed)
-    if features is None:
+    Y = spec.targets(spec.take(rows)["y"])
+    c = spec.row_weights(rows, offset)
+    folds = spec.row_folds(z.shape[0], rows, offset)
+    if spec.features is None:
         if sp.issparse(z):
             return _sparse_gram_chunk(sp.csr_matrix(z, dtype=np.float64), Y, c, out, layout, folds)
         z = np.ascontiguousarray(z if z.dtype in (np.float32, np.float64) else z.astype(np.float64))
     parts = layout.unpack(out)
     buffers = {}  # reused by every sub-block and fold of the chunk
-    every = n_folds == 1 and not given_folds
+    every = n_folds == 1 and "folds" not in spec.columns
     for k in range(n_folds):
-        rows = slice(None) if every else np.flatnonzero(folds == k)
-        zk, yk = z[rows], Y[rows]
-        root = None if c is None else np.sqrt(c[rows])
-        _label_sums(parts, k, yk, None if c is None else c[rows])
+        rows_k = slice(None) if every else np.flatnonzero(folds == k)
+        zk, yk = z[rows_k], Y[rows_k]
+        root = None if c is None else np.sqrt(c[rows_k])
+        _label_sums(parts, k, yk, None if c is None else c[rows_k])
         fold = {name: parts[name][k] for name in ("G", "C", "s")}  # views, added to in place
-        if features is None:
+        if spec.features is None:
             _stored_fold(zk, yk, fold, buffers, root)
         else:
-            _fused_fold(zk, yk, fold, buffers, features, np.dtype(feature_dtype), root)
+            _fused_fold(zk, yk, fold, buffers, spec.features, np.dtype(spec.dtype), root)
     return out
 
 

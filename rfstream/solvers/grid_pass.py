@@ -17,6 +17,8 @@ refuses, before any pass, partials that would not fit a worker.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 from typing import NamedTuple
 
 import numpy as np
@@ -67,20 +69,42 @@ def feature_groups(Z):
                          tuple(grid.labels), grid.select)
 
 
-def group_chunk(x, *others, offset, chunk, blocks, group_kwargs=None, **kwargs):
+@dataclass(frozen=True, eq=False)
+class GroupSpec:
+    """The spec of :func:`group_chunk`: a pass's ``chunk`` and, per group, its block
+    function and whether it runs whole (``blocks``, :class:`FeatureGroups`), and the
+    :class:`rfstream.solvers.passes.RowSpec` that ``chunk`` runs with (``specs``)."""
+
+    chunk: Callable
+    blocks: tuple
+    specs: tuple
+
+    def for_rows(self, **arrays):
+        """Every group's spec with ``columns`` naming the ``arrays`` that are not None."""
+        return replace(self, specs=tuple(spec.for_rows(**arrays) for spec in self.specs))
+
+
+def group_spec(chunk, groups, spec, models=None):
+    """The :class:`GroupSpec` of a pass of ``chunk`` over ``groups``: ``spec`` with each
+    group's block function as ``features`` (None for CSR blocks, made whole by
+    :func:`group_chunk`), the features' dtype, and ``models[g]`` (the fields of that
+    gamma's models, e.g. the scoring pass's weights) when given."""
+    specs = tuple(replace(spec, features=None if whole else block, dtype=groups.dtype,
+                          **(models[g] if models is not None else {}))
+                  for g, (block, whole) in enumerate(groups.blocks))
+    return GroupSpec(chunk, groups.blocks, specs)
+
+
+def group_chunk(x, *rows, offset, spec):
     """The partials of every group of one row block, end to end.
 
-    ``chunk(z, *others, offset=, features=, **kwargs)`` is a pass's chunk function
-    (:func:`rfstream.solvers.gram.gram_chunk`, :func:`rfstream.solvers.cv_scores.score_chunk`);
-    group g runs it with its block function as ``features`` (made a sub-block at a
-    time inside ``chunk``), or on its CSR features made here, plus ``group_kwargs[g]``
-    (the weights of that gamma's models, for scoring).
+    ``spec.chunk(z, *rows, offset=, spec=)`` is a pass's chunk function
+    (:func:`rfstream.solvers.gram.gram_chunk`, :func:`rfstream.solvers.cv_scores.score_chunk`,
+    :func:`rfstream.solvers.loo.loo_chunk`); group g runs it with ``spec.specs[g]``, whose
+    ``features`` are the group's block function (made a sub-block at a time inside the
+    chunk), or on its CSR features made here.
     """
     parts = []
-    for g, (block, whole) in enumerate(blocks):
-        extra = group_kwargs[g] if group_kwargs is not None else {}
-        if whole:
-            parts.append(chunk(block(x), *others, offset=offset, features=None, **kwargs, **extra))
-        else:
-            parts.append(chunk(x, *others, offset=offset, features=block, **kwargs, **extra))
+    for (block, whole), group in zip(spec.blocks, spec.specs):
+        parts.append(spec.chunk(block(x) if whole else x, *rows, offset=offset, spec=group))
     return parts[0] if len(parts) == 1 else np.concatenate(parts)

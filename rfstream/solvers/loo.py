@@ -31,7 +31,7 @@ values is the prediction that is scored.
 """
 from __future__ import annotations
 
-from functools import partial
+from dataclasses import dataclass
 
 import numpy as np
 import scipy.linalg
@@ -44,11 +44,11 @@ from ..features.fused import (
     feature_sub_blocks,
     fused_buffer,
 )
-from ..reductions import Layout, sum_rows
+from ..reductions import Layout
 from .cv_scores import _add_counts, best_candidate, cv_table, fold_scores, score_layout
-from .grid_pass import group_chunk
+from .grid_pass import group_chunk, group_spec
+from .passes import RowSpec, row_sum, weight_fields
 from .targets import encode_classes
-from .weights import row_weights
 
 
 def loo_basis(total, fit_intercept):
@@ -87,48 +87,59 @@ def loo_layout(n_alphas, n_classes, scoring):
     return Layout(**shapes)
 
 
-def loo_chunk(z, y, *extra, offset, basis, alphas, target_fn, classes, layout, scoring,
-              features=None, feature_dtype=np.float32, weighted=False, weight_args=None):
+@dataclass(frozen=True, eq=False, kw_only=True)
+class LooSpec(RowSpec):
+    """The leave-one-out pass's :class:`rfstream.solvers.passes.RowSpec`: ``targets``,
+    ``classes`` (None for a regressor), one group's ``basis`` (:func:`loo_basis`), the
+    ``alphas`` and the ``scoring`` metric."""
+
+    basis: dict
+    alphas: np.ndarray
+    scoring: str
+
+
+def loo_chunk(z, *rows, offset, spec):
     """The leave-one-out sums of one row block (module docstring) for every alpha.
 
-    ``z``, ``y``, ``extra`` (sample weights when ``weighted``), ``features`` and
-    ``weight_args`` as :func:`rfstream.solvers.gram.gram_chunk`; ``basis`` from
-    :func:`loo_basis`.
+    ``z`` and ``rows`` (labels, then sample weights when they travel) as
+    :func:`rfstream.solvers.gram.gram_chunk`; ``spec`` a :class:`LooSpec`.
     """
+    basis, layout, scoring = spec.basis, spec.layout, spec.scoring
     out = layout.empty()
     m = z.shape[0]
     if m == 0:
         return out
     parts = layout.unpack(out)
-    Y = np.asarray(target_fn(y), dtype=np.float64)
-    c = row_weights(y, extra[0] if weighted else None, offset=offset, **(weight_args or {}))
+    y = spec.take(rows)["y"]
+    Y = np.asarray(spec.targets(y), dtype=np.float64)
+    c = spec.row_weights(rows, offset)
     c = np.ones(m) if c is None else c
     parts["n"] += c.sum()
-    codes = encode_classes(y, classes) if classes is not None else None
-    if features is None:
+    codes = encode_classes(y, spec.classes) if spec.classes is not None else None
+    if spec.features is None:
         z = sp.csr_matrix(z) if sp.issparse(z) else z
         blocks = ((start, stop, z[start:stop]) for start, stop in even_sub_blocks(m, FUSED_SUB_BLOCK))
     else:
-        blocks = feature_sub_blocks(z, features, fused_buffer(m, basis["U"].shape[0], np.dtype(feature_dtype)))
+        blocks = feature_sub_blocks(z, spec.features, fused_buffer(m, basis["U"].shape[0], np.dtype(spec.dtype)))
     U, s, UC, mu, nu = basis["U"], basis["s"], basis["UC"], basis["mu"], basis["nu"]
     for start, stop, zs in blocks:
-        rows = slice(start, stop)
+        sub = slice(start, stop)
         zs = zs.toarray() if sp.issparse(zs) else zs
         a = np.asarray(zs, dtype=np.float64) @ U - mu @ U  # U'(z_i - mu), one GEMM
         decisions = []
-        for alpha in alphas:
+        for alpha in spec.alphas:
             inv = 1.0 / (s + alpha)
             with np.errstate(divide="ignore", invalid="ignore"):
                 h = basis["inv_n"] + (a * a) @ inv
-                residual = (Y[rows] - (a * inv) @ UC - nu) / (1.0 - c[rows] * h)[:, None]
-            decisions.append(Y[rows] - residual)
+                residual = (Y[sub] - (a * inv) @ UC - nu) / (1.0 - c[sub] * h)[:, None]
+            decisions.append(Y[sub] - residual)
             sq = np.sum(residual * residual, axis=1)
             i = len(decisions) - 1
-            parts["sse"][i] += c[rows] @ sq
-            parts["sse2"][i] += c[rows] @ (sq * sq)
+            parts["sse"][i] += c[sub] @ sq
+            parts["sse2"][i] += c[sub] @ (sq * sq)
         if codes is not None and scoring != "squared_error":
-            _add_counts(parts, np.hstack(decisions), np.zeros(stop - start, dtype=np.intp), codes[rows],
-                        c[rows], scoring)
+            _add_counts(parts, np.hstack(decisions), np.zeros(stop - start, dtype=np.intp), codes[sub],
+                        c[sub], scoring)
     return out
 
 
@@ -143,11 +154,10 @@ def loo_cross_validate(groups, y, totals, alphas, weights, *, target_fn, scoring
     n_classes = len(classes) if classes is not None else 0
     layout = loo_layout(alphas.size, n_classes, scoring)
     w, weight_args = weights
-    chunk = partial(group_chunk, chunk=loo_chunk, blocks=groups.blocks,
-                    group_kwargs=[{"basis": b} for b in bases], alphas=alphas, target_fn=target_fn,
-                    classes=classes, layout=layout, scoring=scoring, feature_dtype=groups.dtype,
-                    weighted=w is not None, weight_args=weight_args)
-    sums = compute(sum_rows(chunk, groups.n_groups * layout.size, groups.rows, y, w))
+    spec = LooSpec(layout=layout, targets=target_fn, basis=bases[0], alphas=alphas, scoring=scoring,
+                   classes=classes, class_weight=weight_fields(weight_args)["class_weight"])
+    group = group_spec(loo_chunk, groups, spec, [{"basis": b} for b in bases])
+    sums = compute(row_sum(group_chunk, groups.n_groups * layout.size, groups.rows, group, y=y, w=w))
     parts = [layout.unpack(p) for p in np.split(sums, groups.n_groups)]
     n = parts[0]["n"][0]
     sse = np.concatenate([p["sse"] for p in parts])

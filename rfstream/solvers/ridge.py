@@ -54,16 +54,16 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from .._validation import check_X_y
 from ..cluster import compute
 from ..random import check_seed
-from ..reductions import sum_rows
 from .cg import fit_iterative
 from .cv_scores import CLASSIFIER_SCORINGS, REGRESSOR_SCORINGS
 from .folds import check_cv
 from .gram import gram_chunk, gram_layout
-from .grid_pass import feature_groups, group_chunk
+from .grid_pass import feature_groups, group_chunk, group_spec
 from .linear import LinearClassifierMixin, LinearPredictMixin
 from .loo import loo_cross_validate
 from .memory import check_gram_memory, use_loo_instead, uses_iterations
 from .nystrom_pcg import PCG_RANK
+from .passes import RowSpec, row_sum, weight_fields
 from .ridge_cv import (
     check_alpha,
     check_totals,
@@ -113,20 +113,10 @@ class _BaseStreamingRidge(LinearPredictMixin, BaseEstimator):
         grid, :mod:`rfstream.solvers.grid_pass`), each with the fold axis first."""
         layout = gram_layout(n_features, n_targets, n_folds)
         w, weight_args = weights
-        chunk = partial(
-            group_chunk,
-            chunk=gram_chunk,
-            blocks=groups.blocks,
-            n_folds=n_folds,
-            seed=check_seed(self.random_state),
-            target_fn=target_fn,
-            layout=layout,
-            feature_dtype=groups.dtype,
-            weighted=w is not None,
-            given_folds=folds is not None,
-            weight_args=weight_args,
-        )
-        vec = compute(sum_rows(chunk, groups.n_groups * layout.size, groups.rows, y, w, folds))
+        spec = RowSpec(layout=layout, targets=target_fn, n_folds=n_folds,
+                       seed=check_seed(self.random_state), **weight_fields(weight_args))
+        vec = compute(row_sum(group_chunk, groups.n_groups * layout.size, groups.rows,
+                              group_spec(gram_chunk, groups, spec), y=y, w=w, folds=folds))
         return [layout.unpack(part) for part in np.split(vec, groups.n_groups)]  # views: no copy
 
     def _fit_targets(self, Z, y, target_fn, n_targets, sample_weight=None, weight_args=None):

@@ -1,0 +1,112 @@
+"""The one shape of a solver pass's chunk function: ``chunk(x, *rows, offset, spec)``.
+
+Every pass of the solvers is a sum over row blocks
+(:func:`rfstream.reductions.sum_rows`) of a chunk function that takes
+
+* ``x``: the block's rows (the input rows when the task makes the features, else
+  the stored features);
+* ``*rows``: the blocks of the row arrays that travel with the pass, in the order
+  of :data:`COLUMNS` (labels ``y``, sample weights ``w``, given fold indices
+  ``folds``); an array that is absent does not travel;
+* ``offset``: the global index of the block's first row;
+* ``spec``: one frozen :class:`RowSpec` (or a subclass for the pass's own model:
+  the scoring pass's weights, Newton's point and direction, an SGD epoch's
+  state), what the pass needs from the rows.
+
+``spec.columns`` names the arrays in ``rows``; it is set from the arrays present
+(:meth:`RowSpec.for_rows`, :func:`row_sum`), never passed as a flag: a pass is
+weighted when a weights array travels, uses the user's folds when a folds array
+does.  The passes that go through :func:`rfstream.features.fused.fused_pass`
+(Newton, conjugate gradients) take ``out=`` as well, the vector their sub-blocks
+add into.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from functools import partial
+
+import numpy as np
+
+from ..reductions import Layout, sum_rows
+from .folds import row_folds
+from .weights import row_weights
+
+#: The row arrays a pass may read besides ``x``, in the order they travel.
+COLUMNS = ("y", "w", "folds")
+
+
+@dataclass(frozen=True, eq=False, kw_only=True)
+class RowSpec:
+    """What a pass needs from its rows, and the layout of its partials.
+
+    Attributes
+    ----------
+    layout : Layout
+        One block's partials (:class:`rfstream.reductions.Layout`).
+    columns : tuple of str
+        The names (of :data:`COLUMNS`) of the row arrays after ``x``, in order;
+        set by :meth:`for_rows` from the arrays present.
+    targets : callable ``(y) -> (m, T) array`` or None
+        The targets of raw labels (ridge).
+    classes, class_weight : ndarray or None
+        The classifier's sorted classes and one weight per class
+        (:func:`rfstream.solvers.weights.row_weights`).
+    n_folds, seed : int
+        A row's CV fold drawn from (``seed``, row index) when no ``folds`` array
+        travels (:func:`rfstream.solvers.folds.row_folds`).
+    features : callable ``(x, out=None)`` or None
+        The feature map's block function when the task makes the features of its
+        input rows ``x`` (:mod:`rfstream.features.fused`); None: ``x`` holds them.
+    dtype : numpy dtype
+        The features' dtype.
+    """
+
+    layout: Layout
+    columns: tuple = ("y",)
+    targets: Callable | None = None
+    classes: np.ndarray | None = None
+    class_weight: np.ndarray | None = None
+    n_folds: int = 1
+    seed: int = 0
+    features: Callable | None = None
+    dtype: np.dtype = np.dtype(np.float32)
+
+    def for_rows(self, **arrays):
+        """This spec with ``columns`` naming the ``arrays`` (of :data:`COLUMNS`) that are not None."""
+        return replace(self, columns=present(arrays))
+
+    def take(self, rows):
+        """``{name: block or None}`` of every name in :data:`COLUMNS`, from a chunk's ``rows``."""
+        named = dict(zip(self.columns, rows))
+        return {name: named.get(name) for name in COLUMNS}
+
+    def row_weights(self, rows, offset):
+        """Each row's weight ``c_i`` (sample weight x class weight), or None when every row counts once."""
+        got = self.take(rows)
+        return row_weights(got["y"], got["w"], offset=offset, classes=self.classes,
+                           class_weight=self.class_weight)
+
+    def row_folds(self, m, rows, offset):
+        """The fold of each of the block's ``m`` rows: the given ones, or drawn from (seed, row)."""
+        return row_folds(m, self.take(rows)["folds"], offset=offset, n_folds=self.n_folds, seed=self.seed)
+
+
+def present(arrays):
+    """The names of the ``arrays`` that are not None, in :data:`COLUMNS` order."""
+    return tuple(name for name in COLUMNS if arrays.get(name) is not None)
+
+
+def weight_fields(weight_args):
+    """The ``classes`` and ``class_weight`` entries of ``weight_args`` (a dict or None) as
+    :class:`RowSpec` fields."""
+    weight_args = weight_args or {}
+    return {"classes": weight_args.get("classes"), "class_weight": weight_args.get("class_weight")}
+
+
+def row_sum(chunk, size, X, spec, *, blocks=None, **arrays):
+    """:func:`rfstream.reductions.sum_rows` of ``chunk(x, *rows, offset, spec)`` over ``X``
+    and the row ``arrays`` (``y=``, ``w=``, ``folds=``) that are not None."""
+    names = present(arrays)
+    return sum_rows(partial(chunk, spec=spec.for_rows(**arrays)), size, X,
+                    *(arrays[name] for name in names), blocks=blocks)
