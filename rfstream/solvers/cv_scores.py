@@ -44,17 +44,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-import scipy.sparse as sp
 
-from ..features.fused import (
-    FUSED_SUB_BLOCK,
-    even_sub_blocks,
-    feature_sub_blocks,
-    fused_buffer,
-)
 from ..reductions import Layout
 from .grid_pass import group_chunk, group_spec
-from .passes import RowSpec, row_sum, weight_fields
+from .passes import RowSpec, row_sum, sub_blocks, weight_fields
 from .targets import encode_classes
 
 #: The metrics that ``scoring=`` names; the classifiers' default is "error_rate".
@@ -116,11 +109,7 @@ def score_chunk(z, *rows, offset, spec):
     c = spec.row_weights(rows, offset)
     c = np.ones(m) if c is None else c
     codes = encode_classes(spec.take(rows)["y"], spec.classes)
-    if spec.features is None:  # stored features: the same sub-blocks, sliced
-        z = sp.csr_matrix(z) if sp.issparse(z) else z
-        blocks = ((start, stop, z[start:stop]) for start, stop in even_sub_blocks(m, FUSED_SUB_BLOCK))
-    else:
-        blocks = feature_sub_blocks(z, spec.features, fused_buffer(m, W.shape[1], np.dtype(spec.dtype)))
+    blocks = sub_blocks(z, spec, W.shape[1])  # stored sub-blocks sliced, or features made
     parts = layout.unpack(out)
     for start, stop, zs in blocks:  # decisions of one sub-block at a time: (rows x A T) floats
         rows_s = slice(start, stop)

@@ -26,6 +26,9 @@ docs/sgd.md); the held-out loss and error are weighted by the sample weights.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+from functools import partial
+
 import dask.array as da
 import numpy as np
 
@@ -34,7 +37,8 @@ from ..features.fused import FUSED_SUB_BLOCK, fused_rows, make_features
 from ..random import STREAM_SGD_HOLDOUT, STREAM_SGD_ORDER, row_uniform
 from ..reductions import NUMPY_BLOCK, Layout, sum_rows
 from .losses import LOSSES
-from .pegasos import run_steps, scores
+from .passes import RowSpec
+from .pegasos import StepSpec, run_steps, scores
 from .targets import encode_classes, signed
 from .weights import check_weight_block
 
@@ -75,27 +79,52 @@ def encode_targets(y, task, w=None, offset=0):
 
 
 def epoch_rows(Z):
-    """``(fused, rows)``: what an epoch reduces over and the ``epoch_chunk`` arguments for it.
+    """``(fused, rows)``: what an epoch reduces over and the :class:`EpochSpec` fields for it.
 
     For ``Z = map.transform(X)``: ``X`` with ``Z``'s row chunks and
-    ``{"features", "dtype", "n_features"}``; otherwise ``Z`` and ``{}``.
+    ``{"features", "dtype", "width"}``; otherwise ``Z`` and ``{}``.
     """
     features, rows = fused_rows(Z, even=False)
     if features is None:
         return {}, Z
-    return {"features": features, "dtype": Z.dtype, "n_features": Z.shape[1]}, rows
+    return {"features": features, "dtype": Z.dtype, "width": Z.shape[1]}, rows
 
 
-def epoch_chunk(z, y, w=None, *, offset, W, v, t, epoch, seed, spec, task, batch_size,
-                validation_fraction, train, layout, Wbar=None, vbar=None, features=None,
-                dtype=None, n_features=None):
+@dataclass(frozen=True, eq=False, kw_only=True)
+class EpochSpec(RowSpec):
+    """An epoch's :class:`rfstream.solvers.passes.RowSpec`: the incoming SGD iterate ``W``
+    (K, D), ``v`` (K,) and the averaged one ``Wbar``, ``vbar`` (None: the iterate), the
+    step count ``t``, the ``epoch`` and ``seed`` of the row order and held-out rows, the
+    step kernel's ``steps`` (:class:`rfstream.solvers.pegasos.StepSpec`), the ``task``
+    (:func:`encode_targets`), ``batch_size``, ``validation_fraction``, whether to
+    ``train`` (else only evaluate), and the features' ``width`` when the task makes them."""
+
+    W: np.ndarray
+    v: np.ndarray
+    Wbar: np.ndarray | None = None
+    vbar: np.ndarray | None = None
+    t: int
+    epoch: int
+    steps: StepSpec
+    task: dict
+    batch_size: int
+    validation_fraction: float
+    train: bool
+    width: int | None = None
+
+
+def epoch_chunk(z, *arrays, offset, spec):
     """Partials of one block: local SGD from (W, v) and the incoming model's losses.
 
-    ``w``: the block's sample weights, or None.  The model evaluated (and
-    reported) is the averaged iterate (Wbar, vbar) when given, else (W, v).
-    With ``features`` (:func:`epoch_rows`) ``z`` holds the input rows and the
-    features are made here, ``dtype`` and ``n_features`` wide.
+    ``arrays``: the block's labels, then its sample weights when they travel; ``spec``
+    an :class:`EpochSpec`.  The model evaluated (and reported) is the averaged
+    iterate (Wbar, vbar) when given, else (W, v).  With ``spec.features``
+    (:func:`epoch_rows`) ``z`` holds the input rows and the features are made here,
+    ``spec.dtype`` and ``spec.width`` wide.
     """
+    W, v, Wbar, vbar, t, seed = spec.W, spec.v, spec.Wbar, spec.vbar, spec.t, spec.seed
+    features, task, layout, steps, batch_size = spec.features, spec.task, spec.layout, spec.steps, spec.batch_size
+    y, w = (spec.take(arrays)[name] for name in ("y", "w"))
     if Wbar is None:
         Wbar, vbar = W, v
     out = layout.empty()
@@ -104,19 +133,19 @@ def epoch_chunk(z, y, w=None, *, offset, W, v, t, epoch, seed, spec, task, batch
         return out
     parts = layout.unpack(out)
     target, idx, weight = encode_targets(y, task, w, offset)
-    if validation_fraction > 0:
-        val = row_uniform(seed, STREAM_SGD_HOLDOUT, offset, offset + m) < validation_fraction
+    if spec.validation_fraction > 0:
+        val = row_uniform(seed, STREAM_SGD_HOLDOUT, offset, offset + m) < spec.validation_fraction
     else:
         val = np.zeros(m, dtype=bool)
     rows = np.flatnonzero(~val)
-    s = spec.intercept_scaling
+    s = steps.intercept_scaling
     if features is None:  # stored rows: the incoming model scored on the block at once
         if z.dtype not in (np.float32, np.float64):
             z = z.astype(np.float64)
         p, take = scores(z, Wbar, vbar, s), z.__getitem__
     else:  # features made per mini-batch; the incoming model scored on each as it is made
         p = np.empty((m, W.shape[0]))
-        buf = np.empty((min(m, max(batch_size, FUSED_SUB_BLOCK)), n_features), dtype=dtype)
+        buf = np.empty((min(m, max(batch_size, FUSED_SUB_BLOCK)), spec.width), dtype=spec.dtype)
         W_in, v_in = Wbar, vbar
 
         def take(ix):
@@ -125,20 +154,20 @@ def epoch_chunk(z, y, w=None, *, offset, W, v, t, epoch, seed, spec, task, batch
             return zb
 
     parts["n"][...] = rows.size
-    trained = train and rows.size > 0
+    trained = spec.train and rows.size > 0
     if trained:
         # in-block order from (seed, epoch, global row): a global permutation restricted to the block
-        keys = row_uniform(seed, (STREAM_SGD_ORDER << 32) + epoch, offset, offset + m)[rows]
+        keys = row_uniform(seed, (STREAM_SGD_ORDER << 32) + spec.epoch, offset, offset + m)[rows]
         order = rows[np.argsort(keys, kind="stable")]
         batches = [order[i : i + batch_size] for i in range(0, order.size, batch_size)]
-        avg = (Wbar, vbar) if spec.average else None
-        W_end, v_end, t_end, avg = run_steps(W, v, take, target, weight, batches, t, spec, avg)
+        avg = (Wbar, vbar) if steps.average else None
+        W_end, v_end, t_end, avg = run_steps(W, v, take, target, weight, batches, t, steps, avg)
         parts["steps"][...] = rows.size * (t_end - t)
     if features is not None:  # rows no mini-batch made: the held-out ones, or all
         rest = np.flatnonzero(val) if trained else np.arange(m)
         for start in range(0, rest.size, FUSED_SUB_BLOCK):
             take(rest[start : start + FUSED_SUB_BLOCK])
-    _evaluate_block(p, target, idx, weight, val, parts, spec.loss, sample_weights(w, task, offset))
+    _evaluate_block(p, target, idx, weight, val, parts, steps.loss, sample_weights(w, task, offset))
     if rows.size == 0:
         return out
     if trained:
@@ -147,8 +176,8 @@ def epoch_chunk(z, y, w=None, *, offset, W, v, t, epoch, seed, spec, task, batch
             Wbar, vbar = avg
     parts["W"][...] = rows.size * W
     parts["v"][...] = rows.size * v
-    parts["Wbar"][...] = rows.size * (Wbar if spec.average else W)
-    parts["vbar"][...] = rows.size * (vbar if spec.average else v)
+    parts["Wbar"][...] = rows.size * (Wbar if steps.average else W)
+    parts["vbar"][...] = rows.size * (vbar if steps.average else v)
     return out
 
 
@@ -168,6 +197,13 @@ def _evaluate_block(p, target, idx, weight, val, parts, loss_name, sw=None):
             err = pred[val] != idx[val]
         parts["n_val"][...] = val.sum() if sw is None else sw[val].sum()
         parts["err_val"][...] = np.sum(err) if sw is None else sw[val] @ err
+
+
+def epoch_pass(rows, y, spec, chunk_ids=None, w=None):
+    """The reduced partials of :func:`epoch_chunk` with ``spec`` over the row blocks (all,
+    or those in ``chunk_ids``); ``w``: sample weights aligned with ``rows``, or None."""
+    fn = partial(epoch_chunk, spec=spec.for_rows(y=y, w=w))
+    return run_pass(rows, y, fn, spec.layout.size, chunk_ids, w)
 
 
 def run_pass(rows, y, fn, size, chunk_ids=None, w=None):

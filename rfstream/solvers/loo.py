@@ -38,16 +38,10 @@ import scipy.linalg
 import scipy.sparse as sp
 
 from ..cluster import compute
-from ..features.fused import (
-    FUSED_SUB_BLOCK,
-    even_sub_blocks,
-    feature_sub_blocks,
-    fused_buffer,
-)
 from ..reductions import Layout
 from .cv_scores import _add_counts, best_candidate, cv_table, fold_scores, score_layout
 from .grid_pass import group_chunk, group_spec
-from .passes import RowSpec, row_sum, weight_fields
+from .passes import RowSpec, row_sum, sub_blocks, weight_fields
 from .targets import encode_classes
 
 
@@ -116,11 +110,7 @@ def loo_chunk(z, *rows, offset, spec):
     c = np.ones(m) if c is None else c
     parts["n"] += c.sum()
     codes = encode_classes(y, spec.classes) if spec.classes is not None else None
-    if spec.features is None:
-        z = sp.csr_matrix(z) if sp.issparse(z) else z
-        blocks = ((start, stop, z[start:stop]) for start, stop in even_sub_blocks(m, FUSED_SUB_BLOCK))
-    else:
-        blocks = feature_sub_blocks(z, spec.features, fused_buffer(m, basis["U"].shape[0], np.dtype(spec.dtype)))
+    blocks = sub_blocks(z, spec, basis["U"].shape[0])  # stored sub-blocks sliced, or features made
     U, s, UC, mu, nu = basis["U"], basis["s"], basis["UC"], basis["mu"], basis["nu"]
     for start, stop, zs in blocks:
         sub = slice(start, stop)

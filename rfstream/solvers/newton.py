@@ -55,6 +55,7 @@ pass is that of the ridge Gram pass (O(n D^2) flops) and the client holds a
 from __future__ import annotations
 
 import warnings
+from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse as sp
@@ -62,8 +63,10 @@ from scipy.linalg import LinAlgError, cho_factor, cho_solve
 from sklearn.exceptions import ConvergenceWarning
 
 from ..reductions import Layout
+from .epochs import encode_targets
 from .gram import SUB_BLOCK
 from .losses import second_order
+from .passes import RowSpec
 
 STEPS = 2.0 ** -np.arange(16)
 ARMIJO = 1e-4
@@ -77,15 +80,33 @@ def newton_layout(K, D, J=1):
     return Layout(n=(), f=(K, S), f_exact=(K, S), g=(K, J, D + 1), H=(K, J, D + 1, D + 1))
 
 
-def newton_chunk(z, y, w=None, *, offset, W, v, dW, dv, at, loss, smoothing, intercept_scaling,
-                 encode, layout, out=None):
+@dataclass(frozen=True, eq=False, kw_only=True)
+class NewtonSpec(RowSpec):
+    """A Newton pass's :class:`rfstream.solvers.passes.RowSpec`: the SGD ``task``
+    (:func:`rfstream.solvers.epochs.encode_targets`), the ``loss``, ``intercept_scaling``
+    and hinge ``smoothing``, the point ``W`` (K, D), ``v`` (K,), the direction ``dW``,
+    ``dv``, and ``at`` (K, J): indices into :data:`STEPS` of the points w + s d where
+    each problem's gradient and Hessian are computed."""
+
+    task: dict
+    loss: str
+    intercept_scaling: float
+    smoothing: float
+    W: np.ndarray
+    v: np.ndarray
+    dW: np.ndarray
+    dv: np.ndarray
+    at: np.ndarray
+
+
+def newton_chunk(z, *rows, offset, spec, out=None):
     """Partials of one row block (see the module docstring), added to ``out`` if given.
 
-    ``at`` (K, J): indices into :data:`STEPS` of the points w + s d where each
-    problem's gradient and Hessian are computed.  ``encode(y, w, offset)`` ->
-    (targets of shape (m, K): +-1, or real values for the squared loss, class
-    indices, row weights c_i or None); ``w`` the block's sample weights or None.
+    ``rows``: the block's labels, then its sample weights when they travel;
+    ``spec`` a :class:`NewtonSpec`.
     """
+    W, v, dW, dv, at, loss, smoothing = spec.W, spec.v, spec.dW, spec.dv, spec.at, spec.loss, spec.smoothing
+    layout = spec.layout
     out = layout.empty() if out is None else out
     m = z.shape[0]
     if m == 0:
@@ -95,9 +116,10 @@ def newton_chunk(z, y, w=None, *, offset, W, v, dW, dv, at, loss, smoothing, int
     if z.dtype not in (np.float32, np.float64):
         z = z.astype(np.float64)
     parts = layout.unpack(out)
-    target, _, weight = encode(y, w=w, offset=offset)
+    got = spec.take(rows)
+    target, _, weight = encode_targets(got["y"], spec.task, w=got["w"], offset=offset)
     c = np.ones(m) if weight is None else np.asarray(weight, dtype=np.float64)
-    s = intercept_scaling
+    s = spec.intercept_scaling
     K, D = W.shape
     P = (z @ np.vstack([W, dW]).T.astype(z.dtype, copy=False)).astype(np.float64, copy=False)
     p0, pd = P[:, :K] + s * v, P[:, K:] + s * dv
@@ -146,12 +168,12 @@ def _candidates(last):
     return np.stack([np.maximum(last - 1, 0), last, np.minimum(last + 1, STEPS.size - 1)], axis=1)
 
 
-def newton_fit(run_pass, chunk_fn, K, D, *, loss, alpha, intercept_scaling, max_iter, tol):
+def newton_fit(run_pass, task, K, D, *, loss, alpha, intercept_scaling, max_iter, tol):
     """Damped Newton from w = 0; returns a dict with the model and the path.
 
-    ``run_pass(chunk, size)`` sums the partials of ``chunk(z, y, offset=, out=)``
-    over all row blocks; ``chunk_fn(W=, v=, dW=, dv=, at=, smoothing=, layout=)``
-    is :func:`newton_chunk` with the data-specific arguments bound.  ``max_iter``
+    ``run_pass(spec, size)`` sums the partials of :func:`newton_chunk` with the
+    :class:`NewtonSpec` ``spec`` over all row blocks; ``task`` is the SGD task
+    (:func:`rfstream.solvers.epochs.encode_targets`).  ``max_iter``
     passes at most; ``tol`` (relative) on the estimated gap, None: run
     ``max_iter`` passes (or until no step decreases f).
     """
@@ -173,9 +195,9 @@ def newton_fit(run_pass, chunk_fn, K, D, *, loss, alpha, intercept_scaling, max_
     for _ in range(max_iter):
         at = _candidates(last) if hinge else np.zeros((K, 1), dtype=np.intp)
         at[~np.any(dWt != 0, axis=1)] = 0  # no direction: evaluate the point itself
-        fn = chunk_fn(W=Wt[:, :D], v=Wt[:, D], dW=dWt[:, :D], dv=dWt[:, D], at=at, smoothing=h,
-                      layout=layout)
-        res = layout.unpack(run_pass(fn, layout.size))
+        spec = NewtonSpec(layout=layout, task=task, loss=loss, intercept_scaling=s, smoothing=h,
+                          W=Wt[:, :D], v=Wt[:, D], dW=dWt[:, :D], dv=dWt[:, D], at=at)
+        res = layout.unpack(run_pass(spec, layout.size))
         if not all(np.isfinite(v).all() for v in res.values()):
             raise ValueError(
                 "X or y contains NaN or infinity (the Newton pass is not finite); remove or "

@@ -27,7 +27,9 @@ from dataclasses import dataclass, replace
 from functools import partial
 
 import numpy as np
+import scipy.sparse as sp
 
+from ..features.fused import FUSED_SUB_BLOCK, even_sub_blocks, feature_sub_blocks, fused_buffer
 from ..reductions import Layout, sum_rows
 from .folds import row_folds
 from .weights import row_weights
@@ -90,6 +92,16 @@ class RowSpec:
     def row_folds(self, m, rows, offset):
         """The fold of each of the block's ``m`` rows: the given ones, or drawn from (seed, row)."""
         return row_folds(m, self.take(rows)["folds"], offset=offset, n_folds=self.n_folds, seed=self.seed)
+
+
+def sub_blocks(z, spec, width):
+    """``(start, stop, features)`` of the equal sub-blocks of at most ``FUSED_SUB_BLOCK`` rows
+    of a block ``z``: made by ``spec.features`` into one buffer ``width`` wide
+    (:func:`rfstream.features.fused.feature_sub_blocks`), or slices of the stored block."""
+    if spec.features is not None:
+        return feature_sub_blocks(z, spec.features, fused_buffer(z.shape[0], width, np.dtype(spec.dtype)))
+    z = sp.csr_matrix(z) if sp.issparse(z) else z
+    return ((start, stop, z[start:stop]) for start, stop in even_sub_blocks(z.shape[0], FUSED_SUB_BLOCK))
 
 
 def present(arrays):

@@ -32,9 +32,9 @@ from ..features.fused import fused_pass
 from ..features.grid import grid_source
 from ..random import STREAM_SGD_CHUNKS, check_seed
 from .epochs import (
-    encode_targets,
-    epoch_chunk,
+    EpochSpec,
     epoch_layout,
+    epoch_pass,
     epoch_rows,
     n_blocks,
     run_pass,
@@ -107,13 +107,14 @@ class _BaseStreamingSGD(LinearPredictMixin, BaseEstimator):
         self.objective_path_ = []
         self.validation_path_ = []
 
-    def _epoch_fn(self, spec, task, layout, t, epoch, train, fused):
-        return partial(
-            epoch_chunk, W=self._W, v=self._v, Wbar=self._Wb, vbar=self._vb, t=t, epoch=epoch,
-            seed=check_seed(self.random_state),
-            spec=spec, task=task, batch_size=self.batch_size,
+    def _epoch_spec(self, steps, task, layout, train, fused):
+        """The :class:`rfstream.solvers.epochs.EpochSpec` of an epoch from the current state."""
+        return EpochSpec(
+            layout=layout, W=self._W, v=self._v, Wbar=self._Wb, vbar=self._vb, t=self.t_,
+            epoch=self.n_epochs_, seed=check_seed(self.random_state), steps=steps, task=task,
+            batch_size=self.batch_size,
             validation_fraction=self.validation_fraction if self.early_stopping else 0.0,
-            train=train, layout=layout, **fused,
+            train=train, **fused,
         )
 
     def _solver_for(self, n_features):
@@ -151,8 +152,7 @@ class _BaseStreamingSGD(LinearPredictMixin, BaseEstimator):
             rounds = [perm[i : i + k] for i in range(0, blocks, k)]
         evaluation = None
         for ids in rounds:
-            fn = self._epoch_fn(spec, task, layout, self.t_, self.n_epochs_, True, fused)
-            res = layout.unpack(run_pass(rows, y, fn, layout.size, ids, w))
+            res = layout.unpack(epoch_pass(rows, y, self._epoch_spec(spec, task, layout, True, fused), ids, w))
             if not all(np.isfinite(v).all() for v in res.values()):
                 raise ValueError(
                     "X or y contains NaN or infinity (the SGD epoch's sums are not finite; with "
@@ -211,8 +211,8 @@ class _BaseStreamingSGD(LinearPredictMixin, BaseEstimator):
     def _evaluate(self, Z, y, spec, task, layout, w=None):
         """One pass that evaluates the current model (no training)."""
         fused, rows = epoch_rows(Z)
-        fn = self._epoch_fn(spec, task, layout, self.t_, self.n_epochs_, False, fused)
-        return self._evaluation(layout.unpack(run_pass(rows, y, fn, layout.size, w=w)))
+        ev = epoch_pass(rows, y, self._epoch_spec(spec, task, layout, False, fused), w=w)
+        return self._evaluation(layout.unpack(ev))
 
     def _fit_loop(self, Z, y, task, w=None):
         K = self._n_outputs(task)
@@ -265,17 +265,14 @@ class _BaseStreamingSGD(LinearPredictMixin, BaseEstimator):
                              "estimated gap to the optimum (tol).")
         K, D = self._n_outputs(task), Z.shape[1]
         s = self._intercept_scale()
-        chunk = partial(newton_chunk, loss=loss, intercept_scaling=s,
-                        encode=partial(encode_targets, task=task))
 
-        def newton_pass(fn, size):
+        def newton_pass(spec, size):
             # Z = map.transform(X): the pass reduces over X and makes the features
             # in its tasks, a sub-block at a time (as every pass)
-            fn, rows = fused_pass(Z, fn, size)
+            fn, rows = fused_pass(Z, partial(newton_chunk, spec=spec.for_rows(y=y, w=w)), size)
             return run_pass(rows, y, fn, size, w=w)
 
-        res = newton_fit(newton_pass, lambda **kw: partial(chunk, **kw),
-                         K, D, loss=loss, alpha=float(self.alpha), intercept_scaling=s,
+        res = newton_fit(newton_pass, task, K, D, loss=loss, alpha=float(self.alpha), intercept_scaling=s,
                          max_iter=self.max_iter, tol=self.tol)
         self._init_state(K, D)
         self._W, self._v = res["W"], res["v"]
@@ -341,8 +338,7 @@ class _BaseStreamingSGD(LinearPredictMixin, BaseEstimator):
         s = spec.intercept_scaling
         W, v = np.atleast_2d(self.coef_), np.atleast_1d(self.intercept_) / (s or 1.0)
         fused, rows = epoch_rows(X)
-        fn = partial(epoch_chunk, W=W, v=v if s else np.zeros(K), t=0, epoch=0, seed=0, spec=spec,
-                     task=task, batch_size=self.batch_size, validation_fraction=0.0, train=False,
-                     layout=layout, **fused)
-        res = layout.unpack(run_pass(rows, y, fn, layout.size, w=w))
+        at = EpochSpec(layout=layout, W=W, v=v if s else np.zeros(K), t=0, epoch=0, seed=0, steps=spec,
+                       task=task, batch_size=self.batch_size, validation_fraction=0.0, train=False, **fused)
+        res = layout.unpack(epoch_pass(rows, y, at, w=w))
         return self._evaluation(res, W, v if s else 0.0)["objective"]
