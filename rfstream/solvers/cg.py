@@ -47,19 +47,18 @@ reduces over its block of ``Z`` as it is, O(nnz) per pass.
 from __future__ import annotations
 
 import warnings
-from functools import partial
+from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse as sp
 from sklearn.exceptions import ConvergenceWarning
 
 from ..cluster import compute
-from ..features.fused import fused_pass
 from ..random import check_seed
-from ..reductions import Layout, sum_rows
+from ..reductions import Layout
 from .memory import check_pcg_memory
 from .nystrom_pcg import ROWS_PER_RANK, NystromPreconditioner
-from .weights import row_weights
+from .passes import RowSpec, fused_row_sum, weight_fields
 
 #: The products ``Z'(Z V)`` of dense float32 features run in float32 (half the time of
 #: float64, and no float64 copy of each sub-block) while the relative residual is above
@@ -73,13 +72,15 @@ def _as_float64(z):
     return sp.csr_matrix(z, dtype=np.float64) if sp.issparse(z) else np.asarray(z, dtype=np.float64)
 
 
-def _stats_chunk(z, y, *w, offset, target_fn, layout, out, weight_args):
-    """Adds n (the weight sum), m (rows), Z'c, diag(Z'CZ), Y'c and Z'CY of one block into ``out``."""
+def stats_chunk(z, *rows, offset, spec, out):
+    """Adds n (the weight sum), m (rows), Z'c, diag(Z'CZ), Y'c and Z'CY of one block into ``out``;
+    ``rows``: the labels, then the sample weights when they travel; ``spec`` a
+    :class:`rfstream.solvers.passes.RowSpec` (targets, class weights, layout)."""
     if z.shape[0] == 0:
         return
-    z, Y = _as_float64(z), target_fn(y)
-    c = row_weights(y, *w, offset=offset, **weight_args)
-    parts = layout.unpack(out)
+    z, Y = _as_float64(z), spec.targets(spec.take(rows)["y"])
+    c = spec.row_weights(rows, offset)
+    parts = spec.layout.unpack(out)
     parts["m"][...] += z.shape[0]
     zz = z.multiply(z) if sp.issparse(z) else z * z
     if c is None:
@@ -96,17 +97,28 @@ def _stats_chunk(z, y, *w, offset, target_fn, layout, out, weight_args):
     parts["C"][:] += z.T @ (c[:, None] * Y)
 
 
-def _product_chunk(z, *labels, offset, V, out, weight_args=None):
-    """Adds Z'(Z V) of one block into ``out``; Z'(C (Z V)) with ``labels`` = (y[, w]) and
-    ``weight_args`` (:func:`rfstream.solvers.weights.row_weights`).  A float32 ``V``:
-    the products in the features' float32 (dense blocks), summed into ``out`` in float64."""
+@dataclass(frozen=True, eq=False, kw_only=True)
+class ProductSpec(RowSpec):
+    """A CG product pass's :class:`rfstream.solvers.passes.RowSpec`: the block ``V`` (D, T)
+    that ``Z'(C (Z V))`` multiplies; the labels travel only for class weights."""
+
+    V: np.ndarray
+
+
+def product_chunk(z, *rows, offset, spec, out):
+    """Adds Z'(Z V) of one block into ``out``; Z'(C (Z V)) when labels with class weights or
+    sample weights travel in ``rows`` (:meth:`rfstream.solvers.passes.RowSpec.row_weights`).
+    A float32 ``spec.V``: the products in the features' float32 (dense blocks), summed into
+    ``out`` in float64."""
     if z.shape[0] == 0:
         return
+    V = spec.V
     single = V.dtype == np.float32 and not sp.issparse(z)
     z = np.asarray(z, dtype=np.float32) if single else _as_float64(z)
     zv = z @ V
-    if weight_args is not None:
-        zv *= row_weights(labels[0], *labels[1:], offset=offset, **weight_args)[:, None]
+    c = spec.row_weights(rows, offset)
+    if c is not None:
+        zv *= c[:, None]
     out += np.asarray(z.T @ zv).ravel()
 
 
@@ -127,12 +139,10 @@ def ridge_cg(Z, y, target_fn, n_targets, *, alpha, fit_intercept=True, tol=1e-4,
     residuals.
     """
     D, T = Z.shape[1], n_targets
-    weight_args = dict(weight_args or {})
-    weighted = sample_weight is not None or weight_args.get("class_weight") is not None
+    weights = weight_fields(weight_args)
     layout = Layout(n=(), m=(), s=(D,), d=(D,), t=(T,), C=(D, T))
-    chunk = partial(_stats_chunk, target_fn=target_fn, layout=layout, weight_args=weight_args)
-    fn, rows = fused_pass(Z, chunk, layout.size)
-    vec = compute(sum_rows(fn, layout.size, rows, y, sample_weight))
+    spec = RowSpec(layout=layout, targets=target_fn, **weights)
+    vec = compute(fused_row_sum(stats_chunk, layout.size, Z, spec, y=y, w=sample_weight))
     st = {k: np.array(v) for k, v in layout.unpack(vec).items()}
     n = float(st["n"])
     if float(st["m"]) == 0:
@@ -153,12 +163,11 @@ def ridge_cg(Z, y, target_fn, n_targets, *, alpha, fit_intercept=True, tol=1e-4,
     else:
         precondition = preconditioner(mu, int(st["m"]))
 
+    labels = y if weights["class_weight"] is not None else None  # only class weights read them
+
     def apply(V, single=False):
-        chunk = partial(_product_chunk, V=V.astype(np.float32) if single else V,
-                        weight_args=weight_args if weighted else None)
-        fn, rows = fused_pass(Z, chunk, D * T)
-        labels = (y, sample_weight) if weighted else ()
-        ZZV = compute(sum_rows(fn, D * T, rows, *labels)).reshape(D, T)
+        product = ProductSpec(layout=Layout(ZV=(D, T)), V=V.astype(np.float32) if single else V, **weights)
+        ZZV = compute(fused_row_sum(product_chunk, D * T, Z, product, y=labels, w=sample_weight)).reshape(D, T)
         return ZZV - n * np.outer(mu, mu @ V) + alpha * V
 
     W = np.zeros((D, T))

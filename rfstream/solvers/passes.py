@@ -29,7 +29,13 @@ from functools import partial
 import numpy as np
 import scipy.sparse as sp
 
-from ..features.fused import FUSED_SUB_BLOCK, even_sub_blocks, feature_sub_blocks, fused_buffer
+from ..features.fused import (
+    FUSED_SUB_BLOCK,
+    even_sub_blocks,
+    feature_sub_blocks,
+    fused_buffer,
+    fused_pass,
+)
 from ..reductions import Layout, sum_rows
 from .folds import row_folds
 from .weights import row_weights
@@ -122,3 +128,12 @@ def row_sum(chunk, size, X, spec, *, blocks=None, **arrays):
     names = present(arrays)
     return sum_rows(partial(chunk, spec=spec.for_rows(**arrays)), size, X,
                     *(arrays[name] for name in names), blocks=blocks)
+
+
+def fused_row_sum(chunk, size, Z, spec, **arrays):
+    """:func:`row_sum` of an in-place ``chunk(z, *rows, offset, spec, out)`` over the rows of
+    ``Z`` through :func:`rfstream.features.fused.fused_pass`: for ``Z = map.transform(X)``
+    the tasks make the features of ``X``'s rows a sub-block at a time."""
+    names = present(arrays)
+    fn, rows = fused_pass(Z, partial(chunk, spec=spec.for_rows(**arrays)), size)
+    return sum_rows(fn, size, rows, *(arrays[name] for name in names))
