@@ -8,7 +8,8 @@ Modules: ``ridge`` (estimators), ``gram`` (the one-pass statistics), ``ridge_cv`
 parameter-averaging pass), ``pegasos`` (the step kernel, ``sgd_steps``),
 ``newton``, ``losses``, ``proba`` (``predict_proba`` of log-loss models),
 ``targets`` (label checks and encodings), ``weights`` (``sample_weight`` checks
-and the weight of each row).  Every pass computes the features inside its tasks through
+and the weight of each row), ``passes`` (the one shape of a pass's chunk function,
+``chunk(x, *rows, offset, spec)``, and its ``RowSpec``).  Every pass computes the features inside its tasks through
 :mod:`rfstream.features.fused`.
 """
 from .pegasos import sgd_steps
