@@ -41,6 +41,7 @@ import argparse
 import json
 import math
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -158,12 +159,11 @@ def sub_block_ab(x, D, repeats):
     does for ``Z = rff.transform(X)``.  Share of the same rounds' 1-thread GEMM
     in the pass's counted flops (2 m d D + m D (D + 1)).
     """
-    from functools import partial
-
     import dask.array as da
 
     import rfstream.features.fused as fused_module
     import rfstream.solvers.gram as gram
+    from rfstream.solvers.passes import RowSpec
     from rfstream.features import RandomFourierFeatures, feature_source
 
     m, d = x.shape
@@ -171,8 +171,11 @@ def sub_block_ab(x, D, repeats):
     block = feature_source(rff.transform(da.from_array(x[:1]))).block  # the map's block function
     y = np.zeros(m)
     layout = gram.gram_layout(D, 1, 1)
-    chunk = partial(gram.gram_chunk, offset=0, n_folds=1, seed=0, target_fn=lambda v: v[:, None],
-                    layout=layout)
+    spec = RowSpec(layout=layout, targets=lambda v: v[:, None])
+
+    def chunk(z, y, features=None):
+        return gram.gram_chunk(z, y, offset=0, spec=replace(spec, features=features))
+
     a, c = np.ones((4096, D), np.float32), np.ones((4096, D), np.float32)
 
     def fused(sub):
@@ -209,6 +212,7 @@ def augmented_ab(x, D, repeats):
 
     import rfstream.solvers.gram as gram
     from rfstream.features import RandomFourierFeatures, feature_source
+    from rfstream.solvers.passes import RowSpec
     from rfstream.features.fused import FUSED_SUB_BLOCK, even_sub_blocks, fused_buffer
 
     m = x.shape[0]
@@ -216,8 +220,8 @@ def augmented_ab(x, D, repeats):
     block = feature_source(rff.transform(da.from_array(x[:1]))).block  # the map's block function
     y = np.where(np.arange(m) % 3 == 0, 1.0, -1.0)
     layout = gram.gram_layout(D, 1, 1)
-    current = partial(gram.gram_chunk, x, y, offset=0, n_folds=1, seed=0, target_fn=lambda v: v[:, None],
-                      layout=layout, features=block)
+    current = partial(gram.gram_chunk, x, y, offset=0,
+                      spec=RowSpec(layout=layout, targets=lambda v: v[:, None], features=block))
 
     def previous():
         parts = layout.unpack(layout.empty())

@@ -32,6 +32,17 @@ bar when stderr is a terminal, otherwise one line per finished pass with its tim
 ``"never"``.  Inside :func:`rfstream.io.checkpoints.resumable` it also stores each pass's
 result, and takes the passes an interrupted run completed from the checkpoint
 (:func:`using_pass_store`).
+
+Run context
+-----------
+What a command or a fit counts and keeps while it runs (the display mode, the
+number of passes so far, the pass store) lives in one :class:`RunContext`, opened
+with :func:`run_context` (the CLI opens one per command, :func:`rfstream.pipeline.fit_dataset`
+one per fit unless its caller has one).  It is held in a ``contextvars.ContextVar``:
+two fits in one process (two threads, two asyncio tasks) each see their own
+counter and store.  Outside any run context a pass is numbered on its own.
+:func:`set_progress` sets the display mode of the process, the default of the
+contexts opened afterwards without a mode of their own.
 """
 from __future__ import annotations
 
@@ -40,11 +51,11 @@ import contextvars
 import os
 import sys
 import time
+from dataclasses import dataclass
 
 import dask
 from dask.base import named_schedulers
 
-_PROGRESS = {"mode": "never", "passes": 0}
 
 LOCAL_SCHEDULERS = ("threads", "synchronous", "processes")
 PROGRESS_MODES = ("auto", "always", "never")
@@ -54,19 +65,82 @@ SMALL_DATA_BYTES = 2**30
 SMALL_DATA_FRACTION = 0.125
 
 
-def set_progress(mode) -> None:
-    """How :func:`compute` shows progress: "auto", "always" or "never" (True: "auto",
-    False: "never"); see the module docstring."""
+@dataclass
+class RunContext:
+    """What one run (a command, a fit) counts and keeps; see the module docstring.
+
+    Attributes
+    ----------
+    progress : {"auto", "always", "never"}
+        How :func:`compute` shows each pass.
+    passes : int
+        Passes finished (computed or taken from the store) in this run.
+    store : object or None
+        The pass store in use (:func:`using_pass_store`), e.g. a checkpoint.
+    last_store : object or None
+        The last pass store this run used, kept after its block ends (the CLI says
+        what a stopped fit's checkpoint keeps).
+    """
+
+    progress: str = "never"
+    passes: int = 0
+    store: object = None
+    last_store: object = None
+
+
+_DEFAULT = {"progress": "never"}  # the process's display mode: a setting, not a run's state
+_RUN = contextvars.ContextVar("rfstream_run", default=None)
+
+
+def _check_mode(mode):
     if isinstance(mode, bool):
         mode = "auto" if mode else "never"
     if mode not in PROGRESS_MODES:
         raise ValueError(f"progress must be one of {', '.join(PROGRESS_MODES)}; got {mode!r}.")
-    _PROGRESS["mode"] = mode
+    return mode
 
 
-def _progress_style():
+def set_progress(mode) -> None:
+    """The process's display mode: "auto", "always" or "never" (True: "auto", False:
+    "never"), for the run contexts opened afterwards without a mode (and the active one);
+    see the module docstring."""
+    _DEFAULT["progress"] = _check_mode(mode)
+    run = _RUN.get()
+    if run is not None:
+        run.progress = _DEFAULT["progress"]
+
+
+@contextlib.contextmanager
+def run_context(progress=None):
+    """A fresh :class:`RunContext` for the block (``progress``: its display mode, else the
+    process's, :func:`set_progress`); yields it."""
+    run = RunContext(progress=_DEFAULT["progress"] if progress is None else _check_mode(progress))
+    token = _RUN.set(run)
+    try:
+        yield run
+    finally:
+        _RUN.reset(token)
+
+
+@contextlib.contextmanager
+def ensure_run_context(progress=None):
+    """The active :class:`RunContext`, or a fresh one for the block when there is none."""
+    run = _RUN.get()
+    if run is not None:
+        yield run
+        return
+    with run_context(progress) as run:
+        yield run
+
+
+def current_run():
+    """The active :class:`RunContext`, or None outside :func:`run_context`."""
+    return _RUN.get()
+
+
+def _progress_style(run):
     """The display of a pass: "bar", "lines" or None (the mode, and whether stderr is a terminal)."""
-    mode = _PROGRESS["mode"]
+    mode = run.progress
     if mode == "never":
         return None
     tty = getattr(sys.stderr, "isatty", lambda: False)()
@@ -114,19 +188,19 @@ def worker_memory():
     return int(0.8 * psutil.virtual_memory().total), os.cpu_count() or 1
 
 
-_PASS_STORE = contextvars.ContextVar("rfstream_pass_store", default=None)
-
-
 @contextlib.contextmanager
 def using_pass_store(store):
     """Inside the block, :func:`compute` asks ``store.replay(signature, count)`` for each
     pass's results before computing it, and gives what it computes to
-    ``store.record(signature, values)`` (:class:`rfstream.io.checkpoints.Checkpoint`)."""
-    token = _PASS_STORE.set(store)
-    try:
-        yield store
-    finally:
-        _PASS_STORE.reset(token)
+    ``store.record(signature, values)`` (:class:`rfstream.io.checkpoints.Checkpoint`).
+    The store belongs to the active run context (one is opened for the block when there
+    is none)."""
+    with ensure_run_context() as run:
+        previous, run.store, run.last_store = run.store, store, store
+        try:
+            yield store
+        finally:
+            run.store = previous
 
 
 def signature(collections):
@@ -145,19 +219,20 @@ def compute(*collections):
     Returns a tuple when given several collections and a single value otherwise.
     """
     lazy = [c for c in collections if dask.is_dask_collection(c)]
-    checkpoint = _PASS_STORE.get() if lazy else None
+    run = _RUN.get() or RunContext(progress=_DEFAULT["progress"])  # outside a run: a pass on its own
+    checkpoint = run.store if lazy else None
     sig = signature(lazy) if checkpoint is not None else None
     stored = checkpoint.replay(sig, len(lazy)) if checkpoint is not None else None
     if not lazy:
         results = collections
     elif stored is not None:  # a pass completed by an earlier, interrupted run
-        if _progress_style() == "lines":
-            _PROGRESS["passes"] += 1
-            print(f"rfstream: pass {_PROGRESS['passes']} taken from the checkpoint", file=sys.stderr, flush=True)
+        run.passes += 1
+        if _progress_style(run) == "lines":
+            print(f"rfstream: pass {run.passes} taken from the checkpoint", file=sys.stderr, flush=True)
         values = iter(stored)
         results = tuple(next(values) if dask.is_dask_collection(c) else c for c in collections)
     else:
-        style, t0 = _progress_style(), time.perf_counter()
+        style, t0 = _progress_style(run), time.perf_counter()
         local = dask.config.get("scheduler", None) in LOCAL_SCHEDULERS
         client = None if local else _current_client()
         if client is not None:
@@ -181,9 +256,9 @@ def compute(*collections):
             values = list(values)
             checkpoint.record(sig, values)
             values = iter(values)
+        run.passes += 1
         if style == "lines":
-            _PROGRESS["passes"] += 1
-            print(f"rfstream: pass {_PROGRESS['passes']} done in {time.perf_counter() - t0:.2f} s",
+            print(f"rfstream: pass {run.passes} done in {time.perf_counter() - t0:.2f} s",
                   file=sys.stderr, flush=True)
         results = tuple(next(values) if dask.is_dask_collection(c) else c for c in collections)
     return results if len(results) > 1 else results[0]

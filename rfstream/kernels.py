@@ -39,6 +39,7 @@ import numbers
 import numpy as np
 from scipy import special, stats
 
+from .cluster import compute
 from .random import sample_row_indices
 
 KERNELS = ("gaussian", "laplacian", "cauchy")
@@ -257,8 +258,8 @@ def auto_gamma(X, kernel="gaussian", *, n_samples=1000, k=50, random_state=None)
     k = min(int(k), idx.size - 1)
 
     sample = X.iloc[idx] if hasattr(X, "iloc") else X[idx]
-    if hasattr(sample, "dask"):  # dask array: gather only the touched chunks
-        sample = sample.compute()
+    if hasattr(sample, "dask"):  # dask array: gather only the touched chunks, through the one door
+        sample = compute(sample)
 
     from sklearn.metrics import pairwise_distances
 

@@ -15,6 +15,8 @@ import numbers
 
 import numpy as np
 
+from .cluster import compute  # the one door of every read (progress, checkpoints)
+
 VIRTUAL_BLOCK = 4096
 
 # Independent streams of per-row randomness, so that e.g. the split mask and
@@ -139,5 +141,4 @@ def sample_rows(X, n_samples: int, random_state) -> np.ndarray:
     indexing with sorted indices); the sample has at most ``n_samples`` rows.
     """
     idx = sample_row_indices(X.shape[0], n_samples, random_state)
-    rows = X[idx]
-    return np.asarray(rows.compute() if hasattr(rows, "compute") else rows)
+    return np.asarray(compute(X[idx]))

@@ -202,6 +202,46 @@ def sum_rows(fn, size: int, X, *others, blocks=None, split_every=None, **kwargs)
     return total
 
 
+def _pass_through(x, axis=0, keepdims=True):
+    return x
+
+
+def reduce_rows(fn, combine, size: int, X, *others, split_every=None, **kwargs):
+    """A tree reduction of ``fn`` partials over the row blocks whose combination is not a sum.
+
+    ``fn(x, *o, offset=row0)`` gives a block's ``(size,)`` float64 partial, as for
+    :func:`sum_rows`; ``combine(parts, axis=0, keepdims=True)`` merges the rows of a
+    ``(k, size)`` stack of partials into one (``keepdims=False``: a ``(size,)`` vector).
+    Moments (:func:`moments_combine`), the smallest keys of a sample (Nystroem's
+    landmarks) and the like go through here; like :func:`sum_rows`, the result is lazy
+    for dask input (call :func:`rfstream.cluster.compute` on it) and a numpy vector
+    otherwise (:data:`NUMPY_BLOCK`-row slices, merged by ``combine``).
+    """
+    if isinstance(X, da.Array):
+        parts = block_partials(fn, size, X, *others, **kwargs)
+        return da.reduction(
+            parts,
+            chunk=_pass_through,
+            combine=combine,
+            aggregate=partial(_aggregate, combine=combine),
+            axis=0,
+            concatenate=True,
+            dtype=np.float64,
+            split_every=split_every,
+            meta=np.empty((0,), dtype=np.float64),
+        )
+    blocks = []
+    for start in range(0, max(X.shape[0], 1), NUMPY_BLOCK):
+        stop = min(start + NUMPY_BLOCK, X.shape[0])
+        arrays = [None if a is None else a[start:stop] for a in (X, *others)]
+        blocks.append(fn(*[a for a in arrays if a is not None], offset=start, **kwargs))
+    return combine(np.array(blocks), keepdims=False)
+
+
+def _aggregate(parts, axis=0, keepdims=False, *, combine):
+    return combine(parts, axis=axis, keepdims=False)
+
+
 # --- moments: count, mean and centred second moment, combined exactly --------
 
 def moments_chunk(x, offset=0):
@@ -235,34 +275,14 @@ def moments_combine(parts, axis=0, keepdims=True):
     return out[None, :] if keepdims else out
 
 
-def _moments_identity(x, axis=0, keepdims=True):
-    return x
-
-
 def moments(X, split_every=None):
     """Count, mean and variance of every column in one pass.
 
-    Returns ``(n, mean, var)`` as a lazy dask array of packed values for dask
-    input (unpack with :func:`unpack_moments` after computing), numpy otherwise.
+    Returns ``(n, mean, var)`` as a lazy dask array of packed values for dask input
+    (unpack with :func:`unpack_moments` after computing), numpy otherwise: a
+    :func:`reduce_rows` of :func:`moments_chunk` merged by :func:`moments_combine`.
     """
-    d = X.shape[1]
-    if isinstance(X, da.Array):
-        parts = block_partials(moments_chunk, 1 + 2 * d, X)
-        return da.reduction(
-            parts,
-            chunk=_moments_identity,
-            combine=moments_combine,
-            aggregate=lambda x, axis=0, keepdims=False: moments_combine(x, keepdims=False),
-            axis=0,
-            concatenate=True,
-            dtype=np.float64,
-            split_every=split_every,
-            meta=np.empty((0,), dtype=np.float64),
-        )
-    blocks = [
-        moments_chunk(X[s : s + NUMPY_BLOCK]) for s in range(0, max(X.shape[0], 1), NUMPY_BLOCK)
-    ]
-    return moments_combine(np.array(blocks), keepdims=False)
+    return reduce_rows(moments_chunk, moments_combine, 1 + 2 * X.shape[1], X, split_every=split_every)
 
 
 def unpack_moments(vec):

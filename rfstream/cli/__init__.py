@@ -20,7 +20,7 @@ import sys
 
 from .._version import __version__
 from ..bench import add_arguments as add_bench_arguments
-from ..cluster import set_progress
+from ..cluster import run_context, set_progress
 from ..io.location import as_storage_error
 from . import arguments as a
 from . import commands
@@ -81,13 +81,16 @@ def _stdout_closed():
 def main(argv=None):
     parser = build_parser()
     args = parser.parse_args(argv)
-    set_progress("never" if args.quiet else getattr(args, "progress", "auto"))
+    mode = "never" if args.quiet else getattr(args, "progress", "auto")
+    set_progress(mode)
     previous = install_signal_handlers()
+    run = None
     try:
-        args.func(args)
+        with run_context(mode) as run:  # this command's pass count and checkpoint
+            args.func(args)
         sys.stdout.flush()  # here, where a closed pipe is caught, rather than at exit
     except Stopped as stop:
-        print(f"rfstream: stopped by {stop}; {_kept()}", file=sys.stderr, flush=True)
+        print(f"rfstream: stopped by {stop}; {_kept(run)}", file=sys.stderr, flush=True)
         return stop.exit_code
     except BrokenPipeError:
         _stdout_closed()
@@ -95,7 +98,7 @@ def main(argv=None):
     except Exception as exc:
         lost = lost_cluster(exc)
         if lost is not None and not os.environ.get("RFSTREAM_DEBUG"):
-            print(f"rfstream: error: {lost}; {_kept()}", file=sys.stderr)
+            print(f"rfstream: error: {lost}; {_kept(run)}", file=sys.stderr)
             return EXIT_LOST_CLUSTER
         if not isinstance(exc, USER_ERRORS):  # a store's failure deep in a task or a library
             exc = as_storage_error(exc, "storage", "failed")
@@ -109,13 +112,12 @@ def main(argv=None):
         return 130
     finally:
         restore_signal_handlers(previous)
-        commands.STOPPED_CHECKPOINT["current"] = None
     return 0
 
 
-def _kept():
+def _kept(run):
     """What a stopped command leaves: the passes its checkpoint keeps, and how to resume."""
-    checkpoint = commands.STOPPED_CHECKPOINT["current"]
+    checkpoint = None if run is None else run.last_store
     if checkpoint is None or not checkpoint.steps:  # an empty checkpoint is removed on the way out
         return "nothing was written."
     done = len(checkpoint.steps)

@@ -29,10 +29,6 @@ from .options import UserError, split_params
 from .report import HEATMAP_FILE, cv_heatmap_png, have_matplotlib
 
 
-#: the checkpoint of the fit in progress, for the line printed when a signal stops it
-STOPPED_CHECKPOINT = {"current": None}
-
-
 def _write_json(data, location):
     location.write_bytes((json.dumps(data, indent=2) + "\n").encode())
 
@@ -115,7 +111,6 @@ def cmd_fit(args):
              checkpoints.resumable(where, digest, restart=args.restart, description=description,
                                    storage_options=args.storage_options))
     with _warnings_as_lines(), store as checkpoint, resume.quiet_client_logs(args.scheduler), _connect(args, X=X):
-        STOPPED_CHECKPOINT["current"] = checkpoint
         model, meta = pipeline.fit_dataset(
             args.data, model=model, X=X, y=y, attrs=attrs, out=None,
             sample_weight=args.sample_weight, storage_options=args.storage_options)

@@ -24,7 +24,7 @@ from .._validation import check_dask_array
 from ..cluster import compute
 from ..kernels import kernel_matrix
 from ..random import STREAM_NYSTROEM_LANDMARKS, row_uniform
-from ..reductions import block_partials
+from ..reductions import reduce_rows
 from .base import KernelFeatureMap
 from .fused import FUSED_SUB_BLOCK, even_sub_blocks
 
@@ -87,10 +87,6 @@ def merge_landmarks(parts, axis=0, keepdims=True, *, k):
     return out[None, :] if keepdims else out
 
 
-def _identity(x, axis=0, keepdims=True):
-    return x
-
-
 def sample_landmarks(X, k, seed, *, split_every=None):
     """``(indices, rows)``: the ``min(k, n)`` rows of ``X`` with the smallest keys, by row index.
 
@@ -113,16 +109,8 @@ def sample_landmarks(X, k, seed, *, split_every=None):
     rows : ndarray of float64, shape (min(k, n), d)
         The rows, exactly as stored (converted to float64).
     """
-    chunk = partial(landmark_chunk, k=k, seed=seed)
-    if isinstance(X, da.Array):
-        merge = partial(merge_landmarks, k=k)
-        parts = block_partials(chunk, k * (X.shape[1] + 2), X)
-        packed = compute(da.reduction(
-            parts, chunk=_identity, combine=merge, aggregate=partial(merge, keepdims=False),
-            axis=0, concatenate=True, dtype=np.float64, split_every=split_every,
-            meta=np.empty((0,), dtype=np.float64)))
-    else:
-        packed = chunk(X, offset=0)
+    packed = compute(reduce_rows(partial(landmark_chunk, k=k, seed=seed), partial(merge_landmarks, k=k),
+                                 k * (X.shape[1] + 2), X, split_every=split_every))
     keys, index = packed[:k], packed[k:2 * k]
     rows = packed[2 * k:].reshape(k, -1)
     valid = np.flatnonzero(np.isfinite(keys))

@@ -1,0 +1,121 @@
+"""Every read of the data goes through ``rfstream.cluster.compute``, and each run keeps its own count.
+
+The door matters because what passes through it is counted in progress and stored in
+a checkpoint: a read that bypasses it (``.compute()`` on a dask array) is neither
+shown nor replayed on resume.  The test counts the chunk reads of a Zarr dataset's
+store and checks that each one happens while ``compute`` runs a pass.
+"""
+from __future__ import annotations
+
+import contextlib
+import threading
+
+import numpy as np
+import pytest
+import zarr
+
+from rfstream import cluster, pipeline
+from rfstream.cluster import compute, connect, run_context
+from rfstream.io import open_dataset, write_dataset
+
+_INSIDE = threading.local()
+_STATE = {"inside": 0, "lock": threading.Lock()}
+
+
+@pytest.fixture
+def counted_reads(monkeypatch):
+    """``reads``: ``(key, inside a compute)`` of every chunk read of a local Zarr store."""
+    reads = []
+    original_get = zarr.storage.LocalStore.get
+    original_blas = cluster.one_blas_thread_per_task
+
+    async def get(self, key, *args, **kwargs):
+        if "/c/" in key or key.startswith("c/"):  # a chunk, not metadata
+            reads.append((key, _STATE["inside"] > 0))
+        return await original_get(self, key, *args, **kwargs)
+
+    @contextlib.contextmanager
+    def inside_compute(collections=()):
+        # runs around dask.compute in cluster.compute (threads), and nowhere else
+        with _STATE["lock"]:
+            _STATE["inside"] += 1
+        try:
+            with original_blas(collections):
+                yield
+        finally:
+            with _STATE["lock"]:
+                _STATE["inside"] -= 1
+
+    monkeypatch.setattr(zarr.storage.LocalStore, "get", get)
+    monkeypatch.setattr(cluster, "one_blas_thread_per_task", inside_compute)
+    return reads
+
+
+@pytest.fixture
+def labelled(tmp_path):
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(1200, 4))
+    y = (X[:, 0] * X[:, 1] > 0).astype(np.int64)
+    write_dataset(tmp_path / "d.zarr", X, y, rows_per_chunk=300)
+    return tmp_path / "d.zarr"
+
+
+@pytest.mark.parametrize("features, params", [
+    ("rff", {"n_components": 32, "gamma": "auto", "alpha": [0.1, 1.0]}),  # moments, auto's sample, 2 passes
+    ("ses", {"n_components": 16, "n_pairs": 256, "gamma": "auto", "alpha": 1.0}),  # SES's sampled rows
+    ("nystroem", {"n_components": 24, "gamma": "auto", "alpha": 1.0}),  # the landmark pass
+])
+def test_every_read_of_a_fit_goes_through_compute(labelled, counted_reads, features, params):
+    with connect("threads"):
+        pipeline.fit_dataset(labelled, features=features, **params)
+    assert counted_reads, "the fit read no chunk: the counter is broken"
+    outside = sorted({key for key, inside in counted_reads if not inside})
+    assert not outside, f"chunks read outside rfstream.cluster.compute: {outside}"
+
+
+def test_the_counter_sees_a_read_outside_the_door(labelled, counted_reads):
+    # the check itself can fail: a bare .compute() is caught
+    X, _ = open_dataset(labelled)
+    with connect("threads"):
+        X[:10].compute()
+    assert any(not inside for _, inside in counted_reads)
+
+
+def test_two_runs_in_one_process_count_their_own_passes():
+    import dask.array as da
+
+    X = da.ones((1000, 3), chunks=(250, 3))
+    barrier = threading.Barrier(2)
+    counts = {}
+
+    def run(name, passes):
+        with run_context(progress="never") as ctx:
+            barrier.wait(timeout=60)  # both runs are open at once
+            for _ in range(passes):
+                compute(X.sum())
+            barrier.wait(timeout=60)  # both are still open after both have counted
+            counts[name] = ctx.passes
+
+    with connect("threads"):
+        threads = [threading.Thread(target=run, args=("a", 2)), threading.Thread(target=run, args=("b", 5))]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    assert counts == {"a": 2, "b": 5}
+    assert cluster.current_run() is None  # nothing leaks into the caller's context
+
+
+def test_a_run_numbers_its_passes_from_one(capsys):
+    import dask.array as da
+
+    X = da.ones((100, 2), chunks=(50, 2))
+    with connect("threads"):
+        with run_context(progress="auto"):
+            compute(X.sum())
+        with run_context(progress="auto") as second:
+            compute(X.sum())
+            compute(X.sum())
+    err = capsys.readouterr().err
+    assert second.passes == 2
+    assert err.count("rfstream: pass 1 done") == 2 and err.count("rfstream: pass 2 done") == 1
