@@ -93,6 +93,11 @@ class Standardizer(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         self.with_std = with_std
         self.passthrough = passthrough
 
+    def check_parameters(self, n_features=None):
+        """Raise what ``fit`` would raise for the parameters alone (scikit-learn's
+        parameter checks); ``n_features`` is not needed.  Returns None."""
+        self._validate_params()
+
     def fit(self, X, y=None):
         """The column moments of ``X`` in one pass (a reduction over the row blocks for dask input)."""
         self._validate_params()

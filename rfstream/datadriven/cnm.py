@@ -220,7 +220,9 @@ class CompactNonlinearMap(ClassifierMixin, FeatureMap):
         "n_iter_no_change": [Interval(Integral, 1, None, closed="left")],
         "average": ["boolean"],
     }
-    _gamma_words = ("paper",)  # a gamma of its own, resolved by _resolve_gamma
+    gamma_words = ("paper",)  # a gamma of its own, resolved by _resolve_gamma
+    makes_data_pass = True
+    searches_alpha = searches_gamma = solves_by_gram = False  # as a classifier: by SGD steps
     _y_purpose = (
         "with objective='classification' the map is learned with a linear SVM on the labels "
         "(y is required; objective='kernel' learns the map for kernel approximation without labels)"
@@ -348,8 +350,7 @@ class CompactNonlinearMap(ClassifierMixin, FeatureMap):
         """Store the map's parameters as fitted attributes, in ``dtype`` (default: ``self.dtype``)."""
         dtype = self._output_dtype() if dtype is None else dtype
         for name in ("projection_", "circulant_", "signs_"):
-            if hasattr(self, name):
-                delattr(self, name)
+            self.__dict__.pop(name, None)
         if "theta" in params:
             self.projection_ = params["theta"].astype(dtype)
         else:
@@ -368,10 +369,8 @@ class CompactNonlinearMap(ClassifierMixin, FeatureMap):
     def _check_classifier(self):
         check_is_fitted(self)
         if self.objective != "classification":
-            raise ValueError(
-                "objective='kernel' learns no classifier; train a solver on transform(X) "
-                "(e.g. StreamingSGDClassifier) or use objective='classification'."
-            )
+            raise ValueError("objective='kernel' learns no classifier; train a solver on transform(X) "
+                             "(e.g. StreamingSGDClassifier) or use objective='classification'.")
 
     def _decision_block(self, x):
         s = self._features64(x) @ self.coef_.T + self.intercept_  # the float64 map, as trained

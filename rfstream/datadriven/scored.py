@@ -257,6 +257,7 @@ class LabelScoredFeatures(FeatureMap):
     #: with replacement)
     _distinct_selection = True
     _y_purpose = "it scores candidate features against the labels"
+    makes_data_pass = True
 
     def _select(self, scores):  # pragma: no cover - abstract
         raise NotImplementedError

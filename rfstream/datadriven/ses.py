@@ -238,7 +238,8 @@ class SESFeatures(FeatureMap):
         "weights": [StrOptions({"ses", "bq", "uniform"})],
     }
     #: a cosine and a sine column per frequency (:mod:`rfstream.features.width`)
-    _columns_per_component = 2
+    columns_per_component = 2
+    makes_data_pass = True
 
     def __init__(
         self,

@@ -252,6 +252,7 @@ class TEFM(FeatureMap):
         "n_power_iter": [Interval(Integral, 0, None, closed="left")],
         "method": [StrOptions({"gaussian", "srht"})],
     }
+    makes_data_pass = True
 
     def __init__(
         self,

@@ -54,6 +54,7 @@ from sklearn.base import (
     ClassNamePrefixFeaturesOutMixin,
     TransformerMixin,
     _fit_context,
+    clone,
 )
 from sklearn.exceptions import DataConversionWarning
 from sklearn.utils._param_validation import Interval, StrOptions
@@ -63,15 +64,7 @@ from .._validation import check_X
 from ..kernels import KERNELS, auto_gamma
 from ..random import check_seed
 from .fused import attach_source
-from .grid import (
-    GridSource,
-    attach_grid,
-    gamma_items,
-    item_label,
-    needs_auto,
-    resolve_items,
-    stacked_block,
-)
+from .grid import gamma_items, needs_auto, resolve_items
 
 _DTYPES = ("float32", "float64")
 
@@ -114,7 +107,14 @@ class FeatureMap(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimato
     _y_purpose = "it is fitted to the labels"
     #: words a map takes for ``gamma`` besides a number, "auto", "auto*F" or a grid of these
     #: (resolved by its own ``_resolve_gamma``, e.g. CNM's "paper")
-    _gamma_words = ()
+    gamma_words = ()
+    #: True for a map that scales one draw to every gamma of a grid (``at_gamma``,
+    #: :class:`rfstream.features.grid.GammaGridMixin`); other maps take one gamma
+    shares_draw_across_gamma = False
+    #: output columns per component of ``n_components`` (SES: a cosine and a sine)
+    columns_per_component = 1
+    #: True for a map whose ``fit`` reads the rows through passes (``_fit_data``)
+    makes_data_pass = False
 
     # ------------------------------------------------------------------ hooks
     @abstractmethod
@@ -166,59 +166,47 @@ class FeatureMap(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimato
         self._check_params(n_features)
         seed = check_seed(self.random_state)
         rng = np.random.default_rng(seed)
-        grid = None
         if "gamma" in self._parameter_constraints:
-            grid = self._resolve_grid(X, rng)
-            self.gamma_ = self._resolve_gamma(X, rng) if grid is None else float(grid[0])
+            self.gamma_ = self._fit_gamma(X, rng)
         self._draw(rng, n_features)
         self._fit_data(X, y, seed)
-        if grid is not None:
-            self.gamma_grid_ = grid
-            self._grid_maps = [self._at_gamma(g) for g in grid]
-        elif hasattr(self, "_grid_maps"):  # refit with one gamma
-            del self._grid_maps
+        self._fit_done()
         return self
+
+    def _fit_gamma(self, X, rng):
+        """``gamma_`` for ``fit`` (a grid's first gamma: :class:`GammaGridMixin`)."""
+        return self._resolve_gamma(X, rng)
+
+    def _fit_done(self):
+        """After ``_fit_data`` (a grid's maps: :class:`GammaGridMixin`).  Default: nothing."""
+
+    def check_parameters(self, n_features):
+        """Raise what ``fit`` would raise for the parameters alone, on ``n_features`` input
+        columns: scikit-learn's parameter checks and the cross-parameter checks
+        (``_check_params``), on a clone (``self`` is left as it is); returns None."""
+        twin = clone(self)
+        twin._validate_params()
+        twin._check_params(int(n_features))
 
     def _validate_params(self):
         """scikit-learn's parameter checks, then ``gamma``'s items
         (:func:`rfstream.features.grid.gamma_items`): a grid only on a map that can
-        scale its draw (``_at_gamma``)."""
+        scale its draw (``shares_draw_across_gamma``)."""
         super()._validate_params()
         if self._parameter_constraints.get("gamma") is not GAMMA_CONSTRAINT:
             return
-        if isinstance(self.gamma, str) and self.gamma in self._gamma_words:
+        if isinstance(self.gamma, str) and self.gamma in self.gamma_words:
             return
         try:
             _, is_grid = gamma_items(self.gamma)
         except ValueError as error:
             raise ValueError(f"{type(self).__name__}: {error}") from None
-        if is_grid and not hasattr(self, "_at_gamma"):
+        if is_grid and not self.shares_draw_across_gamma:
             raise ValueError(
                 f"{type(self).__name__} takes one gamma, not a grid (gamma={self.gamma!r}); a gamma "
                 "grid is searched in one pass by rff and binning features with the ridge solver. "
                 "Fit once per gamma, or use one of those."
             )
-
-    def _resolve_grid(self, X, rng):
-        """The gammas of a grid ``gamma`` (``"auto"`` computed once), or None for one gamma."""
-        if isinstance(self.gamma, str) and self.gamma in self._gamma_words:
-            return None
-        items, is_grid = gamma_items(self.gamma)
-        if not is_grid:
-            return None
-        auto = self._auto_gamma(X, rng, items)
-        self._grid_labels = tuple(item_label(item) for item in items)
-        return resolve_items(items, auto)
-
-    def select_gamma(self, index):
-        """Make a map fitted with a gamma grid the ordinary map of ``gamma_grid_[index]``
-        (the ridge solver calls this with its choice); returns ``self``."""
-        chosen = self._grid_maps[int(index)]
-        for key, value in vars(chosen).items():
-            if key.endswith("_") and not key.startswith("_"):
-                setattr(self, key, value)
-        del self._grid_maps
-        return self
 
     def _labels_for_fit(self, y):
         """``y`` as ``_fit_data`` gets it: None for a map without labels (``y`` ignored).
@@ -283,8 +271,10 @@ class FeatureMap(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimato
         """
         check_is_fitted(self)
         X = self._check_input(X, reset=False)
-        if getattr(self, "_grid_maps", None) is not None:
-            return self._grid_transform(X)
+        return self._transform_checked(X)
+
+    def _transform_checked(self, X):
+        """``transform`` of the checked ``X`` (a grid's stacked features: :class:`GammaGridMixin`)."""
         if not isinstance(X, da.Array):
             return self._block(X)
         dtype = self._output_dtype()
@@ -301,24 +291,6 @@ class FeatureMap(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimato
         if not self._sparse_output:  # passes over Z make the features in their tasks
             attach_source(Z, self._block_into, X)
         return Z
-
-    def _grid_transform(self, X):
-        """The stacked features of every gamma of the grid, lazy, with a :class:`GridSource`
-        (:mod:`rfstream.features.grid`); numpy input is wrapped as a dask array."""
-        if not isinstance(X, da.Array):
-            X = da.from_array(X, chunks=(65536, -1), asarray=not sp.issparse(X))
-        maps = self._grid_maps
-        width = sum(m._n_features_out for m in maps)
-        dtype = self._output_dtype()
-        fmt = sp.csr_matrix if self._sparse_output else None
-        Z = X.map_blocks(stacked_block, blocks=tuple(m._block for m in maps), stack=fmt, dtype=dtype,
-                         chunks=(X.chunks[0], (width,)),
-                         meta=(sp.csr_matrix((0, width), dtype=dtype) if fmt else np.empty((0, width), dtype)),
-                         name=f"{type(self).__name__.lower()}-grid-{tokenize(self, X)}")
-        labels = getattr(self, "_grid_labels", tuple(f"{g:g}" for g in self.gamma_grid_))
-        source = GridSource(tuple(m._block_into for m in maps), self._sparse_output, X,
-                            self.gamma_grid_.copy(), labels, self.select_gamma)
-        return attach_grid(Z, source)
 
     def _block_into(self, x, out=None):
         """``_block(x)``, written into the buffer ``out`` (rows x n_out) where the map can.
@@ -345,7 +317,7 @@ class FeatureMap(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimato
 
     def _resolve_gamma(self, X, rng, gamma=None) -> float:
         """One gamma, ``self.gamma`` or the given one: a float, ``"auto"`` or ``"auto*F"``
-        (a grid: :meth:`_resolve_grid`)."""
+        (a grid: :class:`rfstream.features.grid.GammaGridMixin`)."""
         items, _ = gamma_items(self.gamma if gamma is None else gamma)
         return float(resolve_items(items[:1], self._auto_gamma(X, rng, items))[0])
 

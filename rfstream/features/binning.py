@@ -34,7 +34,7 @@ from sklearn.utils._param_validation import Interval
 from ..kernels import auto_gamma
 from .base import GAMMA_CONSTRAINT, FeatureMap
 from .fourier import FOURIER_PARAMETERS, RandomFourierFeatures
-from .grid import gamma_items, needs_auto, resolve_items
+from .grid import GammaGridMixin, gamma_items, needs_auto, resolve_items
 
 _MIX1 = np.uint64(0xBF58476D1CE4E5B9)
 _MIX2 = np.uint64(0x94D049BB133111EB)
@@ -54,7 +54,7 @@ def splitmix64(z):
     return z ^ (z >> np.uint64(31))
 
 
-class RandomBinningFeatures(FeatureMap):
+class RandomBinningFeatures(GammaGridMixin, FeatureMap):
     r"""Random binning features for the Laplacian kernel, sparse.
 
     ``z(x)' z(y)`` is an unbiased estimate (up to hashing collisions, see
@@ -163,7 +163,7 @@ class RandomBinningFeatures(FeatureMap):
 
     def _draw(self, rng, n_features):
         """Pitches and shifts drawn for ``gamma = 1`` (kept) and scaled by ``1 / gamma_``:
-        one draw serves every gamma of a grid (:meth:`_at_gamma`)."""
+        one draw serves every gamma of a grid (:meth:`at_gamma`)."""
         shape = (self.n_grids, n_features)
         self._unit_pitches = rng.gamma(2.0, 1.0, size=shape)
         self._unit_shifts = rng.uniform(0.0, 1.0, size=shape)
@@ -176,7 +176,7 @@ class RandomBinningFeatures(FeatureMap):
         pitches = (1.0 / gamma) * self._unit_pitches  # = rng.gamma(2, 1 / gamma), bit for bit
         return pitches, self._unit_shifts * pitches
 
-    def _at_gamma(self, gamma):
+    def at_gamma(self, gamma):
         """A copy of this fitted map with bandwidth ``gamma``: the same draw, scaled."""
         twin = copy.copy(self)
         twin.gamma_ = float(gamma)

@@ -11,6 +11,7 @@ from sklearn.utils._param_validation import StrOptions
 from ..kernels import frequency_scale
 from ..samplers import SAMPLERS, check_sampler, sample_weights
 from .base import KERNEL_PARAMETERS, FeatureMap
+from .grid import GammaGridMixin
 
 __all__ = ["FOURIER_PARAMETERS", "RandomFourierFeatures", "project_with_offset"]
 
@@ -23,7 +24,7 @@ FOURIER_PARAMETERS = {
 }
 
 
-class RandomFourierFeatures(FeatureMap):
+class RandomFourierFeatures(GammaGridMixin, FeatureMap):
     r"""Random Fourier features for the Gaussian, Laplacian and Cauchy kernels.
 
     Maps ``x`` to ``z(x)`` with ``z(x)' z(y) ~= k(x, y)`` for a shift-invariant
@@ -147,7 +148,7 @@ class RandomFourierFeatures(FeatureMap):
     def _draw(self, rng, n_features):
         """Frequencies drawn for ``gamma = 1`` (float64, kept as ``_unit_weights``) and
         scaled to ``gamma_`` (:func:`rfstream.kernels.frequency_scale`): one draw serves
-        every gamma of a grid (:meth:`_at_gamma`)."""
+        every gamma of a grid (:meth:`at_gamma`)."""
         dtype = self._output_dtype()
         m = self.n_components if self.variant == "cos" else self.n_components // 2
         self._unit_weights = sample_weights(self.sampler, self.kernel, 1.0, n_features, m, rng)
@@ -160,7 +161,7 @@ class RandomFourierFeatures(FeatureMap):
     def _scaled_weights(self, gamma):
         return (frequency_scale(self.kernel, gamma) * self._unit_weights).astype(self._output_dtype())
 
-    def _at_gamma(self, gamma):
+    def at_gamma(self, gamma):
         """A copy of this fitted map with bandwidth ``gamma``: the same draw, scaled."""
         twin = copy.copy(self)
         twin.gamma_, twin.random_weights_ = float(gamma), self._scaled_weights(gamma)

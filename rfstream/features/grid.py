@@ -8,7 +8,7 @@ drawn for ``gamma``, for every sampler (i.i.d., the inverse-CDF quasi-Monte
 Carlo points, the orthogonal blocks).  Random binning's pitches scale as
 ``1 / gamma`` and its shifts with them.  So a map given a list of gammas draws
 its parameters once and makes the map of each gamma by scaling them
-(``_at_gamma``): the features of gamma g are exactly those of a map fitted
+(``at_gamma``, :class:`GammaGridMixin`): the features of gamma g are exactly those of a map fitted
 with ``gamma=g`` and the same seed.  A pass over the data then computes, in
 each task, the features of every gamma from the same rows: G bandwidths cost
 one read of the data (:mod:`rfstream.solvers.grid_pass`).
@@ -34,27 +34,34 @@ from typing import NamedTuple
 import dask.array as da
 import numpy as np
 import scipy.sparse as sp
+from dask.base import tokenize
 
 _ATTRIBUTE = "_rfstream_gamma_grid"
+
+
+def is_gamma_grid(gamma) -> bool:
+    """Whether a ``gamma`` parameter is a grid: a list, tuple or array, or a string
+    with a comma (``"auto*0.5,auto"``).  Its items are not checked (:func:`gamma_items`)."""
+    return isinstance(gamma, (list, tuple, np.ndarray)) or (isinstance(gamma, str) and "," in gamma)
 
 
 def gamma_items(gamma):
     """``(items, is_grid)`` of a ``gamma`` parameter; each item a float > 0, ``"auto"``
     or ``("auto", factor)``.
 
-    A number, ``"auto"`` or ``"auto*F"`` is one item (``is_grid`` False); a list,
-    tuple or 1-d array is a grid, and so is a string with commas.  Raises a
-    ``ValueError`` naming the first bad item.
+    A number, ``"auto"`` or ``"auto*F"`` is one item (``is_grid`` False); a grid
+    (:func:`is_gamma_grid`) is a list of them.  Raises a ``ValueError`` naming the
+    first bad item.
     """
-    if isinstance(gamma, str) and "," in gamma:
+    if not is_gamma_grid(gamma):
+        return [_item(gamma, None)], False
+    if isinstance(gamma, str):
         gamma = gamma.split(",")
-    if isinstance(gamma, (list, tuple, np.ndarray)):
-        values = list(np.asarray(gamma, dtype=object).ravel()) if isinstance(gamma, np.ndarray) else list(gamma)
-        if not values:
-            raise ValueError("gamma is an empty grid; give at least one value (a number > 0, 'auto' "
-                             "or 'auto*F').")
-        return [_item(v, i + 1) for i, v in enumerate(values)], True
-    return [_item(gamma, None)], False
+    values = list(np.asarray(gamma, dtype=object).ravel()) if isinstance(gamma, np.ndarray) else list(gamma)
+    if not values:
+        raise ValueError("gamma is an empty grid; give at least one value (a number > 0, 'auto' "
+                         "or 'auto*F').")
+    return [_item(v, i + 1) for i, v in enumerate(values)], True
 
 
 def _item(value, position):
@@ -154,3 +161,74 @@ def attach_grid(Z, source):
 def grid_source(Z):
     """The :class:`GridSource` of the stacked features of a map with a gamma grid, else None."""
     return getattr(Z, _ATTRIBUTE, None) if isinstance(Z, da.Array) else None
+
+
+class GammaGridMixin:
+    """What a :class:`rfstream.features.FeatureMap` that scales one draw to every gamma
+    needs for a grid (put it before ``FeatureMap`` in the bases; the map defines
+    ``at_gamma(gamma)``, a copy of the fitted map at bandwidth ``gamma``).
+
+    ``fit`` with a grid ``gamma`` resolves it (``"auto"`` computed once) into
+    ``gamma_grid_`` and keeps the map of each gamma; ``transform`` then gives the
+    stacked features with a :class:`GridSource` until :meth:`select_gamma`.
+    """
+
+    shares_draw_across_gamma = True
+
+    def at_gamma(self, gamma):  # pragma: no cover - every map with the mixin defines it
+        """A copy of this fitted map with bandwidth ``gamma``: the same draw, scaled."""
+        raise NotImplementedError
+
+    def _fit_gamma(self, X, rng):
+        self._pending_grid = None
+        if isinstance(self.gamma, str) and self.gamma in self.gamma_words:
+            return super()._fit_gamma(X, rng)
+        items, is_grid = gamma_items(self.gamma)
+        if not is_grid:
+            return super()._fit_gamma(X, rng)
+        auto = self._auto_gamma(X, rng, items)
+        self._grid_labels = tuple(item_label(item) for item in items)
+        self._pending_grid = resolve_items(items, auto)
+        return float(self._pending_grid[0])
+
+    def _fit_done(self):
+        super()._fit_done()
+        grid = self.__dict__.pop("_pending_grid", None)
+        if grid is not None:
+            self.gamma_grid_ = grid
+            self._grid_maps = [self.at_gamma(g) for g in grid]
+        elif hasattr(self, "_grid_maps"):  # refit with one gamma
+            del self._grid_maps
+
+    def select_gamma(self, index):
+        """Make a map fitted with a gamma grid the ordinary map of ``gamma_grid_[index]``
+        (the ridge solver calls this with its choice); returns ``self``."""
+        chosen = self._grid_maps[int(index)]
+        for key, value in vars(chosen).items():
+            if key.endswith("_") and not key.startswith("_"):
+                setattr(self, key, value)
+        del self._grid_maps
+        return self
+
+    def _transform_checked(self, X):
+        if getattr(self, "_grid_maps", None) is None:
+            return super()._transform_checked(X)
+        return self._grid_transform(X)
+
+    def _grid_transform(self, X):
+        """The stacked features of every gamma of the grid, lazy, with a :class:`GridSource`;
+        numpy input is wrapped as a dask array."""
+        if not isinstance(X, da.Array):
+            X = da.from_array(X, chunks=(65536, -1), asarray=not sp.issparse(X))
+        maps = self._grid_maps
+        width = sum(m._n_features_out for m in maps)
+        dtype = self._output_dtype()
+        fmt = sp.csr_matrix if self._sparse_output else None
+        Z = X.map_blocks(stacked_block, blocks=tuple(m._block for m in maps), stack=fmt, dtype=dtype,
+                         chunks=(X.chunks[0], (width,)),
+                         meta=(sp.csr_matrix((0, width), dtype=dtype) if fmt else np.empty((0, width), dtype)),
+                         name=f"{type(self).__name__.lower()}-grid-{tokenize(self, X)}")
+        labels = getattr(self, "_grid_labels", tuple(f"{g:g}" for g in self.gamma_grid_))
+        source = GridSource(tuple(m._block_into for m in maps), self._sparse_output, X,
+                            self.gamma_grid_.copy(), labels, self.select_gamma)
+        return attach_grid(Z, source)

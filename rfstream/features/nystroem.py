@@ -203,6 +203,8 @@ class NystroemFeatures(KernelFeatureMap):
     ((300, 20), (20, 4))
     """
 
+    makes_data_pass = True
+
     def _draw(self, rng, n_features):
         """Nothing to draw on the client: the landmarks come from the pass in ``_fit_data``."""
 

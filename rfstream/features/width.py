@@ -6,19 +6,18 @@ before its first pass, not after the standardizer's moments, ``gamma="auto"``'s
 sample or a data-driven map's own passes.  :func:`planned_features` gives D from
 the parameters alone:
 
-* a data-independent map (no ``_fit_data`` hook) draws its parameters without
+* a data-independent map (``makes_data_pass`` False) draws its parameters without
   data (:meth:`rfstream.features.FeatureMap.for_columns`, at gamma = 1 and seed 0:
   the width depends on neither), so its width is exact;
 * a data-driven map keeps ``n_components`` features, times
-  ``_columns_per_component`` (SES: a cosine and a sine per frequency); Nystroem's
+  ``columns_per_component`` (SES: a cosine and a sine per frequency); Nystroem's
   ``min(n_components, n_rows)`` is planned as ``n_components``;
 * a map with neither says nothing (None) and is checked by the solver itself,
   just before its own passes.
 """
 from __future__ import annotations
 
-from .base import FeatureMap
-from .grid import gamma_items
+from .grid import gamma_items, is_gamma_grid
 
 
 def planned_features(fmap, n_features):
@@ -28,18 +27,17 @@ def planned_features(fmap, n_features):
     draw, :mod:`rfstream.features.grid`; else 1) and whether the features are sparse."""
     n_groups = 1
     gamma = fmap.get_params().get("gamma")
-    if gamma is not None and hasattr(fmap, "_at_gamma"):
-        items, is_grid = gamma_items(gamma)
-        n_groups = len(items) if is_grid else 1
+    if fmap.shares_draw_across_gamma and is_gamma_grid(gamma):
+        n_groups = len(gamma_items(gamma)[0])
     return _width(fmap, int(n_features)), n_groups, bool(getattr(fmap, "_sparse_output", False))
 
 
 def _width(fmap, n_features):
-    if type(fmap)._fit_data is FeatureMap._fit_data:  # data-independent: draw without data
+    if not fmap.makes_data_pass:  # data-independent: draw without data
         params = fmap.get_params(deep=False)
         params["random_state"] = 0  # the width depends on no draw; a Generator stays untouched
         if "gamma" in params:
             params["gamma"] = 1.0
         return int(type(fmap).for_columns(n_features, **params)._n_features_out)
     k = fmap.get_params().get("n_components")
-    return None if k is None else int(k) * int(getattr(fmap, "_columns_per_component", 1))
+    return None if k is None else int(k) * int(fmap.columns_per_component)

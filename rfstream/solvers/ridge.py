@@ -83,6 +83,9 @@ from .weights import check_sample_weight
 
 
 class _BaseStreamingRidge(LinearPredictMixin, BaseEstimator):
+    searches_alpha = True  # a list of alphas is searched by cross-validation
+    searches_gamma = True  # and a gamma grid of a map that shares its draw (features.grid)
+    solves_by_gram = True  # from a D x D Gram: its memory is planned by solvers.memory
     _parameter_constraints: ClassVar[dict] = {
         "alpha": [Interval(Real, 0, None, closed="left"), "array-like"],
         "fit_intercept": ["boolean"],
@@ -106,6 +109,11 @@ class _BaseStreamingRidge(LinearPredictMixin, BaseEstimator):
         self.max_iter = max_iter
         self.pcg_rank = pcg_rank
         self.scoring = scoring
+
+    def check_parameters(self, n_features=None):
+        """Raise what ``fit`` would raise for the parameters alone (scikit-learn's
+        parameter checks); ``n_features`` is not needed.  Returns None."""
+        self._validate_params()
 
     # -- the pass -----------------------------------------------------------
     def _statistics(self, groups, n_features, y, target_fn, n_targets, n_folds, weights, folds):

@@ -81,6 +81,16 @@ class _BaseStreamingSGD(LinearPredictMixin, BaseEstimator):
         "chunks_per_round": [Interval(Integral, 1, None, closed="left"), None],
         "random_state": ["random_state"],
     }
+    #: one alpha, one gamma: no search by cross-validation
+    searches_alpha = False
+    searches_gamma = False
+    #: fitted by epochs of steps (or Newton), not from a Gram
+    solves_by_gram = False
+
+    def check_parameters(self, n_features=None):
+        """Raise what ``fit`` would raise for the parameters alone (scikit-learn's
+        parameter checks); ``n_features`` is not needed.  Returns None."""
+        self._validate_params()
 
     # -- subclass hooks: _task(y) -> task dict, _n_outputs(task), _loss_name()
     def _intercept_scale(self):
