@@ -1,12 +1,12 @@
-"""The application layer: which maps and solvers exist, and fit / evaluate / predict on a dataset.
+"""The application layer: fit / evaluate / predict / transform on a dataset.
 
-A model is a scikit-learn Pipeline, standardizer -> feature map -> solver.  The
-registries below are the extension points: a feature map or solver added here is
-available to ``rfstream fit --features/--solver``, to ``rfstream bench``, to the
-shared contract tests and to every script that calls :func:`fit_dataset`.  For
-dask input the pipeline is lazy up to the solver, whose passes make the features
-inside their tasks (:func:`rfstream.features.feature_source`), so the feature
-matrix is never stored.
+A model is a scikit-learn Pipeline, standardizer -> feature map -> solver (or ending
+in the map: a transformer).  The registries, the one router of a fit's named options
+and the checks before data are in :mod:`rfstream.catalog` (re-exported here); the one
+fit path is :class:`rfstream.jobs.FitJob`; model selection is :mod:`rfstream.selection`.
+For dask input the pipeline is lazy up to the solver, whose passes make the features
+inside their tasks (:func:`rfstream.features.feature_source`), so the feature matrix
+is never stored.
 
 The command line (:mod:`rfstream.cli`), the benchmark harness
 (:mod:`rfstream.bench`), ``examples/`` and ``benchmarks/`` all call this module;
@@ -14,176 +14,35 @@ it knows nothing of argparse.
 """
 from __future__ import annotations
 
-import contextlib
 import time
-from functools import partial
 
 import numpy as np
-from sklearn.base import clone
-from sklearn.pipeline import Pipeline
 
-from . import datadriven as dd
-from . import features as ft
 from . import io
-from . import solvers as sv
-from .datadriven.gamma_loop import fit_gamma_loop
-from .features.grid import gamma_items, item_label
-from .features.width import planned_features
-from .io.checkpoints import dataset_identity, fingerprint_of, model_identity, resumable
-from .io.zarr_source import lazy_array, open_source
+from .catalog import (
+    FEATURES,
+    FIT_DEFAULTS,
+    PARAMETERS,
+    SOLVERS,
+    TASKS,
+    NotApplicable,
+    check_model,
+    feature_map_class,
+    make_model,
+    route,
+    solver_class,
+)
+from .cluster import ensure_run_context
+from .jobs import FitJob, dataset_metadata, open_data, open_weights
 from .metrics import classification_metrics, regression_metrics
-from .preprocess import Standardizer
-from .solvers.cg import check_single_candidate
-from .solvers.memory import check_ridge_memory
-from .solvers.ridge_cv import selection_summary
-from .solvers.targets import planned_targets
 
-#: ``--features`` name -> feature map (a class, or a class with some parameters fixed).
-FEATURES = {
-    "rff": ft.RandomFourierFeatures,
-    "tefm-g": partial(dd.TEFM, method="gaussian"),  # n_components is l, n_random_features d
-    "tefm-s": partial(dd.TEFM, method="srht"),
-    "eerf": dd.EERFFeatures,  # n_components is M, n_candidates M0
-    "lkrf": dd.LKRFFeatures,
-    "arccos": ft.ArcCosineFeatures,
-    "ses": dd.SESFeatures,  # n_components is M frequencies (2 M columns)
-    "binning": ft.RandomBinningFeatures,  # Laplacian kernel, sparse; no n_components
-    "rff+binning": ft.FourierBinningFeatures,
-    "cnm": dd.CompactNonlinearMap,  # learned with the labels, then the solver is refitted on it
-    "circulant": ft.CirculantFeatures,
-    "nystroem": ft.NystroemFeatures,
-}
-#: ``--solver`` name -> estimator per task.
-SOLVERS = {
-    "ridge": {"classification": sv.StreamingRidgeClassifier, "regression": sv.StreamingRidge},
-    "sgd": {"classification": sv.StreamingSGDClassifier, "regression": sv.StreamingSGDRegressor},
-}
-TASKS = ("classification", "regression")
-#: Parameters whose default for a fit on a dataset differs from the estimators' own
-#: (applied to whichever of the map and the solver takes them).
-FIT_DEFAULTS = {"n_components": 1000, "gamma": "auto", "random_state": 0}
+__all__ = ["FEATURES", "FIT_DEFAULTS", "PARAMETERS", "SOLVERS", "TASKS", "NotApplicable", "check_model",
+           "class_names", "data_bytes", "dataset_metadata", "evaluate_dataset", "feature_map_class",
+           "fit_dataset", "load_fitted", "make_model", "open_data", "open_weights", "predict_dataset",
+           "route", "route_params", "solver_class", "transform_dataset"]
 
-
-def feature_map_class(features):
-    """The class behind the ``features`` name (the class of a ``partial``)."""
-    _check_name("features", features, FEATURES)
-    factory = FEATURES[features]
-    return factory.func if isinstance(factory, partial) else factory
-
-
-def solver_class(solver, task):
-    """The estimator of ``solver`` for ``task``."""
-    _check_name("solver", solver, SOLVERS)
-    _check_task(task)
-    return SOLVERS[solver][task]
-
-
-def make_model(task, *, features="rff", solver="ridge", standardize=True, passthrough=None,
-               feature_params=None, solver_params=None):
-    """A Pipeline for ``task`` ("classification" or "regression").
-
-    ``passthrough`` lists columns the standardizer leaves as they are (one-hot
-    columns, see :func:`rfstream.io.onehot_columns`); ``feature_params`` and
-    ``solver_params`` go to the feature map's and the solver's constructors.
-    """
-    _check_name("features", features, FEATURES)
-    _check_name("solver", solver, SOLVERS)
-    _check_task(task)
-    steps = [("standardize", Standardizer(passthrough=passthrough or None))] if standardize else []
-    steps.append(("features", FEATURES[features](**(feature_params or {}))))
-    steps.append(("solver", SOLVERS[solver][task](**(solver_params or {}))))
-    return Pipeline(steps)
-
-
-def check_model(model, n_features, n_targets=None):
-    """Validate every parameter of ``model`` (a Pipeline or one estimator) without data.
-
-    Each step's scikit-learn parameter constraints (``_validate_params``) and a
-    feature map's cross-parameter checks for ``n_features`` input columns
-    (``_check_params``, :class:`rfstream.features.FeatureMap`): the errors ``fit``
-    would raise, raised before the first pass over the data instead of after it.
-    Given ``n_targets`` (:func:`rfstream.solvers.targets.planned_targets`), also the
-    memory of a ridge solver on the map's planned width (a Gram that cannot fit:
-    :func:`rfstream.solvers.memory.check_ridge_memory`, with the workers connected).
-    """
-    steps = [step for _, step in model.steps] if isinstance(model, Pipeline) else [model]
-    if has_gamma_grid(model) and not hasattr(model.named_steps["solver"], "scoring"):
-        raise ValueError(f"a gamma grid (gamma={model.named_steps['features'].gamma!r}) is searched by "
-                         "cross-validation of the ridge solver; use --solver ridge, or give one gamma.")
-    solver = model.named_steps["solver"] if isinstance(model, Pipeline) else model
-    if hasattr(solver, "pcg_rank"):  # ridge: cg and pcg solve one (alpha, gamma)
-        check_single_candidate(solver, grid=has_gamma_grid(model))
-    if loops_over_gamma(model):  # fitted once per gamma: check the map with each
-        fmap = model.named_steps["features"]
-        items, _ = gamma_items(fmap.gamma)
-        maps = [clone(fmap).set_params(gamma=item if isinstance(item, float) else item_label(item))
-                for item in items]
-        steps = [step for step in steps if step is not fmap] + maps
-    for step in steps:
-        if hasattr(step, "_parameter_constraints"):
-            step._validate_params()
-        if hasattr(step, "_check_params"):
-            clone(step)._check_params(int(n_features))
-    fmap = model.named_steps.get("features") if isinstance(model, Pipeline) else None
-    if n_targets is not None and hasattr(solver, "pcg_rank"):
-        width, groups, sparse = planned_features(fmap, n_features) if fmap else (n_features, 1, False)
-        if width is not None:
-            check_ridge_memory(solver, width, n_targets, n_groups=groups, sparse=sparse)
-    return model
-
-
-def loops_over_gamma(model):
-    """Whether ``model`` (a Pipeline) has a gamma grid on a map that draws per gamma
-    (:mod:`rfstream.datadriven.gamma_loop`: one fit per gamma) rather than scaling
-    one draw (:mod:`rfstream.features.grid`: one pass for the whole grid)."""
-    return has_gamma_grid(model) and not hasattr(model.named_steps["features"], "_at_gamma")
-
-
-def has_gamma_grid(model):
-    """Whether the feature map of ``model`` (a Pipeline) is given a list of gammas."""
-    fmap = model.named_steps.get("features") if isinstance(model, Pipeline) else None
-    gamma = fmap.get_params().get("gamma") if fmap is not None else None
-    return isinstance(gamma, (list, tuple, np.ndarray)) or (isinstance(gamma, str) and "," in gamma)
-
-
-def route_params(features, solver, task, params):
-    """Split ``params`` into ``(feature_params, solver_params)`` by who takes each name.
-
-    None values are dropped; :data:`FIT_DEFAULTS` fill what is not given, for the
-    estimators that take them.  A name both take goes to the solver (CNM's own
-    ``alpha`` and ``max_iter`` are set through ``feature_params``), except
-    ``random_state``, which goes to both.  A name that neither
-    the map nor the solver takes is a ``ValueError`` naming it.
-    """
-    map_params = FEATURES[features]().get_params() if features in FEATURES else {}
-    solver_params = solver_class(solver, task)().get_params()
-    given = {k: v for k, v in {**FIT_DEFAULTS, **params}.items() if v is not None}
-    to_map, to_solver = {}, {}
-    for key, value in given.items():
-        if key in solver_params:
-            to_solver[key] = value
-        if key in map_params and (key not in solver_params or key == "random_state"):
-            to_map[key] = value
-        if key not in map_params and key not in solver_params and key not in FIT_DEFAULTS:
-            raise ValueError(f"{key!r} is a parameter of neither features={features!r} nor "
-                             f"solver={solver!r} ({task}).")
-    return to_map, to_solver
-
-
-def open_data(data, *, storage_options=None, x_array="X", y_array="y", task=None):
-    """``(X, y, attrs)`` of a dataset: a local path, a URL, a zarr store or Group, or an
-    xarray Dataset (:func:`rfstream.io.open_dataset`), arrays chosen by name.
-
-    ``task`` ("classification" or "regression") overrides the dataset's own (or the
-    one inferred from y's dtype for a store without rfstream's attributes).
-    """
-    names = {"x": x_array, "y": y_array, "storage_options": storage_options}
-    X, y = io.open_dataset(data, **names)
-    attrs = io.dataset_info(data, **names)["attrs"]
-    if task is not None:
-        _check_task(task)
-        attrs = {**attrs, "task": task}
-    return X, y, attrs
+#: the router's former name
+route_params = route
 
 
 def data_bytes(data, *, storage_options=None, x_array="X"):
@@ -192,87 +51,40 @@ def data_bytes(data, *, storage_options=None, x_array="X"):
     return int(np.prod(info["shape"], dtype=np.int64)) * np.dtype(info["dtype"]).itemsize
 
 
-def open_weights(data, name, X, *, storage_options=None):
-    """The dataset's array ``name`` as row weights: lazy, 1-D, with ``X``'s row chunks."""
-    w = lazy_array(open_source(data, storage_options), name)
-    if w.ndim == 2 and w.shape[1] == 1:
-        w = w[:, 0]
-    if w.shape != (X.shape[0],):
-        raise ValueError(f"{data}: the weight array {name!r} has shape {w.shape}; sample weights need "
-                         f"one number per row of X, shape ({X.shape[0]},).")
-    return w.rechunk({0: X.chunks[0]}) if hasattr(X, "chunks") and w.chunks[0] != X.chunks[0] else w
-
-
-def dataset_metadata(data, X, attrs):
-    """What a saved model records of the dataset it was fitted on."""
-    return {"path": str(data), "n_rows": int(X.shape[0]), "n_features": int(X.shape[1]),
-            "task": attrs.get("task"), "classes": attrs.get("classes"),
-            "feature_names": attrs.get("feature_names"), "categorical": attrs.get("categorical")}
-
-
 def fit_dataset(data, *, features="rff", solver="ridge", standardize=True, out=None, overwrite=False,
                 X=None, y=None, attrs=None, feature_params=None, solver_params=None,
                 storage_options=None, x_array="X", y_array="y", task=None, model=None,
-                sample_weight=None, checkpoint=None, restart=False, **params):
+                sample_weight=None, checkpoint=None, restart=False, report=None, progress=None, **params):
     """Fit a model on a Zarr dataset (or on given dask arrays) and save it to ``out``.
 
     ``data`` and ``out`` are local paths or URLs (``storage_options`` for their
-    filesystems; ``x_array``/``y_array``/``task`` as in :func:`open_data`).
-    ``params`` (e.g. ``n_components=2000, alpha=[0.1, 1, 10]``) go to the feature map
-    or the solver, whichever takes them (:func:`route_params`); ``feature_params``
-    and ``solver_params`` name the receiver explicitly (needed for a name both take,
-    such as SGD's ``solver``).  ``model`` is a Pipeline built already (the CLI builds
-    and checks it before connecting); then those arguments are not used.
-    ``X, y, attrs`` replace the dataset's own arrays and attributes (e.g. a training
-    split).  ``sample_weight`` names an array of the dataset (or is an array) of row
-    weights, passed as ``model.fit(X, y, solver__sample_weight=w)``.  Every parameter
-    is checked (:func:`check_model`) before the first pass.  ``checkpoint`` (a path or URL):
-    each pass is stored there and a rerun resumes after the last completed one
-    (:mod:`rfstream.io.checkpoints`; ``restart`` starts over); removed once the fit is done
-    and saved.  Returns ``(model, metadata)``.
+    filesystems; ``x_array``/``y_array``/``task`` as in :func:`open_data`).  ``params``
+    are the named options of :data:`rfstream.catalog.PARAMETERS` (every option of
+    ``rfstream fit``, by the flag's name: ``n_components=2000, alpha=[0.1, 1, 10],
+    ridge_solver="pcg", epochs=5``) or any parameter of the map or the solver, routed by
+    :func:`rfstream.catalog.route`; ``feature_params`` and ``solver_params`` name the
+    receiver explicitly.  ``solver=None`` fits a transformer (the pipeline ends in the map;
+    no labels needed).  ``standardize=False`` is ``--no-standardize``.  ``model`` is a
+    Pipeline built already; then those arguments are not used.  ``X, y, attrs`` replace the
+    dataset's own arrays and attributes (e.g. a training split).  ``sample_weight`` names
+    an array of the dataset (or is an array) of row weights.  Every parameter is checked
+    (:func:`check_model`) before the first pass.  ``checkpoint`` (a path or URL): each pass
+    is stored there and a rerun resumes after the last completed one
+    (:mod:`rfstream.io.checkpoints`; ``restart`` starts over); removed once the model is
+    saved.  ``report``: the CV heat map beside the model (None: when matplotlib is
+    installed).  ``progress``: "auto", "always" or "never" for this fit's passes (default:
+    the process's, :func:`rfstream.cluster.set_progress`).  Runs on the current scheduler
+    (:func:`rfstream.cluster.connect`).  Returns ``(model, metadata)``.
     """
-    if X is None:
-        X, y, attrs = open_data(data, storage_options=storage_options, x_array=x_array,
-                                y_array=y_array, task=task)
-    task = attrs.get("task")
-    if y is None or task not in TASKS:
-        raise ValueError(f"{data} has no labels (task={task!r}); fit needs a labelled dataset "
-                         "(name the label array with y_array= / --y-array, the task with --task).")
-    if out is not None and not overwrite and io.as_location(out, storage_options).exists():
-        raise FileExistsError(f"{out} already exists; pass --overwrite to replace it.")
-    if model is None:
-        routed_map, routed_solver = route_params(features, solver, task, params)
-        model = make_model(task, features=features, solver=solver, standardize=standardize,
-                           passthrough=io.onehot_columns(attrs),
-                           feature_params={**routed_map, **(feature_params or {})},
-                           solver_params={**routed_solver, **(solver_params or {})})
-    check_model(model, X.shape[1], planned_targets(task, attrs.get("classes"), y))
-    fit_params = {}
-    if sample_weight is not None:
-        weights = sample_weight
-        if isinstance(sample_weight, str):
-            weights = open_weights(data, sample_weight, X, storage_options=storage_options)
-        fit_params["solver__sample_weight"] = weights
-    t0 = time.perf_counter()
-    store = contextlib.nullcontext() if checkpoint is None else resumable(
-        checkpoint, fingerprint_of(model_identity(model), dataset_identity(X, attrs)), restart=restart,
-        description=f"fit_dataset({data}, {model!r})"[:400], storage_options=storage_options)
-    with store as stored:
-        model = fit_gamma_loop(model, X, y, **fit_params) if loops_over_gamma(model) else model.fit(
-            X, y, **fit_params)  # a gamma grid on a map that cannot share its passes: one fit per gamma
-    meta = {"dataset": dataset_metadata(data, X, attrs), "fit_seconds": round(time.perf_counter() - t0, 3)}
-    selection = selection_summary(model.named_steps["solver"], model.named_steps.get("features"))
-    if selection:
-        meta["selection"] = selection
-    if isinstance(sample_weight, str):
-        meta["sample_weight"] = sample_weight
-    meta.update(passes_reused=stored.reused) if stored is not None else None
-    if out is not None:
-        io.save_model(model, out, metadata=meta, overwrite=overwrite, storage_options=storage_options)
-    if stored is not None:
-        stored.remove()
+    job = FitJob(data, features=features, solver=solver, standardize=standardize, out=out,
+                 overwrite=overwrite, X=X, y=y, attrs=attrs, feature_params=feature_params,
+                 solver_params=solver_params, storage_options=storage_options, x_array=x_array,
+                 y_array=y_array, task=task, model=model, sample_weight=sample_weight, checkpoint=checkpoint,
+                 restart=restart, report=report, **params)
+    with ensure_run_context(progress), job.resumable():
+        model, meta = job.fit()
+    job.save()
     return model, meta
-
 
 
 def load_fitted(model_path, *, storage_options=None):
@@ -343,41 +155,62 @@ def class_names(classes, meta):
 
 
 def predict_dataset(model_path, data, out, *, overwrite=False, storage_options=None, x_array="X",
-                    scores=False):
+                    scores=False, outputs=None):
     """Predict every row of a dataset with a saved model; write them to the Zarr ``out``.
 
     Every location may be a URL (``storage_options`` for its filesystem); the
-    workers read their rows and write their predictions themselves.  ``scores``
-    (classifiers) also writes array ``scores``: the class probabilities (n, K) of a
-    model with ``predict_proba``, else its decision values ((n,) for two classes,
-    positive ``classes[1]``; (n, K) otherwise), from the same computation of the
-    features as the labels.  Returns the number of rows.
+    workers read their rows and write their predictions themselves.  Array ``y_pred``
+    holds the predictions.  ``scores`` (classifiers) also writes array ``scores``: the
+    class probabilities (n, K) of a model with ``predict_proba``, else its decision
+    values ((n,) for two classes, positive ``classes[1]``; (n, K) otherwise), from the
+    same computation of the features as the labels.  ``outputs`` maps more array names
+    to functions ``(model, X) -> array`` with X's rows (e.g. ``{"std": ...}``), written
+    beside them by the same tasks.  Returns the number of rows.
     """
     model, meta = load_fitted(model_path, storage_options=storage_options)
+    if not hasattr(model, "predict"):
+        raise ValueError(f"{model_path} is a transformer, which does not predict; use "
+                         "transform_dataset (rfstream transform) to write its output.")
     X, _, attrs = open_data(data, storage_options=storage_options, x_array=x_array, y_array=None)
     check_schema(meta, attrs, X, data)
     trained = meta.get("dataset", {})
     extra = {"model": str(model_path), "data": str(data), "task": trained.get("task"),
              "classes": trained.get("classes")}
-    values = None
+    arrays = {}
     if scores:
         if trained.get("task") != "classification" or not hasattr(model, "decision_function"):
-            raise ValueError(f"--scores needs a classifier; {model_path} is a {trained.get('task')} "
+            raise ValueError(f"scores=True needs a classifier; {model_path} is a {trained.get('task')} "
                              "model, whose predictions are its values.")
         kind = "predict_proba" if hasattr(model, "predict_proba") else "decision_function"
-        values = getattr(model, kind)(X)
+        arrays["scores"] = getattr(model, kind)(X)
         extra.update(scores=kind, score_classes=class_names(np.asarray(model.classes_), meta))
-    io.write_predictions(model.predict(X), out, scores=values, overwrite=overwrite,
-                         storage_options=storage_options, attrs=extra)
+    arrays.update({name: make(model, X) for name, make in (outputs or {}).items()})
+    with ensure_run_context():
+        io.write_predictions(model.predict(X), out, arrays=arrays, overwrite=overwrite,
+                             storage_options=storage_options, attrs=extra)
     return int(X.shape[0])
 
 
-def _check_name(kind, name, registry):
-    if name not in registry:
-        raise ValueError(f"{kind} must be one of {sorted(registry)}; got {name!r}.")
-
-
-def _check_task(task):
-    if task not in TASKS:
-        raise ValueError(f"task must be 'classification' or 'regression'; got {task!r} (a dataset "
-                         "without labels cannot be fitted).")
+def transform_dataset(model_path, data, out, *, overwrite=False, storage_options=None, x_array="X",
+                      rows_per_chunk=None):
+    """Write a saved transformer's output (a model fitted with ``solver=None``) for every row
+    of a dataset as the X of a new Zarr dataset ``out`` (staged; local or a URL), by the
+    workers, block by block; the dataset's labels, when it has them, are kept as its y.
+    Returns the output's shape."""
+    model, meta = load_fitted(model_path, storage_options=storage_options)
+    if hasattr(model, "predict") or not hasattr(model, "transform"):
+        raise ValueError(f"{model_path} ends in a solver; transform_dataset needs a transformer "
+                         "(fitted with solver=None); use predict_dataset for predictions.")
+    X, y, attrs = open_data(data, storage_options=storage_options, x_array=x_array)
+    check_schema(meta, attrs, X, data)
+    Z = model.transform(X)
+    if getattr(Z, "_meta", None) is not None and not isinstance(Z._meta, np.ndarray):
+        raise ValueError(f"{model_path} makes sparse features, which a Zarr dataset does not hold; "
+                         "transform with a dense feature map.")
+    keep = {k: attrs[k] for k in ("task", "classes") if k in attrs and y is not None}
+    with ensure_run_context():
+        io.write_dataset(out, Z, y, attrs={**keep, "transformed_by": str(model_path), "source": str(data),
+                                           "feature_names": [f"z{j}" for j in range(Z.shape[1])]},
+                         rows_per_chunk=rows_per_chunk or max(X.chunks[0][0], 1), overwrite=overwrite,
+                         storage_options=storage_options)
+    return tuple(int(s) for s in Z.shape)

@@ -8,7 +8,7 @@ Four rules, each a test whose failure names the file and the offending import:
 * no upward import across the layers, lowest first::
 
       core (the flat modules at the top of rfstream/) < io < datasets < features
-      < solvers < datadriven < pipeline < bench, cli
+      < solvers < datadriven < selection < catalog < jobs < pipeline < bench, cli
 
   (``rfstream/__init__.py`` is the facade and may import anything);
 * no module over 400 lines;
@@ -33,8 +33,9 @@ CORE = {"kernels", "samplers", "random", "reductions", "hadamard", "cluster", "p
         "metrics", "_validation", "_version"}
 #: layer of each part of the package; a module may import its own layer and those below
 LAYERS = {"core": 0, "io": 1, "datasets": 2, "features": 3, "solvers": 4, "datadriven": 5,
-          "pipeline": 6, "models": 6, "bench": 7, "cli": 7,  # models: pipeline's deprecated alias
-          "__main__": 7}  # python -m rfstream: a front end, as cli
+          "selection": 6, "catalog": 7, "jobs": 8,  # the search room; registries and router; the fit path
+          "pipeline": 9, "models": 9, "bench": 10, "cli": 10,  # models: pipeline's deprecated alias
+          "__main__": 10}  # python -m rfstream: a front end, as cli
 
 
 def module_name(path: Path) -> str:

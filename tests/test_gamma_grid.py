@@ -293,9 +293,9 @@ def test_cli_bad_grid_one_line(tmp_path, prepared, capsys, gamma, match):
 
 
 def test_cli_report_needs_matplotlib(tmp_path, prepared, capsys, monkeypatch):
-    from rfstream.cli import commands
+    from rfstream import selection
 
-    monkeypatch.setattr(commands, "have_matplotlib", lambda: False)
+    monkeypatch.setattr(selection, "have_matplotlib", lambda: False)
     data = prepared("magic_gamma", test=False)[0]
     code = cli.main(["fit", str(data), "--out", str(tmp_path / "m"), "--alpha", "1,2", "--report"])
     assert code == 2 and "pip install 'rfstream[plot]'" in capsys.readouterr().err

@@ -202,7 +202,7 @@ def test_fit_predict_evaluate_dataset_on_threads(dataset, tmp_path):
         assert stored.attrs["task"] == "classification" and stored.attrs["classes"] == ["in", "out"]
         result = pipeline.evaluate_dataset(loaded, loaded_meta, dataset)
         assert result["value"] == pytest.approx(np.mean(expected != compute(y)))
-        with pytest.raises(FileExistsError, match="already exists; pass --overwrite"):
+        with pytest.raises(FileExistsError, match="already exists; pass overwrite=True"):
             pipeline.fit_dataset(dataset, n_components=8, out=tmp_path / "m")
 
 

@@ -24,7 +24,8 @@ from ..cluster import run_context, set_progress
 from ..io.location import as_storage_error
 from . import arguments as a
 from . import commands
-from .options import UserError, add_fit_options
+from ..catalog import NotApplicable
+from .options import UserError, add_fit_options, cli_message, flag_error
 from .resume import Stopped, install_signal_handlers, lost_cluster, restore_signal_handlers
 
 __all__ = ["UserError", "build_parser", "main"]
@@ -104,7 +105,9 @@ def main(argv=None):
             exc = as_storage_error(exc, "storage", "failed")
         if exc is None or os.environ.get("RFSTREAM_DEBUG"):
             raise
-        message = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        if isinstance(exc, NotApplicable):
+            exc = flag_error(exc)
+        message = cli_message(str(exc).splitlines()[0]) if str(exc) else type(exc).__name__
         print(f"rfstream: error: {message}", file=sys.stderr)
         return EXIT_USER_ERROR
     except KeyboardInterrupt:  # a SIGINT before the handlers were installed

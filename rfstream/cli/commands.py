@@ -18,15 +18,14 @@ import time
 import warnings
 from pathlib import Path
 
-import numpy as np
 
 from .. import io, pipeline
 from ..cluster import connect
 from ..io.convert import source_files
-from ..io import checkpoints
+from ..jobs import FitJob
+from ..selection import HEATMAP_FILE
 from . import resume
-from .options import UserError, split_params
-from .report import HEATMAP_FILE, cv_heatmap_png, have_matplotlib
+from .options import FIT_OPTIONS
 
 
 def _write_json(data, location):
@@ -87,56 +86,26 @@ def _convert(args):
     return summary
 
 
+def fit_options(args):
+    """The keywords of :func:`rfstream.pipeline.fit_dataset` from ``rfstream fit``'s arguments:
+    every option under its own name (:data:`rfstream.catalog.PARAMETERS`), ``--no-standardize``
+    as ``standardize=False``, ``--no-checkpoint`` as ``checkpoint=None``."""
+    named = {option.name: getattr(args, option.dest) for option in FIT_OPTIONS}
+    return {**named, "features": args.features, "solver": args.solver, "standardize": not args.no_standardize,
+            "out": args.out, "overwrite": args.overwrite, "task": args.task, "sample_weight": args.sample_weight,
+            "checkpoint": resume.checkpoint_location(args), "restart": args.restart,
+            "report": True if args.report else None, **_source(args)}
+
+
 def cmd_fit(args):
-    X, y, attrs = pipeline.open_data(args.data, task=args.task, **_source(args))  # lazy: nothing read
-    task = attrs.get("task")
-    if y is None or task not in pipeline.TASKS:
-        raise UserError(f"{args.data} has no labels (task={task!r}); fit needs a labelled dataset "
-                        "(--y-array names the labels, --task the task).")
-    feature_params, solver_params = split_params(args, args.features, args.solver, task)
-    model = pipeline.make_model(task, features=args.features, solver=args.solver,
-                                standardize=not args.no_standardize, passthrough=io.onehot_columns(attrs),
-                                feature_params=feature_params, solver_params=solver_params)
-    pipeline.check_model(model, X.shape[1])
-    if args.sample_weight is not None:
-        pipeline.open_weights(args.data, args.sample_weight, X, storage_options=args.storage_options)
-    if not args.overwrite and io.as_location(args.out, args.storage_options).exists():
-        raise FileExistsError(f"{args.out} already exists; pass --overwrite to replace it.")
-    if args.report and not have_matplotlib():
-        raise UserError("--report draws the CV heat map with matplotlib, which is not installed; "
-                        "pip install 'rfstream[plot]', or leave --report out.")
-    where = resume.checkpoint_location(args)
-    digest, description = resume.fingerprint(args, X, attrs)
-    store = (contextlib.nullcontext() if where is None else
-             checkpoints.resumable(where, digest, restart=args.restart, description=description,
-                                   storage_options=args.storage_options))
-    with _warnings_as_lines(), store as checkpoint, resume.quiet_client_logs(args.scheduler), _connect(args, X=X):
-        model, meta = pipeline.fit_dataset(
-            args.data, model=model, X=X, y=y, attrs=attrs, out=None,
-            sample_weight=args.sample_weight, storage_options=args.storage_options)
-    selection, files = meta.get("selection"), {}
-    if selection and (args.report or have_matplotlib()):
-        files[HEATMAP_FILE] = cv_heatmap_png(selection, title=f"{args.features} on "
-                                             f"{io.as_location(args.data).name}: mean CV {selection['scoring']}")
-    io.save_model(model, args.out, metadata=meta, overwrite=args.overwrite,
-                  storage_options=args.storage_options, files=files)
-    if checkpoint is not None:  # the model is safe: the passes are no longer needed
-        checkpoint.remove()
+    job = FitJob(args.data, **fit_options(args))  # every check before the cluster starts
+    with _warnings_as_lines(), job.resumable(), resume.quiet_client_logs(args.scheduler), _connect(args, X=job.X):
+        job.fit()
+    job.save(title=f"{args.features} on {io.as_location(args.data).name}: mean CV "
+                   f"{job.meta.get('selection', {}).get('scoring')}")
     if not args.quiet:
-        solver = model.named_steps["solver"]
-        summary = {"model": str(args.out), "rows": meta["dataset"]["n_rows"],
-                   "alpha": getattr(solver, "alpha_", solver.alpha),
-                   "gamma": getattr(model.named_steps["features"], "gamma_", None),
-                   "fit_seconds": meta["fit_seconds"]}
-        if checkpoint is not None and checkpoint.reused:
-            summary.update(resumed=True, passes_reused=checkpoint.reused)
-        if getattr(solver, "n_iter_", None) is not None:  # ridge: 1-2, or 1 + the CG iterations
-            summary["passes"] = int(np.max(solver.n_iter_))
-        if selection:  # lists of alphas or gammas: the CV table (mean and std per candidate)
-            summary["cv"] = {"scoring": selection["scoring"], **selection["cv"],
-                             "best_score": selection["best_score"]}
-            summary.update({key: selection[key] for key in ("edge",) if key in selection})
-        if files:
+        summary = job.summary()
+        if job.saved_files:
             summary["report"] = str(io.model_root(args.out, args.storage_options).child(HEATMAP_FILE))
         _print_json(summary)
 

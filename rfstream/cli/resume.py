@@ -2,10 +2,10 @@
 
 A fit stores every completed pass in a checkpoint (:mod:`rfstream.io.checkpoints`),
 ``--checkpoint DIR`` or ``OUT.checkpoint`` beside the model, removed once the model is
-saved.  The checkpoint is tied to the job by :func:`fingerprint`: the command's
-arguments (all but where things go and how they are shown: ``--out``, ``--checkpoint``,
-``--scheduler``, ``--progress``...), the dataset's identity (its location, the
-arrays' shapes and chunks, its attributes) and rfstream's version.
+saved.  The checkpoint is tied to the job by :meth:`rfstream.jobs.FitJob.fingerprint`,
+the same for the CLI and the API: the model's parameters, the dataset's identity (the
+arrays' shapes and chunks, its attributes) and rfstream's version, never the command
+line (which may hold credentials).
 
 SIGTERM (a batch system's walltime, a pod's eviction) and SIGINT (Ctrl-C) raise
 :class:`Stopped` in the main thread: the running pass is abandoned, the cluster is
@@ -22,12 +22,6 @@ import logging
 import os
 import signal
 
-from .._version import __version__
-from ..io.checkpoints import dataset_identity, fingerprint_of
-
-#: arguments that say where things go or how they are shown, not what is fitted
-NOT_IN_FINGERPRINT = {"func", "out", "checkpoint", "no_checkpoint", "restart", "overwrite", "report",
-                      "scheduler", "progress", "quiet"}
 
 CHECKPOINT_SUFFIX = ".checkpoint"
 
@@ -65,15 +59,6 @@ def checkpoint_location(args):
     if args.no_checkpoint:
         return None
     return args.checkpoint or str(args.out).rstrip("/") + CHECKPOINT_SUFFIX
-
-
-def fingerprint(args, X, attrs):
-    """``(digest, description)`` of the job: see the module docstring."""
-    command = {k: v for k, v in sorted(vars(args).items()) if k not in NOT_IN_FINGERPRINT}
-    digest = fingerprint_of("rfstream fit", command, dataset_identity(X, attrs))
-    options = ", ".join(f"{k}={v}" for k, v in command.items() if v not in (None, False) and k != "data")
-    description = f"rfstream {__version__} fit {args.data} ({options[:300]})"
-    return digest, description
 
 
 def lost_cluster(exc):

@@ -24,22 +24,31 @@ def _regular(a, rows):
     return a.rechunk({0: rows, **{axis: -1 for axis in range(1, a.ndim)}})
 
 
-def write_predictions(pred, path, *, scores=None, attrs=None, overwrite=False, storage_options=None):
+def write_predictions(pred, path, *, scores=None, arrays=None, attrs=None, overwrite=False,
+                      storage_options=None):
     """Store ``pred`` (numpy or lazy dask, rows first) as array ``y_pred`` of a Zarr group,
-    and ``scores`` (same rows; optional) as array ``scores``.
+    ``scores`` (same rows; optional) as array ``scores``, and each of ``arrays`` (a dict of
+    more named outputs with the same rows: ``std``, ``lower``, ...) under its name.
 
-    ``path`` is a local directory or a URL; the workers write their own blocks.
+    ``path`` is a local directory or a URL; the workers write their own blocks, all
+    arrays of a block from one computation when they share their graph.
     """
+    named = {} if scores is None else {"scores": scores}
+    named.update(arrays or {})
+    for name in named:
+        if not (isinstance(name, str) and name.isidentifier() and name != "y_pred"):
+            raise ValueError(f"an output array's name must be a Python identifier other than 'y_pred'; "
+                             f"got {name!r}.")
     with staging(as_location(path, storage_options), overwrite) as store:
         group = writable_group(store)
         group.attrs.update({k: v for k, v in (attrs or {}).items()})
         pred = pred if isinstance(pred, da.Array) else da.from_array(np.asarray(pred))
         rows = max(pred.chunks[0][0], 1)
         sources = {"y_pred": _regular(pred, rows)}
-        if scores is not None:
-            if scores.shape[0] != pred.shape[0]:
-                raise ValueError(f"scores have {scores.shape[0]} rows but the predictions {pred.shape[0]}.")
-            sources["scores"] = _regular(scores, rows)
+        for name, values in named.items():
+            if values.shape[0] != pred.shape[0]:
+                raise ValueError(f"{name} has {values.shape[0]} rows but the predictions {pred.shape[0]}.")
+            sources[name] = _regular(values, rows)
         targets = [group.create_array(name, shape=a.shape, dtype=a.dtype, chunks=tuple(c[0] for c in a.chunks))
                    for name, a in sources.items()]
         stored = da.store(list(sources.values()), targets, lock=False, compute=False)

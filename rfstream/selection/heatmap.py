@@ -1,9 +1,9 @@
-"""The cross-validation surface of a fit as a heat map PNG (``rfstream fit --report``).
+"""The cross-validation surface of a fit as a heat map PNG (``report=True``, ``rfstream fit --report``).
 
-One cell per (gamma, alpha) of the CV table that :func:`rfstream.solvers.ridge_cv.selection_summary`
+One cell per (gamma, alpha) of the CV table that :func:`rfstream.selection.selection_summary`
 gives: its mean score, the chosen cell framed.  With one gamma the map is a single
 row.  matplotlib is optional (``pip install rfstream[plot]``): without it
-``--report`` is a one-line error and the automatic report is skipped.
+``report=True`` is an error and the automatic report is skipped.
 """
 from __future__ import annotations
 

@@ -1,8 +1,8 @@
-"""A gamma grid for the data-driven maps: one fit per gamma, the best by cross-validation.
+"""A gamma grid for the maps that draw per gamma: one fit per gamma, the best by cross-validation.
 
-The data-independent maps search a grid in the ridge solver's two passes
-(:mod:`rfstream.features.grid`, :mod:`rfstream.solvers.grid_pass`).  A
-data-driven map cannot share its passes between gammas: TEFM's range finder,
+The maps that scale one draw to every gamma (``shares_draw_across_gamma``) search a
+grid in the ridge solver's two passes (:mod:`rfstream.features.grid`,
+:mod:`rfstream.solvers.grid_pass`).  A data-driven map cannot share its passes between gammas: TEFM's range finder,
 SES's sketch, EERF's and LKRF's scores of a candidate pool are computed on the
 features of one gamma, so the passes that fit the map depend on gamma.  Here a
 Pipeline (standardizer, map, ridge) is fitted once per gamma, each fit with the
@@ -28,9 +28,6 @@ def fit_gamma_loop(model, X, y, **fit_params):
     its solver's ``cv_results_`` holding every (gamma, alpha) as a grid searched in one
     pass would (:func:`rfstream.solvers.cv_scores.cv_table`)."""
     solver = model.named_steps["solver"]
-    if not hasattr(solver, "scoring") or not hasattr(solver, "cv"):
-        raise ValueError(f"a gamma grid is searched by cross-validation of the ridge solver; got "
-                         f"{type(solver).__name__}. Use --solver ridge, or give one gamma.")
     items, _ = gamma_items(model.named_steps["features"].gamma)
     labels = [item_label(item) for item in items]
     alphas = list(np.atleast_1d(np.asarray(solver.alpha, dtype=np.float64)))

@@ -1,0 +1,264 @@
+"""Which maps and solvers exist, how a fit's parameters reach them, and the checks before data.
+
+The registries :data:`FEATURES` and :data:`SOLVERS` are the extension points: a
+map or solver added here is available to ``rfstream fit --features/--solver``, to
+:func:`rfstream.pipeline.fit_dataset`, to ``rfstream bench`` and to the shared
+contract tests.  :data:`PARAMETERS` is the one table of a fit's named options: the
+keyword of :func:`rfstream.pipeline.fit_dataset` and, spelt with dashes, the flag
+of ``rfstream fit`` (``ridge_solver`` / ``--ridge-solver``), with the estimator
+parameter it sets and who takes it.  :func:`route` is the one router from those
+names to the map's and the solver's parameters, used by the API and the CLI alike
+(the CLI adds only argparse types and help texts, :mod:`rfstream.cli.options`).
+"""
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from functools import partial
+
+from sklearn.base import clone
+from sklearn.pipeline import Pipeline
+
+from . import datadriven as dd
+from . import features as ft
+from . import solvers as sv
+from .features.width import planned_features
+from .preprocess import Standardizer
+from .selection import check_search, gamma_candidates
+from .solvers.memory import check_ridge_memory
+
+#: ``features`` name -> feature map (a class, or a class with some parameters fixed).
+FEATURES = {
+    "rff": ft.RandomFourierFeatures,
+    "tefm-g": partial(dd.TEFM, method="gaussian"),  # n_components is l, n_random_features d
+    "tefm-s": partial(dd.TEFM, method="srht"),
+    "eerf": dd.EERFFeatures,  # n_components is M, n_candidates M0
+    "lkrf": dd.LKRFFeatures,
+    "arccos": ft.ArcCosineFeatures,
+    "ses": dd.SESFeatures,  # n_components is M frequencies (2 M columns)
+    "binning": ft.RandomBinningFeatures,  # Laplacian kernel, sparse; no n_components
+    "rff+binning": ft.FourierBinningFeatures,
+    "cnm": dd.CompactNonlinearMap,  # learned with the labels, then the solver is refitted on it
+    "circulant": ft.CirculantFeatures,
+    "nystroem": ft.NystroemFeatures,
+}
+#: ``solver`` name -> estimator per task.  A pipeline may also end in its map
+#: (``solver=None``): a transformer, fitted without labels.
+SOLVERS = {
+    "ridge": {"classification": sv.StreamingRidgeClassifier, "regression": sv.StreamingRidge},
+    "sgd": {"classification": sv.StreamingSGDClassifier, "regression": sv.StreamingSGDRegressor},
+}
+TASKS = ("classification", "regression")
+#: Parameters whose default for a fit on a dataset differs from the estimators' own
+#: (applied to whichever of the map and the solver takes them).
+FIT_DEFAULTS = {"n_components": 1000, "gamma": "auto", "random_state": 0}
+
+
+@dataclass(frozen=True)
+class Parameter:
+    """One named option of a fit (a row of :data:`PARAMETERS`).
+
+    ``name`` is the keyword of :func:`rfstream.pipeline.fit_dataset` (the CLI flag is
+    ``--`` + ``name`` with dashes); ``param`` the estimator parameter it sets.
+    ``target``: "features" (a map parameter, refused by maps that do not take it),
+    "solver" (``solvers`` limits it to some solver names) or "both".  A ``shared``
+    option is one most maps take: at that value (its usual default) it is silently
+    left out for a map without it.  ``default``: the fit's own default when it
+    differs from the estimators' (:data:`FIT_DEFAULTS`).
+    """
+
+    name: str
+    param: str | None = None
+    target: str = "features"
+    solvers: tuple | None = None
+    shared: object = None
+    default: object = None
+
+    @property
+    def parameter(self):
+        return self.param or self.name
+
+
+def _table(*rows):
+    return {row.name: row for row in rows}
+
+
+PARAMETERS = _table(
+    Parameter("n_components", shared=FIT_DEFAULTS["n_components"], default=FIT_DEFAULTS["n_components"]),
+    Parameter("kernel", shared="gaussian"),
+    Parameter("gamma", shared="auto", default=FIT_DEFAULTS["gamma"]),
+    Parameter("sampler", shared="mc"),
+    Parameter("variant", shared="cos"),
+    *(Parameter(name) for name in ("n_random_features", "n_candidates", "subsample", "base", "score_mode",
+                                   "rho", "degree", "n_pairs", "reg", "weights", "n_grids", "n_bins",
+                                   "objective", "structure", "theta_step", "theta_schedule", "theta_t0",
+                                   "multiclass")),
+    Parameter("power_iter", "n_power_iter"),
+    Parameter("alpha", target="solver"),
+    Parameter("loss", target="solver", solvers=("sgd",)),
+    Parameter("epochs", "max_iter", target="solver", solvers=("sgd",)),
+    Parameter("sgd_solver", "solver", target="solver", solvers=("sgd",)),
+    Parameter("cv", target="solver", solvers=("ridge",)),
+    Parameter("ridge_solver", "solver", target="solver", solvers=("ridge",)),
+    Parameter("pcg_rank", target="solver", solvers=("ridge",)),
+    Parameter("cg_max_iter", "max_iter", target="solver", solvers=("ridge",)),
+    Parameter("cg_tol", "tol", target="solver", solvers=("ridge",)),
+    Parameter("scoring", target="solver", solvers=("ridge",)),
+    Parameter("random_state", target="both", default=FIT_DEFAULTS["random_state"]),
+)
+
+
+class NotApplicable(ValueError):
+    """A named option given to a map or solver that does not take it.
+
+    ``name`` is the option (a :data:`PARAMETERS` key); ``features`` the map's name when
+    the map refused it, else ``solver`` (the estimator class) and ``takers`` (the solver
+    names that take it).  The message names the parameters; the CLI says it with flags.
+    """
+
+    def __init__(self, name, *, features=None, solver=None, takers=(), task=None):
+        self.name, self.features, self.solver, self.takers = name, features, solver, tuple(takers)
+        if features is not None:
+            text = f"{name!r} is a parameter of neither features={features!r} nor solver={solver!r} ({task})."
+        else:
+            text = f"{name!r} does not apply to {solver}; it is a parameter of solver={' or '.join(takers)!s}."
+        super().__init__(text)
+
+
+def feature_map_class(features):
+    """The class behind the ``features`` name (the class of a ``partial``)."""
+    _check_name("features", features, FEATURES)
+    factory = FEATURES[features]
+    return factory.func if isinstance(factory, partial) else factory
+
+
+def solver_class(solver, task):
+    """The estimator of ``solver`` for ``task``."""
+    _check_name("solver", solver, SOLVERS)
+    _check_task(task)
+    return SOLVERS[solver][task]
+
+
+@functools.cache
+def defaults_of(cls):
+    """``cls()``'s parameters (read once per class)."""
+    return cls().get_params()
+
+
+def takers(name):
+    """``(label, class)`` of every map or solver that takes the option ``name`` (a
+    :data:`PARAMETERS` key): map names, or ``"ridge (classification)"``-style labels."""
+    row = PARAMETERS[name]
+    if row.target == "features":
+        pairs = [(f, feature_map_class(f)) for f in FEATURES]
+    else:
+        pairs = [(f"{s} ({task})", solver_class(s, task)) for s in SOLVERS for task in TASKS
+                 if row.solvers is None or s in row.solvers]
+        if row.target == "both":
+            pairs += [(f, feature_map_class(f)) for f in FEATURES]
+    return [(label, cls) for label, cls in pairs if row.parameter in defaults_of(cls)]
+
+
+def route(features, solver, task, params):
+    """``(feature_params, solver_params)`` of the named options ``params``.
+
+    None values are dropped and :data:`FIT_DEFAULTS` fill what is not given.  A name of
+    :data:`PARAMETERS` goes where its row says (a map or solver that does not take it:
+    :class:`NotApplicable`, except a ``shared`` option at its usual value, left out).
+    Any other name is an estimator parameter: it goes to the solver when the solver
+    takes it (CNM's own ``alpha`` and ``max_iter`` are set through ``feature_params``),
+    else to the map; ``random_state`` to both.  A name neither takes is a ``ValueError``.
+    ``solver=None``: a pipeline that ends in its map, every name for the map.
+    """
+    map_params = defaults_of(feature_map_class(features))
+    solver_cls = None if solver is None else solver_class(solver, task)
+    solver_params = {} if solver_cls is None else defaults_of(solver_cls)
+    given = {k: v for k, v in {**FIT_DEFAULTS, **params}.items() if v is not None}
+    to_map, to_solver = {}, {}
+    for key, value in given.items():
+        row = PARAMETERS.get(key)
+        if row is None:
+            _route_by_name(key, value, map_params, solver_params, to_map, to_solver, (features, solver, task))
+            continue
+        if row.target in ("features", "both") and row.parameter in map_params:
+            to_map[row.parameter] = value
+        elif row.target == "features" and value != row.shared:
+            raise NotApplicable(key, features=features, solver=solver, task=task)
+        if row.target in ("solver", "both") and solver_cls is not None:
+            if row.parameter in solver_params and (row.solvers is None or solver in row.solvers):
+                to_solver[row.parameter] = value
+            elif row.target == "solver" and value != row.shared:
+                names = dict.fromkeys(label.split(" ")[0] for label, _ in takers(key))
+                raise NotApplicable(key, solver=solver_cls.__name__, takers=names)
+    return to_map, to_solver
+
+
+def _route_by_name(key, value, map_params, solver_params, to_map, to_solver, names):
+    if key in solver_params:
+        to_solver[key] = value
+    if key in map_params and (key not in solver_params or key == "random_state"):
+        to_map[key] = value
+    if key not in map_params and key not in solver_params and key not in FIT_DEFAULTS:
+        features, solver, task = names
+        raise ValueError(f"{key!r} is a parameter of neither features={features!r} nor "
+                         f"solver={solver!r} ({task}).")
+
+
+def make_model(task, *, features="rff", solver="ridge", standardize=True, passthrough=None,
+               feature_params=None, solver_params=None):
+    """A Pipeline: standardizer -> feature map -> solver for ``task`` ("classification"
+    or "regression"); with ``solver=None`` it ends in the map (a transformer, ``task``
+    may be None).
+
+    ``passthrough`` lists columns the standardizer leaves as they are (one-hot
+    columns, see :func:`rfstream.io.onehot_columns`); ``feature_params`` and
+    ``solver_params`` go to the feature map's and the solver's constructors.
+    """
+    _check_name("features", features, FEATURES)
+    if solver is not None:
+        _check_name("solver", solver, SOLVERS)
+        _check_task(task)
+    steps = [("standardize", Standardizer(passthrough=passthrough or None))] if standardize else []
+    steps.append(("features", FEATURES[features](**(feature_params or {}))))
+    if solver is not None:
+        steps.append(("solver", SOLVERS[solver][task](**(solver_params or {}))))
+    return Pipeline(steps)
+
+
+def check_model(model, n_features, n_targets=None):
+    """Validate every parameter of ``model`` (a Pipeline or one estimator) without data.
+
+    Each step's ``check_parameters`` (scikit-learn's parameter constraints, and a feature
+    map's cross-parameter checks for ``n_features`` input columns): the errors ``fit``
+    would raise, raised before the first pass over the data instead of after it; a
+    search (:func:`rfstream.selection.check_search`) the solver cannot make.  Given
+    ``n_targets`` (:func:`rfstream.solvers.targets.planned_targets`), also the memory
+    of a solver that solves by a Gram on the map's planned width
+    (:func:`rfstream.solvers.memory.check_ridge_memory`, with the workers connected).
+    """
+    steps = [step for _, step in model.steps] if isinstance(model, Pipeline) else [model]
+    named = dict(model.steps) if isinstance(model, Pipeline) else {}
+    fmap, solver = named.get("features"), named.get("solver", None if named else model)
+    check_search(fmap, solver)
+    maps = gamma_candidates(fmap) if fmap is not None else []
+    for step in [s for s in steps if s is not fmap] + (maps or ([fmap] if fmap is not None else [])):
+        if hasattr(step, "check_parameters"):
+            step.check_parameters(int(n_features))
+        elif hasattr(step, "get_params"):
+            clone(step)  # a foreign estimator: its own fit checks it
+    if n_targets is not None and solver is not None and getattr(solver, "solves_by_gram", False):
+        width, groups, sparse = planned_features(fmap, n_features) if fmap is not None else (n_features, 1, False)
+        if width is not None:
+            check_ridge_memory(solver, width, n_targets, n_groups=groups, sparse=sparse)
+    return model
+
+
+def _check_name(kind, name, registry):
+    if name not in registry:
+        raise ValueError(f"{kind} must be one of {sorted(registry)}; got {name!r}.")
+
+
+def _check_task(task):
+    if task not in TASKS:
+        raise ValueError(f"task must be 'classification' or 'regression'; got {task!r} (a dataset "
+                         "without labels cannot be fitted).")

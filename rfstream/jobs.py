@@ -1,0 +1,195 @@
+"""The one fit path: a fit on a dataset, from its checks to the saved model.
+
+:class:`FitJob` is what ``rfstream fit`` and :func:`rfstream.pipeline.fit_dataset`
+both run, in three steps a caller may separate (the CLI connects to the cluster
+between the first two, so that every mistake is reported before a cluster starts):
+
+1. ``FitJob(data, ...)``: open the dataset (lazily: nothing is read), build the model
+   from named options (:func:`rfstream.catalog.route`, the one router), and check
+   everything that needs no data: the labels, every parameter
+   (:func:`rfstream.catalog.check_model`), the weights array, the output location, the
+   heat map's matplotlib;
+2. ``with job.resumable(): job.fit()``: the checkpoint (tied to the job by
+   :meth:`FitJob.fingerprint`: the model's parameters and the dataset's identity, never
+   the command line, so never a credential) and the fit itself, after the memory check
+   on the workers just connected; the search goes by :func:`rfstream.selection.fit_model`;
+3. ``job.save()``: the model (and the CV heat map) written staged, then the
+   checkpoint removed.
+
+A pipeline that ends in its map (``solver=None``: a transformer) is fitted without
+labels.
+"""
+from __future__ import annotations
+
+import contextlib
+import time
+
+import numpy as np
+
+from . import io, selection
+from ._version import __version__
+from .catalog import TASKS, check_model, make_model, route
+from .io.checkpoints import dataset_identity, fingerprint_of, model_identity, resumable
+from .io.zarr_source import lazy_array, open_source
+from .solvers.targets import planned_targets
+
+
+def open_data(data, *, storage_options=None, x_array="X", y_array="y", task=None):
+    """``(X, y, attrs)`` of a dataset: a local path, a URL, a zarr store or Group, or an
+    xarray Dataset (:func:`rfstream.io.open_dataset`), arrays chosen by name.
+
+    ``task`` ("classification" or "regression") overrides the dataset's own (or the
+    one inferred from y's dtype for a store without rfstream's attributes).
+    """
+    names = {"x": x_array, "y": y_array, "storage_options": storage_options}
+    X, y = io.open_dataset(data, **names)
+    attrs = io.dataset_info(data, **names)["attrs"]
+    if task is not None:
+        if task not in TASKS:
+            raise ValueError(f"task must be 'classification' or 'regression'; got {task!r}.")
+        attrs = {**attrs, "task": task}
+    return X, y, attrs
+
+
+def open_weights(data, name, X, *, storage_options=None):
+    """The dataset's array ``name`` as row weights: lazy, 1-D, with ``X``'s row chunks."""
+    w = lazy_array(open_source(data, storage_options), name)
+    if w.ndim == 2 and w.shape[1] == 1:
+        w = w[:, 0]
+    if w.shape != (X.shape[0],):
+        raise ValueError(f"{data}: the weight array {name!r} has shape {w.shape}; sample weights need "
+                         f"one number per row of X, shape ({X.shape[0]},).")
+    return w.rechunk({0: X.chunks[0]}) if hasattr(X, "chunks") and w.chunks[0] != X.chunks[0] else w
+
+
+def dataset_metadata(data, X, attrs):
+    """What a saved model records of the dataset it was fitted on."""
+    return {"path": str(data), "n_rows": int(X.shape[0]), "n_features": int(X.shape[1]),
+            "task": attrs.get("task"), "classes": attrs.get("classes"),
+            "feature_names": attrs.get("feature_names"), "categorical": attrs.get("categorical")}
+
+
+class FitJob:
+    """One fit on a dataset; see the module docstring.  The keywords are those of
+    :func:`rfstream.pipeline.fit_dataset`, which documents them."""
+
+    def __init__(self, data, *, features="rff", solver="ridge", standardize=True, out=None, overwrite=False,
+                 X=None, y=None, attrs=None, feature_params=None, solver_params=None, storage_options=None,
+                 x_array="X", y_array="y", task=None, model=None, sample_weight=None, checkpoint=None,
+                 restart=False, report=None, **params):
+        if X is None:
+            X, y, attrs = open_data(data, storage_options=storage_options, x_array=x_array,
+                                    y_array=None if solver is None and model is None else y_array, task=task)
+        attrs = dict(attrs or {})
+        self.data, self.X, self.y, self.attrs, self.out = data, X, y, attrs, out
+        self.overwrite, self.storage_options, self.report = overwrite, storage_options, report
+        self.checkpoint, self.restart, self.sample_weight = checkpoint, restart, sample_weight
+        self.transformer = model is None and solver is None
+        task = attrs.get("task")
+        if not self.transformer and (y is None or task not in TASKS):
+            raise ValueError(f"{data} has no labels (task={task!r}); fit needs a labelled dataset (name the "
+                             "label array with y_array= and the task with task=), or solver=None for a "
+                             "transformer.")
+        if model is None:
+            routed_map, routed_solver = route(features, solver, task, params)
+            model = make_model(None if self.transformer else task, features=features, solver=solver,
+                               standardize=standardize, passthrough=io.onehot_columns(attrs),
+                               feature_params={**routed_map, **(feature_params or {})},
+                               solver_params={**routed_solver, **(solver_params or {})})
+        self.model = check_model(model, X.shape[1])
+        self.fit_params = {}
+        if sample_weight is not None:
+            weights = sample_weight
+            if isinstance(sample_weight, str):
+                weights = open_weights(data, sample_weight, X, storage_options=storage_options)
+            self.fit_params["solver__sample_weight"] = weights
+        if out is not None and not overwrite and io.as_location(out, storage_options).exists():
+            raise FileExistsError(f"{out} already exists; pass overwrite=True to replace it.")
+        if report and not selection.have_matplotlib():
+            raise ValueError("report=True draws the CV heat map with matplotlib, which is not installed; "
+                             "pip install 'rfstream[plot]', or leave report out.")
+        self.meta, self.stored = {}, None
+
+    def fingerprint(self):
+        """``(digest, description)`` of the job: the model's parameters, the dataset's
+        identity (shape, chunks, dtype, attributes), the weights' and labels' names and
+        rfstream's version.  The description names classes and the dataset's last path
+        part only: nothing that could hold a credential."""
+        extra = {"sample_weight": self.sample_weight if isinstance(self.sample_weight, str) else None,
+                 "transformer": self.transformer}
+        digest = fingerprint_of("fit", model_identity(self.model), dataset_identity(self.X, self.attrs), extra)
+        steps = " -> ".join(type(step).__name__ for _, step in self.model.steps)
+        name = io.as_location(self.data).name if isinstance(self.data, str) or hasattr(self.data, "parts") \
+            else type(self.data).__name__
+        return digest, f"rfstream {__version__} fit of {steps} on {name} ({self.X.shape[0]:,} rows)"
+
+    @contextlib.contextmanager
+    def resumable(self):
+        """The job's checkpoint for the block (nothing without ``checkpoint``); yields it."""
+        if self.checkpoint is None:
+            yield None
+            return
+        digest, description = self.fingerprint()
+        with resumable(self.checkpoint, digest, restart=self.restart, description=description,
+                       storage_options=self.storage_options) as stored:
+            self.stored = stored
+            yield stored
+
+    def fit(self):
+        """Check the memory on the connected workers, fit, and gather the metadata; returns
+        ``(model, metadata)``."""
+        solver = self.model.named_steps.get("solver")
+        targets = None if solver is None else planned_targets(self.attrs.get("task"), self.attrs.get("classes"),
+                                                              self.y)
+        check_model(self.model, self.X.shape[1], targets)
+        t0 = time.perf_counter()
+        self.model = selection.fit_model(self.model, self.X, None if self.transformer else self.y,
+                                         **self.fit_params)
+        meta = {"dataset": dataset_metadata(self.data, self.X, self.attrs),
+                "fit_seconds": round(time.perf_counter() - t0, 3)}
+        solver = self.model.named_steps.get("solver")  # a loop over gammas returns the chosen Pipeline
+        chosen = selection.selection_summary(solver, self.model.named_steps.get("features")) if solver else {}
+        if chosen:
+            meta["selection"] = chosen
+        if isinstance(self.sample_weight, str):
+            meta["sample_weight"] = self.sample_weight
+        if self.stored is not None:
+            meta["passes_reused"] = self.stored.reused
+        self.meta = meta
+        return self.model, meta
+
+    def files(self, title=None):
+        """The files saved beside the model: the CV heat map when there is a search and
+        ``report`` (or, with ``report=None``, matplotlib is installed)."""
+        chosen = self.meta.get("selection")
+        if not chosen or self.report is False or (self.report is None and not selection.have_matplotlib()):
+            return {}
+        title = title or f"mean CV {chosen['scoring']}"
+        return {selection.HEATMAP_FILE: selection.cv_heatmap_png(chosen, title=title)}
+
+    def save(self, title=None):
+        """Save the model to ``out`` (staged) with its files, then remove the checkpoint."""
+        self.saved_files = self.files(title) if self.out is not None else {}
+        if self.out is not None:
+            io.save_model(self.model, self.out, metadata=self.meta, overwrite=self.overwrite,
+                          storage_options=self.storage_options, files=self.saved_files)
+        if self.stored is not None:  # the model is safe: the passes are no longer needed
+            self.stored.remove()
+
+    def summary(self):
+        """The fit's outcome as the CLI prints it: the model, rows, alpha, gamma, seconds,
+        passes, the CV table and a resumed checkpoint's reused passes."""
+        solver = self.model.named_steps.get("solver")
+        fmap = self.model.named_steps.get("features")
+        out = {"model": None if self.out is None else str(self.out), "rows": self.meta["dataset"]["n_rows"],
+               "alpha": None if solver is None else getattr(solver, "alpha_", getattr(solver, "alpha", None)),
+               "gamma": getattr(fmap, "gamma_", None), "fit_seconds": self.meta["fit_seconds"]}
+        if self.stored is not None and self.stored.reused:
+            out.update(resumed=True, passes_reused=self.stored.reused)
+        if getattr(solver, "n_iter_", None) is not None:  # ridge: 1-2, or 1 + the CG iterations
+            out["passes"] = int(np.max(solver.n_iter_))
+        chosen = self.meta.get("selection")
+        if chosen:  # lists of alphas or gammas: the CV table (mean and std per candidate)
+            out["cv"] = {"scoring": chosen["scoring"], **chosen["cv"], "best_score": chosen["best_score"]}
+            out.update({key: chosen[key] for key in ("edge",) if key in chosen})
+        return out

@@ -1,0 +1,66 @@
+"""What a fit searches, and which route the search takes.
+
+A fit searches when its solver is given a list of alphas (cross-validation in the
+solver's own passes, :mod:`rfstream.solvers.ridge_cv`) or its map a list of gammas
+(:func:`rfstream.features.grid.is_gamma_grid`, the one predicate).  A gamma grid takes
+one of two routes, chosen by the map's declared capability:
+
+* ``shares_draw_across_gamma`` (random Fourier features, random binning): the map
+  draws once and scales the draw to every gamma, and the ridge solver's passes make
+  every gamma's features from the same rows (:mod:`rfstream.features.grid`,
+  :mod:`rfstream.solvers.grid_pass`): two passes for the whole grid;
+* otherwise (TEFM, SES, EERF, LKRF, CNM, Nystroem): one fit per gamma
+  (:func:`rfstream.selection.gamma_loop.fit_gamma_loop`).
+
+Either way the solver must be one that ``searches_gamma`` (ridge).
+"""
+from __future__ import annotations
+
+from sklearn.base import clone
+from sklearn.pipeline import Pipeline
+
+from ..features.grid import gamma_items, is_gamma_grid, item_label
+from ..solvers.cg import check_single_candidate
+from .gamma_loop import fit_gamma_loop
+
+
+def searches_gamma(fmap):
+    """Whether the map ``fmap`` (or None) is given a grid of gammas."""
+    return fmap is not None and is_gamma_grid(fmap.get_params().get("gamma"))
+
+
+def loops_over_gamma(fmap):
+    """Whether a gamma grid on ``fmap`` is searched by one fit per gamma (module docstring)."""
+    return searches_gamma(fmap) and not getattr(fmap, "shares_draw_across_gamma", False)
+
+
+def check_search(fmap, solver):
+    """Refuse, before any pass, a search the solver cannot make: a gamma grid with a solver
+    that does not search gammas (or with none), a list of candidates for an iterative
+    ridge solver (:func:`rfstream.solvers.cg.check_single_candidate`)."""
+    grid = searches_gamma(fmap)
+    if grid and not getattr(solver, "searches_gamma", False):
+        raise ValueError(f"a gamma grid (gamma={fmap.gamma!r}) is searched by cross-validation of the ridge "
+                         "solver; use solver='ridge', or give one gamma.")
+    if getattr(solver, "solves_by_gram", False):
+        check_single_candidate(solver, grid=grid)
+
+
+def gamma_candidates(fmap):
+    """The map of each gamma of a grid searched by one fit per gamma (each checked alone),
+    else an empty list."""
+    if not loops_over_gamma(fmap):
+        return []
+    items, _ = gamma_items(fmap.gamma)
+    return [clone(fmap).set_params(gamma=item if isinstance(item, float) else item_label(item))
+            for item in items]
+
+
+def fit_model(model, X, y=None, **fit_params):
+    """Fit ``model`` (a Pipeline, or one estimator) on ``X, y``, searching what it is given
+    to search by the route its map declares (module docstring); returns the fitted model
+    (for a loop over gammas, the Pipeline of the chosen gamma)."""
+    fmap = model.named_steps.get("features") if isinstance(model, Pipeline) else None
+    if loops_over_gamma(fmap):
+        return fit_gamma_loop(model, X, y, **fit_params)
+    return model.fit(X, y, **fit_params)
