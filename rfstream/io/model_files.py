@@ -10,7 +10,9 @@ checks the version, refuses classes outside rfstream (plus
 that names the file.  Saving applies the same rule to every estimator in the
 tree (:func:`loadable_class`), so a model that could not be loaded (say a Pipeline
 with scikit-learn's ``StandardScaler``, or a subclass defined in a script) is
-refused when it is saved, with nothing written.
+refused when it is saved, with nothing written.  Arrays keep their memory layout
+(C or Fortran order, as ``.npy`` records it), so a loaded model computes bit for bit
+as the saved one did.
 
 Estimators are described generically: ``get_params(deep=False)`` for the
 constructor (nested estimators recursively) and the public attributes ending
@@ -70,7 +72,15 @@ class _Writer:
             )
         name = f"arrays/a{len(self.arrays):03d}.npy"
         buffer = io.BytesIO()
-        np.save(buffer, np.ascontiguousarray(value), allow_pickle=False)
+        # keep the memory layout: .npy records fortran_order and np.load restores it.  A fitted
+        # array in Fortran order (e.g. a Q from scipy.linalg.qr) loaded back in C order is the
+        # same numbers, but BLAS then sums a product in another order and the loaded model's
+        # output differs from the saved one's by float ulps.  An array that is neither C nor F
+        # contiguous (a strided view) has no layout .npy can record: it is written in C order;
+        # a fitted attribute should not be one.
+        if not (value.flags.c_contiguous or value.flags.f_contiguous):
+            value = np.ascontiguousarray(value)
+        np.save(buffer, value, allow_pickle=False)
         data = buffer.getvalue()
         self.root.child(name).write_bytes(data)
         self.arrays[name] = {
