@@ -1,4 +1,4 @@
-"""The ``rfstream`` command line: convert | fit | predict | evaluate | info | demo | bench.
+"""The ``rfstream`` command line: convert | fit | predict | transform | evaluate | info | demo | bench.
 
 Argument parsing only: every argument is a row of a table, ``fit``'s estimator
 parameters in :mod:`rfstream.cli.options`, the others in
@@ -62,6 +62,8 @@ def build_parser():
     command("fit", "fit a model on a Zarr dataset", commands.cmd_fit, a.FIT_HEAD, add_fit_options, a.FIT_TAIL)
     command("predict", "predict a Zarr dataset, write a Zarr of predictions (and scores)",
             commands.cmd_predict, a.PREDICT)
+    command("transform", "write a transformer's output (a model fitted with --solver none) as a Zarr "
+            "dataset", commands.cmd_transform, a.TRANSFORM)
     command("evaluate", "metrics of a model on a labelled dataset: error rate, balanced error, AUC, "
             "log-loss, confusion matrix; or RMSE, relative RMSE, MAE, R^2", commands.cmd_evaluate, a.EVALUATE)
     command("info", "describe a dataset, a model or a predictions group", commands.cmd_info, a.INFO)

@@ -175,7 +175,8 @@ FIT_HEAD = (
         "https://)"),
     Arg("--out", f"model directory to write: {LOCATION})", required=True),
     Arg("--features", "feature map", choices=tuple(sorted(FEATURES)), default="rff"),
-    Arg("--solver", "solver", choices=tuple(sorted(SOLVERS)), default="ridge"),
+    Arg("--solver", "solver (none: the model ends in the feature map, a transformer for rfstream "
+        "transform; fitted without labels)", choices=(*sorted(SOLVERS), "none"), default="ridge"),
 )
 FIT_TAIL = (
     Arg("--no-standardize", "do not standardize the columns first", action="store_true"),
@@ -203,6 +204,16 @@ PREDICT = (
     Arg("--out", f"Zarr group to write, arrays y_pred (and scores): {LOCATION})", required=True),
     Arg("--scores", "classifiers: also write array scores, the class probabilities of a model with "
         "predict_proba, else its decision values", action="store_true"),
+    OVERWRITE,
+    STORAGE, X_ARRAY,
+    *COMPUTE,
+)
+
+TRANSFORM = (
+    MODEL,
+    Arg("data", "Zarr dataset with the training data's columns"),
+    Arg("--out", f"Zarr dataset to write, X the transformer's output (and y, the data's labels): {LOCATION})",
+        required=True),
     OVERWRITE,
     STORAGE, X_ARRAY,
     *COMPUTE,

@@ -91,7 +91,8 @@ def fit_options(args):
     every option under its own name (:data:`rfstream.catalog.PARAMETERS`), ``--no-standardize``
     as ``standardize=False``, ``--no-checkpoint`` as ``checkpoint=None``."""
     named = {option.name: getattr(args, option.dest) for option in FIT_OPTIONS}
-    return {**named, "features": args.features, "solver": args.solver, "standardize": not args.no_standardize,
+    solver = None if args.solver == "none" else args.solver
+    return {**named, "features": args.features, "solver": solver, "standardize": not args.no_standardize,
             "out": args.out, "overwrite": args.overwrite, "task": args.task, "sample_weight": args.sample_weight,
             "checkpoint": resume.checkpoint_location(args), "restart": args.restart,
             "report": True if args.report else None, **_source(args)}
@@ -157,6 +158,14 @@ def cmd_predict(args):
                                         scores=args.scores, **_source(args, labels=False))
     if not args.quiet:
         _print_json({"predictions": str(args.out), "rows": rows})
+
+
+def cmd_transform(args):
+    with _connect(args, data=args.data):
+        shape = pipeline.transform_dataset(args.model, args.data, args.out, overwrite=args.overwrite,
+                                           storage_options=args.storage_options, x_array=args.x_array)
+    if not args.quiet:
+        _print_json({"dataset": str(args.out), "shape": list(shape)})
 
 
 def cmd_info(args):

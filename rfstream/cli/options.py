@@ -214,7 +214,8 @@ def add_fit_options(parser):
 CLI_WORDS = (("pass overwrite=True", "pass --overwrite"), ("report=True", "--report"),
              ("restart=True", "--restart"), ("scores=True", "--scores"), ("solver='ridge'", "--solver ridge"),
              ("name the label array with y_array= and the task with task=", "--y-array names the labels, "
-              "--task the task"), ("solver=None for a transformer", "fit a transformer from the API"))
+              "--task the task"), ("solver=None for a transformer", "--solver none for a transformer"),
+             ("a transformer (fitted with solver=None)", "a transformer (fitted with --solver none)"))
 
 
 def cli_message(message):

@@ -1,0 +1,135 @@
+"""The one fit path: the CLI and the API build the same job, a transformer ends a pipeline,
+and predictions hold any named outputs."""
+from __future__ import annotations
+
+import inspect
+import json
+
+import numpy as np
+import pytest
+
+from rfstream import cli, pipeline
+from rfstream.catalog import PARAMETERS, route
+from rfstream.cli import build_parser
+from rfstream.cli.commands import fit_options
+from rfstream.cli.options import FIT_OPTIONS, split_params
+from rfstream.cluster import connect, set_progress
+from rfstream.io import open_dataset, read_predictions, write_dataset
+from rfstream.jobs import FitJob
+
+#: ``rfstream fit`` arguments that are not a keyword of fit_dataset under their own name,
+#: and what they are in the API
+NOT_KEYWORDS = {"no_standardize": "standardize=False", "no_checkpoint": "checkpoint=None",
+                "scheduler": "rfstream.cluster.connect", "quiet": "progress='never'", "func": None}
+
+
+def fit_args(*argv):
+    return build_parser().parse_args(["fit", "d.zarr", "--out", "m", *argv])
+
+
+@pytest.fixture
+def labelled(tmp_path):
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(600, 3))
+    y = (X[:, 0] + X[:, 1] ** 2 > 0.5).astype(np.int64)
+    write_dataset(tmp_path / "d.zarr", X, y, rows_per_chunk=200)
+    return tmp_path / "d.zarr"
+
+
+@pytest.fixture(autouse=True)
+def _quiet():
+    set_progress(False)
+
+
+def test_every_fit_option_is_a_keyword_of_fit_dataset():
+    parser = build_parser()
+    fit = next(a for a in parser._subparsers._group_actions[0].choices.values() if a.prog.endswith(" fit"))
+    keywords = set(inspect.signature(pipeline.fit_dataset).parameters) | set(PARAMETERS)
+    dests = {action.dest for action in fit._actions if action.dest != "help"}
+    missing = sorted(d for d in dests if d not in keywords and d not in NOT_KEYWORDS)
+    assert not missing, f"rfstream fit options the API does not take by name: {missing}"
+    assert {o.name for o in FIT_OPTIONS} == set(PARAMETERS)  # one row per option in both tables
+
+
+@pytest.mark.parametrize("argv, api", [
+    (["--solver", "sgd", "--epochs", "3", "--sgd-solver", "newton"], {"epochs": 3, "sgd_solver": "newton"}),
+    (["--ridge-solver", "pcg", "--pcg-rank", "16", "--cg-tol", "1e-6"],
+     {"ridge_solver": "pcg", "pcg_rank": 16, "cg_tol": 1e-6}),
+    (["--features", "tefm-s", "--power-iter", "2"], {"power_iter": 2}),
+])
+def test_the_cli_and_the_api_route_an_option_alike(argv, api):
+    args = fit_args(*argv)
+    solver = args.solver
+    from_cli = split_params(args, args.features, solver, "classification")
+    assert from_cli == route(args.features, solver, "classification", api)
+
+
+def test_the_cli_and_the_api_make_one_fingerprint(labelled):
+    args = fit_args("--n-components", "32", "--alpha", "0.1,1", "--ridge-solver", "gram", "--scheduler",
+                    "threads", "--progress", "never")
+    args.data = str(labelled)
+    from_cli = FitJob(args.data, **fit_options(args))
+    from_api = FitJob(str(labelled), out="elsewhere", n_components=32, alpha=[0.1, 1.0], ridge_solver="gram")
+    assert from_cli.fingerprint()[0] == from_api.fingerprint()[0]
+    other = FitJob(str(labelled), n_components=64, alpha=[0.1, 1.0])
+    assert other.fingerprint()[0] != from_api.fingerprint()[0]
+
+
+def test_the_fingerprint_holds_no_credential(tmp_path):
+    rng = np.random.default_rng(0)
+    write_dataset("memory://fp/d.zarr", rng.normal(size=(100, 2)), np.arange(100) % 2, rows_per_chunk=50)
+    secret = "wJalrXUtnFEMI-K7MDENG-secret"
+    jobs = [FitJob("memory://fp/d.zarr", n_components=8, storage_options=options)
+            for options in ({"key": "AKIAOLD", "secret": secret}, {"key": "AKIANEW", "secret": "rotated"}, None)]
+    digests = {job.fingerprint()[0] for job in jobs}
+    assert len(digests) == 1  # credentials (rotated or absent) do not change the job
+    assert secret not in jobs[0].fingerprint()[1] and "AKIA" not in jobs[0].fingerprint()[1]
+
+
+def test_a_transformer_ends_a_pipeline_fitted_without_labels(tmp_path, capsys):
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(500, 4))
+    write_dataset(tmp_path / "u.zarr", X, rows_per_chunk=125)  # no labels
+    with connect("threads"):
+        model, meta = pipeline.fit_dataset(tmp_path / "u.zarr", solver=None, n_components=16,
+                                           out=tmp_path / "t")
+        shape = pipeline.transform_dataset(tmp_path / "t", tmp_path / "u.zarr", tmp_path / "z.zarr")
+    assert "solver" not in model.named_steps and shape == (500, 16)
+    Z, y = open_dataset(tmp_path / "z.zarr")
+    np.testing.assert_allclose(np.asarray(Z), model.transform(X), rtol=1e-6, atol=1e-6)
+    assert y is None
+    with pytest.raises(ValueError, match="is a transformer, which does not predict"):
+        pipeline.predict_dataset(tmp_path / "t", tmp_path / "u.zarr", tmp_path / "p.zarr")
+    # the same at the command line, with its one-line errors
+    args = ["--scheduler", "threads", "--quiet"]
+    assert cli.main(["fit", str(tmp_path / "u.zarr"), "--solver", "none", "--n-components", "8",
+                     "--out", str(tmp_path / "t2"), *args]) == 0
+    assert cli.main(["transform", str(tmp_path / "t2"), str(tmp_path / "u.zarr"), "--out",
+                     str(tmp_path / "z2.zarr"), *args]) == 0
+    assert np.asarray(open_dataset(tmp_path / "z2.zarr")[0]).shape == (500, 8)
+    assert cli.main(["fit", str(tmp_path / "u.zarr"), "--out", str(tmp_path / "m"), *args]) == 2
+    assert "--solver none for a transformer" in capsys.readouterr().err
+
+
+def test_predictions_hold_named_outputs(labelled, tmp_path):
+    with connect("threads"):
+        model, _ = pipeline.fit_dataset(labelled, n_components=16, alpha=1.0, out=tmp_path / "m")
+        rows = pipeline.predict_dataset(tmp_path / "m", labelled, tmp_path / "p.zarr", scores=True,
+                                        outputs={"margin": lambda m, X: np.abs(m.decision_function(X))})
+        with pytest.raises(ValueError, match="must be a Python identifier"):
+            pipeline.predict_dataset(tmp_path / "m", labelled, tmp_path / "q.zarr",
+                                     outputs={"../outside": lambda m, X: m.predict(X)})
+    X = np.asarray(open_dataset(labelled)[0])
+    margin = np.asarray(read_predictions(tmp_path / "p.zarr", array="margin"))
+    assert rows == 600 and margin.shape == (600,)
+    np.testing.assert_allclose(margin, np.abs(model.decision_function(X)), rtol=1e-5, atol=1e-6)
+    assert not (tmp_path / "q.zarr").exists() and not (tmp_path / "outside").exists()
+
+
+def test_cli_fit_summary_unchanged(labelled, tmp_path, capsys):
+    code = cli.main(["fit", str(labelled), "--n-components", "16", "--alpha", "0.1,1,10", "--out",
+                     str(tmp_path / "m"), "--scheduler", "threads", "--progress", "never"])
+    summary = json.loads(capsys.readouterr().out)
+    assert code == 0 and summary["rows"] == 600 and summary["alpha"] in (0.1, 1.0, 10.0)
+    assert summary["cv"]["scoring"] == "error_rate" and len(summary["cv"]["alpha"]) == 3
+    assert not (tmp_path / "m.checkpoint").exists()  # removed once the model is saved
