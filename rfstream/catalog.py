@@ -42,8 +42,9 @@ FEATURES = {
     "circulant": ft.CirculantFeatures,
     "nystroem": ft.NystroemFeatures,
 }
-#: ``solver`` name -> estimator per task.  A pipeline may also end in its map
-#: (``solver=None``): a transformer, fitted without labels.
+#: ``solver`` name -> estimator per task, or one transformer class for every task (a
+#: pipeline that ends in it is fitted without labels).  A pipeline may also end in its
+#: map (``solver=None``).
 SOLVERS = {
     "ridge": {"classification": sv.StreamingRidgeClassifier, "regression": sv.StreamingRidge},
     "sgd": {"classification": sv.StreamingSGDClassifier, "regression": sv.StreamingSGDRegressor},
@@ -133,10 +134,18 @@ def feature_map_class(features):
 
 
 def solver_class(solver, task):
-    """The estimator of ``solver`` for ``task``."""
+    """The estimator of ``solver`` for ``task`` (a transformer's class whatever the task)."""
     _check_name("solver", solver, SOLVERS)
+    if is_transformer(solver):
+        return SOLVERS[solver]
     _check_task(task)
     return SOLVERS[solver][task]
+
+
+def is_transformer(solver):
+    """Whether a pipeline ending in ``solver`` (a :data:`SOLVERS` name, or None: the map)
+    transforms rather than predicts, and so is fitted without labels."""
+    return solver is None or not isinstance(SOLVERS.get(solver, {}), dict)
 
 
 @functools.cache
@@ -152,7 +161,8 @@ def takers(name):
     if row.target == "features":
         pairs = [(f, feature_map_class(f)) for f in FEATURES]
     else:
-        pairs = [(f"{s} ({task})", solver_class(s, task)) for s in SOLVERS for task in TASKS
+        pairs = [(f"{s} ({task})", solver_class(s, task)) for s in SOLVERS
+                 for task in (TASKS[:1] if is_transformer(s) else TASKS)
                  if row.solvers is None or s in row.solvers]
         if row.target == "both":
             pairs += [(f, feature_map_class(f)) for f in FEATURES]
@@ -207,21 +217,19 @@ def _route_by_name(key, value, map_params, solver_params, to_map, to_solver, nam
 def make_model(task, *, features="rff", solver="ridge", standardize=True, passthrough=None,
                feature_params=None, solver_params=None):
     """A Pipeline: standardizer -> feature map -> solver for ``task`` ("classification"
-    or "regression"); with ``solver=None`` it ends in the map (a transformer, ``task``
-    may be None).
+    or "regression"); with ``solver=None`` it ends in the map, and with a transformer's
+    name in it (:func:`is_transformer`; ``task`` may be None for both).
 
     ``passthrough`` lists columns the standardizer leaves as they are (one-hot
     columns, see :func:`rfstream.io.onehot_columns`); ``feature_params`` and
     ``solver_params`` go to the feature map's and the solver's constructors.
     """
     _check_name("features", features, FEATURES)
-    if solver is not None:
-        _check_name("solver", solver, SOLVERS)
-        _check_task(task)
+    solver_cls = None if solver is None else solver_class(solver, task)
     steps = [("standardize", Standardizer(passthrough=passthrough or None))] if standardize else []
     steps.append(("features", FEATURES[features](**(feature_params or {}))))
-    if solver is not None:
-        steps.append(("solver", SOLVERS[solver][task](**(solver_params or {}))))
+    if solver_cls is not None:
+        steps.append(("solver", solver_cls(**(solver_params or {}))))
     return Pipeline(steps)
 
 

@@ -28,7 +28,7 @@ import numpy as np
 
 from . import io, selection
 from ._version import __version__
-from .catalog import TASKS, check_model, make_model, route
+from .catalog import TASKS, check_model, is_transformer, make_model, route
 from .io.checkpoints import dataset_identity, fingerprint_of, model_identity, resumable
 from .io.zarr_source import lazy_array, open_source
 from .solvers.targets import planned_targets
@@ -77,14 +77,14 @@ class FitJob:
                  X=None, y=None, attrs=None, feature_params=None, solver_params=None, storage_options=None,
                  x_array="X", y_array="y", task=None, model=None, sample_weight=None, checkpoint=None,
                  restart=False, report=None, **params):
+        self.transformer = is_transformer(solver) if model is None else not hasattr(model, "predict")
         if X is None:
             X, y, attrs = open_data(data, storage_options=storage_options, x_array=x_array,
-                                    y_array=None if solver is None and model is None else y_array, task=task)
+                                    y_array=None if self.transformer else y_array, task=task)
         attrs = dict(attrs or {})
         self.data, self.X, self.y, self.attrs, self.out = data, X, y, attrs, out
         self.overwrite, self.storage_options, self.report = overwrite, storage_options, report
         self.checkpoint, self.restart, self.sample_weight = checkpoint, restart, sample_weight
-        self.transformer = model is None and solver is None
         task = attrs.get("task")
         if not self.transformer and (y is None or task not in TASKS):
             raise ValueError(f"{data} has no labels (task={task!r}); fit needs a labelled dataset (name the "
@@ -138,7 +138,7 @@ class FitJob:
     def fit(self):
         """Check the memory on the connected workers, fit, and gather the metadata; returns
         ``(model, metadata)``."""
-        solver = self.model.named_steps.get("solver")
+        solver = None if self.transformer else self.model.named_steps.get("solver")
         targets = None if solver is None else planned_targets(self.attrs.get("task"), self.attrs.get("classes"),
                                                               self.y)
         check_model(self.model, self.X.shape[1], targets)
@@ -148,7 +148,8 @@ class FitJob:
         meta = {"dataset": dataset_metadata(self.data, self.X, self.attrs),
                 "fit_seconds": round(time.perf_counter() - t0, 3)}
         solver = self.model.named_steps.get("solver")  # a loop over gammas returns the chosen Pipeline
-        chosen = selection.selection_summary(solver, self.model.named_steps.get("features")) if solver else {}
+        chosen = {} if self.transformer or solver is None else selection.selection_summary(
+            solver, self.model.named_steps.get("features"))
         if chosen:
             meta["selection"] = chosen
         if isinstance(self.sample_weight, str):

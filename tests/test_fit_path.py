@@ -133,3 +133,19 @@ def test_cli_fit_summary_unchanged(labelled, tmp_path, capsys):
     assert code == 0 and summary["rows"] == 600 and summary["alpha"] in (0.1, 1.0, 10.0)
     assert summary["cv"]["scoring"] == "error_rate" and len(summary["cv"]["alpha"]) == 3
     assert not (tmp_path / "m.checkpoint").exists()  # removed once the model is saved
+
+
+def test_a_registered_transformer_ends_a_pipeline(tmp_path, monkeypatch):
+    # the room KernelPCA will take: a SOLVERS entry that is one class, not one per task
+    from sklearn.decomposition import PCA
+
+    from rfstream import catalog
+
+    monkeypatch.setitem(catalog.SOLVERS, "pca", PCA)
+    assert catalog.is_transformer("pca") and not catalog.is_transformer("ridge")
+    X = np.random.default_rng(3).normal(size=(300, 4))
+    write_dataset(tmp_path / "u.zarr", X, rows_per_chunk=100)
+    with connect("threads"):
+        model, _ = pipeline.fit_dataset(tmp_path / "u.zarr", solver="pca", n_components=16,
+                                        solver_params={"n_components": 3})
+    assert model.transform(X).shape == (300, 3) and not hasattr(model, "predict")
