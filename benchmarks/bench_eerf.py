@@ -149,7 +149,7 @@ def run_one(fmap, Xtr, ytr, Xte, yte):
     err = float(np.mean(pred != np.asarray(compute(yte))))
     t_test = time.perf_counter() - t0
     return {"error": err, "t_pp": t_pp, "t_train": t_train, "t_test": t_test,
-            "n_features": int(fmap._n_features_out), "alpha": clf.alpha_}
+            "n_features": len(fmap.get_feature_names_out()), "alpha": clf.alpha_}
 
 
 def summarize(runs, key="error"):

@@ -345,7 +345,7 @@ def cmd_sketch(args):
             tefm_module.hadamard_blocks = fast
 
     variants = {
-        "features only": lambda x, offset, rff, **kw: rff._block(x),
+        "features only": lambda x, offset, rff, **kw: rff.block(x),
         "TEFM-G (Gaussian sketch)": tefm_module.gaussian_sketch_chunk,
         "TEFM-S (GEMM Hadamard)": tefm_module.srht_sketch_chunk,
         "TEFM-S (radix-2 butterflies)": srht_butterflies,

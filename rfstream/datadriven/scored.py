@@ -307,7 +307,7 @@ class LabelScoredFeatures(FeatureMap):
         else:
             fmap = ArcCosineFeatures.for_columns(d, n_components=m0, degree=int(self.base[-1]),
                                                  random_state=seed, dtype=self.dtype)
-        return fmap._block, fmap, None
+        return fmap.block, fmap, None
 
     def _fit_data(self, X, y, seed):
         """Score the ``M0`` candidates in one pass over the rows and keep ``n_components``.
@@ -369,7 +369,7 @@ class LabelScoredFeatures(FeatureMap):
 
     def _block(self, x):
         if self.base_map_ is not None:
-            return self.base_map_._block(x)
+            return self.base_map_.block(x)
         scale = math.sqrt(self.n_features_in_ / self.coordinates_.shape[0])
         return _coordinate_block(x, index=self.coordinates_, scale=scale, dtype=self._output_dtype())
 

@@ -353,7 +353,7 @@ class SESFeatures(FeatureMap):
         return self.rff_.random_weights_.shape[1] * 2
 
     def _block(self, x):
-        z = self.rff_._block(x)
+        z = self.rff_.block(x)
         m = z.shape[1] // 2
         # rff_ scales by sqrt(1/m): multiply by sqrt(m beta) per frequency
         scale = np.sqrt(m * self.weights_).astype(z.dtype)

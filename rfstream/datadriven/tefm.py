@@ -7,7 +7,7 @@ a randomized range finder (Halko, Martinsson & Tropp 2011) over ``F'``.
 
 ``F`` is never stored.  Every product with ``F`` is one pass over the row blocks
 (:func:`rfstream.reductions.sum_rows`): each task computes its feature block
-``f = rff._block(x)`` from its ``X`` block and returns a ``d x l`` partial,
+``f = rff.block(x)`` from its ``X`` block and returns a ``d x l`` partial,
 which dask tree-sums in float64; only ``d x l`` matrices reach the client.
 """
 from __future__ import annotations
@@ -47,7 +47,7 @@ __all__ = ["TEFM", "fold_projection", "gaussian_sketch_chunk", "power_chunk", "s
 
 def gaussian_sketch_chunk(x, offset, *, rff, seed, n_components):
     """Partial of ``Y = F' Theta`` with ``Theta[i] ~ N(0, I_l)`` drawn from (seed, row i)."""
-    f = rff._block(x)
+    f = rff.block(x)
     theta = row_normal(seed, STREAM_TEFM_GAUSSIAN, offset, offset + f.shape[0], n_components,
                        dtype=f.dtype)
     return (f.T @ theta).astype(np.float64).ravel()
@@ -94,7 +94,7 @@ def srht_sketch_rows(x, offset, *, rff, seed, n_components):
     ``l`` of its ``B`` rows are kept; one sparse selection product sums the
     kept rows of all blocks into the ``l x d`` ``Y'``.
     """
-    f = rff._block(x)
+    f = rff.block(x)
     n, d = f.shape
     B = srht_block_size(n_components)
     if n == 0:
@@ -126,7 +126,7 @@ def srht_sketch_rows(x, offset, *, rff, seed, n_components):
 
 def power_chunk(x, offset, *, rff, Q):
     """Partial of ``F' (F Q)`` for one row block (one power iteration)."""
-    f = rff._block(x)
+    f = rff.block(x)
     return (f.T @ (f @ Q)).astype(np.float64).ravel()
 
 
@@ -327,7 +327,7 @@ class TEFM(FeatureMap):
         return self.components_.shape[1]
 
     def _block(self, x):
-        return self.rff_._block(x) @ self.components_
+        return self.rff_.block(x) @ self.components_
 
 
 def fold_projection(model):

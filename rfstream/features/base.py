@@ -61,10 +61,10 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from .._validation import check_X
-from ..kernels import KERNELS, auto_gamma
+from ..kernels import KERNELS
 from ..random import check_seed
 from .fused import attach_source
-from .grid import gamma_items, needs_auto, resolve_items
+from .grid import check_gamma, resolve_gamma
 
 _DTYPES = ("float32", "float64")
 
@@ -193,20 +193,8 @@ class FeatureMap(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimato
         (:func:`rfstream.features.grid.gamma_items`): a grid only on a map that can
         scale its draw (``shares_draw_across_gamma``)."""
         super()._validate_params()
-        if self._parameter_constraints.get("gamma") is not GAMMA_CONSTRAINT:
-            return
-        if isinstance(self.gamma, str) and self.gamma in self.gamma_words:
-            return
-        try:
-            _, is_grid = gamma_items(self.gamma)
-        except ValueError as error:
-            raise ValueError(f"{type(self).__name__}: {error}") from None
-        if is_grid and not self.shares_draw_across_gamma:
-            raise ValueError(
-                f"{type(self).__name__} takes one gamma, not a grid (gamma={self.gamma!r}); a gamma "
-                "grid is searched in one pass by rff and binning features with the ridge solver. "
-                "Fit once per gamma, or use one of those."
-            )
+        if self._parameter_constraints.get("gamma") is GAMMA_CONSTRAINT:
+            check_gamma(self)
 
     def _labels_for_fit(self, y):
         """``y`` as ``_fit_data`` gets it: None for a map without labels (``y`` ignored).
@@ -292,6 +280,12 @@ class FeatureMap(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimato
             attach_source(Z, self._block_into, X)
         return Z
 
+    def block(self, x):
+        """The features of one block of rows, as a pass makes them inside its tasks: ``x``
+        a dense ndarray or sparse matrix with ``n_features_in_`` columns, taken as it is
+        (``transform`` checks its input); pure numpy, in ``dtype`` (``_block``)."""
+        return self._block(x)
+
     def _block_into(self, x, out=None):
         """``_block(x)``, written into the buffer ``out`` (rows x n_out) where the map can.
 
@@ -318,21 +312,8 @@ class FeatureMap(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimato
     def _resolve_gamma(self, X, rng, gamma=None) -> float:
         """One gamma, ``self.gamma`` or the given one: a float, ``"auto"`` or ``"auto*F"``
         (a grid: :class:`rfstream.features.grid.GammaGridMixin`)."""
-        items, _ = gamma_items(self.gamma if gamma is None else gamma)
-        return float(resolve_items(items[:1], self._auto_gamma(X, rng, items))[0])
-
-    def _auto_gamma(self, X, rng, items):
-        """The value of ``"auto"`` when an item needs it, else None.
-
-        It samples rows with a child generator, spawned whatever the items: what
-        is drawn from ``rng`` afterwards (a Sobol engine seeded from it too) is the
-        same for a number, ``"auto"`` or a grid, so a grid's map of each gamma is
-        the map fitted with that gamma alone.
-        """
-        (child,) = rng.spawn(1)
-        if not needs_auto(items):
-            return None
-        return auto_gamma(X, getattr(self, "kernel", "gaussian"), random_state=child)
+        return resolve_gamma(X, getattr(self, "kernel", "gaussian"), rng,
+                             self.gamma if gamma is None else gamma)
 
     def _check_input(self, X, *, reset):
         """numpy/sparse/pandas -> ``validate_data``; dask array or DataFrame -> a dask array

@@ -342,8 +342,8 @@ class FourierBinningFeatures(FeatureMap):
         return self.fourier_._n_features_out + self.binning_._n_features_out
 
     def _block(self, x):
-        zf = self.fourier_._block(x)
+        zf = self.fourier_.block(x)
         zf *= np.asarray(math.sqrt(self.weight), dtype=zf.dtype)
-        zb = self.binning_._block(x)
+        zb = self.binning_.block(x)
         zb.data *= np.asarray(math.sqrt(1.0 - self.weight), dtype=zb.dtype)
         return sp.hstack([sp.csr_matrix(zf), zb], format="csr")

@@ -194,4 +194,4 @@ class CompactRandomFeatures(FeatureMap):
         return self.projection_.shape[1]
 
     def _block(self, x):
-        return self.rff_._block(x) @ self.projection_
+        return self.rff_.block(x) @ self.projection_

@@ -36,6 +36,8 @@ import numpy as np
 import scipy.sparse as sp
 from dask.base import tokenize
 
+from ..kernels import auto_gamma
+
 _ATTRIBUTE = "_rfstream_gamma_grid"
 
 
@@ -94,6 +96,46 @@ def _number(text):
         return float(text)
     except ValueError:
         return None
+
+
+def check_gamma(fmap):
+    """Refuse a bad ``gamma`` of the map ``fmap`` (``FeatureMap._validate_params``): a
+    bad item (:func:`gamma_items`), or a grid on a map that cannot share its draw
+    (``shares_draw_across_gamma``).  A word of ``fmap.gamma_words`` passes."""
+    name, gamma = type(fmap).__name__, fmap.gamma
+    if isinstance(gamma, str) and gamma in fmap.gamma_words:
+        return
+    try:
+        _, is_grid = gamma_items(gamma)
+    except ValueError as error:
+        raise ValueError(f"{name}: {error}") from None
+    if is_grid and not fmap.shares_draw_across_gamma:
+        raise ValueError(
+            f"{name} takes one gamma, not a grid (gamma={gamma!r}); a gamma "
+            "grid is searched in one pass by rff and binning features with the ridge solver. "
+            "Fit once per gamma, or use one of those."
+        )
+
+
+def resolve_gamma(X, kernel, rng, gamma):
+    """One ``gamma`` (a float, ``"auto"`` or ``"auto*F"``) as a float, for ``kernel``."""
+    items, _ = gamma_items(gamma)
+    return float(resolve_items(items[:1], auto_value(X, kernel, rng, items))[0])
+
+
+def auto_value(X, kernel, rng, items):
+    """The value of ``"auto"`` (:func:`rfstream.kernels.auto_gamma` of ``kernel`` on rows
+    of ``X``) when an item needs it, else None.
+
+    It samples rows with a child generator, spawned whatever the items: what
+    is drawn from ``rng`` afterwards (a Sobol engine seeded from it too) is the
+    same for a number, ``"auto"`` or a grid, so a grid's map of each gamma is
+    the map fitted with that gamma alone.
+    """
+    (child,) = rng.spawn(1)
+    if not needs_auto(items):
+        return None
+    return auto_gamma(X, kernel, random_state=child)
 
 
 def needs_auto(items):
@@ -186,7 +228,7 @@ class GammaGridMixin:
         items, is_grid = gamma_items(self.gamma)
         if not is_grid:
             return super()._fit_gamma(X, rng)
-        auto = self._auto_gamma(X, rng, items)
+        auto = auto_value(X, getattr(self, "kernel", "gaussian"), rng, items)
         self._grid_labels = tuple(item_label(item) for item in items)
         self._pending_grid = resolve_items(items, auto)
         return float(self._pending_grid[0])
