@@ -140,10 +140,6 @@ def block_partials(fn, size: int, X, *others, **kwargs):
     )
 
 
-def _as_is(x, axis=0, keepdims=True):
-    return x
-
-
 def _add_blocks(blocks, axis=0, keepdims=True):
     """Sum of a list of ``(1, size)`` partials into one new array, added in place.
 
@@ -180,26 +176,30 @@ def sum_rows(fn, size: int, X, *others, blocks=None, split_every=None, **kwargs)
         parts = block_partials(fn, size, X, *others, **kwargs)
         if blocks is not None:
             parts = parts.blocks[np.sort(np.asarray(blocks))]
-        return da.reduction(
-            parts,
-            chunk=_as_is,
-            combine=_add_blocks,
-            aggregate=partial(_add_blocks, keepdims=False),
-            axis=0,
-            concatenate=False,
-            dtype=np.float64,
-            split_every=split_every,
-            meta=np.empty((0,), dtype=np.float64),
-        )
-    keep = None if blocks is None else set(int(b) for b in blocks)
+        return _tree(parts, _add_blocks, partial(_add_blocks, keepdims=False), False, split_every)
     total = np.zeros(size, dtype=np.float64)
+    for part in _numpy_partials(fn, X, others, kwargs, blocks):
+        total += part
+    return total
+
+
+def _tree(parts, combine, aggregate, concatenate, split_every):
+    """The tree reduction of the ``(n_blocks, size)`` partials ``parts`` to one ``(size,)``."""
+    return da.reduction(parts, chunk=_pass_through, combine=combine, aggregate=aggregate, axis=0,
+                        concatenate=concatenate, dtype=np.float64, split_every=split_every,
+                        meta=np.empty((0,), dtype=np.float64))
+
+
+def _numpy_partials(fn, X, others, kwargs, blocks=None):
+    """``fn``'s partial of each :data:`NUMPY_BLOCK`-row slice of a numpy ``X`` (and ``others``),
+    only of the slices numbered in ``blocks`` when given."""
+    keep = None if blocks is None else set(int(b) for b in blocks)
     for i, start in enumerate(range(0, max(X.shape[0], 1), NUMPY_BLOCK)):
         if keep is not None and i not in keep:
             continue
         stop = min(start + NUMPY_BLOCK, X.shape[0])
         arrays = [None if a is None else a[start:stop] for a in (X, *others)]
-        total += fn(*[a for a in arrays if a is not None], offset=start, **kwargs)
-    return total
+        yield fn(*[a for a in arrays if a is not None], offset=start, **kwargs)
 
 
 def _pass_through(x, axis=0, keepdims=True):
@@ -219,23 +219,8 @@ def reduce_rows(fn, combine, size: int, X, *others, split_every=None, **kwargs):
     """
     if isinstance(X, da.Array):
         parts = block_partials(fn, size, X, *others, **kwargs)
-        return da.reduction(
-            parts,
-            chunk=_pass_through,
-            combine=combine,
-            aggregate=partial(_aggregate, combine=combine),
-            axis=0,
-            concatenate=True,
-            dtype=np.float64,
-            split_every=split_every,
-            meta=np.empty((0,), dtype=np.float64),
-        )
-    blocks = []
-    for start in range(0, max(X.shape[0], 1), NUMPY_BLOCK):
-        stop = min(start + NUMPY_BLOCK, X.shape[0])
-        arrays = [None if a is None else a[start:stop] for a in (X, *others)]
-        blocks.append(fn(*[a for a in arrays if a is not None], offset=start, **kwargs))
-    return combine(np.array(blocks), keepdims=False)
+        return _tree(parts, combine, partial(_aggregate, combine=combine), True, split_every)
+    return combine(np.array(list(_numpy_partials(fn, X, others, kwargs))), keepdims=False)
 
 
 def _aggregate(parts, axis=0, keepdims=False, *, combine):
