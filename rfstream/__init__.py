@@ -10,13 +10,13 @@ from .datadriven import (
     CompactNonlinearMap,
     EERFFeatures,
     LKRFFeatures,
+    NystroemFeatures,
     SESFeatures,
 )
 from .features import (
     ArcCosineFeatures,
     CirculantFeatures,
     FourierBinningFeatures,
-    NystroemFeatures,
     RandomBinningFeatures,
     RandomFourierFeatures,
 )

@@ -40,7 +40,7 @@ FEATURES = {
     "rff+binning": ft.FourierBinningFeatures,
     "cnm": dd.CompactNonlinearMap,  # learned with the labels, then the solver is refitted on it
     "circulant": ft.CirculantFeatures,
-    "nystroem": ft.NystroemFeatures,
+    "nystroem": dd.NystroemFeatures,
 }
 #: ``solver`` name -> estimator per task, or one transformer class for every task (a
 #: pipeline that ends in it is fitted without labels).  A pipeline may also end in its

@@ -227,7 +227,7 @@ def test_grid_refused_where_it_cannot_be_searched():
     X = np.random.default_rng(0).normal(size=(100, 3))
     y = np.arange(100) % 2
     with pytest.raises(ValueError, match="NystroemFeatures takes one gamma, not a grid"):
-        rfstream.features.NystroemFeatures(10, gamma=[0.1, 1.0]).fit(X)
+        rfstream.datadriven.NystroemFeatures(10, gamma=[0.1, 1.0]).fit(X)
     with pytest.raises(ValueError, match="StreamingSGDClassifier takes the features of one gamma"):
         make_pipeline(RandomFourierFeatures(10, gamma=[0.1, 1.0]), StreamingSGDClassifier()).fit(X, y)
     with pytest.raises(ValueError, match="searched by cross-validation of the ridge solver"):

@@ -1,4 +1,4 @@
-"""NystroemFeatures (rfstream.features.nystroem): the landmark pass, the mathematics, scikit-learn.
+"""NystroemFeatures (rfstream.datadriven.nystroem): the landmark pass, the mathematics, scikit-learn.
 
 The contract every map keeps (numpy/dask, chunkings, processes, save/load,
 check_estimator with the default parameters, bad input) is tested once for all maps in
@@ -16,9 +16,10 @@ import scipy.sparse as sp
 from scipy import stats
 
 from rfstream import Standardizer, StreamingRidgeClassifier
+from rfstream.datadriven import NystroemFeatures
+from rfstream.datadriven.nystroem import inverse_sqrt, sample_landmarks
 from rfstream.datasets import train_test
-from rfstream.features import NystroemFeatures, feature_source
-from rfstream.features.nystroem import inverse_sqrt, sample_landmarks
+from rfstream.features import feature_source
 from rfstream.kernels import KERNELS, auto_gamma, kernel_matrix
 from rfstream.metrics import kernel_approximation_error
 from rfstream.pipeline import FEATURES, make_model

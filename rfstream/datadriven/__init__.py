@@ -13,11 +13,15 @@ that need labels, checked by :mod:`rfstream.solvers.targets`).
   2018) and LKRF (Sinha & Duchi 2016): candidates scored against the labels.
 * :class:`SESFeatures` -- SES (Chang et al. 2017): Stein-effect shrinkage
   weights on random Fourier features (and the Bayesian Quadrature baseline).
+* :class:`NystroemFeatures` -- Nystroem (Williams & Seeger 2001): the kernel
+  against landmark rows sampled in one pass, whitened by ``K_mm^{-1/2}``.
 """
 from .cnm import CompactNonlinearMap
 from .eerf import EERFFeatures
 from .lkrf import LKRFFeatures
+from .nystroem import NystroemFeatures
 from .ses import SESFeatures
 from .tefm import TEFM, fold_projection
 
-__all__ = ["TEFM", "CompactNonlinearMap", "EERFFeatures", "LKRFFeatures", "SESFeatures", "fold_projection"]
+__all__ = ["TEFM", "CompactNonlinearMap", "EERFFeatures", "LKRFFeatures", "NystroemFeatures", "SESFeatures",
+           "fold_projection"]

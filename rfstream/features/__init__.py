@@ -11,7 +11,6 @@ from .circulant import CirculantFeatures
 from .fastfood import CompactRandomFeatures, FastfoodFeatures
 from .fourier import RandomFourierFeatures
 from .fused import FeatureSource, feature_source
-from .nystroem import NystroemFeatures
 
 __all__ = [
            "ArcCosineFeatures",
@@ -21,7 +20,6 @@ __all__ = [
            "FeatureMap",
            "FeatureSource",
            "FourierBinningFeatures",
-           "NystroemFeatures",
            "RandomBinningFeatures",
            "RandomFourierFeatures",
            "feature_source",

@@ -25,8 +25,8 @@ from ..cluster import compute
 from ..kernels import kernel_matrix
 from ..random import STREAM_NYSTROEM_LANDMARKS, row_uniform
 from ..reductions import reduce_rows
-from .base import KernelFeatureMap
-from .fused import FUSED_SUB_BLOCK, even_sub_blocks
+from ..features.base import KernelFeatureMap
+from ..features.fused import FUSED_SUB_BLOCK, even_sub_blocks
 
 __all__ = ["NystroemFeatures", "inverse_sqrt", "landmark_chunk", "merge_landmarks",
            "sample_landmarks"]
@@ -196,7 +196,7 @@ class NystroemFeatures(KernelFeatureMap):
     Examples
     --------
     >>> import numpy as np
-    >>> from rfstream.features import NystroemFeatures
+    >>> from rfstream.datadriven import NystroemFeatures
     >>> X = np.random.default_rng(0).normal(size=(300, 4))
     >>> nys = NystroemFeatures(n_components=20, gamma=0.2, random_state=0).fit(X)
     >>> nys.transform(X).shape, nys.components_.shape
