@@ -389,7 +389,7 @@ def connect(scheduler=None, *, n_workers=None, data_bytes=None):
     except (OSError, TimeoutError) as exc:
         raise ValueError(
             f"could not connect to the Dask scheduler at {scheduler!r} ({exc}); "
-            "check the address, or leave --scheduler out to use an embedded cluster."
+            "check the address, or leave scheduler (CLI: --scheduler) out to use an embedded cluster."
         ) from None
     with client:
         yield client

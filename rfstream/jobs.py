@@ -104,7 +104,7 @@ class FitJob:
                 weights = open_weights(data, sample_weight, X, storage_options=storage_options)
             self.fit_params["solver__sample_weight"] = weights
         if out is not None and not overwrite and io.as_location(out, storage_options).exists():
-            raise FileExistsError(f"{out} already exists; pass overwrite=True to replace it.")
+            raise FileExistsError(f"{out} already exists; pass overwrite=True (CLI: --overwrite) to replace it.")
         if report and not selection.have_matplotlib():
             raise ValueError("report=True draws the CV heat map with matplotlib, which is not installed; "
                              "pip install 'rfstream[plot]', or leave report out.")

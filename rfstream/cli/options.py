@@ -12,6 +12,7 @@ A new option of a feature map or solver is one row in each table.
 from __future__ import annotations
 
 import argparse
+import re
 from dataclasses import dataclass
 
 from ..catalog import PARAMETERS, NotApplicable, defaults_of, route
@@ -211,15 +212,17 @@ def add_fit_options(parser):
 
 
 #: the library's words for a parameter, and the command line's for the same thing
-CLI_WORDS = (("pass overwrite=True", "pass --overwrite"), ("report=True", "--report"),
-             ("restart=True", "--restart"), ("scores=True", "--scores"), ("solver='ridge'", "--solver ridge"),
+CLI_WORDS = (("report=True", "--report"), ("scores=True", "--scores"), ("solver='ridge'", "--solver ridge"),
              ("name the label array with y_array= and the task with task=", "--y-array names the labels, "
               "--task the task"), ("solver=None for a transformer", "--solver none for a transformer"),
              ("a transformer (fitted with solver=None)", "a transformer (fitted with --solver none)"))
 
 
 def cli_message(message):
-    """A library error message with the parameters it names said as flags."""
+    """A library error message with the parameters it names said as flags: ``P (CLI: F)``
+    becomes ``F``, and the phrases of :data:`CLI_WORDS` their flags."""
+    message = re.sub(r"[\w.=']+ \(CLI: ([^)]+)\)", r"\1", message)
+    message = re.sub(r"\(([^()]*?)[,;]? ?CLI: ([^)]+)\)", r"(\2)", message)
     for library, cli in CLI_WORDS:
         message = message.replace(library, cli)
     return message

@@ -121,7 +121,7 @@ class Checkpoint:
                 made = manifest.get("description") or "another job"
                 raise CheckpointMismatch(
                     f"the checkpoint {self.location} was made by {made}, not by this one; run the "
-                    "command that made it to resume, or pass --restart (restart=True) to start over.")
+                    "command that made it to resume, or pass restart=True (CLI: --restart) to start over.")
             self.steps = list(manifest.get("steps", []))
         self.found = len(self.steps)
         self.description = ""
@@ -135,7 +135,7 @@ class Checkpoint:
                 return json.loads(target.read_bytes())
             except ValueError:
                 raise CheckpointMismatch(f"{target} is not an rfstream checkpoint manifest; pass "
-                                         "--restart (restart=True) to start over.") from None
+                                         "restart=True (CLI: --restart) to start over.") from None
 
     def _write_manifest(self):
         doc = {"format": FORMAT, "rfstream_version": __version__, "fingerprint": self.fingerprint,
@@ -159,7 +159,7 @@ class Checkpoint:
             data = target.read_bytes()
         if hashlib.sha256(data).hexdigest() != step["sha256"]:
             raise CheckpointMismatch(f"{target} is damaged (its SHA-256 differs from the manifest's); "
-                                     "pass --restart (restart=True) to start over.")
+                                     "pass restart=True (CLI: --restart) to start over.")
         self.position += 1
         self.reused += 1
         return _decode(data, count)

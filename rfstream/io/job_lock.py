@@ -79,7 +79,7 @@ class JobLock:
         return CheckpointBusy(
             f"another rfstream fit (pid {holder.get('pid')} on {holder.get('host')}, alive at {since}) "
             f"is using the checkpoint {self.checkpoint}; wait for it to end, or give this one "
-            "another --out or --checkpoint.")
+            "another out (CLI: --out) or checkpoint (CLI: --checkpoint).")
 
     def acquire(self):
         holder = self._holder()

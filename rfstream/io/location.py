@@ -242,13 +242,13 @@ def as_storage_error(exc: Exception, location, doing: str) -> Exception | None:
         return None if str(location) in text else FileNotFoundError(f"{location} {doing}: {text}")
     if isinstance(exc, PermissionError):
         return StorageError(f"{location} {doing}: access denied ({_first_line(exc)}); check the "
-                            "credentials (--storage-options or the filesystem's environment)")
+                            "credentials (storage_options, CLI: --storage-options; or the filesystem's environment)")
     if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
         return StorageError(f"{location} {doing}: {_first_line(exc)}; free space there or write "
                             "elsewhere (what was there before is untouched)")
     if isinstance(exc, OSError) or type(exc).__module__.split(".", 1)[0] in _NETWORK_MODULES:
         return StorageError(f"{location} {doing}: {_first_line(exc)}; check the URL, the endpoint "
-                            "and the credentials (--storage-options)")
+                            "and the credentials (storage_options, CLI: --storage-options)")
     return None
 
 
