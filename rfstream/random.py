@@ -39,7 +39,7 @@ STREAM_EERF_SUBSAMPLE = 30
 # CNM (rfstream.datadriven.cnm): mini-batch row draws (per outer iteration) and held-out rows.
 STREAM_CNM_BATCHES = 40
 STREAM_CNM_HOLDOUT = 41
-# Nystroem (rfstream.features.nystroem): the per-row keys that choose the landmarks.
+# Nystroem (rfstream.datadriven.nystroem): the per-row keys that choose the landmarks.
 STREAM_NYSTROEM_LANDMARKS = 80
 # Reserved ranges for the other methods: SES 20-29, EERF/LKRF 30-39, CNM 40-49,
 # random binning 50-59 (none used yet: binning is a pure function of the row),

@@ -119,3 +119,53 @@ def test_a_run_numbers_its_passes_from_one(capsys):
     err = capsys.readouterr().err
     assert second.passes == 2
     assert err.count("rfstream: pass 1 done") == 2 and err.count("rfstream: pass 2 done") == 1
+
+
+# ------------------------------------------------------------------ the feature source
+def _fit_ridge(Z, y):
+    from rfstream.solvers import StreamingRidgeClassifier
+
+    return StreamingRidgeClassifier(alpha=1.0).fit(Z, y)
+
+
+def test_rechunk_or_astype_of_features_gives_the_same_model():
+    """``Z.rechunk(...)``/``Z.astype(...)`` lose the fused source and fall back to the stored
+    blocks: the same model (the Gram summed in another grouping: float32 features, so
+    agreement to a few float32 ulps of the coefficients)."""
+    import dask.array as da
+
+    from rfstream.features import RandomFourierFeatures, feature_source
+
+    rng = np.random.default_rng(5)
+    Xn = rng.normal(size=(900, 3))
+    yn = (Xn[:, 0] * Xn[:, 2] > 0).astype(np.int64)
+    X, y = da.from_array(Xn, chunks=(300, 3)), da.from_array(yn, chunks=300)
+    Z = RandomFourierFeatures(24, gamma=0.5, random_state=0).fit(X).transform(X)
+    assert feature_source(Z) is not None
+    reference = _fit_ridge(Z, y).coef_
+    with connect("threads"):
+        paths = []
+        for derived in (Z.rechunk({0: 450}), Z.astype(np.float64), Z[:, :], Z[:, :12]):
+            paths.append(feature_source(derived) is not None)  # fused path kept, or the stored blocks
+            coef = _fit_ridge(derived, y.rechunk(derived.chunks[0])).coef_
+            if derived.shape[1] == Z.shape[1]:
+                np.testing.assert_allclose(coef, reference, rtol=0, atol=1e-5 * np.abs(reference).max())
+            else:  # a slice of the columns: the model of those columns, from their stored blocks
+                np.testing.assert_allclose(coef, _fit_ridge(np.asarray(Z)[:, :12], yn).coef_, rtol=0,
+                                           atol=1e-5 * np.abs(coef).max())
+        assert paths == [False, False, True, False]  # only the no-op slice is Z itself
+
+
+def test_a_grid_that_lost_its_source_is_refused_not_fitted():
+    import dask.array as da
+
+    from rfstream.features import RandomFourierFeatures
+
+    rng = np.random.default_rng(6)
+    X = da.from_array(rng.normal(size=(400, 3)), chunks=(200, 3))
+    y = da.from_array((rng.normal(size=400) > 0).astype(np.int64), chunks=200)
+    Z = RandomFourierFeatures(16, gamma=[0.5, 2.0], random_state=0).fit(X).transform(X)
+    assert Z.shape[1] == 32  # both gammas side by side
+    for derived in (Z.rechunk({0: 100}), Z.astype(np.float64), Z[:, :16]):
+        with pytest.raises(ValueError, match="stacked features of a gamma grid"):
+            _fit_ridge(derived, y.rechunk(derived.chunks[0]))

@@ -51,6 +51,10 @@ from ..reductions import even_chunks, even_rows
 FUSED_SUB_BLOCK = 4096
 
 _ATTRIBUTE = "_rfstream_features"
+#: The graph-layer name prefix of the stacked features of a gamma grid
+#: (:mod:`rfstream.features.grid`): an array made from them (``rechunk``, ``astype``,
+#: a slice) keeps that layer in its graph, so a pass can tell it from plain features.
+GRID_LAYER = "rfstream-gamma-grid-"
 
 
 class FeatureSource(NamedTuple):
@@ -93,8 +97,27 @@ def fused_rows(Z, *, even=True):
     """
     source = feature_source(Z)
     if source is None:
+        check_not_from_grid(Z)
         return None, Z
     return source.block, even_rows(source.rows) if even else source.rows
+
+
+def check_not_from_grid(Z):
+    """Refuse an array made from a gamma grid's stacked features that lost their source.
+
+    ``map.transform(X)`` of a map fitted with a list of gammas is every gamma's features
+    side by side; only the ridge solver, reading its :class:`~rfstream.features.grid.GridSource`,
+    searches them.  After ``rechunk``, ``astype`` or a slice the source is gone, and a
+    pass over the stored blocks would fit all G x D columns as one model: silently wrong,
+    so it is refused here.  Plain features that lost their :class:`FeatureSource` are
+    reduced over their stored blocks: the same model.
+    """
+    if isinstance(Z, da.Array) and any(str(name).startswith(GRID_LAYER) for name in Z.__dask_graph__().layers):
+        raise ValueError(
+            "these features are (made from) the stacked features of a gamma grid, every gamma side by "
+            "side, and lost the source that lets a solver search them (a rechunk, astype or slice of the "
+            "map's transform); pass map.transform(X) itself to the ridge solver (a Pipeline does), or "
+            "give the map one gamma.")
 
 
 def even_sub_blocks(m, largest):

@@ -37,6 +37,7 @@ import scipy.sparse as sp
 from dask.base import tokenize
 
 from ..kernels import auto_gamma
+from .fused import GRID_LAYER
 
 _ATTRIBUTE = "_rfstream_gamma_grid"
 
@@ -269,7 +270,7 @@ class GammaGridMixin:
         Z = X.map_blocks(stacked_block, blocks=tuple(m._block for m in maps), stack=fmt, dtype=dtype,
                          chunks=(X.chunks[0], (width,)),
                          meta=(sp.csr_matrix((0, width), dtype=dtype) if fmt else np.empty((0, width), dtype)),
-                         name=f"{type(self).__name__.lower()}-grid-{tokenize(self, X)}")
+                         name=f"{GRID_LAYER}{type(self).__name__.lower()}-{tokenize(self, X)}")
         labels = getattr(self, "_grid_labels", tuple(f"{g:g}" for g in self.gamma_grid_))
         source = GridSource(tuple(m._block_into for m in maps), self._sparse_output, X,
                             self.gamma_grid_.copy(), labels, self.select_gamma)

@@ -326,7 +326,7 @@ class _BaseStreamingSGD(LinearPredictMixin, BaseEstimator):
         if grid_source(X) is not None:
             raise ValueError(f"{type(self).__name__} takes the features of one gamma; the map was fitted "
                              "with a gamma grid, which the ridge solver searches (StreamingRidge, "
-                             "StreamingRidgeClassifier; --solver ridge). Give the map one gamma.")
+                             "StreamingRidgeClassifier; solver='ridge'). Give the map one gamma.")
         X, y = check_X_y(self, X, y, reset=reset, accept_sparse="csr",
                          y_numeric=isinstance(self, RegressorMixin))
         if is_dask_collection(X):
