@@ -182,9 +182,10 @@ class FitJob:
         passes, the CV table and a resumed checkpoint's reused passes."""
         solver = self.model.named_steps.get("solver")
         fmap = self.model.named_steps.get("features")
-        out = {"model": None if self.out is None else str(self.out), "rows": self.meta["dataset"]["n_rows"],
-               "alpha": None if solver is None else getattr(solver, "alpha_", getattr(solver, "alpha", None)),
-               "gamma": getattr(fmap, "gamma_", None), "fit_seconds": self.meta["fit_seconds"]}
+        out = {"model": None if self.out is None else str(self.out), "rows": self.meta["dataset"]["n_rows"]}
+        if not self.transformer:
+            out["alpha"] = getattr(solver, "alpha_", getattr(solver, "alpha", None))
+        out.update(gamma=getattr(fmap, "gamma_", None), fit_seconds=self.meta["fit_seconds"])
         if self.stored is not None and self.stored.reused:
             out.update(resumed=True, passes_reused=self.stored.reused)
         if getattr(solver, "n_iter_", None) is not None:  # ridge: 1-2, or 1 + the CG iterations
