@@ -60,14 +60,24 @@ def labelled(tmp_path):
     return tmp_path / "d.zarr"
 
 
-@pytest.mark.parametrize("features, params", [
-    ("rff", {"n_components": 32, "gamma": "auto", "alpha": [0.1, 1.0]}),  # moments, auto's sample, 2 passes
-    ("ses", {"n_components": 16, "n_pairs": 256, "gamma": "auto", "alpha": 1.0}),  # SES's sampled rows
-    ("nystroem", {"n_components": 24, "gamma": "auto", "alpha": 1.0}),  # the landmark pass
-])
+#: small settings of every registered map (the data-driven ones make their own passes)
+SMALL = {"rff": {"n_components": 32, "alpha": [0.1, 1.0]},  # moments, auto's sample, 2 ridge passes
+         "ses": {"n_components": 16, "n_pairs": 256}, "nystroem": {"n_components": 24},
+         "tefm-g": {"n_components": 8, "n_random_features": 32}, "tefm-s": {"n_components": 8},
+         "eerf": {"n_components": 8, "n_candidates": 32}, "lkrf": {"n_components": 8, "n_candidates": 32},
+         "cnm": {"n_components": 16}, "binning": {"n_grids": 4, "n_bins": 16},
+         "rff+binning": {"n_components": 16, "n_grids": 4}, "arccos": {"n_components": 16},
+         "circulant": {"n_components": 16}}
+
+
+def test_every_registered_map_is_covered():
+    assert set(SMALL) == set(pipeline.FEATURES)
+
+
+@pytest.mark.parametrize("features, params", sorted(SMALL.items()))
 def test_every_read_of_a_fit_goes_through_compute(labelled, counted_reads, features, params):
     with connect("threads"):
-        pipeline.fit_dataset(labelled, features=features, **params)
+        pipeline.fit_dataset(labelled, features=features, **{"alpha": 1.0, "gamma": "auto", **params})
     assert counted_reads, "the fit read no chunk: the counter is broken"
     outside = sorted({key for key, inside in counted_reads if not inside})
     assert not outside, f"chunks read outside rfstream.cluster.compute: {outside}"
