@@ -16,7 +16,6 @@ import functools
 from dataclasses import dataclass
 from functools import partial
 
-from sklearn.base import clone
 from sklearn.pipeline import Pipeline
 
 from . import datadriven as dd
@@ -250,10 +249,8 @@ def check_model(model, n_features, n_targets=None):
     check_search(fmap, solver)
     maps = gamma_candidates(fmap) if fmap is not None else []
     for step in [s for s in steps if s is not fmap] + (maps or ([fmap] if fmap is not None else [])):
-        if hasattr(step, "check_parameters"):
+        if hasattr(step, "check_parameters"):  # rfstream's estimators; a foreign one checks itself in fit
             step.check_parameters(int(n_features))
-        elif hasattr(step, "get_params"):
-            clone(step)  # a foreign estimator: its own fit checks it
     if n_targets is not None and solver is not None and getattr(solver, "solves_by_gram", False):
         width, groups, sparse = planned_features(fmap, n_features) if fmap is not None else (n_features, 1, False)
         if width is not None:
