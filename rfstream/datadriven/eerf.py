@@ -101,7 +101,7 @@ class EERFFeatures(LabelScoredFeatures):
         A list of gammas (a grid) is searched by
         :func:`rfstream.pipeline.fit_dataset` and ``rfstream fit``, one whole
         fit per gamma (the standardizer's, the scoring pass, the ridge's two
-        each; :mod:`rfstream.datadriven.gamma_loop`): the passes score
+        each; :mod:`rfstream.selection.gamma_loop`): the passes score
         candidates drawn for one gamma, so they cannot be shared between gammas.
         Fitted directly, the map takes one gamma.
     sampler : {"mc", "qmc", "orthogonal"}, default="mc"

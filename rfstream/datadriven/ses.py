@@ -178,7 +178,7 @@ class SESFeatures(FeatureMap):
         A list of gammas (a grid) is searched by
         :func:`rfstream.pipeline.fit_dataset` and ``rfstream fit``, one whole
         fit per gamma (the standardizer's, SES's sketch pass, the ridge's two
-        each; :mod:`rfstream.datadriven.gamma_loop`): the passes sketch the
+        each; :mod:`rfstream.selection.gamma_loop`): the passes sketch the
         features of one gamma, so they cannot be shared between gammas.  Fitted
         directly, the map takes one gamma.
     sampler : {"mc", "qmc", "orthogonal"}, default="mc"

@@ -201,7 +201,7 @@ class TEFM(FeatureMap):
         A list of gammas (a grid) is searched by
         :func:`rfstream.pipeline.fit_dataset` and ``rfstream fit``, one whole
         fit per gamma (the standardizer's, ``1 + n_power_iter`` for the range
-        finder, the ridge's two each; :mod:`rfstream.datadriven.gamma_loop`):
+        finder, the ridge's two each; :mod:`rfstream.selection.gamma_loop`):
         the passes of the range finder multiply the features of one gamma, so
         they cannot be shared between gammas.  Fitted directly, the map takes
         one gamma.
