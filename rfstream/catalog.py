@@ -21,10 +21,10 @@ from sklearn.pipeline import Pipeline
 from . import datadriven as dd
 from . import features as ft
 from . import solvers as sv
-from .features.width import planned_features
+from .features.width import check_draw_size, nominal_width, planned_features
 from .preprocess import Standardizer
 from .selection import check_search, gamma_candidates
-from .solvers.memory import check_ridge_memory
+from .solvers.memory import check_pass_memory, check_ridge_memory
 
 #: ``features`` name -> feature map (a class, or a class with some parameters fixed).
 FEATURES = {
@@ -251,10 +251,17 @@ def check_model(model, n_features, n_targets=None):
     for step in [s for s in steps if s is not fmap] + (maps or ([fmap] if fmap is not None else [])):
         if hasattr(step, "check_parameters"):  # rfstream's estimators; a foreign one checks itself in fit
             step.check_parameters(int(n_features))
-    if n_targets is not None and solver is not None and getattr(solver, "solves_by_gram", False):
+    if fmap is not None:
+        check_draw_size(fmap, n_features)  # before anything of the map's size is drawn
+    if n_targets is not None and solver is not None:
+        asked = nominal_width(fmap) if fmap is not None else None
+        if asked is not None:  # the width asked for, before a draw learns the exact one
+            check_pass_memory(asked, n_targets)
         width, groups, sparse = planned_features(fmap, n_features) if fmap is not None else (n_features, 1, False)
         if width is not None:
-            check_ridge_memory(solver, width, n_targets, n_groups=groups, sparse=sparse)
+            check_pass_memory(width * groups, n_targets)
+            if getattr(solver, "solves_by_gram", False):
+                check_ridge_memory(solver, width, n_targets, n_groups=groups, sparse=sparse)
     return model
 
 

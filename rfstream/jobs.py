@@ -97,6 +97,7 @@ class FitJob:
                                feature_params={**routed_map, **(feature_params or {})},
                                solver_params={**routed_solver, **(solver_params or {})})
         self.model = check_model(model, X.shape[1])
+        self._check_rows(data, X, attrs)
         self.fit_params = {}
         if sample_weight is not None:
             weights = sample_weight
@@ -109,6 +110,17 @@ class FitJob:
             raise ValueError("report=True draws the CV heat map with matplotlib, which is not installed; "
                              "pip install 'rfstream[plot]', or leave report out.")
         self.meta, self.stored = {}, None
+
+    def _check_rows(self, data, X, attrs):
+        """Refuse before any pass what the dataset's metadata already says will fail: fewer
+        than two rows, a classifier's dataset with fewer than two classes."""
+        if X.shape[0] < 2:
+            raise ValueError(f"{data} has {X.shape[0]} row(s); a fit needs at least 2.")
+        classes = attrs.get("classes")
+        if not self.transformer and attrs.get("task") == "classification" and classes is not None \
+                and len(classes) < 2:
+            raise ValueError(f"{data} has {len(classes)} class ({classes!r:.80}); a classifier needs at "
+                             "least two (or task='regression' for numeric labels).")
 
     def fingerprint(self):
         """``(digest, description)`` of the job: the model's parameters, the dataset's

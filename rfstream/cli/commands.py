@@ -25,7 +25,7 @@ from ..io.convert import source_files
 from ..jobs import FitJob
 from ..selection import HEATMAP_FILE
 from . import resume
-from .options import FIT_OPTIONS
+from .options import FIT_OPTIONS, printable
 
 
 def _write_json(data, location):
@@ -47,7 +47,7 @@ def _warnings_as_lines():
         warnings.simplefilter("always")
         yield
     for message in dict.fromkeys(str(w.message).splitlines()[0] for w in caught):
-        print(f"rfstream: warning: {message}", file=sys.stderr)
+        print(f"rfstream: warning: {printable(message)}", file=sys.stderr)
 
 
 def _print_json(data):
@@ -140,7 +140,7 @@ def metrics_table(result):
         lines.append(f"  {name:<16}{text}")
     matrix = result.get("confusion_matrix")
     if matrix and len(matrix) <= 12:
-        labels = [str(c) for c in result.get("classes", range(len(matrix)))]
+        labels = [printable(c) for c in result.get("classes", range(len(matrix)))]
         width = max(len(t) for t in labels + [str(v) for row in matrix for v in row])
         lines.append("  confusion_matrix (rows: true class, columns: predicted)")
         lines.append("    " + " " * width + "".join(f"  {t:>{width}}" for t in labels))
@@ -149,7 +149,7 @@ def metrics_table(result):
     elif matrix:
         lines.append(f"  confusion_matrix: {len(matrix)} x {len(matrix)}, in the JSON")
     lines.append(f"  written to {result['metrics_file']}")
-    return "\n".join(lines)
+    return "\n".join(printable(line) for line in lines)  # names from the data: no terminal escapes
 
 
 def cmd_predict(args):

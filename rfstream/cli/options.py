@@ -215,7 +215,15 @@ def add_fit_options(parser):
 CLI_WORDS = (("report=True", "--report"), ("scores=True", "--scores"), ("solver='ridge'", "--solver ridge"),
              ("name the label array with y_array= and the task with task=", "--y-array names the labels, "
               "--task the task"), ("solver=None for a transformer", "--solver none for a transformer"),
-             ("a transformer (fitted with solver=None)", "a transformer (fitted with --solver none)"))
+             ("a transformer (fitted with solver=None)", "a transformer (fitted with --solver none)"),
+             ("task='regression'", "--task regression"))
+
+
+def printable(text):
+    """``text`` with every character a terminal would act on (controls, escapes, bidi
+    overrides such as U+202E) written as its Python escape: names read from a dataset or
+    a model reach the terminal as text."""
+    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in str(text))
 
 
 def cli_message(message):
@@ -225,7 +233,7 @@ def cli_message(message):
     message = re.sub(r"\(([^()]*?)[,;]? ?CLI: ([^)]+)\)", r"(\2)", message)
     for library, cli in CLI_WORDS:
         message = message.replace(library, cli)
-    return message
+    return printable(message)
 
 
 def flag_error(error):

@@ -17,6 +17,8 @@ the parameters alone:
 """
 from __future__ import annotations
 
+import numpy as np
+
 from .grid import gamma_items, is_gamma_grid
 
 
@@ -32,7 +34,44 @@ def planned_features(fmap, n_features):
     return _width(fmap, int(n_features)), n_groups, bool(getattr(fmap, "_sparse_output", False))
 
 
+#: The share of this machine's available memory that the parameters drawn to plan a
+#: map's width (and, in the fit, its own draw) may take; more is refused before drawing.
+DRAW_SHARE = 0.25
+
+
+def check_draw_size(fmap, n_features):
+    """Refuse, before anything is drawn, a map whose random parameters could not be held:
+    ``8 x k x (n_features + 2)`` bytes for the largest of its ``n_components``,
+    ``n_random_features`` and ``n_candidates`` (a d x k float64 projection, offsets and
+    scales: an upper bound for every map of the registry) against :data:`DRAW_SHARE` of
+    the available memory.  ``n_components=10**12`` is refused here in microseconds."""
+    import psutil
+
+    params = fmap.get_params(deep=False)
+    sizes = [int(v) for k, v in params.items() if k in ("n_components", "n_random_features", "n_candidates")
+             and isinstance(v, (int, np.integer)) and not isinstance(v, bool)]
+    if not sizes:
+        return
+    k = max(sizes)
+    need, limit = 8 * k * (int(n_features) + 2), int(DRAW_SHARE * psutil.virtual_memory().available)
+    if need > limit:
+        raise ValueError(f"{type(fmap).__name__} with {k:,} features on {n_features} columns would draw "
+                         f"{need / 2**30:,.1f} GiB of random parameters, more than {DRAW_SHARE:.0%} of this "
+                         f"machine's available memory ({limit / 2**30:.1f} GiB); lower n_components.")
+
+
+def nominal_width(fmap):
+    """``n_components x columns_per_component``, the width a map is asked for, known without
+    drawing anything (None for a map without ``n_components``): what the memory checks use
+    before :func:`planned_features` draws to learn the exact width."""
+    k = fmap.get_params(deep=False).get("n_components")
+    if not isinstance(k, (int, np.integer)) or isinstance(k, bool):
+        return None
+    return int(k) * int(fmap.columns_per_component)
+
+
 def _width(fmap, n_features):
+    check_draw_size(fmap, n_features)
     if not fmap.makes_data_pass:  # data-independent: draw without data
         params = fmap.get_params(deep=False)
         params["random_state"] = 0  # the width depends on no draw; a Generator stays untouched

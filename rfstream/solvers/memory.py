@@ -158,3 +158,27 @@ def check_ridge_memory(ridge, n_features, n_targets, *, n_groups=1, sparse=False
     if searching and use_loo_instead(ridge.cv, n_groups, n_folds, n_features, n_targets):
         n_folds = 1
     check_gram_memory(n_groups, n_folds, n_features, n_targets)
+
+
+#: Copies of the D x T model an iterative pass holds at once (the iterate, its average or
+#: search direction, the gradient and a product: SGD, Newton, CG).
+MODEL_COPIES = 4
+
+
+def check_pass_memory(n_features, n_targets, *, itemsize=4):
+    """Refuse features too wide for any pass that makes them inside its tasks, whatever the
+    solver (SGD and Newton included): each task holds one sub-block of features
+    (:data:`rfstream.features.fused.FUSED_SUB_BLOCK` rows x D, float32) and the model's
+    :data:`MODEL_COPIES` D x T float64 copies, against half a worker's memory limit; the
+    client holds the copies too.  ``n_components=10**8`` is refused here, before a pass."""
+    from ..features.fused import FUSED_SUB_BLOCK
+
+    D, T = int(n_features), max(int(n_targets), 1)
+    model = 8 * MODEL_COPIES * D * T
+    task = FUSED_SUB_BLOCK * D * itemsize + model
+    limit, _ = worker_memory()
+    if task > limit // 2 or model > client_limit():
+        raise ValueError(f"features of width D={D:,} need {task / 2**30:,.1f} GiB in each task (a "
+                         f"{FUSED_SUB_BLOCK}-row block of features and the D x {T} model) and "
+                         f"{model / 2**30:,.1f} GiB on the client; a worker has {limit / 2**30:.1f} GiB. "
+                         "Lower n_components.")

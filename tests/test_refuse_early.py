@@ -1,0 +1,78 @@
+"""What will fail is refused before any pass and any large allocation (the trust issue's
+absurd sizes, single class, too few rows), and names from data reach the terminal escaped."""
+from __future__ import annotations
+
+import json
+import tracemalloc
+
+import numpy as np
+import pytest
+from _tasks import TaskCounter
+
+from rfstream import cli
+from rfstream.cli.options import printable
+from rfstream.cluster import set_progress
+from rfstream.io import write_dataset
+
+
+@pytest.fixture
+def data(tmp_path):
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(400, 14))
+    write_dataset(tmp_path / "d.zarr", X, (X[:, 0] > 0).astype(np.int64), rows_per_chunk=100)
+    return tmp_path / "d.zarr"
+
+
+def run(tmp_path, capsys, *argv):
+    tasks = TaskCounter()
+    tracemalloc.start()
+    try:
+        with tasks:
+            code = cli.main([*map(str, argv), "--out", str(tmp_path / "m"), "--scheduler", "threads", "--quiet"])
+    finally:
+        peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+        set_progress(False)
+    return code, capsys.readouterr().err, tasks.count, peak
+
+
+@pytest.mark.parametrize("n_components, flags", [
+    (10**12, []), (10**8, []), (10**8, ["--solver", "sgd"]), (10**8, ["--ridge-solver", "pcg"]),
+    (2 * 10**6, ["--solver", "sgd"]),  # drawable, but a task's feature block is not: the pass memory
+])
+def test_absurd_sizes_are_refused_before_any_pass_or_allocation(data, tmp_path, capsys, n_components, flags):
+    code, err, tasks, peak = run(tmp_path, capsys, "fit", data, "--n-components", n_components, *flags)
+    assert code == 2 and len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
+    assert "lower n_components" in err.lower()
+    assert tasks == 0  # not a task ran
+    assert peak < 512 * 2**20  # nothing of the features' size was allocated (2e6 x 14 plan: 224 MB)
+    assert not (tmp_path / "m").exists() and not (tmp_path / "m.checkpoint").exists()
+
+
+def test_a_single_class_and_one_row_are_refused_from_the_metadata(tmp_path, capsys):
+    X = np.random.default_rng(1).normal(size=(50, 3))
+    write_dataset(tmp_path / "one.zarr", X, np.zeros(50, dtype=np.int64), attrs={"classes": ["only"]})
+    code, err, tasks, _ = run(tmp_path, capsys, "fit", tmp_path / "one.zarr", "--n-components", 8)
+    assert code == 2 and "has 1 class" in err and tasks == 0, err
+    write_dataset(tmp_path / "row.zarr", X[:1], np.zeros(1, dtype=np.int64))
+    code, err, tasks, _ = run(tmp_path, capsys, "fit", tmp_path / "row.zarr", "--n-components", 8)
+    assert code == 2 and "a fit needs at least 2" in err and tasks == 0, err
+    assert not (tmp_path / "m.checkpoint").exists()
+
+
+def test_names_from_the_data_reach_the_terminal_escaped(tmp_path, capsys):
+    evil = ["\x1b[2J\x1b[31mpwned", "ok\u202etxt.exe"]
+    assert printable(evil[0]) == "\\x1b[2J\\x1b[31mpwned" and "\u202e" not in printable(evil[1])
+    X = np.random.default_rng(2).normal(size=(200, 3))
+    y = (X[:, 0] > 0).astype(np.int64)
+    write_dataset(tmp_path / "e.zarr", X, y, attrs={"classes": evil})
+    set_progress(False)
+    assert cli.main(["fit", str(tmp_path / "e.zarr"), "--n-components", "8", "--out", str(tmp_path / "m"),
+                     "--scheduler", "threads", "--quiet"]) == 0
+    capsys.readouterr()
+    assert cli.main(["evaluate", str(tmp_path / "m"), str(tmp_path / "e.zarr"), "--format", "table",
+                     "--scheduler", "threads"]) == 0
+    out = capsys.readouterr().out
+    assert "\x1b" not in out and "\u202e" not in out and "\\x1b[31mpwned" in out
+    written = json.loads((tmp_path / "m" / "metrics-e.json").read_text())
+    assert written["classes"] == evil  # the JSON keeps the names as they are, escaped by JSON
