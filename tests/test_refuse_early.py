@@ -76,3 +76,25 @@ def test_names_from_the_data_reach_the_terminal_escaped(tmp_path, capsys):
     assert "\x1b" not in out and "\u202e" not in out and "\\x1b[31mpwned" in out
     written = json.loads((tmp_path / "m" / "metrics-e.json").read_text())
     assert written["classes"] == evil  # the JSON keeps the names as they are, escaped by JSON
+
+
+@pytest.mark.parametrize("value", ["inf", "-inf", "1e400", "5e38"])
+def test_convert_refuses_numbers_float32_cannot_hold(tmp_path, value):
+    from rfstream.io import convert
+
+    src = tmp_path / "n.csv"
+    src.write_text(f"a,b,y\n1,2,0\n3,{value},1\n4,5,0\n")
+    with pytest.raises(ValueError, match=r"n\.csv: column 'b', data row 2: .* not a finite number"):
+        convert(src, tmp_path / "n.zarr")
+    assert not (tmp_path / "n.zarr").exists()
+
+
+def test_convert_reads_a_quoted_newline_as_csv_allows(tmp_path):
+    from rfstream.io import convert, dataset_info
+
+    src = tmp_path / "q.csv"
+    src.write_text('a,b,y\n1,"two\nlines",0\n3,"z",1\n4,"w",0\n')
+    convert(src, tmp_path / "q.zarr")
+    info = dataset_info(tmp_path / "q.zarr")
+    assert info["shape"] == [3, 4] or tuple(info["shape"]) == (3, 4)
+    assert "b=two\nlines" in info["attrs"]["feature_names"]

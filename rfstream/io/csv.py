@@ -44,6 +44,8 @@ from .ingest import (
 from .location import Location
 
 MAX_CATEGORIES = 1000
+#: the largest magnitude a float32 feature holds; larger numbers (and inf) are refused
+F32_MAX = float(np.finfo(np.float32).max)
 """A text column with more distinct values than this is rejected (one-hot too wide)."""
 
 NA_VALUES = ["?"]
@@ -82,10 +84,25 @@ def _is_number(text) -> bool:
     return True
 
 
-def _split(line: str, sep: str) -> list[str]:
-    row = pd.read_csv(io.StringIO(line), sep=sep, header=None, dtype=str,
-                      keep_default_na=False, skipinitialspace=True)
-    return [str(v).strip() for v in row.iloc[0].tolist()]
+#: data lines read to find the first two records (a quoted field may span lines)
+SNIFF_LINES = 64
+
+
+def _records(lines: list[str], sep: str, path) -> list[list[str]]:
+    """The first two records of ``lines`` as stripped text fields: a quoted field may hold
+    line breaks, as CSV allows, so as many lines are joined as the records take."""
+    error = None
+    for n in range(min(2, len(lines)), len(lines) + 1):
+        try:
+            rows = pd.read_csv(io.StringIO("\n".join(lines[:n])), sep=sep, header=None, dtype=str,
+                               keep_default_na=False, skipinitialspace=True, nrows=2)
+        except pd.errors.ParserError as exc:  # the window ends inside a quoted field: read on
+            error = exc
+            continue
+        if len(rows) >= min(2, len(lines)) or n == len(lines):
+            return [[str(v).strip() for v in row] for row in rows.itertuples(index=False)]
+    raise ValueError(f"{path}: cannot read as CSV: {error}. A quoted field must end within "
+                     f"{SNIFF_LINES} lines of where it starts")
 
 
 def _unique_names(names: list[str]) -> list[str]:
@@ -106,12 +123,12 @@ def sniff(path: Location, sep="auto", header="auto", label_column="last") -> Lay
     else runs of whitespace.  ``header="auto"``: the first line is a header when none
     of its fields parses as a number (or is ``?``) while the second line has one that does.
     """
-    skip, lines = first_data_lines(path, 2)
+    skip, lines = first_data_lines(path, SNIFF_LINES)
     if not lines:
         raise ValueError(f"{path}: no data rows (the file is empty or only comments)")
     if sep == "auto":
         sep = next((s for s in (",", "\t", ";") if s in lines[0]), r"\s+")
-    rows = [_split(line, sep) for line in lines]
+    rows = _records(lines, sep, path)
     if header == "auto":
         header = (len(rows) == 2 and not any(_is_number(v) or v in NA_VALUES for v in rows[0])
                   and any(map(_is_number, rows[1])))
@@ -305,10 +322,21 @@ class Encoder:
             off = self.offsets[k]
             if kind == "num":
                 v = df[j].to_numpy(dtype=np.float64, na_value=np.nan)
+                self._check_finite(v, df.index, j)
                 X[:, off] = np.where(np.isnan(v), info, v)
             else:
                 self._one_hot(df[j], self.index[k], X, off)
         return X
+
+    def _check_finite(self, v, rows, j) -> None:
+        """Refuse ``inf``, ``1e400`` and numbers beyond float32's range, naming the file, the
+        column and the row (1 = the first data row): stored, they would end every fit later."""
+        bad = ~np.isnan(v) & ~(np.abs(v) <= F32_MAX)
+        if bad.any():
+            k = int(np.argmax(bad))
+            raise ValueError(f"{self.layout.path}: column {self.layout.names[j]!r}, data row {int(rows[k]) + 1}: "
+                             f"{float(v[k])} is not a finite number that float32 holds (|x| <= {F32_MAX:.3g}); "
+                             "fix or remove the value, or leave the field empty for a missing value")
 
     def _one_hot(self, s: pd.Series, index: dict, X: np.ndarray, off: int) -> None:
         codes, uniques = pd.factorize(s)
