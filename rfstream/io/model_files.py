@@ -5,9 +5,12 @@ A model directory (local, or a URL such as ``s3://bucket/model``) holds
 the format version, the estimator tree (class, constructor parameters, fitted
 attributes) and, for every array file, its shape, dtype and sha256.  Loading
 checks the version, refuses classes outside rfstream (plus
-``sklearn.pipeline.Pipeline``), verifies every checksum, and reads arrays with
-``allow_pickle=False``: a tampered or truncated model is refused with an error
-that names the file.  Saving applies the same rule to every estimator in the
+``sklearn.pipeline.Pipeline``), verifies every checksum, and reads arrays without
+pickle: a tampered, truncated or malformed model is refused with a one-line
+:class:`ModelFileError` that names the file or node.  Nothing outside the model
+directory is read, nothing is read twice, sizes are checked before data are read, and
+the fitted state is checked before the model is returned (:mod:`rfstream.io.model_checks`
+holds the rules and the limits).  Saving applies the same rule to every estimator in the
 tree (:func:`loadable_class`), so a model that could not be loaded (say a Pipeline
 with scikit-learn's ``StandardScaler``, or a subclass defined in a script) is
 refused when it is saved, with nothing written.  Arrays keep their memory layout
@@ -23,24 +26,25 @@ from __future__ import annotations
 
 import hashlib
 import importlib
+import inspect
 import io
 import json
+import os
+import stat
 import sys
 
 import numpy as np
 from sklearn.base import BaseEstimator
 
 from .._version import __version__
-from .location import Location, as_location
+from . import model_checks as checks
+from .location import Location, StorageError, as_location
+from .model_checks import ModelFileError
 from .staging import resolve_committed, staging
 
 FORMAT = "rfstream-model"
 FORMAT_VERSION = 1
 ALLOWED_CLASSES = {"sklearn.pipeline.Pipeline"}
-
-
-class ModelFileError(ValueError):
-    """A model directory that is missing, tampered with, truncated or too new."""
 
 
 def _sha256(data: bytes) -> str:
@@ -165,52 +169,124 @@ def model_root(path, storage_options=None) -> Location:
     return resolve_committed(as_location(path, storage_options))
 
 
+def _nofollow(path, flags):
+    return os.open(path, flags | getattr(os, "O_NOFOLLOW", 0))
+
+
+class _Dir:
+    """A model directory's files, read without leaving it: on a local disk no symlink is
+    followed below the directory (``arrays/`` and every file must be what they say)."""
+
+    def __init__(self, root: Location):
+        self.root = root
+        self.real = os.path.realpath(root.path) if root.is_local else None
+
+    def open(self, name: str):
+        """``(file object, size)`` of the regular file ``name`` (a relative path); None if absent."""
+        loc = self.root.child(name)
+        if not self.root.is_local:
+            try:
+                info = loc.fs.info(loc.path)
+            except FileNotFoundError:
+                return None
+            if info.get("type") != "file":
+                return None
+            return loc.open("rb"), int(info["size"])
+        path = self.root.path
+        for part in name.split("/"):
+            path = os.path.join(path, part)
+            try:
+                mode = os.lstat(path).st_mode
+            except (FileNotFoundError, NotADirectoryError):
+                return None
+            if stat.S_ISLNK(mode):
+                raise ModelFileError(f"{loc} is (or is under) a symbolic link; a model directory "
+                                     "holds its own files.")
+        if not stat.S_ISREG(mode) or not os.path.realpath(path).startswith(self.real + os.sep):
+            return None
+        f = open(path, "rb", opener=_nofollow)
+        return f, os.fstat(f.fileno()).st_size
+
+    def read_json(self, name: str):
+        opened = self.open(name)
+        if opened is None:
+            return None
+        f, size = opened
+        with f:
+            if size > checks.MAX_JSON_BYTES:
+                raise ModelFileError(f"{self.root.child(name)} is {size} bytes, more than the "
+                                     f"{checks.MAX_JSON_BYTES} a model file may have.")
+            return f.read(checks.MAX_JSON_BYTES + 1)
+
+
 def read_model_json(path, *, storage_options=None) -> dict:
-    """The parsed ``model.json`` of a model directory, format-checked."""
-    meta = model_root(path, storage_options).child("model.json")
-    if not meta.isfile():
+    """The parsed ``model.json`` of a model directory, format- and structure-checked."""
+    root = model_root(path, storage_options)
+    meta = root.child("model.json")
+    data = _Dir(root).read_json("model.json")
+    if data is None:
         raise ModelFileError(
             f"{path} is not an rfstream model: {meta} not found (models are directories "
             "written by save_model / rfstream fit --out)."
         )
     try:
-        doc = json.loads(meta.read_bytes())
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise ModelFileError(f"{meta} is not valid JSON ({exc}); the model is truncated or damaged.") from None
+        doc = json.loads(data)
+    except (ValueError, RecursionError) as exc:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
+        text = "nested too deeply" if isinstance(exc, RecursionError) else str(exc).splitlines()[0]
+        raise ModelFileError(f"{meta} is not valid JSON ({text}); the model is truncated or damaged.") from None
     if not isinstance(doc, dict) or doc.get("format") != FORMAT:
         raise ModelFileError(f"{meta} is not an rfstream model file (format field missing).")
     version = doc.get("format_version")
-    if not isinstance(version, int) or version > FORMAT_VERSION:
+    if type(version) is not int or version > FORMAT_VERSION:
         raise ModelFileError(
-            f"{meta} has format_version {version!r}; this rfstream reads up to "
+            f"{meta} has format_version {str(version)[:40]!r}; this rfstream reads up to "
             f"{FORMAT_VERSION}. Upgrade rfstream to load it."
         )
+    checks.check_document(doc, str(meta))
     return doc
 
 
 class _Reader:
     def __init__(self, root: Location, manifest: dict):
         self.root = root
+        self.dir = _Dir(root)
         self.manifest = manifest
+        self.cache = {}
 
     def array(self, name: str) -> np.ndarray:
+        if name not in self.cache:
+            self.cache[name] = self._read(name)
+        return self.cache[name]
+
+    def _read(self, name: str) -> np.ndarray:
+        where = self.root.child(name)
         entry = self.manifest.get(name)
-        file = self.root.child(name)
-        if entry is None or not file.isfile():
-            raise ModelFileError(f"model array {file} is missing or not listed in model.json.")
-        data = file.read_bytes()
-        if _sha256(data) != entry["sha256"]:
-            raise ModelFileError(
-                f"model array {file} fails its sha256 check: the file was changed or "
-                "truncated. Re-save the model."
-            )
-        try:
-            value = np.load(io.BytesIO(data), allow_pickle=False)
-        except ValueError as exc:
-            raise ModelFileError(f"model array {file} cannot be read without pickle ({exc}).") from None
-        if list(value.shape) != entry["shape"] or value.dtype.str != entry["dtype"]:
-            raise ModelFileError(f"model array {file} has the wrong shape or dtype.")
-        return value
+        opened = None if entry is None else self.dir.open(name)
+        if opened is None:
+            raise checks.damaged(where)
+        f, size = opened
+        dtype, shape = np.dtype(entry["dtype"]), tuple(entry["shape"])
+        with f:
+            try:
+                major, _ = np.lib.format.read_magic(f)
+                read_header = {1: np.lib.format.read_array_header_1_0,
+                               2: np.lib.format.read_array_header_2_0}.get(major)
+                header = read_header(f, max_header_size=checks.MAX_HEADER_BYTES) if read_header else None
+            except (ValueError, OSError, SyntaxError, TypeError):
+                header = None
+            if header is None or header[0] != shape or header[2] != dtype:
+                raise checks.damaged(where)
+            offset = f.tell()
+            if size != offset + dtype.itemsize * int(np.prod(shape, dtype=np.int64)):
+                raise checks.damaged(where)
+            f.seek(0)
+            buffer = bytearray(size)
+            if f.readinto(buffer) != size or f.read(1):
+                raise checks.damaged(where)
+        if _sha256(buffer) != entry["sha256"]:
+            raise checks.damaged(where)
+        value = np.frombuffer(buffer, dtype=dtype, count=int(np.prod(shape, dtype=np.int64)), offset=offset)
+        return value.reshape(shape[::-1]).transpose() if header[1] else value.reshape(shape)
 
     def value(self, spec):
         if isinstance(spec, list):
@@ -220,19 +296,30 @@ class _Reader:
                 return self.array(spec["$array"])
             if "$estimator" in spec:
                 return self.estimator(spec)
-            if "$dict" in spec:
-                return {k: self.value(v) for k, v in spec["$dict"].items()}
-            raise ModelFileError(f"unexpected entry in model.json: {sorted(spec)}")
+            return {k: self.value(v) for k, v in spec["$dict"].items()}
         return spec
 
-    def estimator(self, spec: dict):
+    def estimator(self, spec: dict, top: bool = False):
+        """The estimator of ``spec``; ``top``: the model or a step of it, whose parameters are
+        checked (an estimator held in a fitted attribute was built by its owner, unchecked)."""
         cls = _resolve_class(spec["$estimator"])
         if "steps" in spec:
-            return cls([(name, self.value(step)) for name, step in spec["steps"]])
-        params = {k: self.value(v) for k, v in spec.get("params", {}).items()}
-        est = cls(**params)
-        for k, v in spec.get("fitted", {}).items():
+            steps = [(name, self.estimator(step, top)) for name, step in spec["steps"]]
+            return cls(steps)
+        where = f"{self.root.child('model.json')}: {spec['$estimator']}"
+        params, fitted = spec.get("params", {}), spec.get("fitted", {})
+        for name in fitted:
+            found = inspect.getattr_static(cls, name, None)
+            if found is not None and (callable(found) or hasattr(found, "__get__")):
+                raise ModelFileError(f"{where}: the fitted attribute {name!r} would replace a method "
+                                     "or property of the class.")
+        finite = checks.check_fitted(cls, checks.FittedView(fitted, params, self.manifest, where))
+        est = cls(**{k: self.value(v) for k, v in params.items()})
+        if top and hasattr(est, "check_parameters"):
+            est.check_parameters(fitted.get("n_features_in_", 1))
+        for k, v in fitted.items():
             setattr(est, k, self.value(v))
+        checks.check_finite(est, finite, where)
         return est
 
 
@@ -247,22 +334,40 @@ def loadable_class(path: str):
 
 def _resolve_class(path: str):
     module, _, name = path.rpartition(".")
-    if not (module == "rfstream" or module.startswith("rfstream.") or path in ALLOWED_CLASSES):
-        raise ModelFileError(f"model.json names class {path!r}, which rfstream does not load.")
+    parts = module.split(".")
+    if not (parts[0] == "rfstream" or path in ALLOWED_CLASSES) \
+            or not all(checks.PARAM_NAME.fullmatch(p) and "__" not in p for p in parts[1:] + [name.lower()]):
+        raise ModelFileError(f"model.json names class {path[:120]!r}, which rfstream does not load.")
     try:
         cls = getattr(importlib.import_module(module), name)
     except (ImportError, AttributeError):
         raise ModelFileError(f"model.json names class {path!r}, which this rfstream does not have.") from None
-    if not (isinstance(cls, type) and issubclass(cls, BaseEstimator)):
-        raise ModelFileError(f"model.json names {path!r}, which is not an estimator.")
+    if not (isinstance(cls, type) and issubclass(cls, BaseEstimator)) or inspect.isabstract(cls) \
+            or not (cls.__module__.startswith("rfstream.") or path in ALLOWED_CLASSES) \
+            or cls.__qualname__ != name:
+        raise ModelFileError(f"model.json names {path!r}, which is not an estimator rfstream loads.")
     return cls
 
 
 def load_model(path, *, storage_options=None):
-    """Load a model saved by :func:`save_model` (checksums verified, no pickle)."""
-    root = model_root(path, storage_options)
+    """Load a model saved by :func:`save_model` (checksums verified, no pickle).
+
+    Everything is checked before the model is returned (:mod:`rfstream.io.model_checks`):
+    a model either predicts as it was saved or is refused with a :class:`ModelFileError`.
+    """
+    base = as_location(path, storage_options)
+    root = model_root(base)
+    if root != base and base.is_local and not os.path.realpath(root.path).startswith(
+            os.path.realpath(base.path) + os.sep):
+        raise ModelFileError(f"{base}: its committed version is outside the model directory.")
     doc = read_model_json(root)
+    meta = root.child("model.json")
     try:
-        return _Reader(root, doc.get("arrays", {})).estimator(doc["estimator"])
-    except (KeyError, TypeError) as exc:
-        raise ModelFileError(f"{root.child('model.json')} is damaged ({exc!r}).") from None
+        model = _Reader(root, doc.get("arrays", {})).estimator(doc["estimator"], top=True)
+        checks.probe(model, str(meta))
+    except (ModelFileError, StorageError):
+        raise
+    except Exception as exc:  # whatever a malformed document makes the classes raise
+        text = str(exc).splitlines()[0][:200] if str(exc).strip() else ""
+        raise ModelFileError(f"{meta} is damaged: {type(exc).__name__} {text}".rstrip()) from None
+    return model

@@ -1,0 +1,307 @@
+"""What :mod:`rfstream.io.model_files` checks before it trusts a model directory.
+
+A model directory may come from someone else, so everything in it is checked before it is
+used, and every failure is one :class:`ModelFileError` (a ``ValueError``: one line, exit
+status 2 at the CLI):
+
+* names: an array reference is ``arrays/aNNN.npy`` (what ``save_model`` writes), listed in
+  the manifest, read from a regular file inside the model directory (a symlink in
+  ``arrays/``, or ``arrays/`` itself a symlink, is refused on a local disk);
+* sizes: ``model.json`` is at most :data:`MAX_JSON_BYTES`, nested at most
+  :data:`MAX_DEPTH` deep; an array has at most :data:`MAX_ARRAY_ELEMENTS` elements, the
+  arrays a model references at most :data:`MAX_MODEL_BYTES` together; a file's ``.npy``
+  header and size must match the manifest before its data are read, and each array is read
+  and hashed once however often it is referenced;
+* structure: every node of the estimator tree has the form ``save_model`` writes;
+* fitted state: :data:`FITTED_RULES` declares, per class, the shapes of the fitted arrays
+  against the parameters and the other attributes (checked before the arrays are read) and
+  which must be finite; then :func:`probe` runs the loaded model on a fixed two-row input
+  and refuses it if that raises or gives a wrongly shaped or non-finite output.
+
+A missing array and a damaged one get the same message, so a crafted manifest cannot tell
+whether a file exists or whether a guessed hash matches.
+"""
+from __future__ import annotations
+
+import math
+import re
+
+import numpy as np
+
+#: the largest ``model.json`` read (bytes)
+MAX_JSON_BYTES = 64 * 2**20
+#: the deepest nesting of lists and objects in ``model.json``
+MAX_DEPTH = 64
+#: the most elements one array may have
+MAX_ARRAY_ELEMENTS = 2**31
+#: the most bytes the arrays of one model may hold together
+MAX_MODEL_BYTES = 2**35
+#: the longest ``.npy`` header read
+MAX_HEADER_BYTES = 10_000
+#: an array's name, as ``save_model`` writes it
+ARRAY_NAME = re.compile(r"arrays/a[0-9]{3,9}\.npy")
+#: a fitted attribute's name (public, trailing underscore)
+FITTED_NAME = re.compile(r"[a-z][a-z0-9_]{0,63}_")
+#: a constructor parameter's or a pipeline step's name
+PARAM_NAME = re.compile(r"[a-z][a-z0-9_]{0,63}")
+#: dtype kinds an array may have: bool, integers, floats, fixed-width strings
+ARRAY_KINDS = "biufUS"
+SHA256 = re.compile(r"[0-9a-f]{64}")
+
+
+class ModelFileError(ValueError):
+    """A model directory that is missing, tampered with, truncated, malformed or too new."""
+
+
+def damaged(where: str) -> ModelFileError:
+    """The one message of an array that is missing, unlisted or does not match its entry."""
+    return ModelFileError(f"model array {where} is missing or damaged (its size, header or sha256 "
+                          "does not match model.json); re-save the model.")
+
+
+# ------------------------------------------------------------------ the document
+def check_depth(doc, where: str) -> None:
+    """Refuse nesting deeper than :data:`MAX_DEPTH` (iteratively: no recursion here)."""
+    stack = [(doc, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if isinstance(node, (dict, list)):
+            if depth > MAX_DEPTH:
+                raise ModelFileError(f"{where} is nested more than {MAX_DEPTH} levels deep; it is not "
+                                     "a model save_model writes.")
+            stack.extend((v, depth + 1) for v in (node.values() if isinstance(node, dict) else node))
+
+
+def check_document(doc: dict, where: str) -> None:
+    """The shape of a parsed ``model.json``: metadata, manifest and estimator tree."""
+    check_depth(doc, where)
+    meta = doc.get("metadata", {})
+    if not isinstance(meta, dict) or not isinstance(meta.get("dataset", {}), dict):
+        raise ModelFileError(f"{where}: 'metadata' (and its 'dataset') must be JSON objects.")
+    manifest = doc.get("arrays", {})
+    if not isinstance(manifest, dict):
+        raise ModelFileError(f"{where}: 'arrays' must be a JSON object.")
+    total = 0
+    for name, entry in manifest.items():
+        total += entry_nbytes(name, entry, where)
+    if total > MAX_MODEL_BYTES:
+        raise ModelFileError(f"{where} lists {total} bytes of arrays, more than the {MAX_MODEL_BYTES} "
+                             "a model may hold.")
+    check_estimator_node(doc.get("estimator"), "estimator", where)
+
+
+def entry_nbytes(name, entry, where: str) -> int:
+    """The data bytes of a manifest entry; refuses a bad name, hash, shape or dtype."""
+    ok = (isinstance(name, str) and ARRAY_NAME.fullmatch(name) and isinstance(entry, dict)
+          and isinstance(entry.get("sha256"), str) and SHA256.fullmatch(entry["sha256"])
+          and isinstance(entry.get("shape"), list) and len(entry["shape"]) <= 32
+          and all(type(n) is int and 0 <= n <= MAX_ARRAY_ELEMENTS for n in entry["shape"])
+          and isinstance(entry.get("dtype"), str) and len(entry["dtype"]) <= 16)
+    if not ok:
+        raise ModelFileError(f"{where}: the manifest entry {str(name)[:80]!r} is malformed.")
+    dtype = array_dtype(entry["dtype"], f"{where}: {name}")
+    count = math.prod(entry["shape"])
+    if count > MAX_ARRAY_ELEMENTS:
+        raise ModelFileError(f"{where}: {name} declares {count} elements, more than the "
+                             f"{MAX_ARRAY_ELEMENTS} an array may have.")
+    return count * dtype.itemsize
+
+
+def array_dtype(text, where: str) -> np.dtype:
+    """A dtype a model array may have (no object, structured or void dtype)."""
+    try:
+        dtype = np.dtype(text)
+    except (TypeError, ValueError, SyntaxError):
+        dtype = None
+    if dtype is None or dtype.kind not in ARRAY_KINDS or dtype.fields is not None or dtype.shape:
+        raise ModelFileError(f"{where} has dtype {str(text)[:40]!r}, which a model array may not have.")
+    return dtype
+
+
+def check_value_node(spec, path: str, where: str) -> None:
+    """A value as ``save_model`` writes it: a scalar, a list, an array, a dict or an estimator."""
+    if spec is None or isinstance(spec, (bool, int, float, str)):
+        return
+    if isinstance(spec, list):
+        for i, item in enumerate(spec):
+            check_value_node(item, f"{path}[{i}]", where)
+        return
+    if isinstance(spec, dict):
+        if "$array" in spec:
+            if set(spec) != {"$array"} or not isinstance(spec["$array"], str) \
+                    or not ARRAY_NAME.fullmatch(spec["$array"]):
+                raise ModelFileError(f"{where}: {path} names an array {str(spec['$array'])[:80]!r} "
+                                     "that is not one save_model writes (arrays/aNNN.npy).")
+            return
+        if "$estimator" in spec:
+            check_estimator_node(spec, path, where)
+            return
+        if "$dict" in spec and set(spec) == {"$dict"} and isinstance(spec["$dict"], dict):
+            for key, item in spec["$dict"].items():
+                check_value_node(item, f"{path}.{key}", where)
+            return
+    raise ModelFileError(f"{where}: {path} is malformed (an unexpected {type(spec).__name__}).")
+
+
+def check_estimator_node(spec, path: str, where: str) -> None:
+    if not (isinstance(spec, dict) and isinstance(spec.get("$estimator"), str)):
+        raise ModelFileError(f"{where}: {path} is not an estimator entry.")
+    if "steps" in spec:
+        steps = spec["steps"]
+        if set(spec) != {"$estimator", "steps"} or not isinstance(steps, list) or not steps:
+            raise ModelFileError(f"{where}: {path} has malformed pipeline steps.")
+        for step in steps:
+            if not (isinstance(step, list) and len(step) == 2 and isinstance(step[0], str)
+                    and PARAM_NAME.fullmatch(step[0]) and "__" not in step[0]):
+                raise ModelFileError(f"{where}: {path} has a malformed pipeline step.")
+            check_estimator_node(step[1], f"{path}.{step[0]}", where)
+        return
+    params, fitted = spec.get("params", {}), spec.get("fitted", {})
+    if not set(spec) <= {"$estimator", "params", "fitted"} or not isinstance(params, dict) \
+            or not isinstance(fitted, dict):
+        raise ModelFileError(f"{where}: {path} is a malformed estimator entry.")
+    for names, pattern, what in ((params, PARAM_NAME, "parameter"), (fitted, FITTED_NAME, "fitted attribute")):
+        for name, item in names.items():
+            if not pattern.fullmatch(name):
+                raise ModelFileError(f"{where}: {path} has a {what} named {name[:80]!r}, which no "
+                                     "rfstream estimator has.")
+            check_value_node(item, f"{path}.{name}", where)
+
+
+# ------------------------------------------------------------------ the fitted state
+class FittedView:
+    """The fitted entries of one estimator before its arrays are read: scalars as they are,
+    arrays as their manifest entry (shape, dtype)."""
+
+    def __init__(self, fitted: dict, params: dict, manifest: dict, where: str):
+        self.fitted, self.params, self.manifest, self.where = fitted, params, manifest, where
+        self.finite = []
+
+    def fail(self, text):
+        raise ModelFileError(f"{self.where}: {text}; the fitted state is inconsistent.")
+
+    def int(self, name, *, param=False, low=1):
+        value = (self.params if param else self.fitted).get(name)
+        if type(value) is not int or not low <= value <= MAX_ARRAY_ELEMENTS:
+            self.fail(f"{name} is {str(value)[:40]}, not an integer >= {low}")
+        return value
+
+    def number(self, name, *, positive=False):
+        value = self.fitted.get(name)
+        if type(value) not in (int, float) or not math.isfinite(value) or (positive and value <= 0):
+            self.fail(f"{name} is {str(value)[:40]}, not a finite{' positive' if positive else ''} number")
+        return value
+
+    def array(self, name, shape=None, *, kinds="f", finite=True, optional=False):
+        spec = self.fitted.get(name)
+        if spec is None and optional:
+            return None
+        entry = self.manifest.get(spec["$array"]) if isinstance(spec, dict) and "$array" in spec else None
+        if entry is None:
+            self.fail(f"{name} is not an array listed in the manifest")
+        if np.dtype(entry["dtype"]).kind not in kinds:
+            self.fail(f"{name} has dtype {entry['dtype']}")
+        if shape is not None and tuple(entry["shape"]) != tuple(shape):
+            self.fail(f"{name} has shape {tuple(entry['shape'])}, not {tuple(shape)}")
+        if finite:
+            self.finite.append(name)
+        return tuple(entry["shape"])
+
+
+def _standardizer(v):
+    d = v.int("n_features_in_")
+    for name in ("mean_", "scale_", "var_"):
+        v.array(name, (d,))
+
+
+def _classifier(v):
+    shape = v.array("classes_", kinds=ARRAY_KINDS, finite=False)
+    if len(shape) != 1 or shape[0] < 2:
+        v.fail("classes_ must be one-dimensional with at least two classes")
+    targets = 1 if shape[0] == 2 else shape[0]
+    v.array("coef_", (targets, v.int("n_features_in_")))
+    v.array("intercept_", (targets,))
+
+
+def _regressor(v):
+    d = v.int("n_features_in_")
+    shape = v.array("coef_")
+    if shape == (d,):
+        v.number("intercept_")
+    elif len(shape) == 2 and shape[1] == d:
+        v.array("intercept_", shape[:1])
+    else:
+        v.fail(f"coef_ has shape {shape}, not ({d},) or (n_targets, {d})")
+    if "target_scale_" in v.fitted:
+        v.number("target_scale_", positive=True)
+
+
+def _fourier(v):
+    d, n, cos = v.int("n_features_in_"), v.int("n_components", param=True), v.params.get("variant") == "cos"
+    m = n if cos else n // 2  # "cossin": a cosine and a sine per frequency
+    v.array("random_weights_", (d, m))
+    v.array("random_offset_", (m,), optional=not cos)
+    v.number("gamma_", positive=True)
+
+
+def _arccos(v):
+    v.array("random_weights_", (v.int("n_features_in_"), v.int("n_components", param=True)))
+
+
+#: class name (of a class defined in rfstream) -> the check of its fitted state; every other
+#: rfstream estimator gets the generic one (a positive ``n_features_in_``) and the probe
+FITTED_RULES = {
+    "Standardizer": _standardizer,
+    "StreamingRidgeClassifier": _classifier,
+    "StreamingSGDClassifier": _classifier,
+    "StreamingRidge": _regressor,
+    "StreamingSGDRegressor": _regressor,
+    "RandomFourierFeatures": _fourier,
+    "ArcCosineFeatures": _arccos,
+}
+
+
+def check_fitted(cls, view: FittedView) -> list:
+    """Check ``view`` against ``cls``'s rule (before any array is read); the names whose
+    values must be finite once read."""
+    if "n_features_in_" in view.fitted:
+        view.int("n_features_in_")
+    rule = FITTED_RULES.get(cls.__name__) if cls.__module__.startswith("rfstream.") else None
+    if rule is not None:
+        if not view.fitted:
+            view.fail("it has no fitted state")
+        rule(view)
+    return view.finite
+
+
+def check_finite(est, names, where: str) -> None:
+    for name in names:
+        value = getattr(est, name)
+        if not np.all(np.isfinite(value)):
+            raise ModelFileError(f"{where}: {name} has values that are not finite.")
+
+
+# ------------------------------------------------------------------ the probe
+def probe(model, where: str) -> None:
+    """Run the loaded model on a fixed two-row input; refuse what raises or looks wrong."""
+    n = getattr(model, "n_features_in_", None)
+    if type(n) is not int or n < 1:
+        raise ModelFileError(f"{where}: the model has no valid n_features_in_.")
+    X = np.linspace(-1.0, 1.0, 2 * n).reshape(2, n)
+    outputs = []
+    for method in ("decision_function", "predict", "transform"):
+        if hasattr(model, method):
+            outputs.append((method, getattr(model, method)(X)))
+    if not outputs:
+        raise ModelFileError(f"{where}: the model can neither predict nor transform.")
+    classes = getattr(model, "classes_", None)
+    for method, out in outputs:
+        data = out.data if hasattr(out, "tocsr") else np.asarray(out)
+        rows = out.shape[0] if hasattr(out, "shape") and len(out.shape) else None
+        labels = method == "predict" and classes is not None
+        if rows != 2 or len(out.shape) > 2 or (not labels and not (
+                data.dtype.kind in "biuf" and np.all(np.isfinite(data)))):
+            raise ModelFileError(f"{where}: the loaded model's {method} gives a malformed or "
+                                 "non-finite output.")
+        if labels and not np.all(np.isin(np.asarray(out), classes)):
+            raise ModelFileError(f"{where}: the loaded model predicts labels outside classes_.")
