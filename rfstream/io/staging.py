@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import secrets
 import shutil
 from contextlib import contextmanager
@@ -28,6 +29,8 @@ from .location import Location, as_location, storage_errors
 
 COMMIT = "rfstream-commit.json"
 VERSION_PREFIX = "v-"
+#: a version's name, as :func:`staging` writes it (``v-`` and hex digits)
+VERSION_NAME = re.compile(r"v-[0-9a-f]{1,64}")
 
 
 def _entries(dst: Location) -> list[str]:
@@ -68,8 +71,11 @@ def resolve_committed(loc: Location) -> Location:
     if commit.exists():
         try:
             current = json.loads(commit.read_bytes())["current"]
-        except (ValueError, KeyError, TypeError):
-            raise ValueError(f"{commit} is damaged; write {loc} again") from None
+        except (ValueError, KeyError, TypeError, RecursionError):
+            current = None
+        if not isinstance(current, str) or not VERSION_NAME.fullmatch(current):
+            # only the names staging writes: never a path out of the destination
+            raise ValueError(f"{commit} is damaged; write {loc} again")
         return loc.child(current)
     if loc.isdir() and _abandoned(_entries(loc)):
         raise ValueError(f"{loc} is incomplete: a write was interrupted before it was committed "
