@@ -13,6 +13,9 @@ environment (S3: ``AWS_ENDPOINT_URL``, ``AWS_ACCESS_KEY_ID``,
 ``AWS_SECRET_ACCESS_KEY``; GCS: ``GOOGLE_APPLICATION_CREDENTIALS``; Azure:
 ``AZURE_STORAGE_CONNECTION_STRING``).  A protocol whose filesystem package is not
 installed is a one-line error naming the extra to install (``rfstream[s3]``).
+No credential is ever shown: a :class:`Location`'s ``repr`` names its options' keys,
+never their values; its ``str`` (the URL, in every message) hides the password of a
+``user:password@`` URL; and a store's error text is cleared of the options' secrets.
 
 Failures of the store itself (no bucket, refused credentials, an endpoint that
 does not answer) surface as :class:`StorageError`, one line naming the location
@@ -33,7 +36,7 @@ from pathlib import Path, PurePosixPath
 import fsspec
 from fsspec.implementations.local import LocalFileSystem
 
-__all__ = ["EXTRAS", "Location", "StorageError", "as_location", "is_url"]
+__all__ = ["EXTRAS", "Location", "StorageError", "as_location", "is_url", "redact_url", "scrub_secrets"]
 
 #: fsspec protocol -> the rfstream extra that installs its filesystem.
 EXTRAS = {"s3": "s3", "s3a": "s3", "gs": "gcs", "gcs": "gcs", "abfs": "azure", "az": "azure",
@@ -47,6 +50,13 @@ S3_FAST_FAIL = {"connect_timeout": 5, "read_timeout": 60, "retries": {"max_attem
 #: "s3:/b", "s3:b", "gs:\\b": a scheme of two letters or more and a colon, without "://".
 _URL_TYPO = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]+:(?!//)")
 
+#: An option whose name matches holds a credential (S3's key, secret, token; client_kwargs'
+#: aws_secret_access_key; Azure's account_key, sas_token, connection_string; passwords).
+_SECRET_NAME = re.compile(r"key|secret|token|passw|credential|sas|signature|connection_string|auth",
+                          re.IGNORECASE)
+#: "proto://user:password@host/...": the password of a URL's userinfo.
+_URL_PASSWORD = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*://[^/@:]*):[^/@]*@")
+
 
 class StorageError(ValueError):
     """The store refused or could not be reached; the message names the location and the fix."""
@@ -57,9 +67,32 @@ def is_url(target) -> bool:
     return isinstance(target, str) and "://" in target
 
 
-@dataclass(frozen=True)
+def redact_url(url: str) -> str:
+    """``url`` with the password of its ``user:password@`` part replaced by ``***``."""
+    return _URL_PASSWORD.sub(r"\1:***@", url) if isinstance(url, str) else url
+
+
+def _secret_values(options, secret=False):
+    """Every text held under a credential's name in ``options`` (nested dicts included)."""
+    if isinstance(options, dict):
+        return [v for k, item in options.items()
+                for v in _secret_values(item, secret or bool(_SECRET_NAME.search(str(k))))]
+    if isinstance(options, (list, tuple)):
+        return [v for item in options for v in _secret_values(item, secret)]
+    return [options] if secret and isinstance(options, str) and len(options) >= 4 else []
+
+
+def scrub_secrets(text: str, storage_options) -> str:
+    """``text`` with every credential of ``storage_options`` replaced by ``***``."""
+    for value in sorted(set(_secret_values(storage_options)), key=len, reverse=True):
+        text = text.replace(value, "***")
+    return text
+
+
+@dataclass(frozen=True, repr=False)
 class Location:
-    """A filesystem and a path on it; ``url`` is what the user wrote (for messages)."""
+    """A filesystem and a path on it; ``url`` is what the user wrote (for messages), its
+    password hidden.  Neither ``str`` nor ``repr`` shows a storage option's value."""
 
     fs: fsspec.AbstractFileSystem
     path: str
@@ -67,7 +100,11 @@ class Location:
     storage_options: dict = field(default_factory=dict, compare=False)
 
     def __str__(self) -> str:
-        return self.url
+        return redact_url(self.url)
+
+    def __repr__(self) -> str:
+        keys = f", storage_options={sorted(self.storage_options)}" if self.storage_options else ""
+        return f"Location({str(self)!r}{keys})"
 
     @property
     def is_local(self) -> bool:
@@ -81,7 +118,7 @@ class Location:
     @property
     def local_path(self) -> Path:
         if not self.is_local:
-            raise ValueError(f"{self.url} is not on the local filesystem")
+            raise ValueError(f"{self} is not on the local filesystem")
         return Path(self.path)
 
     def child(self, *names: str) -> Location:
@@ -117,7 +154,7 @@ class Location:
     def _at(self, path: str) -> Location:
         if self.is_local:
             return Location(self.fs, path, path, self.storage_options)
-        return Location(self.fs, path, self.fs.unstrip_protocol(path), self.storage_options)
+        return Location(self.fs, path, redact_url(self.fs.unstrip_protocol(path)), self.storage_options)
 
     # ------------------------------------------------------------ bytes
     def open(self, mode: str = "rb"):
@@ -185,20 +222,20 @@ def as_location(target, storage_options: dict | None = None) -> Location:
     if not target:
         raise ValueError("expected a local path or a URL; got an empty string")
     options = dict(storage_options or {})
-    if not is_url(target) and _URL_TYPO.match(target):
+    if not is_url(target) and _URL_TYPO.match(target):  # a path: no password to hide
         raise StorageError(f"{target!r} looks like a URL with a typo (a URL is proto://...); "
                            "write it as s3://bucket/key, or ./ before a local path with a colon")
     if not is_url(target):
         return Location(LocalFileSystem(), os.path.abspath(target), target, options)
-    protocol = target.split("://", 1)[0].lower()
+    protocol, shown = target.split("://", 1)[0].lower(), redact_url(target)
     try:
         cls = fsspec.get_filesystem_class(protocol)
     except ImportError:
         extra = EXTRAS.get(protocol)
         hint = f'pip install "rfstream[{extra}]"' if extra else "install its fsspec filesystem package"
-        raise StorageError(f"{target}: no filesystem for {protocol}:// is installed; {hint}") from None
+        raise StorageError(f"{shown}: no filesystem for {protocol}:// is installed; {hint}") from None
     except ValueError:
-        raise StorageError(f"{target}: {protocol}:// is not a known storage protocol; "
+        raise StorageError(f"{shown}: {protocol}:// is not a known storage protocol; "
                            "use a local path or s3://, gs://, abfs://, memory://, file://, https://") from None
     if protocol in ("s3", "s3a") and "config_kwargs" not in options:
         options["config_kwargs"] = copy.deepcopy(S3_FAST_FAIL)  # botocore edits it
@@ -206,10 +243,10 @@ def as_location(target, storage_options: dict | None = None) -> Location:
     kwargs.update(cls._get_kwargs_from_urls(target))
     try:
         fs = cls(**kwargs)
-    except TypeError as exc:
-        raise StorageError(f"{target}: storage options {sorted(options)} are not accepted "
-                           f"by {cls.__name__} ({exc})") from None
-    return Location(fs, cls._strip_protocol(target), target, options)
+    except TypeError as exc:  # the options' names, never their values
+        raise StorageError(f"{shown}: storage options {sorted(options)} are not accepted "
+                           f"by {cls.__name__} ({scrub_secrets(_first_line(exc), options)})") from None
+    return Location(fs, cls._strip_protocol(target), shown, options)
 
 
 @contextmanager
@@ -233,21 +270,25 @@ def as_storage_error(exc: Exception, location, doing: str) -> Exception | None:
 
     A missing file stays ``FileNotFoundError`` (with the location named), refused
     credentials and unreachable endpoints become :class:`StorageError`; errors
-    rfstream raises itself are not touched.
+    rfstream raises itself are not touched.  The store's text is cleared of the
+    location's credentials (:func:`scrub_secrets`).
     """
     if isinstance(exc, (FileExistsError, StorageError, IsADirectoryError, NotADirectoryError)):
         return None
+    options = getattr(location, "storage_options", None) or {}
+    text = scrub_secrets(_first_line(exc), options)
     if isinstance(exc, FileNotFoundError):
-        text = _first_line(exc)
-        return None if str(location) in text else FileNotFoundError(f"{location} {doing}: {text}")
+        if str(location) in text and text == _first_line(exc):
+            return None
+        return FileNotFoundError(f"{location} {doing}: {text}")
     if isinstance(exc, PermissionError):
-        return StorageError(f"{location} {doing}: access denied ({_first_line(exc)}); check the "
+        return StorageError(f"{location} {doing}: access denied ({text}); check the "
                             "credentials (storage_options, CLI: --storage-options; or the filesystem's environment)")
     if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
-        return StorageError(f"{location} {doing}: {_first_line(exc)}; free space there or write "
+        return StorageError(f"{location} {doing}: {text}; free space there or write "
                             "elsewhere (what was there before is untouched)")
     if isinstance(exc, OSError) or type(exc).__module__.split(".", 1)[0] in _NETWORK_MODULES:
-        return StorageError(f"{location} {doing}: {_first_line(exc)}; check the URL, the endpoint "
+        return StorageError(f"{location} {doing}: {text}; check the URL, the endpoint "
                             "and the credentials (storage_options, CLI: --storage-options)")
     return None
 
