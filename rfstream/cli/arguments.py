@@ -103,13 +103,27 @@ def label_column(text):
         return text
 
 
+#: JSON's name for the type of a parsed value (in messages that must not show the value).
+_JSON_TYPES = {list: "array", str: "string", int: "number", float: "number", bool: "boolean",
+               type(None): "null"}
+
+
 def storage_options(text):
+    """The JSON object of ``--storage-options``.  A refusal (argparse names the flag) says
+    what is wrong (not JSON and where, or the JSON type it holds) and the text's length,
+    never the text itself, which may hold credentials."""
+    size = f"{len(text)} characters"
+    example = 'a JSON object, e.g. \'{"endpoint_url": "http://127.0.0.1:9000"}\''
     try:
         options = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise argparse.ArgumentTypeError(f"--storage-options must be a JSON object; {exc}") from None
+    except ValueError as exc:  # JSONDecodeError: its msg and pos never quote the text
+        where = f"; {exc.msg} at character {exc.pos}" if isinstance(exc, json.JSONDecodeError) else ""
+        raise argparse.ArgumentTypeError(f"not JSON ({size}{where}); it must be {example}") from None
+    except RecursionError:
+        raise argparse.ArgumentTypeError(f"nests too deeply ({size}); it must be {example}") from None
     if not isinstance(options, dict):
-        raise argparse.ArgumentTypeError(f"--storage-options must be a JSON object; got {text!r}")
+        kind = _JSON_TYPES.get(type(options), "value")
+        raise argparse.ArgumentTypeError(f"must be a JSON object; got a JSON {kind} ({size})")
     return options
 
 
