@@ -16,10 +16,19 @@ resume alike.
 
 Safety:
 
-* a checkpoint belongs to one job: ``fingerprint`` (the CLI: the command's arguments,
-  the dataset's identity and rfstream's version) is stored with it, and a checkpoint
-  with another fingerprint is refused with a one-line error (``restart=True``, CLI
-  ``--restart``, starts over);
+* a checkpoint belongs to one job: ``fingerprint`` (:meth:`rfstream.jobs.FitJob.fingerprint`:
+  the model's parameters, the dataset's identity with a witness of its content,
+  :func:`content_witness`, and rfstream's version) is stored with it, and a checkpoint
+  with another fingerprint (another job, or the dataset rewritten since) is refused with
+  a one-line error (``restart=True``, CLI ``--restart``, starts over);
+* names are confined: every file name in the manifest must be the one rfstream gives
+  that pass (``pass-00001.npz``, ...), else the checkpoint is refused as not rfstream's
+  (use another directory), with or without ``restart``; a pass file or manifest that is
+  a symbolic link (local disk) is refused alike.  Removing (``restart``, a finished or
+  failed job) deletes only rfstream's own names at the top of a directory that holds its
+  manifest (the manifest, the lock, ``pass-NNNNN.npz`` and their temporary names), never
+  a directory, never through a link; the directory itself only when rfstream made it
+  and it is empty (``rmdir``);
 * each pass is checked as it is replayed: its collections' shapes and dtypes must be
   those stored; the first that differs ends the replay (the rest of the checkpoint is
   dropped and the fit computes from there);
@@ -29,7 +38,8 @@ Safety:
 * only numeric and text arrays are stored (``np.savez``, read back without pickle); a
   pass returning anything else ends the checkpoint there.
 
-A completed fit removes its checkpoint (the CLI does so after the model is saved).
+A completed fit removes its checkpoint (the CLI does so after the model is saved); a
+failure that will recur removes it too (:func:`resumable`).
 """
 from __future__ import annotations
 
@@ -37,16 +47,27 @@ import contextlib
 import hashlib
 import io
 import json
+import os
+import posixpath
+import re
 
 import numpy as np
 
 from .._version import __version__
 from ..cluster import using_pass_store
-from .job_lock import LOCK, JobLock
-from .location import as_location, storage_errors
+from .job_lock import LOCK, CheckpointBusy, JobLock
+from .location import StorageError, as_location, storage_errors
+from .witness import content_witness
+
+__all__ = ["MANIFEST", "Checkpoint", "CheckpointMismatch", "content_witness", "dataset_identity",
+           "fingerprint_of", "model_identity", "resumable", "step_name", "will_recur"]
 
 MANIFEST = "rfstream-checkpoint.json"
 FORMAT = "rfstream-checkpoint"
+#: every name rfstream writes in a checkpoint's directory: the manifest, the lock, the passes,
+#: and their temporary names while written (``.NAME.XXXXXXXX``, renamed whole)
+_NAMES = r"(rfstream-checkpoint\.json|rfstream-checkpoint\.lock|pass-\d{5}\.npz)"
+OWN_NAME = re.compile(rf"{_NAMES}|\.{_NAMES}\.[a-z0-9_]{{8}}")
 
 
 def fingerprint_of(*parts):
@@ -56,10 +77,15 @@ def fingerprint_of(*parts):
     return hashlib.sha256(doc.encode()).hexdigest()
 
 
-def dataset_identity(X, attrs):
-    """What identifies a dataset to a checkpoint: X's shape, chunks and dtype, its attributes."""
-    return {"shape": list(X.shape), "chunks": [list(c) for c in X.chunks], "dtype": str(X.dtype),
-            "attrs": attrs}
+def dataset_identity(X, attrs, witness=None):
+    """What identifies a dataset to a checkpoint: X's shape, chunks and dtype, its attributes,
+    and ``witness``, the digest of its content (:func:`content_witness`: any rewrite changes
+    it; None, for a dataset with no location, leaves the identity as it was)."""
+    identity = {"shape": list(X.shape), "chunks": [list(c) for c in X.chunks], "dtype": str(X.dtype),
+                "attrs": attrs}
+    if witness is not None:
+        identity["content"] = str(witness)
+    return identity
 
 
 def model_identity(model):
@@ -101,48 +127,80 @@ def _decode(data, count):
 
 
 class Checkpoint:
-    """The passes of one job stored at ``location``; see the module docstring."""
+    """The passes of one job stored at ``location``; see the module docstring.
 
-    def __init__(self, location, fingerprint, *, restart=False, storage_options=None):
+    ``made_directory``: this run made the checkpoint's directory (else it is kept when
+    the checkpoint is removed: a directory rfstream did not make is never deleted)."""
+
+    def __init__(self, location, fingerprint, *, restart=False, storage_options=None, made_directory=False):
         self.location = as_location(location, storage_options)
         self.fingerprint = str(fingerprint)
         self.position = 0  # passes seen by this run
         self.reused = 0  # of which replayed from the checkpoint
         self.steps = []
+        self.written = set()  # the names this run wrote
         manifest = self._read_manifest()
-        others = [f for f in self.location.files() if f.name != LOCK] if self.location.isdir() else []
+        self.made_directory = bool(made_directory or (manifest or {}).get("made_directory") is True)
+        top = self.location.path.rstrip("/")
+        others = [f for f in self.location.files()
+                  if not (_own(f.name) and posixpath.dirname(f.path.rstrip("/")) == top)] \
+            if self.location.isdir() else []
         if manifest is None and others:
             raise CheckpointMismatch(f"{self.location} is not an rfstream checkpoint (no {MANIFEST}) "
                                      "and not empty; name a new or empty directory for the checkpoint.")
         if manifest is not None and restart:
-            self._remove_files(manifest.get("steps", []))
+            self._remove_own_files()
         if manifest is not None and not restart:
-            if manifest.get("fingerprint") != self.fingerprint or manifest.get("format") != FORMAT:
-                made = manifest.get("description") or "another job"
+            if manifest.get("fingerprint") != self.fingerprint:
+                made = " ".join(str(manifest.get("description") or "another job").split())[:300]
                 raise CheckpointMismatch(
-                    f"the checkpoint {self.location} was made by {made}, not by this one; run the "
-                    "command that made it to resume, or pass restart=True (CLI: --restart) to start over.")
+                    f"the checkpoint {self.location} was made by {made}, not by this one, or the dataset "
+                    "changed since; run the command that made it on the unchanged data to resume, or pass "
+                    "restart=True (CLI: --restart) to start over.")
             self.steps = list(manifest.get("steps", []))
         self.found = len(self.steps)
         self.description = ""
 
+    def _refuse(self, why):
+        return CheckpointMismatch(f"the checkpoint {self.location} is not rfstream's ({why}); use another "
+                                  "directory for the checkpoint (CLI: --checkpoint).")
+
     def _read_manifest(self):
+        """The manifest, checked: rfstream's format, and each step's file named as rfstream
+        names it (``pass-NNNNN.npz``, in order); None when there is none."""
         target = self.location.child(MANIFEST)
         with storage_errors(target, "cannot be read"):
             if not target.isfile():
                 return None
+            self._check_not_a_link(target)
             try:
-                return json.loads(target.read_bytes())
+                manifest = json.loads(target.read_bytes())
             except ValueError:
-                raise CheckpointMismatch(f"{target} is not an rfstream checkpoint manifest; pass "
-                                         "restart=True (CLI: --restart) to start over.") from None
+                manifest = None
+        if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
+            raise self._refuse(f"{MANIFEST} is not an rfstream checkpoint manifest")
+        steps = manifest.get("steps", [])
+        if not isinstance(steps, list):
+            raise self._refuse(f"{MANIFEST} has no list of steps")
+        for k, step in enumerate(steps):
+            name = step.get("file") if isinstance(step, dict) else None
+            if name != step_name(k):
+                shown = repr(name)[:80]
+                raise self._refuse(f"its manifest names {shown} as pass {k + 1}, not {step_name(k)}")
+        return manifest
+
+    def _check_not_a_link(self, target):
+        """On a local disk, a file of the checkpoint that is a symbolic link (to anywhere) is refused."""
+        if target.is_local and os.path.islink(target.path):
+            raise self._refuse(f"{target.name} is a symbolic link")
 
     def _write_manifest(self):
         doc = {"format": FORMAT, "rfstream_version": __version__, "fingerprint": self.fingerprint,
-               "description": self.description, "steps": self.steps}
+               "description": self.description, "made_directory": self.made_directory, "steps": self.steps}
         target = self.location.child(MANIFEST)
         with storage_errors(target, "cannot be written"):
             target.write_bytes(json.dumps(doc, indent=1).encode())
+        self.written.add(MANIFEST)
 
     def replay(self, sig, count):
         """The stored results of the next pass, or None: compute it (and :meth:`record` it)."""
@@ -150,14 +208,15 @@ class Checkpoint:
         if k >= len(self.steps):
             return None
         step = self.steps[k]
-        if step["signature"] != sig or step["count"] != count:
+        if step.get("signature") != sig or step.get("count") != count:
             del self.steps[k:]  # the job took another path: nothing after this pass is valid
             self._write_manifest()
             return None
-        target = self.location.child(step["file"])
+        target = self.location.child(step_name(k))  # the name rfstream gives, checked against the manifest
+        self._check_not_a_link(target)
         with storage_errors(target, "cannot be read"):
             data = target.read_bytes()
-        if hashlib.sha256(data).hexdigest() != step["sha256"]:
+        if hashlib.sha256(data).hexdigest() != step.get("sha256"):
             raise CheckpointMismatch(f"{target} is damaged (its SHA-256 differs from the manifest's); "
                                      "pass restart=True (CLI: --restart) to start over.")
         self.position += 1
@@ -173,25 +232,91 @@ class Checkpoint:
         data = _encode(values)
         if data is None:
             return
-        name = f"pass-{k + 1:05d}.npz"
+        name = step_name(k)
         target = self.location.child(name)
         with storage_errors(target, "cannot be written"):
             target.write_bytes(data)
+        self.written.add(name)
         self.steps.append({"file": name, "signature": sig, "count": len(values),
                            "sha256": hashlib.sha256(data).hexdigest()})
         self._write_manifest()
 
-    def _remove_files(self, steps):
-        for name in [MANIFEST, *(step["file"] for step in steps)]:
-            self.location.child(name).remove()
+    def _own_names(self):
+        """The names of rfstream's files at the top of the checkpoint's directory (the lock
+        aside): all of them when it holds rfstream's manifest, else those this run wrote."""
+        if self.location.is_local:
+            try:
+                with os.scandir(self.location.path) as entries:
+                    names = [e.name for e in entries if not e.is_dir(follow_symlinks=False)]
+            except (FileNotFoundError, NotADirectoryError):
+                return []
+        else:
+            with storage_errors(self.location, "cannot be listed"):
+                if not self.location.isdir():
+                    return []
+                names = [p.rstrip("/").rsplit("/", 1)[-1] for p in self.location.fs.ls(self.location.path,
+                                                                                       detail=False)]
+        names = [n for n in names if _own(n) and n != LOCK]
+        if MANIFEST not in names and MANIFEST not in self.written:
+            names = [n for n in names if n in self.written]
+        return sorted(names, key=lambda n: n != MANIFEST)  # the manifest first: no pass counts after
+
+    def _remove_own_files(self):
+        for name in self._own_names():
+            _remove_file(self.location.child(name))
+        self.written.clear()
+
+    def remove_files(self):
+        """Delete the checkpoint's own files (the manifest, the passes, their temporary
+        names), and nothing else, ever; the lock is the lock's to remove."""
+        with storage_errors(self.location, "cannot be removed"):
+            self._remove_own_files()
+
+    def remove_directory(self):
+        """Delete the checkpoint's directory when this job made it and nothing is left in it."""
+        if self.made_directory:
+            remove_empty_directory(self.location)
 
     def remove(self):
-        """Delete the checkpoint's files, and its directory when nothing else is left in it
-        (after the job's output is safely written)."""
-        with storage_errors(self.location, "cannot be removed"):
-            self._remove_files(self.steps)
-            if self.location.isdir() and not self.location.files():
-                self.location.remove()
+        """Delete the checkpoint's files, and its directory when rfstream made it and nothing
+        else is left in it (after the job's output is safely written)."""
+        self.remove_files()
+        self.remove_directory()
+
+
+def step_name(k):
+    """The name rfstream gives the file of pass ``k + 1``: ``pass-00001.npz``, ..."""
+    return f"pass-{k + 1:05d}.npz"
+
+
+def _own(name):
+    return bool(OWN_NAME.fullmatch(name))
+
+
+def _remove_file(target):
+    """Delete one file (a symbolic link itself, never what it points to); never a directory."""
+    with contextlib.suppress(FileNotFoundError, IsADirectoryError, NotADirectoryError):
+        if target.is_local:
+            if not os.path.isdir(target.path) or os.path.islink(target.path):
+                os.unlink(target.path)
+        else:
+            target.fs.rm_file(target.path)
+
+
+def remove_empty_directory(location):
+    """Remove the local directory ``location`` if it is empty (``rmdir``: never its content);
+    an object store has no directories to remove."""
+    if location.is_local:
+        with contextlib.suppress(OSError):
+            os.rmdir(location.path)
+
+
+def will_recur(exc):
+    """True for a failure that a rerun would meet again: a ``ValueError`` (bad data: inf in X,
+    NaN in y, one class, one row, a refused parameter), not a store's failure
+    (:class:`~rfstream.io.location.StorageError`), a damaged or foreign checkpoint, a busy
+    lock, a stop (``BaseException``: a signal, Ctrl-C), an ``OSError`` or a lost cluster."""
+    return isinstance(exc, ValueError) and not isinstance(exc, (StorageError, CheckpointMismatch, CheckpointBusy))
 
 
 @contextlib.contextmanager
@@ -200,23 +325,38 @@ def resumable(location, fingerprint="", *, restart=False, description="", storag
 
     ``fingerprint`` identifies the job (a checkpoint with another one is refused unless
     ``restart``); ``description`` says in the refusal what made the checkpoint.  One job
-    at a time: another running job's checkpoint is refused (:mod:`rfstream.io.job_lock`).  Yields
-    the :class:`Checkpoint`: ``reused`` passes came from it.  The checkpoint is kept
-    when the block raises (or the process is killed) after a completed pass, removed when
-    it raises before any (a refusal before the first pass leaves nothing behind), and left
-    for the caller to :meth:`~Checkpoint.remove` when it succeeds.
+    at a time: another running job's checkpoint is refused, a crashed one's lock taken
+    over (:mod:`rfstream.io.job_lock`).  Yields the :class:`Checkpoint`: ``reused``
+    passes came from it.  When the block raises, the checkpoint is
+
+    * kept after a completed pass when the failure may pass: a stop (a signal, Ctrl-C:
+      any ``BaseException`` that is not an ``Exception``), a store's failure or any
+      ``OSError``, a lost cluster, a damaged checkpoint (the process killed: kept too);
+    * removed (its files, and its directory if rfstream made it) when no pass completed,
+      or when the failure will recur (:func:`will_recur`: a ``ValueError``, bad data such
+      as inf in X, NaN in y, one class, one row): a rerun would fail the same way;
+
+    and left for the caller to :meth:`~Checkpoint.remove` when the block succeeds.
     """
-    lock = JobLock(as_location(location, storage_options)).acquire()
-    checkpoint, failed = None, False
+    where = as_location(location, storage_options)
+    lock = JobLock(where).acquire()
+    made = lock.made_directory
+    checkpoint, failure = None, None
     try:
-        checkpoint = Checkpoint(location, fingerprint, restart=restart, storage_options=storage_options)
+        checkpoint = Checkpoint(where, fingerprint, restart=restart, made_directory=made)
         checkpoint.description = description
         with using_pass_store(checkpoint):
             yield checkpoint
-    except BaseException:
-        failed = True
+    except BaseException as exc:
+        failure = exc
         raise
     finally:
-        lock.release()
-        if failed and checkpoint is not None and not checkpoint.steps:
-            checkpoint.remove()
+        drop = failure is not None and (checkpoint is None or not checkpoint.steps or will_recur(failure))
+        try:
+            if drop and checkpoint is not None:
+                with contextlib.suppress(Exception):  # the failure is what the caller must see
+                    checkpoint.remove_files()
+        finally:
+            lock.release()
+        if drop and (made or (checkpoint is not None and checkpoint.made_directory)):
+            remove_empty_directory(where)
