@@ -4,17 +4,29 @@ Two ``rfstream fit --out SAME`` started together would share ``SAME.checkpoint``
 second replays passes the first is still writing and both write its manifest.  The
 first to take the lock runs; the other is refused with one line naming the holder.
 
-* Local disk: the lock file is created exclusively (``O_CREAT | O_EXCL``).  Object
-  store (no exclusive create through fsspec): the lock is written, read back after
+* Local disk: the lock file is created exclusively (``O_CREAT | O_EXCL``); the making of
+  the checkpoint's directory, the look at an existing lock and its take-over are done
+  under an ``flock`` of the folder that holds it (where the filesystem has one), so two
+  reruns cannot both take over one stale lock, and whoever made the directory
+  (``made_directory``) holds the lock.  Object store
+  (no exclusive create through fsspec): the lock is written, read back after
   :data:`SETTLE_SECONDS`, and whoever's token is there holds it.
-* The holder rewrites the lock every :data:`HEARTBEAT_SECONDS` (a daemon thread) and
-  removes it when the job ends, whether it succeeds, fails or is stopped by a signal.
-* A lock left by a killed job is stale: on the same host when its process is gone, on
-  another host (a requeued batch job) when its heartbeat is older than
-  :data:`STALE_SECONDS`; a stale lock is taken over.
+* The lock is the random ``token`` written when it was taken, never a PID: only the job
+  whose token is in the file renews it (every :func:`heartbeat_seconds`, a daemon
+  thread; a heartbeat that finds another token stops) and removes it when the job ends,
+  whether it succeeds, fails or is stopped by a signal.
+* A lock left by a killed job is stale once its heartbeat is older than
+  :func:`stale_seconds` (:data:`STALE_SECONDS`, or the environment variable
+  ``RFSTREAM_LOCK_STALE_SECONDS``), whatever its PID or host: a job killed as PID 1 of a
+  container, whose PID is alive again in the next container, wedges nothing.  Sooner, on
+  the same host, boot and PID namespace, a lock whose process is gone, or whose PID now
+  belongs to a process started at another time (a reused PID), is stale at once; a lock
+  from another PID namespace or host waits for its heartbeat to age.  A stale lock is
+  taken over, with or without ``restart``.
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import secrets
@@ -28,20 +40,72 @@ LOCK = "rfstream-checkpoint.lock"
 HEARTBEAT_SECONDS = 20.0
 STALE_SECONDS = 90.0
 SETTLE_SECONDS = 1.0
+STALE_ENV = "RFSTREAM_LOCK_STALE_SECONDS"
 
 
 class CheckpointBusy(ValueError):
     """Another running job holds the checkpoint."""
 
 
-def _alive(pid):
+def stale_seconds():
+    """The age after which a lock's heartbeat is stale: ``$RFSTREAM_LOCK_STALE_SECONDS``, else
+    :data:`STALE_SECONDS`."""
+    text = os.environ.get(STALE_ENV, "").strip()
+    if not text:
+        return float(STALE_SECONDS)
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not value > 0 or value == float("inf"):
+        raise ValueError(f"{STALE_ENV} must be a positive number of seconds; got {text!r}.")
+    return value
+
+
+def heartbeat_seconds():
+    """How often the holder renews its lock: :data:`HEARTBEAT_SECONDS`, at most a quarter of
+    :func:`stale_seconds` (so a live job's lock never looks stale)."""
+    return min(float(HEARTBEAT_SECONDS), stale_seconds() / 4)
+
+
+def _read(path):
+    try:
+        with open(path, "rb") as f:
+            return f.read()
+    except OSError:
+        return None
+
+
+def _process():
+    """``(boot id, PID namespace, start time)`` of this process, None where unknown (not Linux)."""
+    boot = _read("/proc/sys/kernel/random/boot_id")
+    try:
+        pidns = os.readlink("/proc/self/ns/pid")
+    except OSError:
+        pidns = None
+    return (boot.decode().strip() if boot else None), pidns, _start_time(os.getpid())
+
+
+def _start_time(pid):
+    """The start time of process ``pid`` (clock ticks since boot, /proc), None where unknown."""
+    stat = _read(f"/proc/{int(pid)}/stat")
+    if not stat:
+        return None
+    try:  # the command name (field 2) may hold spaces and parentheses: split after its end
+        return int(stat[stat.rindex(b")") + 2:].split()[19])
+    except (ValueError, IndexError):
+        return None
+
+
+def _gone(pid, start):
+    """True when no process ``pid`` runs here, or the one that does started at another time."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
-        return False
-    except PermissionError:  # another user's live process
         return True
-    return True
+    except PermissionError:  # another user's live process
+        pass
+    return start is not None and _start_time(pid) not in (None, start)
 
 
 class JobLock:
@@ -50,69 +114,127 @@ class JobLock:
     def __init__(self, location):
         self.checkpoint = location
         self.location = location.child(LOCK)
-        self.token = secrets.token_hex(8)
+        self.token = secrets.token_hex(16)
+        self.lost = False  # set when a heartbeat found another job's token
+        self.made_directory = False  # the checkpoint's directory was made by this acquire
         self._stop = threading.Event()
         self._thread = None
 
     def _doc(self):
+        boot, pidns, start = _process()
         return json.dumps({"host": socket.gethostname(), "pid": os.getpid(), "token": self.token,
-                           "beat": time.time()}).encode()
+                           "beat": time.time(), "boot": boot, "pidns": pidns, "start": start}).encode()
 
     def _holder(self):
         with storage_errors(self.location, "cannot be read"):
             if not self.location.isfile():
                 return None
             try:
-                return json.loads(self.location.read_bytes())
+                holder = json.loads(self.location.read_bytes())
             except ValueError:  # half-written by a job killed as it wrote: stale
                 return {"stale": True}
+        return holder if isinstance(holder, dict) else {"stale": True}
 
     def _stale(self, holder):
         if holder.get("stale"):
             return True
-        if holder.get("host") == socket.gethostname():
-            return not _alive(int(holder.get("pid", -1)))
-        return time.time() - float(holder.get("beat", 0)) > STALE_SECONDS
+        try:
+            beat, pid = float(holder.get("beat", 0)), int(holder.get("pid", -1))
+        except (TypeError, ValueError):
+            return True
+        if time.time() - beat > stale_seconds():
+            return True
+        if holder.get("host") != socket.gethostname() or pid <= 0:
+            return False
+        boot, pidns, _ = _process()
+        if "pidns" not in holder:  # a lock written before rfstream recorded its namespace
+            return _gone(pid, None)
+        if holder.get("pidns") != pidns or holder.get("boot") != boot:
+            return False  # another PID namespace (a container) or boot: its PIDs are not ours
+        return _gone(pid, holder.get("start"))
 
     def _busy(self, holder):
-        since = time.strftime("%H:%M:%S", time.localtime(float(holder.get("beat", 0))))
+        beat = float(holder.get("beat", 0) or 0)
+        since = time.strftime("%H:%M:%S", time.localtime(beat))
+        free = time.strftime("%H:%M:%S", time.localtime(beat + stale_seconds()))
         return CheckpointBusy(
             f"another rfstream fit (pid {holder.get('pid')} on {holder.get('host')}, alive at {since}) "
-            f"is using the checkpoint {self.checkpoint}; wait for it to end, or give this one "
-            "another out (CLI: --out) or checkpoint (CLI: --checkpoint).")
+            f"is using the checkpoint {self.checkpoint}; wait for it to end (a lock not renewed for "
+            f"{stale_seconds():g} s is taken over: if that fit was killed, run again after {free}), or "
+            "give this one another out (CLI: --out) or checkpoint (CLI: --checkpoint).")
 
     def acquire(self):
-        holder = self._holder()
-        if holder is not None and not self._stale(holder):
-            raise self._busy(holder)
         if self.location.is_local:
-            self._create_local(holder is not None)
+            with self._guard():
+                holder = self._holder()
+                if holder is not None and not self._stale(holder):
+                    raise self._busy(holder)
+                self._create_local(holder is not None)
         else:
+            with storage_errors(self.checkpoint, "cannot be read"):
+                self.made_directory = not self.checkpoint.exists()
+            holder = self._holder()
+            if holder is not None and not self._stale(holder):
+                raise self._busy(holder)
             with storage_errors(self.location, "cannot be written"):
                 self.location.write_bytes(self._doc())
             time.sleep(SETTLE_SECONDS)
             holder = self._holder()
             if holder is None or holder.get("token") != self.token:
                 raise self._busy(holder or {})
-        self._thread = threading.Thread(target=self._beat, name="rfstream-checkpoint-heartbeat", daemon=True)
+        self._thread = threading.Thread(target=self._beat, args=(heartbeat_seconds(),),
+                                        name="rfstream-checkpoint-heartbeat", daemon=True)
         self._thread.start()
         return self
 
+    @contextlib.contextmanager
+    def _guard(self):
+        """An exclusive ``flock`` of the folder that holds the checkpoint for the block (none
+        where the filesystem refuses one: the exclusive create still decides); the
+        checkpoint's directory is made inside it, so whoever made it takes the lock."""
+        folder = self.checkpoint.local_path
+        with storage_errors(self.checkpoint, "cannot be written"):
+            folder.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            import fcntl
+
+            fd = os.open(folder.parent, os.O_RDONLY)
+        except (ImportError, OSError):
+            fd = None
+        try:
+            if fd is not None:
+                with contextlib.suppress(OSError):
+                    fcntl.flock(fd, fcntl.LOCK_EX)
+            with storage_errors(self.checkpoint, "cannot be written"):
+                try:
+                    folder.mkdir()
+                    self.made_directory = True
+                except FileExistsError:
+                    pass
+            yield
+        finally:
+            if fd is not None:
+                os.close(fd)  # closing the descriptor releases the flock
+
     def _create_local(self, replace_stale):
         path = self.location.local_path
-        path.parent.mkdir(parents=True, exist_ok=True)
         if replace_stale:
-            path.unlink(missing_ok=True)
+            with contextlib.suppress(FileNotFoundError, IsADirectoryError):
+                path.unlink()
         try:
-            fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
-        except FileExistsError:  # taken between the look and the create
+            fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY | getattr(os, "O_NOFOLLOW", 0), 0o644)
+        except (FileExistsError, IsADirectoryError):  # taken between the look and the create
             raise self._busy(self._holder() or {}) from None
         with os.fdopen(fd, "wb") as f:
             f.write(self._doc())
 
-    def _beat(self):
-        while not self._stop.wait(HEARTBEAT_SECONDS):
+    def _beat(self, every):
+        while not self._stop.wait(every):
             try:
+                holder = self._holder()
+                if holder is not None and holder.get("token") not in (None, self.token):
+                    self.lost = True  # taken over (this job was thought dead): never overwrite it
+                    return
                 self.location.write_bytes(self._doc())
             except Exception:  # a missed beat only ages the lock; the job goes on
                 pass
@@ -123,4 +245,9 @@ class JobLock:
             self._thread.join(timeout=5)
         holder = self._holder()
         if holder is not None and holder.get("token") == self.token:
-            self.location.remove()
+            path = self.location.path
+            with contextlib.suppress(FileNotFoundError):
+                if self.location.is_local:
+                    os.unlink(path)
+                else:
+                    self.location.fs.rm_file(path)
