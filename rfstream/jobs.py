@@ -30,6 +30,7 @@ from . import io, selection
 from ._version import __version__
 from .catalog import TASKS, check_model, is_transformer, make_model, route
 from .io.checkpoints import dataset_identity, fingerprint_of, model_identity, resumable
+from .io.location import redact_url
 from .io.zarr_source import lazy_array, open_source
 from .solvers.targets import planned_targets
 
@@ -64,7 +65,7 @@ def open_weights(data, name, X, *, storage_options=None):
 
 def dataset_metadata(data, X, attrs):
     """What a saved model records of the dataset it was fitted on."""
-    return {"path": str(data), "n_rows": int(X.shape[0]), "n_features": int(X.shape[1]),
+    return {"path": redact_url(str(data)), "n_rows": int(X.shape[0]), "n_features": int(X.shape[1]),
             "task": attrs.get("task"), "classes": attrs.get("classes"),
             "feature_names": attrs.get("feature_names"), "categorical": attrs.get("categorical")}
 
@@ -115,7 +116,7 @@ class FitJob:
         """Refuse before any pass what the dataset's metadata already says will fail: fewer
         than two rows, a classifier's dataset with fewer than two classes."""
         if X.shape[0] < 2:
-            raise ValueError(f"{data} has {X.shape[0]} row(s); a fit needs at least 2.")
+            raise ValueError(f"{data} has {X.shape[0]} sample(s) (rows); a fit needs at least 2.")
         classes = attrs.get("classes")
         if not self.transformer and attrs.get("task") == "classification" and classes is not None \
                 and len(classes) < 2:

@@ -34,6 +34,7 @@ from .catalog import (
 )
 from .cluster import ensure_run_context
 from .jobs import FitJob, dataset_metadata, open_data, open_weights
+from .io.location import redact_url
 from .metrics import classification_metrics, regression_metrics
 
 __all__ = ["FEATURES", "FIT_DEFAULTS", "PARAMETERS", "SOLVERS", "TASKS", "NotApplicable", "check_model",
@@ -141,7 +142,7 @@ def evaluate_dataset(model, meta, data, *, X=None, y=None, attrs=None, storage_o
         result = {"metric": "relative_rmse", "value": metrics["relative_rmse"], **metrics}
     result.update({"task": task, "rows": int(X.shape[0]), "n_unseen_labels": attrs.get("n_unseen_labels", 0),
                    "predict_seconds": round(time.perf_counter() - t0, 3),
-                   "fit_seconds": meta.get("fit_seconds"), "data": str(data)})
+                   "fit_seconds": meta.get("fit_seconds"), "data": redact_url(str(data))})
     return result
 
 
@@ -174,7 +175,7 @@ def predict_dataset(model_path, data, out, *, overwrite=False, storage_options=N
     X, _, attrs = open_data(data, storage_options=storage_options, x_array=x_array, y_array=None)
     check_schema(meta, attrs, X, data)
     trained = meta.get("dataset", {})
-    extra = {"model": str(model_path), "data": str(data), "task": trained.get("task"),
+    extra = {"model": redact_url(str(model_path)), "data": redact_url(str(data)), "task": trained.get("task"),
              "classes": trained.get("classes")}
     arrays = {}
     if scores:
@@ -209,7 +210,7 @@ def transform_dataset(model_path, data, out, *, overwrite=False, storage_options
                          "transform with a dense feature map.")
     keep = {k: attrs[k] for k in ("task", "classes") if k in attrs and y is not None}
     with ensure_run_context():
-        io.write_dataset(out, Z, y, attrs={**keep, "transformed_by": str(model_path), "source": str(data),
+        io.write_dataset(out, Z, y, attrs={**keep, "transformed_by": redact_url(str(model_path)), "source": redact_url(str(data)),
                                            "feature_names": [f"z{j}" for j in range(Z.shape[1])]},
                          rows_per_chunk=rows_per_chunk or max(X.chunks[0][0], 1), overwrite=overwrite,
                          storage_options=storage_options)

@@ -25,7 +25,7 @@ from ..io.location import as_storage_error
 from . import arguments as a
 from . import commands
 from ..catalog import NotApplicable
-from .options import UserError, add_fit_options, cli_message, flag_error
+from .options import UserError, add_fit_options, cli_message, flag_error, printable
 from .resume import Stopped, install_signal_handlers, lost_cluster, restore_signal_handlers
 
 __all__ = ["UserError", "build_parser", "main"]
@@ -40,7 +40,12 @@ class _Parser(argparse.ArgumentParser):
     """argparse with one-line errors (exit code 2) instead of the usage block."""
 
     def error(self, message):
-        self.exit(EXIT_USER_ERROR, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+        if message.startswith("unrecognized arguments:"):  # never echo the words: a value may be a secret
+            words = message.split(":", 1)[1].split()
+            flags = [w for w in words if w.startswith("--") and "=" not in w]
+            message = (f"unrecognized arguments: {len(words)} word(s)"
+                       + (f", among them {' '.join(flags)}" if flags else ""))
+        self.exit(EXIT_USER_ERROR, f"{self.prog}: error: {printable(message)} (see {self.prog} --help)\n")
 
 
 def build_parser():

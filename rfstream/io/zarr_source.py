@@ -63,7 +63,7 @@ def open_source(target, storage_options=None) -> Source:
     if not loc.exists():
         raise FileNotFoundError(f"dataset {loc} does not exist; create it with rfstream convert "
                                 "or write_dataset")
-    group = _open_group(loc.zarr_store(read_only=True), str(loc))
+    group = _open_group(loc.zarr_store(read_only=True), loc)
     return _group_source(group, str(loc), _version_of(loc))
 
 
@@ -74,7 +74,9 @@ def _is_store(obj) -> bool:
         and not isinstance(obj, (str, dict))
 
 
-def _open_group(store, where: str) -> zarr.Group:
+def _open_group(store, where) -> zarr.Group:
+    """The group in ``store``; ``where`` (a Location, or text) names it in errors, a Location
+    also clears the store's error text of its credentials."""
     try:
         return zarr.open_group(store, mode="r")
     except Exception as exc:  # zarr raises several types for "not a group"
