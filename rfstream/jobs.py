@@ -31,6 +31,7 @@ from ._version import __version__
 from .catalog import TASKS, check_model, is_transformer, make_model, route
 from .io.checkpoints import dataset_identity, fingerprint_of, model_identity, resumable
 from .io.location import redact_url
+from .io.witness import content_witness
 from .io.zarr_source import lazy_array, open_source
 from .solvers.targets import planned_targets
 
@@ -125,12 +126,15 @@ class FitJob:
 
     def fingerprint(self):
         """``(digest, description)`` of the job: the model's parameters, the dataset's
-        identity (shape, chunks, dtype, attributes), the weights' and labels' names and
-        rfstream's version.  The description names classes and the dataset's last path
+        identity (shape, chunks, dtype, attributes, and a witness of its content that any
+        rewrite changes, :func:`rfstream.io.witness.content_witness`), the weights array's
+        name and rfstream's version; never a credential, so rotating them keeps the job.  The description names classes and the dataset's last path
         part only: nothing that could hold a credential."""
         extra = {"sample_weight": self.sample_weight if isinstance(self.sample_weight, str) else None,
                  "transformer": self.transformer}
-        digest = fingerprint_of("fit", model_identity(self.model), dataset_identity(self.X, self.attrs), extra)
+        witness = content_witness(self.data, self.storage_options)  # None for a group given directly
+        digest = fingerprint_of("fit", model_identity(self.model), dataset_identity(self.X, self.attrs, witness),
+                                extra)
         steps = " -> ".join(type(step).__name__ for _, step in self.model.steps)
         name = io.as_location(self.data).name if isinstance(self.data, str) or hasattr(self.data, "parts") \
             else type(self.data).__name__

@@ -149,3 +149,28 @@ def test_a_registered_transformer_ends_a_pipeline(tmp_path, monkeypatch):
         model, _ = pipeline.fit_dataset(tmp_path / "u.zarr", solver="pca", n_components=16,
                                         solver_params={"n_components": 3})
     assert model.transform(X).shape == (300, 3) and not hasattr(model, "predict")
+
+
+def test_a_checkpoint_is_refused_for_a_rewritten_dataset(tmp_path):
+    import dask.array as da
+
+    from rfstream.cluster import compute
+
+    rng = np.random.default_rng(7)
+    X, y = rng.normal(size=(300, 3)), (rng.normal(size=300) > 0).astype(np.int64)
+    write_dataset(tmp_path / "d.zarr", X, y, rows_per_chunk=100)
+    where = tmp_path / "m.checkpoint"
+    job = FitJob(str(tmp_path / "d.zarr"), n_components=8, checkpoint=where)
+    with pytest.raises(KeyboardInterrupt), job.resumable():  # one pass stored, then stopped
+        compute(da.ones(10, chunks=5).sum())
+        raise KeyboardInterrupt
+    assert where.exists()
+    before = job.fingerprint()[0]
+    write_dataset(tmp_path / "d.zarr", X[::-1].copy(), y[::-1].copy(), rows_per_chunk=100, overwrite=True)
+    same_shape = FitJob(str(tmp_path / "d.zarr"), n_components=8, checkpoint=where)
+    assert same_shape.fingerprint()[0] != before  # same shape, chunks and attributes
+    with pytest.raises(ValueError, match="dataset changed"), same_shape.resumable():
+        pass
+    restarted = FitJob(str(tmp_path / "d.zarr"), n_components=8, checkpoint=where, restart=True)
+    with restarted.resumable() as stored:
+        assert stored.reused == 0
