@@ -248,6 +248,14 @@ def _arccos(v):
     v.array("random_weights_", (v.int("n_features_in_"), v.int("n_components", param=True)))
 
 
+def _arrays(*names):
+    """A rule that only requires ``names`` to be numeric arrays of the manifest (no shapes)."""
+    def rule(v):
+        for name in names:
+            v.array(name, kinds="biuf", finite=False)
+    return rule
+
+
 #: class name (of a class defined in rfstream) -> the check of its fitted state; every other
 #: rfstream estimator gets the generic one (a positive ``n_features_in_``) and the probe
 FITTED_RULES = {
@@ -258,6 +266,12 @@ FITTED_RULES = {
     "StreamingSGDRegressor": _regressor,
     "RandomFourierFeatures": _fourier,
     "ArcCosineFeatures": _arccos,
+    "RandomBinningFeatures": _arrays("pitches_", "offsets_", "hash_multipliers_", "hash_salts_"),
+    "CirculantFeatures": _arrays("circulant_", "signs_", "random_offset_"),
+    "NystroemFeatures": _arrays("components_", "normalization_"),
+    "TEFM": _arrays("components_"),
+    "CompactNonlinearMap": _arrays("projection_", "offset_"),
+    "SESFeatures": _arrays("weights_"),
 }
 
 
