@@ -331,15 +331,6 @@ def test_a_checkpoint_of_the_same_job_on_rewritten_data_is_refused(tmp_path):
     assert fresh.reused == 0
 
 
-def _witness_wired():
-    import inspect
-
-    from rfstream import jobs
-
-    return "content_witness" in inspect.getsource(jobs)
-
-
-@pytest.mark.skipif(not _witness_wired(), reason="until rfstream.jobs.FitJob.fingerprint calls content_witness")
 def test_an_interrupted_fit_on_rewritten_data_is_refused_then_restarts(tmp_path):
     from rfstream import pipeline
 
