@@ -256,6 +256,12 @@ def _arrays(*names):
     return rule
 
 
+def _cnm(v):
+    """CNM learns a dense projection, or a circulant one (its first row and signs)."""
+    names = ("circulant_", "signs_") if v.params.get("structure") == "circulant" else ("projection_",)
+    _arrays(*names, "offset_")(v)
+
+
 #: class name (of a class defined in rfstream) -> the check of its fitted state; every other
 #: rfstream estimator gets the generic one (a positive ``n_features_in_``) and the probe
 FITTED_RULES = {
@@ -270,7 +276,7 @@ FITTED_RULES = {
     "CirculantFeatures": _arrays("circulant_", "signs_", "random_offset_"),
     "NystroemFeatures": _arrays("components_", "normalization_"),
     "TEFM": _arrays("components_"),
-    "CompactNonlinearMap": _arrays("projection_", "offset_"),
+    "CompactNonlinearMap": _cnm,
     "SESFeatures": _arrays("weights_"),
 }
 
