@@ -174,3 +174,33 @@ def test_a_checkpoint_is_refused_for_a_rewritten_dataset(tmp_path):
     restarted = FitJob(str(tmp_path / "d.zarr"), n_components=8, checkpoint=where, restart=True)
     with restarted.resumable() as stored:
         assert stored.reused == 0
+
+
+def test_with_a_key_an_edited_pass_and_its_sha256_are_refused(tmp_path, monkeypatch):
+    """The review's poisoning: a pass file and its SHA-256 in the manifest rewritten together.
+    With RFSTREAM_CHECKPOINT_KEY set, each pass carries an HMAC the writer cannot forge."""
+    import hashlib
+    import io
+
+    import dask.array as da
+
+    from rfstream.cluster import compute
+    from rfstream.io.checkpoints import MANIFEST, resumable
+
+    monkeypatch.setenv("RFSTREAM_CHECKPOINT_KEY", "k3y-known-to-the-job-only")
+    where, ones = tmp_path / "c", da.ones(10, chunks=5)
+    with pytest.raises(KeyboardInterrupt), resumable(where, "job"):  # one pass stored, then stopped
+        compute(ones.sum())
+        raise KeyboardInterrupt
+    with pytest.raises(KeyboardInterrupt), resumable(where, "job") as stored:  # untouched: replayed
+        assert compute(ones.sum()) == 10 and stored.reused == 1
+        raise KeyboardInterrupt
+    buf = io.BytesIO()
+    np.savez(buf, v0=np.array(1e6))  # another value, with its SHA-256 written to match
+    (where / "pass-00001.npz").write_bytes(buf.getvalue())
+    manifest = json.loads((where / MANIFEST).read_text())
+    manifest["steps"][0]["sha256"] = hashlib.sha256(buf.getvalue()).hexdigest()
+    (where / MANIFEST).write_text(json.dumps(manifest))
+    with pytest.raises(ValueError, match="not authenticated by \\$RFSTREAM_CHECKPOINT_KEY"):
+        with resumable(where, "job"):
+            compute(ones.sum())

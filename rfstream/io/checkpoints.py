@@ -45,6 +45,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import hmac
 import io
 import json
 import os
@@ -63,6 +64,12 @@ __all__ = ["MANIFEST", "Checkpoint", "CheckpointMismatch", "content_witness", "d
            "fingerprint_of", "model_identity", "resumable", "step_name", "will_recur"]
 
 MANIFEST = "rfstream-checkpoint.json"
+#: An environment variable holding a secret key.  When it is set, each stored pass carries
+#: an HMAC-SHA256 under that key (of its bytes, its place, its signature and the job's
+#: fingerprint) and a replayed pass without the right one is refused: whoever can write the
+#: checkpoint but does not know the key cannot poison a resumed model.  Without it, a pass
+#: is checked by its SHA-256 only (against damage, not against someone who rewrites both).
+KEY_ENV = "RFSTREAM_CHECKPOINT_KEY"
 FORMAT = "rfstream-checkpoint"
 #: every name rfstream writes in a checkpoint's directory: the manifest, the lock, the passes,
 #: and their temporary names while written (``.NAME.XXXXXXXX``, renamed whole)
@@ -202,6 +209,15 @@ class Checkpoint:
             target.write_bytes(json.dumps(doc, indent=1).encode())
         self.written.add(MANIFEST)
 
+    def _mac(self, k, sig, count, data):
+        """HMAC-SHA256 of pass ``k`` (its bytes, signature, count and the job's fingerprint)
+        under the key in :data:`KEY_ENV`, or None when no key is set."""
+        key = os.environ.get(KEY_ENV, "")
+        if not key:
+            return None
+        head = json.dumps([self.fingerprint, k, sig, count], sort_keys=True, default=str).encode()
+        return hmac.new(key.encode(), head + b"\0" + data, hashlib.sha256).hexdigest()
+
     def replay(self, sig, count):
         """The stored results of the next pass, or None: compute it (and :meth:`record` it)."""
         k = self.position
@@ -219,6 +235,11 @@ class Checkpoint:
         if hashlib.sha256(data).hexdigest() != step.get("sha256"):
             raise CheckpointMismatch(f"{target} is damaged (its SHA-256 differs from the manifest's); "
                                      "pass restart=True (CLI: --restart) to start over.")
+        mac = self._mac(k, sig, count, data)
+        if mac is not None and not hmac.compare_digest(str(step.get("hmac", "")), mac):
+            raise CheckpointMismatch(f"{target} is not authenticated by ${KEY_ENV} (written without it, "
+                                     "under another key, or edited); pass restart=True (CLI: --restart) "
+                                     "to start over.")
         self.position += 1
         self.reused += 1
         return _decode(data, count)
@@ -237,8 +258,11 @@ class Checkpoint:
         with storage_errors(target, "cannot be written"):
             target.write_bytes(data)
         self.written.add(name)
-        self.steps.append({"file": name, "signature": sig, "count": len(values),
-                           "sha256": hashlib.sha256(data).hexdigest()})
+        step = {"file": name, "signature": sig, "count": len(values), "sha256": hashlib.sha256(data).hexdigest()}
+        mac = self._mac(k, sig, len(values), data)
+        if mac is not None:
+            step["hmac"] = mac
+        self.steps.append(step)
         self._write_manifest()
 
     def _own_names(self):
