@@ -106,3 +106,14 @@ def test_an_unrecognized_argument_is_not_echoed(capsys):
     err = capsys.readouterr().err
     assert stop.value.code == 2 and "--storage-opts" in err
     assert "AKIAECHOED" not in err and "s3cr3t" not in err
+
+
+@pytest.mark.parametrize("value", ["inf", "nan", "1e400"])
+def test_convert_refuses_non_finite_libsvm_values(tmp_path, value):
+    from rfstream.io import convert
+
+    src = tmp_path / "n.svm"
+    src.write_text(f"1 1:0.5 2:1\n-1 1:{value} 2:2\n1 1:0.1\n")
+    with pytest.raises(ValueError, match=r"n\.svm line 2: '1:.*' is not a finite number"):
+        convert(src, tmp_path / "n.zarr")
+    assert not (tmp_path / "n.zarr").exists()

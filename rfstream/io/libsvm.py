@@ -30,6 +30,8 @@ from .ingest import (
 )
 from .location import Location
 
+F32_MAX = float(np.finfo(np.float32).max)
+
 _LINE = re.compile(r"^\s*[+-]?[\d.]\S*(\s+(qid:\S+|\d+:\S+))+\s*(#.*)?$")
 
 
@@ -65,12 +67,16 @@ def _pairs(path: Location, lineno: int, tokens: list[str]):
         if key == "qid":
             continue
         try:
-            yield int(key), float(val)
+            index, value = int(key), float(val)
         except ValueError:
             raise ValueError(
-                f"{path} line {lineno}: cannot read {tok!r} as index:value; "
-                "is this really a LIBSVM file? (CSV files need another suffix, e.g. .csv)"
+                f"{path} line {lineno}: cannot read {tok!r} as index:value; is this really a LIBSVM "
+                "file? (a CSV file is recognised by its content whatever its suffix)"
             ) from None
+        if not abs(value) <= F32_MAX:  # inf, nan, 1e400, beyond float32: stored, they end every fit
+            raise ValueError(f"{path} line {lineno}: {tok!r} is not a finite number that float32 holds "
+                             f"(|x| <= {F32_MAX:.3g}); fix or remove the value")
+        yield index, value
 
 
 @dataclass
