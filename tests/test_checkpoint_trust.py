@@ -23,6 +23,7 @@ import dask.array as da
 import numpy as np
 import pytest
 import zarr
+from _watch import wait_for_pass
 
 from rfstream import io
 from rfstream.cluster import compute
@@ -218,18 +219,6 @@ def test_the_heartbeat_keeps_a_live_lock_fresh_and_never_writes_over_another(tmp
         job_lock.stale_seconds()
 
 
-def _wait_for_pass(proc, k, timeout=240):
-    lines, deadline = [], time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        line = proc.stderr.readline()
-        if not line:
-            break
-        lines.append(line)
-        if line.startswith(f"rfstream: pass {k} done"):
-            return lines
-    raise AssertionError(f"pass {k} never reported; stderr: {''.join(lines)[-2000:]}")
-
-
 def _unshare_works():
     """None when ``unshare --pid`` runs here, else why not (a missing tool or no permission)."""
     if shutil.which("unshare") is None:
@@ -257,7 +246,7 @@ def test_a_fit_killed_as_pid_1_of_its_namespace_resumes(magic, tmp_path):
     env = {**os.environ, job_lock.STALE_ENV: "2"}
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             start_new_session=True, env=env)
-    _wait_for_pass(proc, 2)
+    wait_for_pass(proc, 2)
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait(timeout=30)
     checkpoint = tmp_path / "model.checkpoint"

@@ -8,7 +8,6 @@ one followed by SGD, each saved once; every example copies one of them into a fr
 directory and mutates the copy.  The number of examples is bounded so that the module runs
 in well under 90 s on a loaded two-core machine.
 """
-import builtins
 import hashlib
 import io
 import json
@@ -18,12 +17,13 @@ import tempfile
 import warnings
 from contextlib import contextmanager
 from pathlib import Path
-from unittest import mock
 
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+
+from _watch import recording_opens
 
 from rfstream import load_model, save_model
 from rfstream.catalog import FEATURES, make_model
@@ -69,28 +69,6 @@ def saved(tmp_path_factory):
 
 
 # ------------------------------------------------------------------ recording what is touched
-@contextmanager
-def _recording():
-    seen = []
-    real_open, real_os_open = builtins.open, os.open
-
-    def record(file):
-        if isinstance(file, (str, bytes, os.PathLike)):
-            seen.append(os.path.realpath(os.fsdecode(file)))
-
-    def fake_open(file, *args, **kwargs):
-        record(file)
-        return real_open(file, *args, **kwargs)
-
-    def fake_os_open(file, *args, **kwargs):
-        record(file)
-        return real_os_open(file, *args, **kwargs)
-
-    with mock.patch.object(builtins, "open", fake_open), mock.patch.object(io, "open", fake_open), \
-            mock.patch.object(os, "open", fake_os_open):
-        yield seen
-
-
 def _tree(root):
     return {p: (p.stat().st_size, p.stat().st_mtime_ns, p.read_bytes() if p.stat().st_size < 2**20 else None)
             for p in sorted(Path(root).rglob("*")) if p.is_file() and not p.is_symlink()}
@@ -113,7 +91,7 @@ def _workdir(saved, case):
 def _check(saved, case, tmp, path):
     """The property: refused, or identical predictions; nothing outside read, nothing written."""
     before = _tree(tmp)
-    with _recording() as seen:
+    with recording_opens() as seen:
         try:
             model = load_model(path)
         except ModelFileError as exc:

@@ -4,7 +4,6 @@ Each crafted model is refused by ``load_model`` with a :class:`ModelFileError` a
 (``rfstream predict``, ``rfstream info``) with exit status 2 and one line on stderr, no
 traceback; files outside the model directory are neither read nor changed, nothing is written.
 """
-import builtins
 import hashlib
 import io
 import json
@@ -14,6 +13,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+
+from _watch import recording_opens
 
 from rfstream import StreamingRidgeClassifier, load_model, save_model
 from rfstream.cli import main
@@ -93,27 +94,10 @@ def _tree(root):
 
 
 @pytest.fixture
-def opened(monkeypatch):
+def opened():
     """Every path opened through builtins.open, io.open or os.open while the test runs."""
-    seen = []
-    real_open, real_os_open = builtins.open, os.open
-
-    def record(file):
-        if isinstance(file, (str, bytes, os.PathLike)):
-            seen.append(os.path.realpath(os.fsdecode(file)))
-
-    def fake_open(file, *args, **kwargs):
-        record(file)
-        return real_open(file, *args, **kwargs)
-
-    def fake_os_open(file, *args, **kwargs):
-        record(file)
-        return real_os_open(file, *args, **kwargs)
-
-    monkeypatch.setattr(builtins, "open", fake_open)
-    monkeypatch.setattr(io, "open", fake_open)
-    monkeypatch.setattr(os, "open", fake_os_open)
-    return seen
+    with recording_opens() as seen:
+        yield seen
 
 
 def _refused(env, capsys, opened, match=None):

@@ -19,6 +19,7 @@ import time
 import dask.array as da
 import numpy as np
 import pytest
+from _watch import wait_for_pass
 
 from rfstream import RandomFourierFeatures, StreamingRidgeClassifier, io
 from rfstream.datasets import registry
@@ -58,19 +59,6 @@ def _start(argv):
                             start_new_session=True)
 
 
-def _wait_for_pass(proc, k, timeout=240):
-    """Read stderr until the k-th pass is reported; the lines read so far."""
-    lines, deadline = [], time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        line = proc.stderr.readline()
-        if not line:
-            break
-        lines.append(line)
-        if line.startswith(f"rfstream: pass {k} done"):
-            return lines
-    raise AssertionError(f"pass {k} never reported; stderr: {''.join(lines)[-2000:]}")
-
-
 def _coefs(path):
     model = io.load_model(path)
     step = model.named_steps["solver"]
@@ -85,7 +73,7 @@ def test_sigkill_after_pass_k_then_rerun_gives_the_same_model(method, magic, tmp
 
     out = tmp_path / "model"
     proc = _start(_command(magic, out, options))
-    _wait_for_pass(proc, k)
+    wait_for_pass(proc, k)
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait(timeout=30)
     checkpoint = tmp_path / "model.checkpoint"
@@ -107,7 +95,7 @@ def test_signal_stops_with_one_line_and_keeps_the_checkpoint(signum, code, magic
     options, k = METHODS["pcg"]
     out = tmp_path / "model"
     proc = _start(_command(magic, out, options))
-    _wait_for_pass(proc, 5)
+    wait_for_pass(proc, 5)
     t0 = time.monotonic()
     os.kill(proc.pid, signum)
     _, err = proc.communicate(timeout=60)
@@ -124,7 +112,7 @@ def test_another_command_is_refused_and_restart_starts_over(magic, tmp_path):
     options, k = METHODS["pcg"]
     out = tmp_path / "model"
     proc = _start(_command(magic, out, options))
-    _wait_for_pass(proc, 4)
+    wait_for_pass(proc, 4)
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait(timeout=30)
     other = [o if o != "0.01" else "0.02" for o in options]  # another alpha: another job
@@ -238,7 +226,7 @@ def test_scheduler_killed_mid_fit_then_back_resumes(magic, tmp_path):
         processes += [start_worker(address)]
         _wait_for_workers(address)
         proc = _start(argv)
-        _wait_for_pass(proc, 6)
+        wait_for_pass(proc, 6)
         processes[0].kill()  # the scheduler dies mid-fit
         _, err = proc.communicate(timeout=120)
         last = err.strip().splitlines()[-1]
@@ -337,7 +325,7 @@ def test_embedded_cluster_workers_killed_from_outside(magic, tmp_path):
     options, _ = METHODS["pcg"]
     argv = [o if o != "threads" else "cluster" for o in _command(magic, tmp_path / "model", options)]
     proc = _start(argv)
-    _wait_for_pass(proc, 8)
+    wait_for_pass(proc, 8)
     workers = [p for p in psutil.Process(proc.pid).children(recursive=True)
                if "spawn_main" in " ".join(p.cmdline())]
     assert len(workers) >= 1
