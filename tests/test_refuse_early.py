@@ -78,14 +78,18 @@ def test_names_from_the_data_reach_the_terminal_escaped(tmp_path, capsys):
     assert written["classes"] == evil  # the JSON keeps the names as they are, escaped by JSON
 
 
-@pytest.mark.parametrize("value", ["inf", "-inf", "1e400", "5e38"])
-def test_convert_refuses_numbers_float32_cannot_hold(tmp_path, value):
+@pytest.mark.parametrize("name, text, where", [
+    *((f"n{i}.csv", f"a,b,y\n1,2,0\n3,{v},1\n4,5,0\n", "column 'b', data row 2: ")
+      for i, v in enumerate(["inf", "-inf", "1e400", "5e38"])),
+    *((f"n{i}.svm", f"1 1:0.5 2:1\n-1 1:{v} 2:2\n1 1:0.1\n", "line 2: '1:.*' ")
+      for i, v in enumerate(["inf", "nan", "1e400"])),
+])
+def test_convert_refuses_numbers_float32_cannot_hold(tmp_path, name, text, where):
     from rfstream.io import convert
 
-    src = tmp_path / "n.csv"
-    src.write_text(f"a,b,y\n1,2,0\n3,{value},1\n4,5,0\n")
-    with pytest.raises(ValueError, match=r"n\.csv: column 'b', data row 2: .* not a finite number"):
-        convert(src, tmp_path / "n.zarr")
+    (tmp_path / name).write_text(text)
+    with pytest.raises(ValueError, match=rf"{name.replace('.', '[.]')}:? {where}.*not a finite number"):
+        convert(tmp_path / name, tmp_path / "n.zarr")
     assert not (tmp_path / "n.zarr").exists()
 
 
@@ -106,14 +110,3 @@ def test_an_unrecognized_argument_is_not_echoed(capsys):
     err = capsys.readouterr().err
     assert stop.value.code == 2 and "--storage-opts" in err
     assert "AKIAECHOED" not in err and "s3cr3t" not in err
-
-
-@pytest.mark.parametrize("value", ["inf", "nan", "1e400"])
-def test_convert_refuses_non_finite_libsvm_values(tmp_path, value):
-    from rfstream.io import convert
-
-    src = tmp_path / "n.svm"
-    src.write_text(f"1 1:0.5 2:1\n-1 1:{value} 2:2\n1 1:0.1\n")
-    with pytest.raises(ValueError, match=r"n\.svm line 2: '1:.*' is not a finite number"):
-        convert(src, tmp_path / "n.zarr")
-    assert not (tmp_path / "n.zarr").exists()
