@@ -256,10 +256,10 @@ def check_model(model, n_features, n_targets=None):
     if n_targets is not None and solver is not None:
         asked = nominal_width(fmap) if fmap is not None else None
         if asked is not None:  # the width asked for, before a draw learns the exact one
-            check_pass_memory(asked, n_targets)
+            check_pass_memory(asked, n_targets, sparse=getattr(fmap, "_sparse_output", False))
         width, groups, sparse = planned_features(fmap, n_features) if fmap is not None else (n_features, 1, False)
         if width is not None:
-            check_pass_memory(width * groups, n_targets)
+            check_pass_memory(width * groups, n_targets, sparse=sparse)
             if getattr(solver, "solves_by_gram", False):
                 check_ridge_memory(solver, width, n_targets, n_groups=groups, sparse=sparse)
     return model

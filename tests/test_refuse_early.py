@@ -110,3 +110,12 @@ def test_an_unrecognized_argument_is_not_echoed(capsys):
     err = capsys.readouterr().err
     assert stop.value.code == 2 and "--storage-opts" in err
     assert "AKIAECHOED" not in err and "s3cr3t" not in err
+
+
+def test_wide_sparse_features_are_not_refused_for_a_dense_block_they_never_make():
+    # random binning's CSR blocks hold n_grids non-zeros a row, not a 4096 x D dense block
+    from rfstream.catalog import check_model, make_model
+
+    model = make_model("classification", features="binning", feature_params={"n_grids": 10, "n_bins": 2**16},
+                       solver_params={"alpha": 1.0})
+    assert check_model(model, 14, 1) is model

@@ -78,5 +78,4 @@ def _width(fmap, n_features):
         if "gamma" in params:
             params["gamma"] = 1.0
         return int(type(fmap).for_columns(n_features, **params)._n_features_out)
-    k = fmap.get_params().get("n_components")
-    return None if k is None else int(k) * int(fmap.columns_per_component)
+    return nominal_width(fmap)

@@ -165,20 +165,21 @@ def check_ridge_memory(ridge, n_features, n_targets, *, n_groups=1, sparse=False
 MODEL_COPIES = 4
 
 
-def check_pass_memory(n_features, n_targets, *, itemsize=4):
+def check_pass_memory(n_features, n_targets, *, sparse=False, itemsize=4):
     """Refuse features too wide for any pass that makes them inside its tasks, whatever the
-    solver (SGD and Newton included): each task holds one sub-block of features
-    (:data:`rfstream.features.fused.FUSED_SUB_BLOCK` rows x D, float32) and the model's
-    :data:`MODEL_COPIES` D x T float64 copies, against half a worker's memory limit; the
-    client holds the copies too.  ``n_components=10**8`` is refused here, before a pass."""
+    solver (SGD and Newton included): each task holds one sub-block of dense features
+    (:data:`rfstream.features.fused.FUSED_SUB_BLOCK` rows x D, float32; sparse features hold
+    their non-zeros only, a few per row) and the model's :data:`MODEL_COPIES` D x T float64
+    copies, against half a worker's memory limit; the client holds the copies too.
+    ``n_components=10**8`` is refused here, before a pass."""
     from ..features.fused import FUSED_SUB_BLOCK
 
     D, T = int(n_features), max(int(n_targets), 1)
     model = 8 * MODEL_COPIES * D * T
-    task = FUSED_SUB_BLOCK * D * itemsize + model
+    task = (0 if sparse else FUSED_SUB_BLOCK * D * itemsize) + model
     limit, _ = worker_memory()
     if task > limit // 2 or model > client_limit():
         raise ValueError(f"features of width D={D:,} need {task / 2**30:,.1f} GiB in each task (a "
-                         f"{FUSED_SUB_BLOCK}-row block of features and the D x {T} model) and "
+                         f"{FUSED_SUB_BLOCK}-row block of dense features and the D x {T} model) and "
                          f"{model / 2**30:,.1f} GiB on the client; a worker has {limit / 2**30:.1f} GiB. "
                          "Lower n_components.")
