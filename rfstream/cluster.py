@@ -124,10 +124,15 @@ def run_context(progress=None):
 
 @contextlib.contextmanager
 def ensure_run_context(progress=None):
-    """The active :class:`RunContext`, or a fresh one for the block when there is none."""
+    """The active :class:`RunContext` (shown in ``progress`` for the block, when given), or a
+    fresh one for the block when there is none."""
     run = _RUN.get()
     if run is not None:
-        yield run
+        previous, run.progress = run.progress, run.progress if progress is None else _check_mode(progress)
+        try:
+            yield run
+        finally:
+            run.progress = previous
         return
     with run_context(progress) as run:
         yield run

@@ -128,8 +128,8 @@ class FitJob:
         """``(digest, description)`` of the job: the model's parameters, the dataset's
         identity (shape, chunks, dtype, attributes, and a witness of its content that any
         rewrite changes, :func:`rfstream.io.witness.content_witness`), the weights array's
-        name and rfstream's version; never a credential, so rotating them keeps the job.  The description names classes and the dataset's last path
-        part only: nothing that could hold a credential."""
+        name and rfstream's version; never a credential, so rotating them keeps the job.
+        The description names classes and the dataset's last path part only."""
         extra = {"sample_weight": self.sample_weight if isinstance(self.sample_weight, str) else None,
                  "transformer": self.transformer}
         witness = content_witness(self.data, self.storage_options)  # None for a group given directly
