@@ -14,9 +14,9 @@ passes, which this room only chooses and reads.
 """
 from .gamma_loop import fit_gamma_loop
 from .heatmap import HEATMAP_FILE, cv_heatmap_png, have_matplotlib
-from .search import check_search, fit_model, gamma_candidates, loops_over_gamma, searches_gamma
+from .search import check_search, fit_model, gamma_candidates, has_gamma_grid, loops_over_gamma
 from .summary import selection_summary
 
 __all__ = ["HEATMAP_FILE", "check_search", "cv_heatmap_png", "fit_gamma_loop", "fit_model",
-           "gamma_candidates", "have_matplotlib", "loops_over_gamma", "searches_gamma",
+           "gamma_candidates", "has_gamma_grid", "have_matplotlib", "loops_over_gamma",
            "selection_summary"]

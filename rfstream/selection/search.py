@@ -24,21 +24,21 @@ from ..solvers.cg import check_single_candidate
 from .gamma_loop import fit_gamma_loop
 
 
-def searches_gamma(fmap):
+def has_gamma_grid(fmap):
     """Whether the map ``fmap`` (or None) is given a grid of gammas."""
     return fmap is not None and is_gamma_grid(fmap.get_params().get("gamma"))
 
 
 def loops_over_gamma(fmap):
     """Whether a gamma grid on ``fmap`` is searched by one fit per gamma (module docstring)."""
-    return searches_gamma(fmap) and not getattr(fmap, "shares_draw_across_gamma", False)
+    return has_gamma_grid(fmap) and not getattr(fmap, "shares_draw_across_gamma", False)
 
 
 def check_search(fmap, solver):
     """Refuse, before any pass, a search the solver cannot make: a gamma grid with a solver
     that does not search gammas (or with none), a list of candidates for an iterative
     ridge solver (:func:`rfstream.solvers.cg.check_single_candidate`)."""
-    grid = searches_gamma(fmap)
+    grid = has_gamma_grid(fmap)
     if grid and not getattr(solver, "searches_gamma", False):
         raise ValueError(f"a gamma grid (gamma={fmap.gamma!r}) is searched by cross-validation of the ridge "
                          "solver; use solver='ridge', or give one gamma.")
