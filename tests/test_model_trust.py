@@ -184,6 +184,22 @@ def test_commit_pointing_out_refused(tmp_path, fitted, capsys, current):
     assert Path(other).exists()
 
 
+def test_a_committed_version_that_is_a_link_is_refused_by_every_loader(tmp_path, fitted, capsys):
+    # the version name is valid (v-<hex>) but a symbolic link to a model elsewhere
+    from rfstream.pipeline import load_fitted
+
+    model, X = fitted
+    other = save_model(model, tmp_path / "other_model" / "m")
+    victim = tmp_path / "a"
+    victim.mkdir()
+    (victim / "v-ab").symlink_to(Path(other).resolve(), target_is_directory=True)
+    (victim / "rfstream-commit.json").write_text(json.dumps({"format": "rfstream-commit", "current": "v-ab"}))
+    for load in (load_model, load_fitted):
+        with pytest.raises(ValueError, match="symbolic link"):
+            load(victim)
+    assert main(["info", str(victim)]) == 2 and capsys.readouterr().err.count("\n") == 1
+
+
 def test_missing_and_damaged_arrays_read_alike(env):
     path, _, _ = env
     doc = _doc(path)

@@ -355,11 +355,7 @@ def load_model(path, *, storage_options=None):
     Everything is checked before the model is returned (:mod:`rfstream.io.model_checks`):
     a model either predicts as it was saved or is refused with a :class:`ModelFileError`.
     """
-    base = as_location(path, storage_options)
-    root = model_root(base)
-    if root != base and base.is_local and not os.path.realpath(root.path).startswith(
-            os.path.realpath(base.path) + os.sep):
-        raise ModelFileError(f"{base}: its committed version is outside the model directory.")
+    root = model_root(path, storage_options)  # a committed version is a name inside it, never a link
     doc = read_model_json(root)
     meta = root.child("model.json")
     try:

@@ -76,7 +76,10 @@ def resolve_committed(loc: Location) -> Location:
         if not isinstance(current, str) or not VERSION_NAME.fullmatch(current):
             # only the names staging writes: never a path out of the destination
             raise ValueError(f"{commit} is damaged; write {loc} again")
-        return loc.child(current)
+        version = loc.child(current)
+        if version.is_local and os.path.islink(version.path):  # a link would lead out of the destination
+            raise ValueError(f"{commit} names a version that is a symbolic link; write {loc} again")
+        return version
     if loc.isdir() and _abandoned(_entries(loc)):
         raise ValueError(f"{loc} is incomplete: a write was interrupted before it was committed "
                          f"(no {COMMIT}); write it again")
