@@ -35,6 +35,7 @@ from .catalog import (
 from .cluster import ensure_run_context
 from .jobs import FitJob, dataset_metadata, open_data, open_weights
 from .io.location import redact_url
+from .io.model_files import load_model_document
 from .metrics import classification_metrics, regression_metrics
 
 __all__ = ["FEATURES", "FIT_DEFAULTS", "PARAMETERS", "SOLVERS", "TASKS", "NotApplicable", "check_model",
@@ -90,8 +91,8 @@ def fit_dataset(data, *, features="rff", solver="ridge", standardize=True, out=N
 
 def load_fitted(model_path, *, storage_options=None):
     """``(model, metadata)`` of a model directory written by :func:`fit_dataset`."""
-    root = io.model_root(model_path, storage_options)
-    return io.load_model(root), io.read_model_json(root).get("metadata", {})
+    model, doc = load_model_document(model_path, storage_options=storage_options)
+    return model, doc.get("metadata", {})
 
 
 def check_schema(meta, attrs, X, data_path):

@@ -355,6 +355,12 @@ def load_model(path, *, storage_options=None):
     Everything is checked before the model is returned (:mod:`rfstream.io.model_checks`):
     a model either predicts as it was saved or is refused with a :class:`ModelFileError`.
     """
+    return load_model_document(path, storage_options=storage_options)[0]
+
+
+def load_model_document(path, *, storage_options=None):
+    """``(model, document)``: :func:`load_model` and the model.json it was built from (its
+    ``metadata``), the directory resolved and the document read and checked once."""
     root = model_root(path, storage_options)  # a committed version is a name inside it, never a link
     doc = read_model_json(root)
     meta = root.child("model.json")
@@ -366,4 +372,4 @@ def load_model(path, *, storage_options=None):
     except Exception as exc:  # whatever a malformed document makes the classes raise
         text = str(exc).splitlines()[0][:200] if str(exc).strip() else ""
         raise ModelFileError(f"{meta} is damaged: {type(exc).__name__} {text}".rstrip()) from None
-    return model
+    return model, doc
