@@ -18,7 +18,7 @@ Safety:
 
 * a checkpoint belongs to one job: ``fingerprint`` (:meth:`rfstream.jobs.FitJob.fingerprint`:
   the model's parameters, the dataset's identity with a witness of its content,
-  :func:`content_witness`, and rfstream's version) is stored with it, and a checkpoint
+  :func:`rfstream.io.witness.content_witness`, and rfstream's version) is stored with it, and a checkpoint
   with another fingerprint (another job, or the dataset rewritten since) is refused with
   a one-line error (``restart=True``, CLI ``--restart``, starts over);
 * names are confined: every file name in the manifest must be the one rfstream gives
@@ -58,9 +58,8 @@ from .._version import __version__
 from ..cluster import using_pass_store
 from .job_lock import LOCK, CheckpointBusy, JobLock
 from .location import StorageError, as_location, storage_errors
-from .witness import content_witness
 
-__all__ = ["MANIFEST", "Checkpoint", "CheckpointMismatch", "content_witness", "dataset_identity",
+__all__ = ["MANIFEST", "Checkpoint", "CheckpointMismatch", "dataset_identity",
            "fingerprint_of", "model_identity", "resumable", "step_name", "will_recur"]
 
 MANIFEST = "rfstream-checkpoint.json"
@@ -86,7 +85,7 @@ def fingerprint_of(*parts):
 
 def dataset_identity(X, attrs, witness=None):
     """What identifies a dataset to a checkpoint: X's shape, chunks and dtype, its attributes,
-    and ``witness``, the digest of its content (:func:`content_witness`: any rewrite changes
+    and ``witness``, the digest of its content (:func:`rfstream.io.witness.content_witness`: any rewrite changes
     it; None, for a dataset with no location, leaves the identity as it was)."""
     identity = {"shape": list(X.shape), "chunks": [list(c) for c in X.chunks], "dtype": str(X.dtype),
                 "attrs": attrs}
@@ -165,7 +164,6 @@ class Checkpoint:
                     "changed since; run the command that made it on the unchanged data to resume, or pass "
                     "restart=True (CLI: --restart) to start over.")
             self.steps = list(manifest.get("steps", []))
-        self.found = len(self.steps)
         self.description = ""
 
     def _refuse(self, why):
@@ -382,5 +380,5 @@ def resumable(location, fingerprint="", *, restart=False, description="", storag
                     checkpoint.remove_files()
         finally:
             lock.release()
-        if drop and (made or (checkpoint is not None and checkpoint.made_directory)):
+        if drop and (checkpoint.made_directory if checkpoint is not None else made):
             remove_empty_directory(where)

@@ -115,7 +115,6 @@ class JobLock:
         self.checkpoint = location
         self.location = location.child(LOCK)
         self.token = secrets.token_hex(16)
-        self.lost = False  # set when a heartbeat found another job's token
         self.made_directory = False  # the checkpoint's directory was made by this acquire
         self._stop = threading.Event()
         self._thread = None
@@ -233,8 +232,7 @@ class JobLock:
             try:
                 holder = self._holder()
                 if holder is not None and holder.get("token") not in (None, self.token):
-                    self.lost = True  # taken over (this job was thought dead): never overwrite it
-                    return
+                    return  # taken over (this job was thought dead): never overwrite it
                 self.location.write_bytes(self._doc())
             except Exception:  # a missed beat only ages the lock; the job goes on
                 pass
