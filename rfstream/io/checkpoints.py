@@ -285,7 +285,7 @@ class Checkpoint:
 
     def _remove_own_files(self):
         for name in self._own_names():
-            _remove_file(self.location.child(name))
+            self.location.child(name).remove_file()
         self.written.clear()
 
     def remove_files(self):
@@ -313,16 +313,6 @@ def step_name(k):
 
 def _own(name):
     return bool(OWN_NAME.fullmatch(name))
-
-
-def _remove_file(target):
-    """Delete one file (a symbolic link itself, never what it points to); never a directory."""
-    with contextlib.suppress(FileNotFoundError, IsADirectoryError, NotADirectoryError):
-        if target.is_local:
-            if not os.path.isdir(target.path) or os.path.islink(target.path):
-                os.unlink(target.path)
-        else:
-            target.fs.rm_file(target.path)
 
 
 def remove_empty_directory(location):

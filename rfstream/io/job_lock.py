@@ -243,9 +243,4 @@ class JobLock:
             self._thread.join(timeout=5)
         holder = self._holder()
         if holder is not None and holder.get("token") == self.token:
-            path = self.location.path
-            with contextlib.suppress(FileNotFoundError):
-                if self.location.is_local:
-                    os.unlink(path)
-                else:
-                    self.location.fs.rm_file(path)
+            self.location.remove_file()

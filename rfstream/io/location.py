@@ -24,6 +24,7 @@ the caller sets ``config_kwargs``, so a wrong endpoint fails within seconds.
 """
 from __future__ import annotations
 
+import contextlib
 import copy
 import errno
 import os
@@ -182,6 +183,15 @@ class Location:
             self.fs.rm(self.path, recursive=True)
         except FileNotFoundError:
             pass
+
+    def remove_file(self) -> None:
+        """Delete this one file (a symbolic link itself, never what it points to), never a
+        directory; a missing one is not an error."""
+        with contextlib.suppress(FileNotFoundError, IsADirectoryError, NotADirectoryError):
+            if not self.is_local:
+                self.fs.rm_file(self.path)
+            elif not os.path.isdir(self.path) or os.path.islink(self.path):
+                os.unlink(self.path)
 
     def zarr_store(self, *, read_only: bool):
         """A zarr v3 store rooted here (``LocalStore`` or ``FsspecStore``)."""
