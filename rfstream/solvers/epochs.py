@@ -27,7 +27,6 @@ docs/sgd.md); the held-out loss and error are weighted by the sample weights.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import partial
 
 import dask.array as da
 import numpy as np
@@ -35,9 +34,9 @@ import numpy as np
 from ..cluster import compute
 from ..features.fused import FUSED_SUB_BLOCK, fused_rows, make_features
 from ..random import STREAM_SGD_HOLDOUT, STREAM_SGD_ORDER, row_uniform
-from ..reductions import NUMPY_BLOCK, Layout, sum_rows
+from ..reductions import NUMPY_BLOCK, Layout
 from .losses import LOSSES
-from .passes import RowSpec
+from .passes import RowSpec, row_sum
 from .pegasos import StepSpec, run_steps, scores
 from .targets import encode_classes, signed
 from .weights import check_weight_block
@@ -202,14 +201,7 @@ def _evaluate_block(p, target, idx, weight, val, parts, loss_name, sw=None):
 def epoch_pass(rows, y, spec, chunk_ids=None, w=None):
     """The reduced partials of :func:`epoch_chunk` with ``spec`` over the row blocks (all,
     or those in ``chunk_ids``); ``w``: sample weights aligned with ``rows``, or None."""
-    fn = partial(epoch_chunk, spec=spec.for_rows(y=y, w=w))
-    return run_pass(rows, y, fn, spec.layout.size, chunk_ids, w)
-
-
-def run_pass(rows, y, fn, size, chunk_ids=None, w=None):
-    """Sum of ``fn`` partials over the row blocks (all, or those in ``chunk_ids``);
-    ``w``: sample weights aligned with ``rows``, or None."""
-    return compute(sum_rows(fn, size, rows, y, w, blocks=chunk_ids))
+    return compute(row_sum(epoch_chunk, spec.layout.size, rows, spec, blocks=chunk_ids, y=y, w=w))
 
 
 def n_blocks(Z):

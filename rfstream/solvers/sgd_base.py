@@ -17,7 +17,6 @@ gathered on the client); ``fit`` divides them by their mean (the
 """
 from __future__ import annotations
 
-from functools import partial
 from numbers import Integral, Real
 from typing import ClassVar
 
@@ -28,7 +27,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from .._validation import check_X_y
-from ..features.fused import fused_pass
+from ..cluster import compute
 from ..features.grid import grid_source
 from ..random import STREAM_SGD_CHUNKS, check_seed
 from .epochs import (
@@ -37,11 +36,11 @@ from .epochs import (
     epoch_pass,
     epoch_rows,
     n_blocks,
-    run_pass,
 )
 from .linear import LinearPredictMixin
 from .losses import ball_radius
 from .newton import newton_chunk, newton_fit
+from .passes import fused_row_sum
 from .pegasos import LEARNING_RATES, StepSpec
 from .targets import check_targets
 from .weights import check_sample_weight, weight_summary
@@ -279,8 +278,7 @@ class _BaseStreamingSGD(LinearPredictMixin, BaseEstimator):
         def newton_pass(spec, size):
             # Z = map.transform(X): the pass reduces over X and makes the features
             # in its tasks, a sub-block at a time (as every pass)
-            fn, rows = fused_pass(Z, partial(newton_chunk, spec=spec.for_rows(y=y, w=w)), size)
-            return run_pass(rows, y, fn, size, w=w)
+            return compute(fused_row_sum(newton_chunk, size, Z, spec, y=y, w=w))
 
         res = newton_fit(newton_pass, task, K, D, loss=loss, alpha=float(self.alpha), intercept_scaling=s,
                          max_iter=self.max_iter, tol=self.tol)
