@@ -64,7 +64,7 @@ from .._validation import check_X
 from ..kernels import KERNELS
 from ..random import check_seed
 from .fused import attach_source
-from .grid import check_gamma, resolve_gamma
+from .grid import check_gamma_param, resolve_gamma
 
 _DTYPES = ("float32", "float64")
 
@@ -194,7 +194,7 @@ class FeatureMap(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimato
         scale its draw (``shares_draw_across_gamma``)."""
         super()._validate_params()
         if self._parameter_constraints.get("gamma") is GAMMA_CONSTRAINT:
-            check_gamma(self)
+            check_gamma_param(self)
 
     def _labels_for_fit(self, y):
         """``y`` as ``_fit_data`` gets it: None for a map without labels (``y`` ignored).

@@ -99,7 +99,7 @@ def _number(text):
         return None
 
 
-def check_gamma(fmap):
+def check_gamma_param(fmap):
     """Refuse a bad ``gamma`` of the map ``fmap`` (``FeatureMap._validate_params``): a
     bad item (:func:`gamma_items`), or a grid on a map that cannot share its draw
     (``shares_draw_across_gamma``).  A word of ``fmap.gamma_words`` passes."""

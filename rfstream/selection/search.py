@@ -16,6 +16,7 @@ Either way the solver must be one that ``searches_gamma`` (ridge).
 """
 from __future__ import annotations
 
+import numpy as np
 from sklearn.base import clone
 from sklearn.pipeline import Pipeline
 
@@ -36,9 +37,15 @@ def loops_over_gamma(fmap):
 
 def check_search(fmap, solver):
     """Refuse, before any pass, a search the solver cannot make: a gamma grid with a solver
-    that does not search gammas (or with none), a list of candidates for an iterative
+    that does not search gammas (or with none), a list of alphas with one that does not search
+    alphas (declared: ``searches_alpha``, ``searches_gamma``), a list of candidates for an iterative
     ridge solver (:func:`rfstream.solvers.cg.check_single_candidate`)."""
     grid = has_gamma_grid(fmap)
+    alphas = solver is not None and np.ndim(solver.get_params().get("alpha", 0.0)) > 0
+    if alphas and not getattr(solver, "searches_alpha", False):
+        raise ValueError(f"a list of alphas ({solver.get_params()['alpha']!r}) is searched by cross-validation "
+                         f"of the ridge solver; {type(solver).__name__} takes one: give one alpha, or use "
+                         "solver='ridge'.")
     if grid and not getattr(solver, "searches_gamma", False):
         raise ValueError(f"a gamma grid (gamma={fmap.gamma!r}) is searched by cross-validation of the ridge "
                          "solver; use solver='ridge', or give one gamma.")
