@@ -103,13 +103,14 @@ def fused_rows(Z, *, even=True):
 
 
 def check_not_from_grid(Z):
-    """Refuse an array made from a gamma grid's stacked features that lost their source.
+    """Refuse a gamma grid's stacked features, or an array made from them, in a pass over rows.
 
     ``map.transform(X)`` of a map fitted with a list of gammas is every gamma's features
-    side by side; only the ridge solver, reading its :class:`~rfstream.features.grid.GridSource`,
-    searches them.  After ``rechunk``, ``astype`` or a slice the source is gone, and a
-    pass over the stored blocks would fit all G x D columns as one model: silently wrong,
-    so it is refused here.  Plain features that lost their :class:`FeatureSource` are
+    side by side; only the ridge solver's search, reading its
+    :class:`~rfstream.features.grid.GridSource` before any pass, uses them.  Any other pass
+    (another solver, or the ridge solver after ``rechunk``, ``astype`` or a slice dropped
+    the source) would fit all G x D columns as one model: silently wrong, so it is refused
+    here, for every pass at once.  Plain features that lost their :class:`FeatureSource` are
     reduced over their stored blocks: the same model.
     """
     if isinstance(Z, da.Array) and any(str(name).startswith(GRID_LAYER) for name in Z.__dask_graph__().layers):
