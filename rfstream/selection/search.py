@@ -43,9 +43,9 @@ def check_search(fmap, solver):
     grid = has_gamma_grid(fmap)
     alphas = solver is not None and np.ndim(solver.get_params().get("alpha", 0.0)) > 0
     if alphas and not getattr(solver, "searches_alpha", False):
-        raise ValueError(f"a list of alphas ({solver.get_params()['alpha']!r}) is searched by cross-validation "
-                         f"of the ridge solver; {type(solver).__name__} takes one: give one alpha, or use "
-                         "solver='ridge'.")
+        raise ValueError(f"the 'alpha' parameter of {type(solver).__name__} is one value, got "
+                         f"{solver.get_params()['alpha']!r}: a list of alphas is searched by cross-validation "
+                         "of the ridge solver; give one alpha, or use solver='ridge'.")
     if grid and not getattr(solver, "searches_gamma", False):
         raise ValueError(f"a gamma grid (gamma={fmap.gamma!r}) is searched by cross-validation of the ridge "
                          "solver; use solver='ridge', or give one gamma.")
