@@ -57,7 +57,7 @@ def test_loo_mse_equals_brute_force(fit_intercept, targets, weighted):
     np.testing.assert_allclose(est.cv_results_["mean_score"], expected, rtol=1e-8, atol=1e-10)
     np.testing.assert_allclose(est.cv_mse_, expected, rtol=1e-8)
     assert est.alpha_ == ALPHAS[int(np.argmin(expected))] and est.cv_results_["cv"] == "loo"
-    assert est.n_iter_ == 2  # the Gram pass and the leave-one-out pass
+    assert est.n_iter_ == 3  # the Gram pass, the leave-one-out pass, the calibration pass
 
 
 @pytest.mark.parametrize("n_classes", [2, 3])

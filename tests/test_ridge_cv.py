@@ -188,10 +188,13 @@ def _counting(X, chunks):
     (ALPHAS, "squared_error", 1),                 # from the partials of the Gram pass
     (1.0, "error_rate", 1),                       # one alpha: no CV
 ])
-def test_passes_over_the_rows(alphas, scoring, passes):
+@pytest.mark.parametrize("calibrate", [False, "auto"])
+def test_passes_over_the_rows(alphas, scoring, passes, calibrate):
     X, y = _data(3, n=600)
     Xd, reads = _counting(X, 150)
-    StreamingRidgeClassifier(alpha=alphas, scoring=scoring).fit(Xd, da.from_array(y, chunks=150))
+    StreamingRidgeClassifier(alpha=alphas, scoring=scoring, calibrate=calibrate).fit(
+        Xd, da.from_array(y, chunks=150))
+    passes += calibrate == "auto" and np.ndim(alphas) > 0  # a searched fit is calibrated: one more
     assert len(reads) == passes * 4 and sum(reads) == passes * 600
 
 

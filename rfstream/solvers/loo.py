@@ -135,11 +135,11 @@ def loo_chunk(z, *rows, offset, spec):
 
 def loo_cross_validate(groups, y, totals, alphas, weights, *, target_fn, scoring, classes,
                        fit_intercept):
-    """``(table, cv_mse, best, solution)`` of exact leave-one-out: the first three as
+    """``(table, cv_mse, best, bases)`` of exact leave-one-out: the first three as
     :func:`rfstream.solvers.ridge_cv.grid_cross_validate` gives them for K folds (one
-    eigendecomposition per gamma on the client, one pass over the rows), and
-    ``solution(gamma_index, alpha_index) -> (W, b)``, the full-data fit from the same
-    eigendecomposition.  ``totals[g]["G"]`` is consumed (:func:`loo_basis`)."""
+    eigendecomposition per gamma on the client, one pass over the rows), and the
+    eigendecomposition of each gamma (:func:`loo_basis`), from which :func:`loo_solution`
+    gives the full-data fit.  ``totals[g]["G"]`` is consumed."""
     bases = [loo_basis(t, fit_intercept) for t in totals]
     n_classes = len(classes) if classes is not None else 0
     layout = loo_layout(alphas.size, n_classes, scoring)
@@ -166,4 +166,4 @@ def loo_cross_validate(groups, y, totals, alphas, weights, *, target_fn, scoring
     table = cv_table(alphas, scores, np.array([n]), scoring, bound, gammas=groups.gammas)
     table["std_score"] = std  # over the rows: a fold of one row has no spread of its own
     table["cv"] = "loo"
-    return table, cv_mse, best_candidate(table), lambda g, a: loo_solution(bases[g], alphas[a])
+    return table, cv_mse, best_candidate(table), bases

@@ -34,7 +34,6 @@ set to the chosen gamma: still two passes.
 """
 from __future__ import annotations
 
-import warnings
 from functools import partial
 from numbers import Integral, Real
 from typing import ClassVar
@@ -56,22 +55,15 @@ from ..cluster import compute
 from ..random import check_seed
 from .cg import fit_iterative
 from .cv_scores import CLASSIFIER_SCORINGS, REGRESSOR_SCORINGS
-from .folds import check_cv
 from .gram import gram_chunk, gram_layout
 from .grid_pass import feature_groups, group_chunk, group_spec
 from .linear import LinearClassifierMixin, LinearPredictMixin
-from .loo import loo_cross_validate
-from .memory import check_gram_memory, use_loo_instead, uses_iterations
+from .memory import check_gram_memory, uses_iterations
 from .nystrom_pcg import PCG_RANK
 from .passes import RowSpec, row_sum, weight_fields
-from .ridge_cv import (
-    check_alpha,
-    check_totals,
-    grid_cross_validate,
-    normal_equations,
-    solve,
-    warn_on_edge,
-)
+from .posterior import CalibratedProbaMixin, PosteriorPredictMixin
+from .ridge_cv import check_alpha, check_totals, normal_equations, solve
+from .ridge_search import RidgeSearchMixin
 from .targets import (
     check_targets,
     class_weights,
@@ -82,7 +74,7 @@ from .targets import (
 from .weights import check_sample_weight
 
 
-class _BaseStreamingRidge(LinearPredictMixin, BaseEstimator):
+class _BaseStreamingRidge(RidgeSearchMixin, LinearPredictMixin, BaseEstimator):
     searches_alpha = True  # a list of alphas is searched by cross-validation
     searches_gamma = True  # and a gamma grid of a map that shares its draw (features.grid)
     solves_by_gram = True  # from a D x D Gram: its memory is planned by solvers.memory
@@ -96,10 +88,13 @@ class _BaseStreamingRidge(LinearPredictMixin, BaseEstimator):
         "tol": [Interval(Real, 0, None, closed="neither")],
         "max_iter": [Interval(Integral, 1, None, closed="left")],
         "scoring": [StrOptions(set(REGRESSOR_SCORINGS))],
+        "select": [StrOptions({"cv", "evidence"})],
+        "calibrate": ["boolean", StrOptions({"auto"})],
     }
 
     def __init__(self, alpha=1.0, *, fit_intercept=True, cv=5, random_state=0, solver="auto",
-                 tol=1e-4, max_iter=200, pcg_rank=PCG_RANK, scoring="squared_error"):
+                 tol=1e-4, max_iter=200, pcg_rank=PCG_RANK, scoring="squared_error", select="cv",
+                 calibrate="auto"):
         self.alpha = alpha
         self.fit_intercept = fit_intercept
         self.cv = cv
@@ -109,6 +104,8 @@ class _BaseStreamingRidge(LinearPredictMixin, BaseEstimator):
         self.max_iter = max_iter
         self.pcg_rank = pcg_rank
         self.scoring = scoring
+        self.select = select
+        self.calibrate = calibrate
 
     def check_parameters(self, n_features=None):
         """Raise what ``fit`` would raise for the parameters alone (scikit-learn's
@@ -137,12 +134,17 @@ class _BaseStreamingRidge(LinearPredictMixin, BaseEstimator):
         groups = feature_groups(Z)
         n_features = Z.shape[1] // groups.n_groups
         sparse = scipy.sparse.issparse(getattr(Z, "_meta", Z))
+        self._forget_calibration()
         if uses_iterations(self.solver, n_features, groups.n_groups, sparse):
+            if self.select == "evidence":
+                raise ValueError(f"select='evidence' needs the Gram solver (its eigendecomposition); got "
+                                 f"solver={self.solver!r}. Use solver='gram', or select='cv' with one alpha.")
+            self._calibrates(False, n_features, iterative=True)  # calibrate=True: refused
             W, b, info = fit_iterative(self, Z, y, target_fn, n_targets, alphas, groups,
                                        sample_weight=sample_weight, weight_args=weight_args)
             self.alpha_, self.n_samples_seen_, self.n_iter_ = float(alphas[0]), int(info["m"]), 1 + info["n_iter"]
             return W, b
-        searching = np.ndim(self.alpha) > 0 or groups.gammas is not None  # a list: CV, even of one
+        searching = np.ndim(self.alpha) > 0 or groups.gammas is not None or self.select == "evidence"
         cv = self._choose_cv(Z, y, groups.n_groups, n_features, n_targets) if searching else (1, 1, None)
         n_folds, _, folds = (1, 1, None) if cv == "loo" else cv
         check_gram_memory(groups.n_groups, n_folds, n_features, n_targets)
@@ -150,69 +152,26 @@ class _BaseStreamingRidge(LinearPredictMixin, BaseEstimator):
                                  (sample_weight, weight_args), folds)
         totals = [{k: v.sum(axis=0) if n_folds > 1 else v[0] for k, v in group.items()} for group in stats]
         check_totals(totals)
-        chosen = 0
+        chosen, basis = 0, None
         if searching:
-            chosen = self._cross_validate(groups, y, stats, totals, alphas, cv,
-                                          (sample_weight, weight_args), target_fn)
+            chosen, basis = self._search(groups, y, stats, totals, alphas, cv,
+                                         (sample_weight, weight_args), target_fn)
         else:
             self.alpha_ = float(alphas[0])
         self.n_features_in_ = n_features  # a grid's stacked Z: one gamma's features from now on
-        if cv == "loo":  # the eigendecomposition of the chosen gamma's Gram solves it (no copy of G)
-            W, b = self._loo_solution
-            del self._loo_solution
-        else:
-            W, b = self._solve_stats(totals[chosen], self.alpha_)
-        scoring_pass = searching and (cv == "loo" or self.scoring != "squared_error")
-        self.n_samples_seen_, self.n_iter_ = int(totals[0]["m"]), 1 + scoring_pass
+        W, b = self._solution(basis, totals[chosen], self._solve_stats)
+        scoring_pass = searching and (cv == "loo" or self.scoring != "squared_error") and self.select == "cv"
+        calibrating = self._calibrates(searching, n_features, iterative=False)
+        if calibrating:
+            self._calibrate(groups, chosen, y, target_fn, (sample_weight, weight_args), W, b, basis,
+                            totals[chosen])
+        self.n_samples_seen_, self.n_iter_ = int(totals[0]["m"]), 1 + scoring_pass + calibrating
         return W, b
-
-    def _choose_cv(self, Z, y, n_groups, n_features, n_targets):
-        """``"loo"`` or :func:`check_cv`'s ``(n_folds, scored, folds)``: exact leave-one-out
-        when asked, and instead of an int ``cv`` whose per-fold Grams would not fit a worker
-        while one Gram does (:func:`rfstream.solvers.memory.use_loo_instead`), with a warning."""
-        if isinstance(self.cv, str):
-            return "loo"
-        cv = check_cv(self.cv, Z, y)
-        if use_loo_instead(self.cv, n_groups, cv[0], n_features, n_targets):
-            warnings.warn(f"{cv[0]}-fold cross-validation needs {cv[0]} Grams of D={n_features} per "
-                          "task, more than the workers' or the client's memory holds; using exact "
-                          "leave-one-out from one Gram instead (cv='loo').", UserWarning, stacklevel=5)
-            return "loo"
-        return cv
 
     def _solve_stats(self, stats, alpha):
         G, C, mu, nu = normal_equations(stats, self.fit_intercept)
         W = solve(G, C, alpha)
         return W, nu - mu @ W
-
-    def _cross_validate(self, groups, y, stats, totals, alphas, cv, weights, target_fn):
-        """``cv_mse_``, ``cv_results_``, ``alpha_``, ``best_score_`` (and with a gamma grid
-        ``gammas_``, ``gamma_``, the map set to it); returns the chosen group
-        (:mod:`.ridge_cv`: K-fold, squared error from the partials, a task metric from
-        one scoring pass; :mod:`.loo`: exact leave-one-out in one pass)."""
-        classes = getattr(self, "classes_", None)
-        if cv == "loo":
-            table, self.cv_mse_, best, solution = loo_cross_validate(
-                groups, y, totals, alphas, weights, target_fn=target_fn, scoring=self.scoring,
-                classes=classes, fit_intercept=self.fit_intercept)
-            self._loo_solution = solution(*divmod(best, alphas.size))
-        else:
-            table, self.cv_mse_, best = grid_cross_validate(
-                groups, y, stats, totals, alphas, cv, weights, scoring=self.scoring, classes=classes,
-                fit_intercept=self.fit_intercept, seed=check_seed(self.random_state))
-        self.alphas_, self.cv_results_ = alphas, table
-        chosen, a = divmod(best, alphas.size)
-        self.alpha_, self.best_score_ = float(alphas[a]), float(table["mean_score"][best])
-        warn_on_edge(alphas, a, "alpha")
-        if groups.gammas is not None:
-            self.gammas_, self.gamma_ = groups.gammas, float(groups.gammas[chosen])
-            self.cv_results_["gamma_label"] = [groups.labels[i] for i in range(groups.n_groups)
-                                               for _ in alphas]
-            warn_on_edge(groups.gammas, chosen, "gamma", groups.labels)
-            groups.select(chosen)
-        elif hasattr(self, "gammas_"):  # refit without a grid
-            del self.gammas_, self.gamma_
-        return chosen
 
     # -- shared input handling ------------------------------------------------
     def _check_fit_input(self, X, y, sample_weight=None, **y_checks):
@@ -225,7 +184,7 @@ class _BaseStreamingRidge(LinearPredictMixin, BaseEstimator):
         return X, y, check_sample_weight(X, sample_weight)
 
 
-class StreamingRidge(MultiOutputMixin, RegressorMixin, _BaseStreamingRidge):
+class StreamingRidge(PosteriorPredictMixin, MultiOutputMixin, RegressorMixin, _BaseStreamingRidge):
     """Ridge regression from one streaming Gram reduction.
 
     Parameters
@@ -324,17 +283,13 @@ class StreamingRidge(MultiOutputMixin, RegressorMixin, _BaseStreamingRidge):
             self.coef_, self.intercept_ = W.T.copy(), b
         return self
 
-    def predict(self, X):
-        """Predictions: numpy in, numpy out; dask in, lazy dask out."""
-        return self._decision(X)
-
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.target_tags.multi_output = True
         return tags
 
 
-class StreamingRidgeClassifier(LinearClassifierMixin, ClassifierMixin, _BaseStreamingRidge):
+class StreamingRidgeClassifier(CalibratedProbaMixin, LinearClassifierMixin, ClassifierMixin, _BaseStreamingRidge):
     """Regularized least-squares classifier (Rahimi & Recht's "Fourier+LS").
 
     Targets are +1 for a row's class and -1 otherwise (one column for two
@@ -372,9 +327,10 @@ class StreamingRidgeClassifier(LinearClassifierMixin, ClassifierMixin, _BaseStre
 
     def __init__(self, alpha=1.0, *, fit_intercept=True, cv=5, random_state=0, solver="auto",
                  tol=1e-4, max_iter=200, pcg_rank=PCG_RANK, class_weight=None,
-                 scoring="error_rate"):
+                 scoring="error_rate", select="cv", calibrate="auto"):
         super().__init__(alpha, fit_intercept=fit_intercept, cv=cv, random_state=random_state,
-                         solver=solver, tol=tol, max_iter=max_iter, pcg_rank=pcg_rank, scoring=scoring)
+                         solver=solver, tol=tol, max_iter=max_iter, pcg_rank=pcg_rank, scoring=scoring,
+                         select=select, calibrate=calibrate)
         self.class_weight = class_weight
 
     def fit(self, X, y, sample_weight=None):

@@ -1,0 +1,96 @@
+"""Choosing (gamma, alpha) by the evidence: ridge as Bayesian linear regression on the features.
+
+The model behind ``select="evidence"`` (Bishop, Pattern Recognition and Machine
+Learning, 2006, Section 3.5; MacKay 1992) is
+
+    y = Z w + b 1 + e,    e ~ N(0, sigma^2 C^-1),    w ~ N(0, (sigma^2 / alpha) I),
+
+with a flat prior on the intercept ``b`` and ``C = diag(c)`` the row weights
+(``sample_weight`` x ``class_weight``; an integer weight is a repeated row).
+Integrating out ``w`` and ``b`` (the restricted likelihood of the centred targets,
+``m = sum c - 1`` degrees of freedom; ``m = sum c`` and no centring without an
+intercept) gives the log marginal likelihood of one target column ``y``
+
+    log p(y | alpha, sigma^2) = -m/2 log(2 pi sigma^2) - 1/2 sum_j log(1 + e_j / alpha)
+                                - E(alpha) / (2 sigma^2),
+
+    E(alpha) = y_c' C y_c - sum_j (v_j' Z_c' C y_c)^2 / (e_j + alpha)
+             = ||y_c - Z_c w||_C^2 + alpha ||w||^2          (Bishop eq. 3.82, 3.86),
+
+where ``G = Z_c' C Z_c = V diag(e) V'`` is the centred Gram.  The noise variance
+at its maximum is closed-form, ``sigma^2 = E(alpha) / m``, and puts the evidence at
+
+    log p = -m/2 (log(2 pi E(alpha) / m) + 1) - 1/2 sum_j log(1 + e_j / alpha),
+
+summed over independent target columns (each with its own sigma^2).  The
+effective number of parameters is ``sum_j e_j / (e_j + alpha)`` (Bishop eq. 3.91).
+Everything is a function of the Gram pass's statistics (n, Z'1, Z'Z, Z'Y, Y'Y)
+and of one eigendecomposition per gamma: every alpha of a gamma costs O(D T).
+
+Deviations.  ``sigma^2`` is maximized rather than given a prior (Bishop's
+evidence approximation maximizes over both precisions; here ``alpha`` is searched
+over the user's grid and ``sigma^2`` in closed form).  For a classifier the model
+is the least-squares model of its coded +-1 targets
+(:mod:`rfstream.solvers.targets`), one column per class: its evidence is what is
+compared, not that of a probabilistic classifier.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+
+def check_evidence_alphas(alphas):
+    """Refuse an alpha of 0: the prior ``w ~ N(0, sigma^2 / alpha I)`` is then improper and
+    the evidence undefined."""
+    if np.any(alphas <= 0):
+        raise ValueError(f"select='evidence' needs every alpha > 0 (the prior precision); got "
+                         f"alpha={alphas.tolist()!r}. Drop the 0, or use select='cv'.")
+
+
+def centred_target_energy(total, fit_intercept):
+    """``diag(Y_c' C Y_c)``, per target, from the pass's ``B`` (Y'CY), ``t`` and ``n``."""
+    yy = np.diagonal(total["B"]).astype(np.float64)
+    if fit_intercept:
+        n = max(total["n"], 1e-300)
+        yy = yy - total["t"] ** 2 / n
+    return np.maximum(yy, 0.0)
+
+
+def degrees_of_freedom(total, fit_intercept):
+    """``m`` of the module docstring: the weight of the rows, less one for the intercept."""
+    return float(total["n"]) - (1.0 if fit_intercept else 0.0)
+
+
+def evidence_path(basis, yy, m, alphas):
+    """``(log_evidence (A,), noise_variance (A, T), effective_parameters (A,))`` of every
+    alpha for one gamma, from its eigendecomposition ``basis`` (``s``: the eigenvalues of
+    the centred Gram, ``UC``: ``V' Z_c' C Y``, :func:`rfstream.solvers.loo.loo_basis`)
+    and the centred target energy ``yy`` (T,) (module docstring)."""
+    s, P2 = basis["s"], basis["UC"] ** 2
+    m = max(m, 1e-300)
+    log_ev = np.empty(alphas.size)
+    noise = np.empty((alphas.size, yy.size))
+    effective = np.empty(alphas.size)
+    for i, alpha in enumerate(alphas):
+        energy = np.maximum(yy - (1.0 / (s + alpha)) @ P2, 1e-300 * max(yy.max(), 1.0))
+        noise[i] = energy / m
+        log_ev[i] = (-0.5 * m * np.sum(np.log(2 * np.pi * noise[i]) + 1.0)
+                     - 0.5 * yy.size * np.sum(np.log1p(s / alpha)))
+        effective[i] = np.sum(s / (s + alpha))
+    return log_ev, noise, effective
+
+
+def evidence_table(bases, totals, alphas, *, fit_intercept, gammas=None):
+    """``(table, best)``: the log evidence, the noise variance at its maximum (per target)
+    and the effective number of parameters of every (gamma, alpha), gamma by gamma; the
+    index of the largest evidence (of equal ones the first, as ``np.argmax``)."""
+    check_evidence_alphas(alphas)
+    paths = [evidence_path(b, centred_target_energy(t, fit_intercept), degrees_of_freedom(t, fit_intercept),
+                           alphas) for b, t in zip(bases, totals)]
+    table = {"alpha": np.tile(alphas, len(bases)),
+             "log_evidence": np.concatenate([p[0] for p in paths]),
+             "noise_variance": np.concatenate([p[1] for p in paths]),
+             "effective_parameters": np.concatenate([p[2] for p in paths])}
+    if gammas is not None:
+        table["gamma"] = np.repeat(np.asarray(gammas, dtype=np.float64), alphas.size)
+    return table, int(np.argmax(table["log_evidence"]))

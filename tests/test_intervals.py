@@ -1,0 +1,108 @@
+"""Posterior standard deviation, conformal intervals and Platt probabilities of ridge."""
+import dask.array as da
+import numpy as np
+import pytest
+from sklearn.calibration import CalibratedClassifierCV
+from sklearn.linear_model import RidgeClassifier
+from sklearn.metrics import log_loss
+
+from rfstream import RandomFourierFeatures, StreamingRidge, StreamingRidgeClassifier
+from rfstream.solvers.calibration import SCORE_BINS, SCORE_EDGES, conformal_quantile
+
+
+def make(n, seed, noise=0.3):
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(-2, 2, size=(n, 3))
+    scale = noise * (1 + 0.5 * np.abs(X[:, 0]))  # heteroscedastic: the Gaussian model is wrong
+    return X, np.sin(2 * X[:, 0]) + X[:, 1] ** 2 / 2 + scale * rng.standard_t(5, size=n)
+
+
+@pytest.fixture(scope="module")
+def fitted():
+    X, y = make(3000, 0)
+    fmap = RandomFourierFeatures(200, gamma=0.5, random_state=0).fit(X)
+    model = StreamingRidge(alpha=[0.01, 0.1, 1, 10], select="evidence").fit(fmap.transform(X), y)
+    return fmap, model, X, y
+
+
+def test_std_is_the_posterior_predictive_formula(fitted):
+    fmap, m, X, y = fitted
+    Z = fmap.transform(X).astype(np.float64)
+    mu = Z.mean(axis=0)
+    G = (Z - mu).T @ (Z - mu)
+    A = G + m.alpha_ * np.eye(G.shape[0])
+    R = y - m.predict(Z)
+    sigma2 = (R @ R + m.alpha_ * m.coef_ @ m.coef_) / (len(y) - 1)
+    Zt = fmap.transform(X[:7]).astype(np.float64) - mu
+    expected = np.sqrt(sigma2 * (1 + 1 / len(y) + np.einsum("ij,ij->i", Zt @ np.linalg.inv(A), Zt)))
+    mean, std = m.predict(fmap.transform(X[:7]), return_std=True)
+    np.testing.assert_allclose(std, expected, rtol=1e-6)
+    np.testing.assert_allclose(mean, m.predict(fmap.transform(X[:7])), rtol=1e-12)
+
+
+def test_dask_input_gives_the_same_std_and_intervals(fitted):
+    fmap, m, X, _ = fitted
+    rows = da.from_array(X[:500], chunks=128)
+    mean, std = m.predict(fmap.transform(rows), return_std=True)
+    assert isinstance(std, da.Array)
+    ref_mean, ref_std = m.predict(fmap.transform(X[:500]), return_std=True)
+    np.testing.assert_allclose(std.compute(), ref_std, rtol=1e-5)
+    np.testing.assert_allclose(mean.compute(), ref_mean, rtol=1e-5, atol=1e-6)
+    lo, hi = m.predict_interval(fmap.transform(rows), level=0.8)
+    ref_lo, ref_hi = m.predict_interval(fmap.transform(X[:500]), level=0.8)
+    np.testing.assert_allclose(lo.compute(), ref_lo, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(hi.compute(), ref_hi, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("select", ["evidence", "cv"])
+def test_intervals_cover_new_rows_at_their_level(fitted, select):
+    fmap, m, X, y = fitted
+    if select == "cv":
+        m = StreamingRidge(alpha=[0.01, 0.1, 1, 10]).fit(fmap.transform(X), y)
+    Xt, yt = make(6000, 1)
+    for level in (0.8, 0.9):
+        lo, hi = m.predict_interval(fmap.transform(Xt), level=level)
+        coverage = np.mean((yt >= lo) & (yt <= hi))
+        assert abs(coverage - level) < 0.025, (level, coverage)
+    assert m.n_iter_ == (2 if select == "evidence" else 2)
+
+
+def test_conformal_quantile_is_the_order_statistic_within_a_bin():
+    rng = np.random.default_rng(0)
+    scores = rng.lognormal(size=999)
+    counts = np.bincount(np.searchsorted(SCORE_EDGES, scores, side="right"), minlength=SCORE_BINS + 2)
+    exact = np.sort(scores)[int(np.ceil(1000 * 0.9)) - 1]
+    q = conformal_quantile(counts.astype(float), 0.9)
+    assert exact <= q <= exact * 10 ** (8 / SCORE_BINS) * (1 + 1e-12)
+    assert conformal_quantile(counts[:1] * 0 + np.r_[3.0], 0.9) == np.inf  # 3 rows: too few for 0.9
+    with pytest.raises(ValueError, match="level must be a number between 0 and 1"):
+        conformal_quantile(counts, 90)
+
+
+def test_uncalibrated_models_say_how_to_get_intervals():
+    X, y = make(200, 2)
+    m = StreamingRidge(alpha=1.0).fit(X, y)
+    assert not hasattr(m, "posterior_factor_")
+    with pytest.raises(ValueError, match="refit with calibrate=True"):
+        m.predict(X, return_std=True)
+    assert StreamingRidge(alpha=1.0, calibrate=True).fit(X, y).predict_interval(X)[0].shape == (200,)
+    with pytest.raises(ValueError, match="calibrate=True needs the Gram solver"):
+        StreamingRidge(alpha=1.0, calibrate=True, solver="cg").fit(X, y)
+
+
+@pytest.mark.parametrize("n_classes", [2, 4])
+def test_platt_probabilities_against_calibrated_classifier_cv(n_classes):
+    X, y = make(4000, 3)
+    labels = np.digitize(y, np.quantile(y, np.linspace(0, 1, n_classes + 1)[1:-1]))
+    fmap = RandomFourierFeatures(150, gamma=0.5, random_state=0).fit(X)
+    Z = fmap.transform(X)
+    m = StreamingRidgeClassifier(alpha=[0.1, 1.0]).fit(Z[:3000], labels[:3000])
+    p = m.predict_proba(Z[3000:])
+    np.testing.assert_allclose(p.sum(axis=1), 1.0)
+    ours = log_loss(labels[3000:], p, labels=m.classes_)
+    ref = CalibratedClassifierCV(RidgeClassifier(alpha=m.alpha_), cv=5).fit(Z[:3000], labels[:3000])
+    theirs = log_loss(labels[3000:], ref.predict_proba(Z[3000:]))
+    assert ours <= 1.05 * theirs, (ours, theirs)
+    lazy = m.predict_proba(da.from_array(Z[3000:], chunks=400))
+    np.testing.assert_allclose(lazy.compute(), p, rtol=1e-5)
+    assert not hasattr(StreamingRidgeClassifier(alpha=1.0).fit(Z[:500], labels[:500]), "predict_proba")
