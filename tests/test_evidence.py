@@ -102,3 +102,15 @@ def test_evidence_refuses_alpha_zero_and_iterative_solvers(data):
     with pytest.raises(ValueError, match="select='evidence' needs the Gram solver"):
         StreamingRidge(alpha=1.0, select="evidence", solver="cg").fit(X, y)
 
+
+
+def test_eigen_and_cholesky_routes_agree(data):
+    X, y = data
+    Z = RandomFourierFeatures(30, gamma=0.5, random_state=0, dtype=np.float64).fit_transform(X)
+    alphas = np.geomspace(1e-3, 1e2, 9)  # 8 alphas or more: one eigendecomposition serves all
+    many = StreamingRidge(alpha=alphas, select="evidence", calibrate=False).fit(Z, y).cv_results_
+    few = [StreamingRidge(alpha=[a], select="evidence", calibrate=False).fit(Z, y).cv_results_ for a in alphas]
+    for key in ("log_evidence", "effective_parameters", "noise_variance"):
+        np.testing.assert_allclose(many[key], np.concatenate([f[key] for f in few]), rtol=1e-9)
+    np.testing.assert_allclose(many["log_evidence"][[0, 4]],
+                               [direct_log_evidence(Z, y[:, None], a) for a in alphas[[0, 4]]], rtol=1e-8)

@@ -22,7 +22,13 @@ import numpy as np
 
 from ..random import check_seed
 from .calibration import calibration_pass, fit_platt, noise_variance, posterior_basis
-from .evidence import centred_target_energy, degrees_of_freedom, evidence_table
+from .evidence import (
+    centred_target_energy,
+    check_evidence_alphas,
+    degrees_of_freedom,
+    evidence_bases,
+    evidence_table,
+)
 from .folds import check_cv
 from .loo import loo_basis, loo_cross_validate, loo_solution
 from .memory import use_loo_instead
@@ -62,7 +68,8 @@ class RidgeSearchMixin:
         classes = getattr(self, "classes_", None)
         bases = None
         if self.select == "evidence":
-            bases = [loo_basis(t, self.fit_intercept) for t in totals]
+            check_evidence_alphas(alphas)
+            bases = evidence_bases(totals, alphas, self.fit_intercept, loo_basis)
             table, best = evidence_table(bases, totals, alphas, fit_intercept=self.fit_intercept,
                                          gammas=groups.gammas)
             table = {**table, "scoring": "log_evidence", "mean_score": table["log_evidence"],
@@ -89,7 +96,7 @@ class RidgeSearchMixin:
             groups.select(chosen)
         elif hasattr(self, "gammas_"):  # refit without a grid
             del self.gammas_, self.gamma_
-        return chosen, None if bases is None else bases[chosen]
+        return chosen, None if bases is None else bases[chosen]  # None: Cholesky, no eigh made
 
     def _solution(self, basis, total, solve_stats):
         """``(W, b)`` at the chosen alpha: from the eigendecomposition the search made, else
