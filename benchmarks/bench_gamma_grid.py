@@ -13,9 +13,10 @@ standardized training rows) x 5 alphas at D = 1000, 5-fold CV:
   random_state=0), RidgeClassifier() or Ridge()]), cv=5, n_jobs=2)``, refit on the
   training rows, numpy arrays in memory;
 * rfstream: ``Standardizer -> RandomFourierFeatures(1000, gamma=[8 gammas]) ->
-  StreamingRidgeClassifier / StreamingRidge(alpha=[5 alphas], cv=5)`` on the dask
-  arrays of the converted Zarr, dask's threads (2 cores): one Gram pass and one scoring
-  pass.
+  StreamingRidgeClassifier / StreamingRidge(alpha=[5 alphas], cv=5, calibrate=False)``
+  on the dask arrays of the converted Zarr, dask's threads (2 cores): one Gram pass and
+  one scoring pass ("rfstream"); the same with ``select="evidence"``: one Gram pass
+  ("rfstream-evidence").
 
 Each side runs in its own process; its wall time and the peak resident memory of its
 process tree (joblib's workers included), sampled every 50 ms, are measured from
@@ -39,6 +40,7 @@ import time
 import numpy as np
 
 ALPHAS = [0.01, 0.1, 1.0, 10.0, 100.0]
+SIDES = ("rfstream", "rfstream-evidence", "sklearn")
 FACTORS = [2.0**k for k in range(-5, 3)]
 TASKS = {"adult": "classification", "letter": "classification", "cpusmall": "regression",
          "kddcup99": "classification", "magic_gamma": "classification"}
@@ -89,7 +91,7 @@ def side_sklearn(name, workdir, gammas):
             "seed_std": float(np.std(errors)), "seed_errors": errors}
 
 
-def side_rfstream(name, workdir, gammas):
+def side_rfstream(name, workdir, gammas, select="cv"):
     import dask
     from sklearn.pipeline import make_pipeline
 
@@ -98,7 +100,8 @@ def side_rfstream(name, workdir, gammas):
 
     X, X_test, y, y_test = _data(name, workdir)
     task = TASKS[name]
-    ridge = (StreamingRidgeClassifier if task == "classification" else StreamingRidge)(alpha=ALPHAS, cv=5)
+    ridge = (StreamingRidgeClassifier if task == "classification" else StreamingRidge)(
+        alpha=ALPHAS, cv=5, select=select, calibrate=False)
     model = make_pipeline(Standardizer(), RandomFourierFeatures(1000, gamma=gammas, random_state=0), ridge)
     with dask.config.set(scheduler="threads"):
         model.fit(X, y)
@@ -134,7 +137,7 @@ def gridsearch(args):
         X = _data(name, args.workdir)[0]
         gammas = _gammas(X)
         row = {"dataset": name, "rows": int(X.shape[0]), "gammas": gammas}
-        for side in ("rfstream", "sklearn"):
+        for side in SIDES:
             argv = [sys.executable, os.path.abspath(__file__), "_side", side, name, args.workdir, json.dumps(gammas)]
             seconds, peak, result = measure(argv)
             row[side] = {"seconds": round(seconds, 1), "peak_gib": round(peak / 2**30, 2), **result}
@@ -147,13 +150,14 @@ def gridsearch(args):
     print("|---|---|---|---|---|---|---|---|")
     for r in rows:
         auto = r["gammas"][FACTORS.index(1.0)]
-        for side in ("rfstream", "sklearn"):
+        for side in SIDES:
             s = r[side]
             spread = f" (seed std {s['seed_std']:.4f})" if "seed_std" in s else ""
             print(f"| {r['dataset']} | {r['rows']} | {side} | {s['seconds']} | {s['peak_gib']} | "
                   f"{s['gamma'] / auto:g} | {s['alpha']:g} | {s['test_error']:.4f}{spread} |")
-        t, m = r["sklearn"]["seconds"] / r["rfstream"]["seconds"], r["sklearn"]["peak_gib"] / r["rfstream"]["peak_gib"]
-        print(f"| {r['dataset']} | | sklearn / rfstream | {t:.1f}x | {m:.1f}x | | | |")
+        for side in SIDES[:2]:
+            t, m = (r[side]["seconds"] / r["sklearn"]["seconds"], r[side]["peak_gib"] / r["sklearn"]["peak_gib"])
+            print(f"| {r['dataset']} | | {side} / sklearn | {t:.2f}x | {m:.2f}x | | | |")
 
 
 def one_fit(name, workdir, gammas):
@@ -206,7 +210,8 @@ def passes(args):
 def main():
     if len(sys.argv) > 1 and sys.argv[1] == "_side":
         side, name, workdir, gammas = sys.argv[2], sys.argv[3], sys.argv[4], json.loads(sys.argv[5])
-        result = (side_sklearn if side == "sklearn" else side_rfstream)(name, workdir, gammas)
+        result = (side_sklearn(name, workdir, gammas) if side == "sklearn" else
+                  side_rfstream(name, workdir, gammas, "evidence" if side == "rfstream-evidence" else "cv"))
         print(json.dumps(result))
         return
     if len(sys.argv) > 1 and sys.argv[1] == "_fit":
