@@ -54,12 +54,20 @@ def _moments_block(x, spec, features=None, dtype=None, n_features=None):
     return out
 
 
+def _will_calibrate(estimator):
+    """Before ``fit``: whether the parameters ask for calibration (``calibrate=True``, or "auto"
+    with a list of alphas or the evidence; a gamma grid on the map is not known here)."""
+    calibrate = getattr(estimator, "calibrate", False)
+    searching = np.ndim(getattr(estimator, "alpha", 0.0)) > 0 or getattr(estimator, "select", "cv") == "evidence"
+    return calibrate is True or (calibrate == "auto" and searching)
+
+
 def _has_posterior(estimator):
-    return hasattr(estimator, "posterior_factor_") or not hasattr(estimator, "coef_")
+    return hasattr(estimator, "posterior_factor_") if hasattr(estimator, "coef_") else _will_calibrate(estimator)
 
 
 def _has_proba(estimator):
-    return hasattr(estimator, "platt_") or not hasattr(estimator, "coef_")
+    return hasattr(estimator, "platt_") if hasattr(estimator, "coef_") else _will_calibrate(estimator)
 
 
 class PosteriorPredictMixin:
