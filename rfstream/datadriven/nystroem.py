@@ -204,6 +204,9 @@ class NystroemFeatures(KernelFeatureMap):
     """
 
     makes_data_pass = True
+    #: no prefixes (:mod:`rfstream.features.prefix`): ``K_mm^{+1/2}`` mixes every landmark
+    _prefix_refusal = ("K_mm^{-1/2} whitens over all its landmarks, so its first columns are not "
+                       "the map of fewer landmarks; fit one map per n_components")
 
     def _draw(self, rng, n_features):
         """Nothing to draw on the client: the landmarks come from the pass in ``_fit_data``."""

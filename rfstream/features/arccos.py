@@ -58,7 +58,9 @@ class ArcCosineFeatures(FeatureMap):
     Shahrampour, Beirami & Tarokh (2018) (``(w'x)^n H(w'x)``, ``w ~ N(0, I_d)``)
     and the "arccos0/1/2" bases of :class:`~rfstream.EERFFeatures`.  The kernel
     is homogeneous of degree ``n`` in each argument: it has no bandwidth, so
-    standardize ``X`` first.
+    standardize ``X`` first.  Prefix maps (:mod:`rfstream.features.prefix`):
+    the first ``n`` columns, times ``sqrt(m / n)``, are the map of the first ``n``
+    draws ``w_i``.
 
     Parameters
     ----------
@@ -94,6 +96,8 @@ class ArcCosineFeatures(FeatureMap):
         "degree": [Interval(Integral, 0, 2, closed="both")],
     }
 
+    prefix_valid = True
+
     def __init__(self, n_components=100, *, degree=1, random_state=None, dtype="float32"):
         self.n_components = n_components
         self.degree = degree
@@ -107,6 +111,9 @@ class ArcCosineFeatures(FeatureMap):
     @property
     def _n_features_out(self):
         return self.random_weights_.shape[1]
+
+    def _keep_prefix(self, n):
+        self.random_weights_ = self.random_weights_[:, :n].copy()
 
     def _block(self, x):
         W = self.random_weights_

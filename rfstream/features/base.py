@@ -38,6 +38,9 @@ the class's ``_y_purpose``); the checks on ``X`` (``n_features_in_``);
 ``_check_params(self, n_features)`` (optional)
     Cross-parameter checks that ``_parameter_constraints`` cannot express;
     raise ``ValueError`` there.  Called before anything is drawn.
+``_keep_prefix(self, n)`` (a map with ``prefix_valid``)
+    Slice a copy's drawn parameters to the map of ``n`` components
+    (:class:`rfstream.features.prefix.PrefixMixin`).
 """
 from __future__ import annotations
 
@@ -65,6 +68,7 @@ from ..kernels import KERNELS
 from ..random import check_seed
 from .fused import attach_source
 from .grid import check_gamma_param, resolve_gamma
+from .prefix import PrefixMixin
 
 _DTYPES = ("float32", "float64")
 
@@ -79,7 +83,7 @@ KERNEL_PARAMETERS = {
 GAMMA_CONSTRAINT = KERNEL_PARAMETERS["gamma"]
 
 
-class FeatureMap(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
+class FeatureMap(PrefixMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
     """Base class of random feature maps (numpy and dask inputs).
 
     Subclasses define ``__init__`` (store the parameters, nothing else),

@@ -146,6 +146,8 @@ class RandomBinningFeatures(GammaGridMixin, FeatureMap):
     #: The kernel is fixed (read by ``gamma="auto"``); not a parameter.
     kernel = "laplacian"
     _sparse_output = True
+    _prefix_refusal = ("it has no n_components (its width is n_grids x n_bins, hashed per grid); "
+                       "fit one map per n_grids")
 
     def __init__(self, n_grids=50, *, n_bins=64, gamma=1.0, random_state=None, dtype="float32"):
         self.n_grids = n_grids

@@ -121,6 +121,11 @@ class CirculantFeatures(KernelFeatureMap):
     numbers, ``O(k)`` for ``k >= d``, against ``d k`` for
     :class:`~rfstream.RandomFourierFeatures`.
 
+    Prefix maps (:mod:`rfstream.features.prefix`): the first ``n`` columns are
+    the map of ``n`` outputs made of the first ``ceil(n/d)`` circulant vectors,
+    the signs and the first ``n`` phases (the last block cut, as the map cuts its
+    own, Section 8.1).
+
     Deviation: the rows of one circulant block are not independent (they are
     cyclic shifts of each other), so the kernel estimate is unbiased but its
     variance differs from i.i.d. random Fourier features; the paper measures
@@ -162,6 +167,13 @@ class CirculantFeatures(KernelFeatureMap):
     >>> cf.transform(X).shape, cf.circulant_.shape
     ((5, 20), (3, 8))
     """
+
+    prefix_valid = True
+
+    def _keep_prefix(self, n):
+        """The first ``ceil(n / d)`` circulant vectors and ``n`` phases; the same signs."""
+        self.circulant_ = self.circulant_[: -(-n // self.circulant_.shape[1])].copy()
+        self.random_offset_ = self.random_offset_[:n].copy()
 
     def _draw(self, rng, n_features):
         dtype = self._output_dtype()

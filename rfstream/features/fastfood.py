@@ -30,7 +30,9 @@ class FastfoodFeatures(KernelFeatureMap):
     has the norm of a ``N(0, 2 gamma I_p)`` vector (``1/sigma = sqrt(2 gamma)``).
     Features are ``sqrt(2/D) cos(V x + b)``, ``b ~ U[0, 2 pi]`` (the first ``D``
     rows of the stacked ``V``).  Time per row ``O(D log p)`` instead of
-    ``O(D p)``.
+    ``O(D p)``.  Prefix maps (:mod:`rfstream.features.prefix`): the first ``n``
+    columns are the map of ``n`` made of the first ``ceil(n / p)`` stacks and
+    ``n`` phases (the last stack cut, as the map cuts its own).
 
     A class, not a ``sampler="fastfood"`` entry of
     :data:`rfstream.samplers.SAMPLERS`: a sampler returns a dense frequency
@@ -77,6 +79,14 @@ class FastfoodFeatures(KernelFeatureMap):
         **KernelFeatureMap._parameter_constraints,
         "kernel": [StrOptions({"gaussian"})],
     }
+    prefix_valid = True
+
+    def _keep_prefix(self, n):
+        """The first ``ceil(n / p)`` stacks (``B``, ``Pi``, ``G``, ``S``) and ``n`` phases."""
+        k = -(-n // self.signs_.shape[1])
+        for name in ("signs_", "perm_", "gauss_", "scale_"):
+            setattr(self, name, getattr(self, name)[:k].copy())
+        self.random_offset_ = self.random_offset_[:n].copy()
 
     def _draw(self, rng, n_features):
         p = next_power_of_two(n_features)
@@ -106,10 +116,10 @@ class FastfoodFeatures(KernelFeatureMap):
         v *= self.gauss_  # G
         fwht(v, axis=2, out=v)  # H
         v *= self.scale_  # S / (sigma sqrt(p))
-        return v.reshape(rows, k * p)[:, : self.n_components]
+        return v.reshape(rows, k * p)[:, : self.random_offset_.shape[0]]
 
     def frequencies(self):
-        """The dense ``(n_features_in_, n_components)`` matrix ``W`` with ``V x = W' x``."""
+        """The dense ``(n_features_in_, D)`` matrix ``W`` with ``V x = W' x``."""
         return self._project(np.eye(self.n_features_in_)).copy()
 
     def _block(self, x):
@@ -117,7 +127,7 @@ class FastfoodFeatures(KernelFeatureMap):
         proj = self._project(x)
         proj += self.random_offset_
         np.cos(proj, out=proj)
-        proj *= math.sqrt(2.0 / self.n_components)
+        proj *= math.sqrt(2.0 / proj.shape[1])
         return proj.astype(dtype, copy=False)
 
 

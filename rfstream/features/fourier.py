@@ -42,6 +42,17 @@ class RandomFourierFeatures(GammaGridMixin, FeatureMap):
 
     Both are unbiased estimators of ``k(x, y)``.
 
+    Prefix maps (:mod:`rfstream.features.prefix`): the first ``n`` columns
+    ("cos"), or the first ``n/2`` cosines and sines ("cossin", ``n`` even), are
+    the map of ``n`` components made of the first ``n`` (``n/2``) frequencies,
+    for every sampler: i.i.d. draws ("mc"); the first points of the scrambled
+    Sobol sequence ("qmc", Avron et al. 2016; balanced at powers of two); whole
+    orthogonal blocks of ``d`` frequencies and the first columns of the next
+    ("orthogonal": Yu et al. 2016 stack independent ``d x d`` blocks and keep
+    the first rows, as :func:`rfstream.samplers.sample_orthogonal` cuts its own
+    last block).  With "qmc", and "orthogonal" with "cossin", they are exactly
+    the frequencies a fit of ``n`` components with the same seed draws.
+
     Parameters
     ----------
     n_components : int, default=100
@@ -117,6 +128,7 @@ class RandomFourierFeatures(GammaGridMixin, FeatureMap):
     """
 
     _parameter_constraints: dict = {**FeatureMap._parameter_constraints, **FOURIER_PARAMETERS}
+    prefix_valid = True
 
     def __init__(
         self,
@@ -171,6 +183,25 @@ class RandomFourierFeatures(GammaGridMixin, FeatureMap):
     def _n_features_out(self):
         m = self.random_weights_.shape[1]
         return m if self.variant == "cos" else 2 * m
+
+    @property
+    def _prefix_step(self):
+        return 1 if self.variant == "cos" else 2  # "cossin": a cosine and a sine per frequency
+
+    def _prefix_columns(self, n):
+        if self.variant == "cos":
+            return np.arange(n)
+        half = np.arange(n // 2)
+        return np.concatenate([half, self.random_weights_.shape[1] + half])
+
+    def _keep_prefix(self, n):
+        """The first ``n`` (``n/2`` for "cossin") frequencies, phases and unit draws."""
+        m = n // self._prefix_step
+        self.random_weights_ = self.random_weights_[:, :m].copy()
+        if hasattr(self, "_unit_weights"):  # absent on a loaded map
+            self._unit_weights = self._unit_weights[:, :m].copy()
+        if self.variant == "cos":
+            self.random_offset_ = self.random_offset_[:m].copy()
 
     def _block(self, x):
         return self._block_into(x)
