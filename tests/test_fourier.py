@@ -216,7 +216,7 @@ def test_rff_block_matches_the_formula():
 @pytest.mark.parametrize(
     "params,match",
     [
-        ({"n_components": 0}, r"The 'n_components' parameter of RandomFourierFeatures must be an int in the range \[1, inf\)\. Got 0 instead"),
+        ({"n_components": 0}, r"The 'n_components' parameter of RandomFourierFeatures must be an int in the range \[1, inf\), an array-like .* Got 0 instead"),
         ({"n_components": 2.5}, r"'n_components' parameter .* Got 2.5 instead"),
         ({"kernel": "rbf"}, r"The 'kernel' parameter of RandomFourierFeatures must be a str among .*'laplacian'.* Got 'rbf' instead"),
         ({"sampler": "sobol"}, r"The 'sampler' parameter .* must be a str among .*'qmc'.* Got 'sobol' instead"),

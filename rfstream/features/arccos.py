@@ -92,7 +92,7 @@ class ArcCosineFeatures(FeatureMap):
 
     _parameter_constraints: ClassVar[dict] = {
         **FeatureMap._parameter_constraints,
-        "n_components": [Interval(Integral, 1, None, closed="left")],
+        "n_components": [Interval(Integral, 1, None, closed="left"), "array-like", str],
         "degree": [Interval(Integral, 0, 2, closed="both")],
     }
 

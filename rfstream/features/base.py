@@ -68,6 +68,7 @@ from ..kernels import KERNELS
 from ..random import check_seed
 from .fused import attach_source
 from .grid import check_gamma_param, resolve_gamma
+from .components import ComponentListMixin
 from .prefix import PrefixMixin
 
 _DTYPES = ("float32", "float64")
@@ -75,7 +76,7 @@ _DTYPES = ("float32", "float64")
 #: ``_parameter_constraints`` of the parameters every map of a shift-invariant
 #: kernel has (a map adds its own, or narrows ``kernel``)
 KERNEL_PARAMETERS = {
-    "n_components": [Interval(Integral, 1, None, closed="left")],
+    "n_components": [Interval(Integral, 1, None, closed="left"), "array-like", str],  # a list: .components
     "kernel": [StrOptions(set(KERNELS))],
     "gamma": [Interval(Real, 0, None, closed="neither"), str, "array-like"],
 }
@@ -83,7 +84,8 @@ KERNEL_PARAMETERS = {
 GAMMA_CONSTRAINT = KERNEL_PARAMETERS["gamma"]
 
 
-class FeatureMap(PrefixMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
+class FeatureMap(ComponentListMixin, PrefixMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin,
+                 BaseEstimator):
     """Base class of random feature maps (numpy and dask inputs).
 
     Subclasses define ``__init__`` (store the parameters, nothing else),
@@ -164,6 +166,21 @@ class FeatureMap(PrefixMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin,
         self : object
         """
         self._output_dtype()  # validate dtype before touching the data
+        sizes, requested = self._fit_sizes(), getattr(self, "n_components", None)
+        self.__dict__.pop("component_sizes_", None)
+        if sizes is not None:  # a list: draw the largest (features.components)
+            self.n_components = sizes[-1]
+            try:
+                self._fit_checked(X, y)
+            finally:
+                self.n_components = requested
+            for n in sizes[:-1]:
+                self.prefix_columns(n)  # a size the drawn map cannot give: one line, now
+            self.component_sizes_ = sizes
+            return self
+        return self._fit_checked(X, y)
+
+    def _fit_checked(self, X, y):
         y = self._labels_for_fit(y)
         X = self._check_input(X, reset=True)
         n_features = int(X.shape[1])
@@ -199,6 +216,7 @@ class FeatureMap(PrefixMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin,
         super()._validate_params()
         if self._parameter_constraints.get("gamma") is GAMMA_CONSTRAINT:
             check_gamma_param(self)
+        self._check_component_list()
 
     def _labels_for_fit(self, y):
         """``y`` as ``_fit_data`` gets it: None for a map without labels (``y`` ignored).
@@ -263,7 +281,7 @@ class FeatureMap(PrefixMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin,
         """
         check_is_fitted(self)
         X = self._check_input(X, reset=False)
-        return self._transform_checked(X)
+        return self._with_sizes(self._transform_checked(X), X)
 
     def _transform_checked(self, X):
         """``transform`` of the checked ``X`` (a grid's stacked features: :class:`GammaGridMixin`)."""

@@ -53,8 +53,8 @@ def check_draw_size(fmap, n_features):
     import psutil
 
     params = fmap.get_params(deep=False)
-    sizes = [int(v) for k, v in params.items() if k in ("n_components", "n_random_features", "n_candidates")
-             and isinstance(v, (int, np.integer)) and not isinstance(v, bool)]
+    sizes = [listed_width(v) for k, v in params.items() if k in ("n_components", "n_random_features", "n_candidates")]
+    sizes = [k for k in sizes if k is not None]
     if not sizes:
         return
     k = max(sizes)
@@ -69,10 +69,8 @@ def nominal_width(fmap):
     """``n_components x columns_per_component``, the width a map is asked for, known without
     drawing anything (None for a map without ``n_components``): what the memory checks use
     before :func:`planned_features` draws to learn the exact width."""
-    k = fmap.get_params(deep=False).get("n_components")
-    if not isinstance(k, (int, np.integer)) or isinstance(k, bool):
-        return None
-    return int(k) * int(fmap.columns_per_component)
+    k = listed_width(fmap.get_params(deep=False).get("n_components"))
+    return None if k is None else k * int(fmap.columns_per_component)
 
 
 def _width(fmap, n_features):
@@ -120,3 +118,16 @@ def _positive_int(item):
     if isinstance(item, bool) or not isinstance(item, Integral) or item < 1:
         return None
     return int(item)
+
+
+def listed_width(value):
+    """The largest size of an ``n_components`` that may be a list (:func:`component_sizes`),
+    the int itself, or None for anything else (a bad value is refused by the map's checks)."""
+    if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
+        return int(value)
+    if isinstance(value, (list, tuple, np.ndarray)) or (isinstance(value, str) and "," in value):
+        try:
+            return max(component_sizes(value))
+        except ValueError:
+            return None
+    return None

@@ -43,7 +43,10 @@ class FeatureGroups(NamedTuple):
     dtype : numpy dtype of the features
     gammas : ndarray of shape (G,) or None (no grid)
     labels : tuple of str (the grid items as given) or None
-    select : callable ``(index)`` that fixes the map's gamma, or None
+    select : callable ``(index)`` that fixes the map's gamma (and size), or None
+    sizes : ndarray of shape (n_groups,) or None
+        The number of features of each group, for a map fitted with a list of
+        ``n_components`` (:mod:`rfstream.solvers.size_search`).
     """
 
     rows: object
@@ -52,6 +55,7 @@ class FeatureGroups(NamedTuple):
     gammas: np.ndarray | None = None
     labels: tuple | None = None
     select: object = None
+    sizes: np.ndarray | None = None
 
     @property
     def n_groups(self):

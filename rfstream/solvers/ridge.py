@@ -52,6 +52,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 
 from .._validation import check_X_y
 from ..cluster import compute
+from ..features.components import sizes_source
 from ..random import check_seed
 from .cg import fit_iterative
 from .cv_scores import CLASSIFIER_SCORINGS, REGRESSOR_SCORINGS
@@ -64,6 +65,7 @@ from .passes import RowSpec, row_sum, weight_fields
 from .posterior import CalibratedProbaMixin, PosteriorPredictMixin
 from .ridge_cv import check_alpha, check_totals, normal_equations, solve
 from .ridge_search import RidgeSearchMixin
+from .size_search import expand_sizes
 from .targets import (
     check_targets,
     class_weights,
@@ -135,7 +137,11 @@ class _BaseStreamingRidge(RidgeSearchMixin, LinearPredictMixin, BaseEstimator):
         n_features = Z.shape[1] // groups.n_groups
         sparse = scipy.sparse.issparse(getattr(Z, "_meta", Z))
         self._forget_calibration()
+        sizes = sizes_source(Z)
         if uses_iterations(self.solver, n_features, groups.n_groups, sparse):
+            if sizes is not None:
+                raise ValueError(f"a list of n_components is searched from the Gram; got solver={self.solver!r}. "
+                                 "Use solver='gram', or give one n_components.")
             if self.select == "evidence":
                 raise ValueError(f"select='evidence' needs the Gram solver (its eigendecomposition); got "
                                  f"solver={self.solver!r}. Use solver='gram', or select='cv' with one alpha.")
@@ -144,12 +150,15 @@ class _BaseStreamingRidge(RidgeSearchMixin, LinearPredictMixin, BaseEstimator):
                                        sample_weight=sample_weight, weight_args=weight_args)
             self.alpha_, self.n_samples_seen_, self.n_iter_ = float(alphas[0]), int(info["m"]), 1 + info["n_iter"]
             return W, b
-        searching = np.ndim(self.alpha) > 0 or groups.gammas is not None or self.select == "evidence"
+        searching = (np.ndim(self.alpha) > 0 or groups.gammas is not None or sizes is not None
+                     or self.select == "evidence")
         cv = self._choose_cv(Z, y, groups.n_groups, n_features, n_targets) if searching else (1, 1, None)
         n_folds, _, folds = (1, 1, None) if cv == "loo" else cv
         check_gram_memory(groups.n_groups, n_folds, n_features, n_targets)
         stats = self._statistics(groups, n_features, y, target_fn, n_targets, n_folds,
                                  (sample_weight, weight_args), folds)
+        if sizes is not None:  # every listed size from the largest one's partials
+            groups, stats = expand_sizes(groups, stats, sizes)
         totals = [{k: v.sum(axis=0) if n_folds > 1 else v[0] for k, v in group.items()} for group in stats]
         check_totals(totals)
         chosen, basis = 0, None
@@ -158,7 +167,7 @@ class _BaseStreamingRidge(RidgeSearchMixin, LinearPredictMixin, BaseEstimator):
                                          (sample_weight, weight_args), target_fn)
         else:
             self.alpha_ = float(alphas[0])
-        self.n_features_in_ = n_features  # a grid's stacked Z: one gamma's features from now on
+        self.n_features_in_ = int(totals[chosen]["s"].shape[0])  # of the chosen gamma and size
         W, b = self._solution(basis, totals[chosen], self._solve_stats)
         scoring_pass = searching and (cv == "loo" or self.scoring != "squared_error") and self.select == "cv"
         calibrating = self._calibrates(searching, n_features, iterative=False)

@@ -80,12 +80,20 @@ def solve(G, C, alpha):
         return scipy.linalg.lstsq(G + alpha * np.eye(G.shape[0]), C, cond=None)[0]
 
 
-def held_out_sse(W, mu, nu, fold):
-    """Squared error on one fold of the predictions (z - mu) W + nu, from its partials."""
+def held_out_moments(mu, nu, fold):
+    """``(AA, AB, BB)``: the second moments of one fold's centred features and targets,
+    ``(z - mu)``, ``(y - nu)``, from its partials: once per fold, for every alpha."""
     n, s, t = fold["n"], fold["s"], fold["t"]
     AA = fold["G"] - np.outer(s, mu) - np.outer(mu, s) + n * np.outer(mu, mu)
     AB = fold["C"] - np.outer(s, nu) - np.outer(mu, t) + n * np.outer(mu, nu)
     BB = np.trace(fold["B"]) - 2 * t @ nu + n * nu @ nu
+    return AA, AB, BB
+
+
+def held_out_sse(W, moments):
+    """Squared error on one fold of the predictions (z - mu) W + nu, from its
+    :func:`held_out_moments`."""
+    AA, AB, BB = moments
     return BB - 2 * np.sum(W * AB) + np.sum(W * (AA @ W))
 
 
@@ -121,9 +129,10 @@ def alpha_path(stats, total, alphas, scored, fit_intercept):
         train = {key: total[key] - fold[key] for key in total}
         G, C, mu, nu = normal_equations(train, fit_intercept)
         path = _eigen_path(G, C) if alphas.size >= EIGH_MIN_ALPHAS else lambda a, G=G, C=C: solve(G, C, a)
+        moments = held_out_moments(mu, nu, fold)
         for i, a in enumerate(alphas):
             W = path(a)
-            sse[k, i] = held_out_sse(W, mu, nu, fold)
+            sse[k, i] = held_out_sse(W, moments)
             W_all[k, :, i * T:(i + 1) * T], b_all[k, i * T:(i + 1) * T] = W, nu - mu @ W
         fold_n[k] = fold["n"]
     return W_all, b_all, sse, fold_n

@@ -88,14 +88,21 @@ class RidgeSearchMixin:
         chosen, a = divmod(best, alphas.size)
         self.alpha_, self.best_score_ = float(alphas[a]), float(table["mean_score"][best])
         warn_on_edge(alphas, a, "alpha")
+        step = 1 if groups.sizes is None else len(np.unique(groups.sizes))
         if groups.gammas is not None:
-            self.gammas_, self.gamma_ = groups.gammas, float(groups.gammas[chosen])
+            self.gammas_, self.gamma_ = groups.gammas[::step], float(groups.gammas[chosen])
             self.cv_results_["gamma_label"] = [groups.labels[i] for i in range(groups.n_groups)
                                                for _ in alphas]
             warn_on_edge(groups.gammas, chosen, "gamma", groups.labels)
-            groups.select(chosen)
         elif hasattr(self, "gammas_"):  # refit without a grid
             del self.gammas_, self.gamma_
+        if groups.sizes is not None:
+            self.cv_results_["n_components"] = np.repeat(groups.sizes, alphas.size)
+            self.n_components_ = int(groups.sizes[chosen])
+        elif hasattr(self, "n_components_"):
+            del self.n_components_
+        if groups.select is not None:
+            groups.select(chosen)
         return chosen, None if bases is None else bases[chosen]  # None: Cholesky, no eigh made
 
     def _solution(self, basis, total, solve_stats):

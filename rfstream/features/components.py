@@ -1,0 +1,131 @@
+"""A list of ``n_components``: one draw of the largest map, every listed size searched from it.
+
+A map whose features hold their smaller maps (``prefix_valid``,
+:mod:`rfstream.features.prefix`) may be given ``n_components=[500, 1000, 2000]``
+(at the command line ``--n-components 500,1000,2000``).  ``fit`` draws the map
+of the largest size and records the sizes (``component_sizes_``); until a solver
+has chosen, ``transform`` gives the largest map's features (always a lazy dask
+array) carrying a :class:`SizesSource`.  The ridge solver reads it: the Gram of
+size n is ``prefix_scale(n)^2`` times the leading block of the largest Gram on
+``prefix_columns(n)`` (:mod:`rfstream.solvers.size_search`), so every size is
+searched from the same single pass, and the solver then calls
+:meth:`ComponentListMixin.select_components`: the map becomes the ordinary
+fitted map of the chosen size, ``n_components`` included (as a gamma grid's map
+becomes the map of its chosen gamma).
+
+A map without prefixes (random binning, Nystroem, every data-driven map) refuses
+a list in one line, before anything is drawn: their features of a smaller size
+are not among those of a larger one, and one fit per size is what a user can
+run instead (documented in docs/selection.md).
+"""
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from numbers import Integral
+from typing import NamedTuple
+
+import dask.array as da
+import numpy as np
+import scipy.sparse as sp
+
+from .width import component_sizes
+
+_ATTRIBUTE = "_rfstream_component_sizes"
+
+
+class SizesSource(NamedTuple):
+    """What a solver needs to search the sizes of a map fitted with a list of ``n_components``.
+
+    Attributes
+    ----------
+    sizes : tuple of int
+    columns : tuple of int ndarrays, the map's columns that make each size (``prefix_columns``)
+    scales : tuple of float, ``prefix_scale`` of each size
+    select : callable ``(size) -> None``, makes the map the ordinary map of that size
+    block : callable ``(x, out=None)``, the largest map's block function, of a copy that
+        the selection leaves as it is
+    """
+
+    sizes: tuple
+    columns: tuple
+    scales: tuple
+    select: Callable
+    block: Callable
+
+
+def attach_sizes(Z, source):
+    setattr(Z, _ATTRIBUTE, source)
+    return Z
+
+
+def sizes_source(Z):
+    """The :class:`SizesSource` of a map fitted with a list of ``n_components``, else None."""
+    return getattr(Z, _ATTRIBUTE, None) if isinstance(Z, da.Array) else None
+
+
+def is_component_list(value):
+    """Whether an ``n_components`` value is a list of sizes (a list, tuple, array or a
+    string with a comma), not one int."""
+    return isinstance(value, (list, tuple, np.ndarray)) or (isinstance(value, str) and "," in value)
+
+
+def prefix_block(x, out=None, *, block, columns, scale):
+    """The features of the map of one size, from the largest map's ``block``: its
+    ``columns`` times ``scale`` (written into ``out`` when given)."""
+    z = block(x)
+    part = z[:, columns]
+    part *= np.asarray(scale, dtype=part.dtype)
+    if out is None:
+        return part
+    out[...] = part
+    return out
+
+
+class ComponentListMixin:
+    """``n_components`` as a list on a :class:`rfstream.features.FeatureMap` (module docstring)."""
+
+    def _check_component_list(self):
+        """Refuse a list on a map without prefixes, or a bad item; called by ``_validate_params``."""
+        value = self.get_params(deep=False).get("n_components")
+        if not is_component_list(value):
+            if isinstance(value, str):
+                raise ValueError(f"n_components must be an int >= 1 or a list of them (e.g. [500, 1000] or "
+                                 f"'500,1000'); got {value!r}.")
+            return
+        sizes = component_sizes(value)
+        if not self.prefix_valid:
+            raise ValueError(f"n_components={list(sizes)} needs a map whose features hold its smaller maps; "
+                             f"{type(self).__name__} has none ({self._prefix_refusal}).")
+
+    def _fit_sizes(self):
+        """The sorted sizes of a list ``n_components``, else None; ``fit`` draws the largest."""
+        value = getattr(self, "n_components", None)
+        return component_sizes(value) if is_component_list(value) else None
+
+    def select_components(self, n):
+        """Make a map fitted with a list of ``n_components`` the ordinary fitted map of ``n``
+        components (``n_components=n``; the solver calls this with its choice); returns ``self``."""
+        chosen = self.with_components(int(n))
+        for key, value in vars(chosen).items():
+            if key not in ("component_sizes_",):
+                setattr(self, key, value)
+        self.__dict__.pop("component_sizes_", None)
+        return self
+
+    def _with_sizes(self, Z, X):
+        """``Z`` with a :class:`SizesSource` when the map holds a list of sizes (the
+        features of numpy ``X`` wrapped as dask, so that the source can travel)."""
+        sizes = getattr(self, "component_sizes_", None)
+        if sizes is None:
+            return Z
+        if not isinstance(Z, da.Array):
+            X = da.from_array(X, chunks=(65536, -1), asarray=not sp.issparse(X))
+            Z = self._transform_checked(X)
+        frozen = copy.deepcopy(self)  # the largest map, untouched by select_components
+        frozen.__dict__.pop("component_sizes_", None)
+        source = SizesSource(tuple(sizes), tuple(frozen.prefix_columns(n) for n in sizes),
+                             tuple(frozen.prefix_scale(n) for n in sizes), self.select_components,
+                             frozen._block_into)
+        return attach_sizes(Z, source)
+
