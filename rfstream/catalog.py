@@ -16,6 +16,8 @@ import functools
 from dataclasses import dataclass
 from functools import partial
 
+import numpy as np
+
 from sklearn.pipeline import Pipeline
 
 from . import datadriven as dd
@@ -23,7 +25,8 @@ from . import features as ft
 from . import solvers as sv
 from .features.width import check_draw_size, nominal_width, planned_features
 from .preprocess import Standardizer
-from .selection import check_search, gamma_candidates
+from .selection import check_search, gamma_candidates, loops_over_gamma
+from .solvers.evidence import check_evidence_alphas
 from .solvers.memory import check_pass_memory, check_ridge_memory
 
 #: ``features`` name -> feature map (a class, or a class with some parameters fixed).
@@ -104,6 +107,8 @@ PARAMETERS = _table(
     Parameter("cg_max_iter", "max_iter", target="solver", solvers=("ridge",)),
     Parameter("cg_tol", "tol", target="solver", solvers=("ridge",)),
     Parameter("scoring", target="solver", solvers=("ridge",)),
+    Parameter("select", target="solver", solvers=("ridge",)),
+    Parameter("calibrate", target="solver", solvers=("ridge",)),
     Parameter("random_state", target="both", default=FIT_DEFAULTS["random_state"]),
 )
 
@@ -247,6 +252,7 @@ def check_model(model, n_features, n_targets=None):
     named = dict(model.steps) if isinstance(model, Pipeline) else {}
     fmap, solver = named.get("features"), named.get("solver", None if named else model)
     check_search(fmap, solver)
+    _check_bayes(fmap, solver)
     maps = gamma_candidates(fmap) if fmap is not None else []
     for step in [s for s in steps if s is not fmap] + (maps or ([fmap] if fmap is not None else [])):
         if hasattr(step, "check_parameters"):  # rfstream's estimators; a foreign one checks itself in fit
@@ -263,6 +269,27 @@ def check_model(model, n_features, n_targets=None):
             if getattr(solver, "solves_by_gram", False):
                 check_ridge_memory(solver, width, n_targets, n_groups=groups, sparse=sparse)
     return model
+
+
+def _check_bayes(fmap, solver):
+    """Refuse, before any pass, what a ridge fit with ``select="evidence"`` or
+    ``calibrate=True`` would refuse after the map's passes: an alpha <= 0 for the evidence,
+    an iterative solver (the evidence and the posterior come from the Gram's
+    eigendecomposition), and the evidence over a gamma grid of a map fitted once per gamma
+    (:func:`rfstream.selection.loops_over_gamma`), whose loop compares CV scores only."""
+    params = solver.get_params() if hasattr(solver, "get_params") else {}
+    evidence, iterative = params.get("select") == "evidence", params.get("solver") in ("cg", "pcg")
+    if evidence:
+        check_evidence_alphas(np.atleast_1d(np.asarray(params.get("alpha"), dtype=np.float64)))
+    for asked, name in ((evidence, "select='evidence'"), (params.get("calibrate") is True, "calibrate=True")):
+        if asked and iterative:
+            raise ValueError(f"{name} needs the Gram solver (its eigendecomposition); got "
+                             f"solver={params['solver']!r} (CLI: --ridge-solver {params['solver']}). Use "
+                             "solver='gram'.")
+    if evidence and loops_over_gamma(fmap):
+        raise ValueError(f"select='evidence' over a gamma grid needs a map that shares its draw across "
+                         f"gamma (rff, binning); {type(fmap).__name__} is fitted once per gamma, a loop "
+                         "that compares CV scores only. Give one gamma, or use select='cv'.")
 
 
 def _check_name(kind, name, registry):

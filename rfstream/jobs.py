@@ -33,6 +33,8 @@ from .io.checkpoints import dataset_identity, fingerprint_of, model_identity, re
 from .io.location import redact_url
 from .io.witness import content_witness
 from .io.zarr_source import lazy_array, open_source
+from .selection.heatmap import surface_title
+from .selection.summary import calibration_summary
 from .solvers.targets import planned_targets
 
 
@@ -169,6 +171,9 @@ class FitJob:
             solver, self.model.named_steps.get("features"))
         if chosen:
             meta["selection"] = chosen
+        calibrated = {} if self.transformer or solver is None else calibration_summary(solver)
+        if calibrated:  # the noise variance of a regressor's posterior, a classifier's Platt scaling
+            meta["calibration"] = calibrated
         if isinstance(self.sample_weight, str):
             meta["sample_weight"] = self.sample_weight
         if self.stored is not None:
@@ -177,12 +182,13 @@ class FitJob:
         return self.model, meta
 
     def files(self, title=None):
-        """The files saved beside the model: the CV heat map when there is a search and
-        ``report`` (or, with ``report=None``, matplotlib is installed)."""
+        """The files saved beside the model: the heat map of the search (CV scores or log
+        evidence) when there is a search and ``report`` (or, with ``report=None``, matplotlib
+        is installed)."""
         chosen = self.meta.get("selection")
         if not chosen or self.report is False or (self.report is None and not selection.have_matplotlib()):
             return {}
-        title = title or f"mean CV {chosen['scoring']}"
+        title = title or surface_title(chosen)
         return {selection.HEATMAP_FILE: selection.cv_heatmap_png(chosen, title=title)}
 
     def save(self, title=None):
@@ -196,7 +202,9 @@ class FitJob:
 
     def summary(self):
         """The fit's outcome as the CLI prints it: the model, rows, alpha, gamma, seconds,
-        passes, the CV table and a resumed checkpoint's reused passes."""
+        passes, the search's table (CV scores, or the evidence's log evidence, noise variance
+        and effective parameters), a calibrated model's noise variance or Platt coefficients,
+        and a resumed checkpoint's reused passes."""
         solver = self.model.named_steps.get("solver")
         fmap = self.model.named_steps.get("features")
         out = {"model": None if self.out is None else str(self.out), "rows": self.meta["dataset"]["n_rows"]}
@@ -208,7 +216,9 @@ class FitJob:
         if getattr(solver, "n_iter_", None) is not None:  # ridge: 1-2, or 1 + the CG iterations
             out["passes"] = int(np.max(solver.n_iter_))
         chosen = self.meta.get("selection")
-        if chosen:  # lists of alphas or gammas: the CV table (mean and std per candidate)
+        if chosen:  # lists of alphas or gammas: the table of the search (per candidate)
             out["cv"] = {"scoring": chosen["scoring"], **chosen["cv"], "best_score": chosen["best_score"]}
-            out.update({key: chosen[key] for key in ("edge",) if key in chosen})
+            out.update({key: chosen[key] for key in ("edge", "noise_variance_of") if key in chosen})
+        if self.meta.get("calibration"):
+            out["calibration"] = self.meta["calibration"]
         return out

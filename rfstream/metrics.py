@@ -12,7 +12,9 @@ one pass over the rows: one :func:`rfstream.reductions.sum_rows` whose partials 
 counts and sums (plus, for regression, the exact moments of y in the same compute),
 named and defined as scikit-learn's ``accuracy_score``, ``balanced_accuracy_score``,
 ``confusion_matrix``, ``log_loss``, ``roc_auc_score``, ``mean_squared_error``,
-``mean_absolute_error`` and ``r2_score``; nothing of length n reaches the client.
+``mean_absolute_error`` and ``r2_score``; nothing of length n reaches the client.  The
+same pass gives a classifier's reliability table (:data:`RELIABILITY_BINS` bins of the
+predicted label's probability) and a regressor's prediction-interval coverage and width.
 
 AUC in the same pass
 --------------------
@@ -45,6 +47,8 @@ _AUC_EDGES = np.concatenate([-(2.0 ** np.arange(1023, 14, -1)),
                              np.tan(np.pi * (np.arange(1, 2**16) / 2**16 - 0.5)),
                              2.0 ** np.arange(15, 1024)])
 AUC_BINS = _AUC_EDGES.size + 1
+#: equal-width bins over [0, 1] of the reliability table
+RELIABILITY_BINS = 10
 
 
 def _sum(a):
@@ -104,7 +108,18 @@ def _classification_chunk(y, pred, *rest, offset, classes, layout, binary, proba
         p_true = np.clip(probs[np.flatnonzero(known), t[known]], eps, 1 - eps)
         layout.view(out, "log_loss")[...] = -np.sum(np.log(p_true))
         layout.view(out, "n_known")[...] = p_true.size
+        layout.view(out, "reliability")[...] = _reliability_counts(probs, t, p, k)
     return out
+
+
+def _reliability_counts(probs, t, p, k):
+    """Per bin of the predicted label's probability: rows, their summed probability, and
+    how many of them are right (a label outside the classes never is)."""
+    confidence = np.clip(probs[np.arange(len(p)), np.minimum(p, k - 1)], 0.0, 1.0) if len(p) else np.zeros(0)
+    bins = np.minimum((confidence * RELIABILITY_BINS).astype(np.intp), RELIABILITY_BINS - 1)
+    right = ((t == p) & (t < k)).astype(np.float64)
+    return np.stack([np.bincount(bins, weights=w, minlength=RELIABILITY_BINS)
+                     for w in (np.ones_like(confidence), confidence, right)])
 
 
 def classification_metrics(y_true, y_pred, classes, *, scores=None, proba=None) -> dict:
@@ -121,7 +136,8 @@ def classification_metrics(y_true, y_pred, classes, *, scores=None, proba=None) 
         Decision values of a binary model (positive: ``classes[1]``): ``auc`` and
         ``auc_error_bound`` (module docstring).
     proba : array of shape (n, K), optional
-        Class probabilities: ``log_loss`` over the rows whose label is in ``classes``.
+        Class probabilities: ``log_loss`` over the rows whose label is in ``classes``, and
+        the ``reliability`` table (:func:`reliability_table`).
 
     Returns
     -------
@@ -131,7 +147,7 @@ def classification_metrics(y_true, y_pred, classes, *, scores=None, proba=None) 
         class, never predicted), ``confusion_matrix`` (K x K, rows true labels, as
         ``confusion_matrix(y_true, y_pred, labels=classes)``), ``n_other_labels``,
         ``auc`` and ``auc_error_bound`` (None without ``scores`` or without both
-        classes), ``log_loss`` (None without ``proba``) and ``rows``.
+        classes), ``log_loss`` and ``reliability`` (None without ``proba``) and ``rows``.
     """
     classes = np.asarray(classes)
     k, binary = len(classes), scores is not None
@@ -141,7 +157,7 @@ def classification_metrics(y_true, y_pred, classes, *, scores=None, proba=None) 
     if binary:
         shapes.update(nan_scores=(), pos=(AUC_BINS,), neg=(AUC_BINS,))
     if proba is not None:
-        shapes.update(log_loss=(), n_known=())
+        shapes.update(log_loss=(), n_known=(), reliability=(3, RELIABILITY_BINS))
     layout = Layout(**shapes)
     others = [a for a in (y_pred, scores, proba) if a is not None]
     vec = compute(sum_rows(_classification_chunk, layout.size, y_true, *others, classes=classes,
@@ -153,12 +169,41 @@ def classification_metrics(y_true, y_pred, classes, *, scores=None, proba=None) 
     result = {"rows": n, "error_rate": float(1 - np.trace(conf) / n) if n else float("nan"),
               "balanced_error": float(1 - recall.mean()) if recall.size else float("nan"),
               "confusion_matrix": conf[:k].astype(np.int64).tolist(), "n_other_labels": int(support[k]),
-              "auc": None, "auc_error_bound": None, "log_loss": None}
+              "auc": None, "auc_error_bound": None, "log_loss": None, "reliability": None}
     if binary:
         result.update(_auc(parts["pos"], parts["neg"], int(parts["nan_scores"])))
     if proba is not None and parts["n_known"] > 0:
         result["log_loss"] = float(parts["log_loss"] / parts["n_known"])
+    if proba is not None:
+        result["reliability"] = reliability_table(parts["reliability"])
     return result
+
+
+def reliability_table(sums):
+    """The reliability table of a classifier's probabilities from per-bin sums (3, B): rows,
+    summed probability of the predicted label, right predictions.
+
+    Bin b holds the rows whose predicted label (``predict``'s, the one ``y_pred`` holds) has
+    probability in [b / B, (b + 1) / B) (the last bin closed): ``count``, ``mean_predicted``
+    (their mean probability) and ``accuracy`` (the fraction predicted right), None for an
+    empty bin; a calibrated model has ``accuracy`` close to ``mean_predicted`` in every bin.
+    ``calibration_error`` is the expected calibration error, sum_b (n_b / n) |accuracy_b -
+    mean_predicted_b| (Naeini, Cooper & Hauskrecht 2015; Guo et al. 2017).
+    """
+    count, total, right = np.asarray(sums, dtype=np.float64)
+    edges = np.arange(count.size + 1) / count.size  # 0.3, not linspace's 0.30000000000000004
+    filled = count > 0
+    mean = np.where(filled, total / np.where(filled, count, 1.0), np.nan)
+    accuracy = np.where(filled, right / np.where(filled, count, 1.0), np.nan)
+    n = count.sum()
+    gap = float(np.sum(count[filled] * np.abs(accuracy[filled] - mean[filled])) / n) if n else None
+
+    def listed(values):
+        return [None if np.isnan(v) else float(v) for v in values]
+
+    return {"bins": [[float(a), float(b)] for a, b in zip(edges[:-1], edges[1:])],
+            "count": count.astype(np.int64).tolist(), "mean_predicted": listed(mean),
+            "accuracy": listed(accuracy), "calibration_error": gap}
 
 
 def _auc(pos, neg, nan_scores):
@@ -172,13 +217,17 @@ def _auc(pos, neg, nan_scores):
             "auc_error_bound": float(0.5 * np.sum(pos * neg) / pairs)}
 
 
-def _regression_chunk(y, pred, offset):
+def _regression_chunk(y, pred, *bounds, offset):
     y = np.asarray(y, dtype=np.float64)
     err = y - np.asarray(pred, dtype=np.float64)
-    return np.array([len(y), err @ err, np.abs(err).sum(), y @ y])
+    out = [len(y), err @ err, np.abs(err).sum(), y @ y]
+    if bounds:  # every (row, target) entry: inside [lower, upper], and the width
+        lower, upper = (np.asarray(b, dtype=np.float64) for b in bounds)
+        out += [np.sum((y >= lower) & (y <= upper)), np.sum(upper - lower), y.size]
+    return np.array(out, dtype=np.float64)
 
 
-def regression_metrics(y_true, y_pred) -> dict:
+def regression_metrics(y_true, y_pred, *, lower=None, upper=None) -> dict:
     """RMSE, relative RMSE, MAE and R^2 in one pass (numpy or dask inputs).
 
     ``rmse`` and ``mae`` as scikit-learn's ``root_mean_squared_error`` and
@@ -186,18 +235,28 @@ def regression_metrics(y_true, y_pred) -> dict:
     2015, Sec. 4.2); ``r2`` as ``r2_score`` (1 - SSE / sum (y - mean y)^2, the
     latter from the exact one-pass moments of :func:`rfstream.reductions.moments`;
     a constant y gives 1.0 for a perfect fit and 0.0 otherwise, as ``r2_score``).
+    Given prediction intervals ``lower`` and ``upper`` (shaped as ``y_pred``), also
+    ``interval_coverage`` (the fraction of values inside their interval, bounds
+    included) and ``interval_width`` (the mean of ``upper - lower``; None when infinite:
+    a level too high for the training rows), in the same pass.
     """
-    sums = sum_rows(_regression_chunk, 4, y_true, y_pred)
+    bounds = () if lower is None else (lower, upper)
+    sums = sum_rows(_regression_chunk, 7 if bounds else 4, y_true, y_pred, *bounds)
     column = y_true[:, None] if y_true.ndim == 1 else y_true
     vec, mom = compute(sums, moments(column))
-    n, sse, sae, norm = vec
+    n, sse, sae, norm = vec[:4]
     _, _, var = unpack_moments(mom)
     total = float(var[0] * n)
     r2 = 1 - sse / total if total > 0 else (1.0 if sse == 0 else 0.0)
     nan = float("nan")
-    return {"rows": int(n), "rmse": float(np.sqrt(sse / n)) if n else nan,
-            "relative_rmse": float(np.sqrt(sse / norm)) if norm > 0 else nan,
-            "mae": float(sae / n) if n else nan, "r2": float(r2)}
+    result = {"rows": int(n), "rmse": float(np.sqrt(sse / n)) if n else nan,
+              "relative_rmse": float(np.sqrt(sse / norm)) if norm > 0 else nan,
+              "mae": float(sae / n) if n else nan, "r2": float(r2)}
+    if bounds:
+        covered, width, entries = vec[4:]
+        result["interval_coverage"] = float(covered / entries) if entries else nan
+        result["interval_width"] = float(width / entries) if entries and np.isfinite(width) else None
+    return result
 
 
 def kernel_approximation_error(X, feature_map, *, kernel=None, gamma=None, n_samples=1000, random_state=0):

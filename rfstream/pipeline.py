@@ -14,6 +14,7 @@ it knows nothing of argparse.
 """
 from __future__ import annotations
 
+import inspect
 import time
 
 import numpy as np
@@ -38,10 +39,14 @@ from .io.location import redact_url
 from .io.model_files import load_model_document
 from .metrics import classification_metrics, regression_metrics
 
-__all__ = ["FEATURES", "FIT_DEFAULTS", "PARAMETERS", "SOLVERS", "TASKS", "NotApplicable", "check_model",
-           "class_names", "data_bytes", "dataset_metadata", "evaluate_dataset", "feature_map_class",
-           "fit_dataset", "load_fitted", "make_model", "open_data", "open_weights", "predict_dataset",
-           "route", "route_params", "solver_class", "transform_dataset"]
+__all__ = ["FEATURES", "FIT_DEFAULTS", "INTERVAL_LEVEL", "PARAMETERS", "SOLVERS", "TASKS", "NotApplicable",
+           "check_model", "class_names", "data_bytes", "dataset_metadata", "evaluate_dataset",
+           "feature_map_class", "fit_dataset", "has_posterior", "load_fitted", "make_model", "open_data",
+           "open_weights", "predict_dataset", "prediction_interval", "predictive_std", "route",
+           "route_params", "solver_class", "transform_dataset"]
+
+#: the level of the prediction intervals that evaluate_dataset scores by default
+INTERVAL_LEVEL = 0.9
 
 #: the router's former name
 route_params = route
@@ -112,16 +117,21 @@ def check_schema(meta, attrs, X, data_path):
 
 
 def evaluate_dataset(model, meta, data, *, X=None, y=None, attrs=None, storage_options=None,
-                     x_array="X", y_array="y"):
+                     x_array="X", y_array="y", interval_level=None):
     """The model's metrics on a labelled dataset, in one pass over its rows.
 
     Classification: ``error_rate``, ``balanced_error``, ``confusion_matrix`` (rows:
     true classes, columns: predicted, in the order of ``classes``), ``auc`` with its
-    ``auc_error_bound`` (two classes, from the decision values) and ``log_loss``
-    (a model with ``predict_proba``); regression: ``rmse``, ``relative_rmse``,
-    ``mae``, ``r2`` (:mod:`rfstream.metrics`).  ``metric``/``value`` name the
-    headline one (error rate, relative RMSE).  The decision values, labels and
-    probabilities come from one computation of the features per block.
+    ``auc_error_bound`` (two classes, from the decision values), and for a model with
+    ``predict_proba`` ``log_loss`` and the ``reliability`` table (10 bins of the predicted
+    label's probability: count, mean probability, accuracy; its ``calibration_error``);
+    regression: ``rmse``, ``relative_rmse``, ``mae``, ``r2`` (:mod:`rfstream.metrics`),
+    and for a model with a posterior (``calibrate``, :func:`has_posterior`) the coverage
+    and mean width of its prediction intervals at ``interval_level``
+    (``interval_coverage``, ``interval_width``; default :data:`INTERVAL_LEVEL`; a level
+    given for a model without a posterior is refused).  ``metric``/``value`` name the
+    headline one (error rate, relative RMSE).  All are sums over the rows' blocks in one
+    reduction (nothing of length n reaches the client).
     """
     if X is None:
         X, y, attrs = open_data(data, storage_options=storage_options, x_array=x_array, y_array=y_array)
@@ -129,6 +139,10 @@ def evaluate_dataset(model, meta, data, *, X=None, y=None, attrs=None, storage_o
         raise ValueError(f"{data} has no labels; use `rfstream predict` instead of evaluate.")
     check_schema(meta, attrs, X, data)
     task = meta.get("dataset", {}).get("task")
+    if interval_level is not None and task != "regression":
+        raise ValueError(f"interval_level (CLI: --interval-level) scores a regressor's prediction intervals; "
+                         f"the model is a {task} model (its probabilities are scored by log_loss and the "
+                         "reliability table).")
     t0 = time.perf_counter()
     if task == "classification":
         classes = np.asarray(model.classes_)
@@ -139,8 +153,15 @@ def evaluate_dataset(model, meta, data, *, X=None, y=None, attrs=None, storage_o
         result = {"metric": "error_rate", "value": metrics["error_rate"], **metrics,
                   "classes": class_names(classes, meta)}
     else:
-        metrics = regression_metrics(y, model.predict(X))
+        level, bounds = interval_level, {}
+        if level is not None or has_posterior(model):
+            level = INTERVAL_LEVEL if level is None else level
+            lower, upper = prediction_interval(model, X, level)
+            bounds = {"lower": lower, "upper": upper}
+        metrics = regression_metrics(y, model.predict(X), **bounds)
         result = {"metric": "relative_rmse", "value": metrics["relative_rmse"], **metrics}
+        if bounds:
+            result["interval_level"] = float(level)
     result.update({"task": task, "rows": int(X.shape[0]), "n_unseen_labels": attrs.get("n_unseen_labels", 0),
                    "predict_seconds": round(time.perf_counter() - t0, 3),
                    "fit_seconds": meta.get("fit_seconds"), "data": redact_url(str(data))})
@@ -157,7 +178,7 @@ def class_names(classes, meta):
 
 
 def predict_dataset(model_path, data, out, *, overwrite=False, storage_options=None, x_array="X",
-                    scores=False, outputs=None):
+                    scores=False, std=False, interval=None, outputs=None):
     """Predict every row of a dataset with a saved model; write them to the Zarr ``out``.
 
     Every location may be a URL (``storage_options`` for its filesystem); the
@@ -165,17 +186,25 @@ def predict_dataset(model_path, data, out, *, overwrite=False, storage_options=N
     holds the predictions.  ``scores`` (classifiers) also writes array ``scores``: the
     class probabilities (n, K) of a model with ``predict_proba``, else its decision
     values ((n,) for two classes, positive ``classes[1]``; (n, K) otherwise), from the
-    same computation of the features as the labels.  ``outputs`` maps more array names
-    to functions ``(model, X) -> array`` with X's rows (e.g. ``{"std": ...}``), written
-    beside them by the same tasks.  Returns the number of rows.
+    same computation of the features as the labels.  A regressor fitted with
+    ``calibrate`` (:func:`has_posterior`): ``std`` writes array ``std``, the posterior
+    predictive standard deviation (:func:`predictive_std`), and ``interval`` (a level in
+    (0, 1)) arrays ``lower`` and ``upper``, its conformal prediction interval
+    (:func:`prediction_interval`); both come from one product with the posterior factor per
+    block.  ``outputs`` maps more array names to functions ``(model, X) -> array`` with X's
+    rows, written beside them by the same tasks.  Returns the number of rows.
     """
     model, meta = load_fitted(model_path, storage_options=storage_options)
     if not hasattr(model, "predict"):
         raise ValueError(f"{model_path} is a transformer, which does not predict; use "
                          "transform_dataset (rfstream transform) to write its output.")
+    trained = meta.get("dataset", {})
+    if (std or interval is not None) and trained.get("task") != "regression":
+        raise ValueError(f"std=True (CLI: --std) and interval= (CLI: --interval) are a regressor's; {model_path} "
+                         f"is a {trained.get('task')} model, whose class probabilities scores=True (CLI: "
+                         "--scores) writes.")
     X, _, attrs = open_data(data, storage_options=storage_options, x_array=x_array, y_array=None)
     check_schema(meta, attrs, X, data)
-    trained = meta.get("dataset", {})
     extra = {"model": redact_url(str(model_path)), "data": redact_url(str(data)), "task": trained.get("task"),
              "classes": trained.get("classes")}
     arrays = {}
@@ -186,11 +215,61 @@ def predict_dataset(model_path, data, out, *, overwrite=False, storage_options=N
         kind = "predict_proba" if hasattr(model, "predict_proba") else "decision_function"
         arrays["scores"] = getattr(model, kind)(X)
         extra.update(scores=kind, score_classes=class_names(np.asarray(model.classes_), meta))
+    if std:
+        arrays["std"] = predictive_std(model, X)
+    if interval is not None:
+        arrays["lower"], arrays["upper"] = prediction_interval(model, X, interval)
+        extra["interval_level"] = float(interval)
     arrays.update({name: make(model, X) for name, make in (outputs or {}).items()})
     with ensure_run_context():
         io.write_predictions(model.predict(X), out, arrays=arrays, overwrite=overwrite,
                              storage_options=storage_options, attrs=extra)
     return int(X.shape[0])
+
+
+def _final_step(model, X):
+    """``(final estimator, its input)``: ``X`` through every step of a Pipeline but the last
+    (lazy for dask), so that methods a Pipeline does not pass on (``predict_interval``)
+    reach the solver with the features they need."""
+    steps = getattr(model, "steps", None)
+    if not steps:
+        return model, X
+    return steps[-1][1], (model[:-1].transform(X) if len(steps) > 1 else X)
+
+
+def has_posterior(model):
+    """Whether ``model`` (a Pipeline or one estimator) gives a posterior std and prediction
+    intervals: a ridge regressor fitted with ``calibrate`` (its ``predict_interval``)."""
+    final = model.steps[-1][1] if getattr(model, "steps", None) else model
+    return hasattr(final, "predict_interval")
+
+
+def _check_posterior(final, Z):
+    """Refuse a model without a posterior: the library's own message for a ridge regressor
+    fitted without calibration, one naming the fix for a solver that has none."""
+    if "return_std" not in inspect.signature(final.predict).parameters:
+        raise ValueError(f"{type(final).__name__} keeps no posterior: std and prediction intervals come from "
+                         "a ridge regressor fitted with calibrate=True (CLI: --solver ridge --calibrate true).")
+    if not hasattr(final, "predict_interval"):
+        final.predict(Z, return_std=True)  # raises the solver's message (refit with calibrate=True)
+
+
+def predictive_std(model, X):
+    """The posterior predictive standard deviation of every row of ``X`` (shaped as
+    ``predict``'s output; lazy for dask): ``predict(X, return_std=True)`` of a ridge
+    regressor fitted with ``calibrate`` (:mod:`rfstream.solvers.posterior`)."""
+    final, Z = _final_step(model, X)
+    _check_posterior(final, Z)
+    return final.predict(Z, return_std=True)[1]
+
+
+def prediction_interval(model, X, level):
+    """``(lower, upper)`` of every row of ``X`` at ``level`` (shaped as ``predict``'s output;
+    lazy for dask): the conformal interval of a ridge regressor fitted with ``calibrate``
+    (its ``predict_interval``, :mod:`rfstream.solvers.calibration`)."""
+    final, Z = _final_step(model, X)
+    _check_posterior(final, Z)
+    return final.predict_interval(Z, level=level)
 
 
 def transform_dataset(model_path, data, out, *, overwrite=False, storage_options=None, x_array="X",

@@ -140,6 +140,21 @@ def _positive_int(flag):
     return parse
 
 
+def _level(flag):
+    """argparse type: a level strictly between 0 and 1."""
+    def parse(text):
+        try:
+            value = float(text)
+        except ValueError:
+            value = float("nan")
+        if not 0 < value < 1:
+            raise argparse.ArgumentTypeError(f"{flag} must be a level between 0 and 1 (exclusive), e.g. "
+                                             f"0.9; got {text!r}")
+        return value
+
+    return parse
+
+
 # ------------------------------------------------------------------ shared rows
 STORAGE = Arg("--storage-options", 'options of every URL\'s filesystem, e.g. \'{"endpoint_url": '
               '"http://127.0.0.1:9000"}\'', type=storage_options, metavar="JSON",
@@ -215,9 +230,15 @@ FIT_TAIL = (
 PREDICT = (
     MODEL,
     Arg("data", "Zarr dataset with the training data's columns"),
-    Arg("--out", f"Zarr group to write, arrays y_pred (and scores): {LOCATION})", required=True),
+    Arg("--out", f"Zarr group to write, arrays y_pred (and scores, std, lower, upper): {LOCATION})",
+        required=True),
     Arg("--scores", "classifiers: also write array scores, the class probabilities of a model with "
         "predict_proba, else its decision values", action="store_true"),
+    Arg("--std", "regressors fitted with a posterior (fit --calibrate): also write array std, the "
+        "posterior predictive standard deviation of each prediction", action="store_true"),
+    Arg("--interval", "regressors fitted with a posterior (fit --calibrate): also write arrays lower and "
+        "upper, the conformal prediction interval at this level, e.g. 0.9", type=_level("--interval"),
+        metavar="LEVEL", default_note="none"),
     OVERWRITE,
     STORAGE, X_ARRAY,
     *COMPUTE,
@@ -239,6 +260,9 @@ EVALUATE = (
     Arg("--out", "JSON file for the metrics", default_note="MODEL/metrics-<DATA name>.json"),
     Arg("--format", "what stdout shows: a table, the JSON, or auto (a table on a terminal, else JSON)",
         choices=("auto", "table", "json"), default="auto"),
+    Arg("--interval-level", "a regressor with a posterior (fit --calibrate): the level of the prediction "
+        "intervals whose coverage and mean width are reported", type=_level("--interval-level"),
+        metavar="LEVEL", default_note="0.9 for a model with a posterior, else no intervals"),
     *DATA,
     *COMPUTE,
 )

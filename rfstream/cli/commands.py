@@ -24,6 +24,7 @@ from ..cluster import connect
 from ..io.convert import source_files
 from ..jobs import FitJob
 from ..selection import HEATMAP_FILE
+from ..selection.heatmap import GREATER_IS_BETTER, score_label
 from . import resume
 from .options import FIT_OPTIONS, printable
 
@@ -102,8 +103,9 @@ def cmd_fit(args):
     job = FitJob(args.data, **fit_options(args))  # every check before the cluster starts
     with _warnings_as_lines(), job.resumable(), resume.quiet_client_logs(args.scheduler), _connect(args, X=job.X):
         job.fit()
-    job.save(title=f"{args.features} on {io.as_location(args.data).name}: mean CV "
-                   f"{job.meta.get('selection', {}).get('scoring')}")
+    scoring = job.meta.get("selection", {}).get("scoring")
+    job.save(title=f"{args.features} on {io.as_location(args.data).name}: {score_label(scoring)}"
+             + (" (greater is better)" if scoring in GREATER_IS_BETTER else ""))
     if not args.quiet:
         summary = job.summary()
         if job.saved_files:
@@ -114,7 +116,8 @@ def cmd_fit(args):
 def cmd_evaluate(args):
     model, meta = pipeline.load_fitted(args.model, storage_options=args.storage_options)
     with _connect(args, data=args.data):
-        result = pipeline.evaluate_dataset(model, meta, args.data, **_source(args))
+        result = pipeline.evaluate_dataset(model, meta, args.data, interval_level=args.interval_level,
+                                           **_source(args))
     result["model"] = str(args.model)
     data_name = io.as_location(args.data).name.split(".")[0] or "data"
     out = io.as_location(args.out or f"{str(args.model).rstrip('/')}/metrics-{data_name}.json",
@@ -130,14 +133,18 @@ def cmd_evaluate(args):
 def metrics_table(result):
     """The metrics of :func:`rfstream.pipeline.evaluate_dataset` as a short table."""
     lines = [f"{result['data']}: {result['rows']:,} rows, {result['task']}, model {result['model']}"]
-    names = ("error_rate", "balanced_error", "auc", "log_loss", "rmse", "relative_rmse", "mae", "r2")
+    names = ("error_rate", "balanced_error", "auc", "log_loss", "rmse", "relative_rmse", "mae", "r2",
+             "interval_coverage", "interval_width")
     for name in names:
         if result.get(name) is None:
             continue
         text = f"{result[name]:.6g}"
         if name == "auc" and result.get("auc_error_bound"):
             text += f" (within {result['auc_error_bound']:.1g})"
-        lines.append(f"  {name:<16}{text}")
+        if name == "interval_coverage":
+            text += f" (level {result['interval_level']:g})"
+        lines.append(f"  {name:<18}{text}")
+    lines += _reliability_lines(result.get("reliability"))
     matrix = result.get("confusion_matrix")
     if matrix and len(matrix) <= 12:
         labels = [printable(c) for c in result.get("classes", range(len(matrix)))]
@@ -152,10 +159,26 @@ def metrics_table(result):
     return "\n".join(printable(line) for line in lines)  # names from the data: no terminal escapes
 
 
+def _reliability_lines(table):
+    """The reliability table's non-empty bins, one line each (:func:`rfstream.metrics.reliability_table`)."""
+    if not table:
+        return []
+    lines = [f"  reliability (probability of the predicted label; calibration error "
+             f"{table['calibration_error']:.4g})" if table["calibration_error"] is not None else "  reliability",
+             f"    {'bin':<12}{'rows':>10}{'mean p':>10}{'accuracy':>10}"]
+    for (low, high), count, mean, right in zip(table["bins"], table["count"], table["mean_predicted"],
+                                               table["accuracy"]):
+        if count:
+            label = f"[{low:.1f}, {high:.1f}{']' if high >= 1 else ')'}"
+            lines.append(f"    {label:<12}{count:>10,}{mean:>10.4f}{right:>10.4f}")
+    return lines
+
+
 def cmd_predict(args):
     with _connect(args, data=args.data):
         rows = pipeline.predict_dataset(args.model, args.data, args.out, overwrite=args.overwrite,
-                                        scores=args.scores, **_source(args, labels=False))
+                                        scores=args.scores, std=args.std, interval=args.interval,
+                                        **_source(args, labels=False))
     if not args.quiet:
         _print_json({"predictions": str(args.out), "rows": rows})
 
@@ -178,9 +201,10 @@ def cmd_info(args):
     elif root.child("y_pred").exists():
         info = io.dataset_info(args.path, x="y_pred", y=None, storage_options=args.storage_options)
         described = {"predictions": str(args.path), "shape": list(info["shape"]), "dtype": info["dtype"]}
-        if root.child("scores").exists():
-            scores = io.dataset_info(args.path, x="scores", y=None, storage_options=args.storage_options)
-            described["scores"] = {"shape": list(scores["shape"]), "dtype": scores["dtype"]}
+        for name in ("scores", "std", "lower", "upper"):
+            if root.child(name).exists():
+                found = io.dataset_info(args.path, x=name, y=None, storage_options=args.storage_options)
+                described[name] = {"shape": list(found["shape"]), "dtype": found["dtype"]}
         _print_json({**described, "attrs": info["attrs"]})
     else:
         _print_json(io.dataset_info(args.path, x=args.x_array, y=args.y_array,

@@ -20,6 +20,7 @@ from ..catalog import takers as catalog_takers
 from ..features.grid import gamma_items, item_label
 from ..kernels import KERNELS
 from ..samplers import SAMPLERS
+from ..solvers.ridge_search import CALIBRATE_MAX_FEATURES
 from .arguments import with_default
 
 
@@ -39,6 +40,7 @@ class Option:
     type: object = None
     choices: tuple | None = None
     default_note: str | None = None
+    metavar: str | None = None
 
     @property
     def flag(self):
@@ -104,6 +106,14 @@ def _folds(text):
     if value < 2:
         raise argparse.ArgumentTypeError(f"--cv must be an int >= 2 or 'loo'; got {text!r}")
     return value
+
+
+def _calibrate(text):
+    """argparse type of ``--calibrate``: auto, true or false (the estimators' "auto", True, False)."""
+    words = {"auto": "auto", "true": True, "false": False}
+    if text.lower() not in words:
+        raise argparse.ArgumentTypeError(f"--calibrate must be auto, true or false; got {text!r}")
+    return words[text.lower()]
 
 
 def _gamma(text):
@@ -175,6 +185,16 @@ FIT_OPTIONS = (
     Option("scoring", "ridge: the CV score of a list of --alpha: error_rate (one more "
            "pass), balanced_error, roc_auc (two classes), or squared_error (from the Gram pass; "
            "regression's only score)", choices=("error_rate", "balanced_error", "roc_auc", "squared_error")),
+    Option("select", "ridge: how a list of --alpha (and a --gamma grid) is searched: cv "
+           "(cross-validation, --cv and --scoring), or evidence (the log marginal likelihood of ridge "
+           "as Bayesian linear regression, noise variance in closed form: no folds and no scoring pass; "
+           "every alpha > 0; --ridge-solver gram)", choices=("cv", "evidence")),
+    Option("calibrate", "ridge: one more pass of exact leave-one-out residuals at the chosen model, "
+           "for a regressor's posterior std and conformal intervals (rfstream predict --std, --interval) "
+           "and a classifier's Platt probabilities (predict --scores, evaluate's log_loss); auto: when a "
+           "search runs (a list of --alpha, a --gamma grid, or --select evidence) with the Gram solver "
+           f"and at most {CALIBRATE_MAX_FEATURES} features", type=_calibrate, choices=("auto", True, False),
+           metavar="{auto,true,false}"),
     Option("random_state", "seed of every random draw", type=int),
 )
 
@@ -208,6 +228,8 @@ def add_fit_options(parser):
             kwargs["choices"] = option.choices
         if option.type is not None:
             kwargs["type"] = option.type
+        if option.metavar is not None:
+            kwargs["metavar"] = option.metavar
         parser.add_argument(option.flag, **kwargs)
 
 
@@ -216,7 +238,11 @@ CLI_WORDS = (("report=True", "--report"), ("scores=True", "--scores"), ("solver=
              ("name the label array with y_array= and the task with task=", "--y-array names the labels, "
               "--task the task"), ("solver=None for a transformer", "--solver none for a transformer"),
              ("a transformer (fitted with solver=None)", "a transformer (fitted with --solver none)"),
-             ("task='regression'", "--task regression"))
+             ("task='regression'", "--task regression"), ("calibrate=True", "--calibrate true"),
+             ("calibrate=False", "--calibrate false"), ("calibrate='auto'", "--calibrate auto"),
+             ("select='evidence'", "--select evidence"), ("select='cv'", "--select cv"),
+             ("solver='gram'", "--ridge-solver gram"),
+             ("return_std and predict_interval", "--std and --interval"))
 
 
 def printable(text):

@@ -15,8 +15,12 @@ status 2 at the CLI):
 * structure: every node of the estimator tree has the form ``save_model`` writes;
 * fitted state: :data:`FITTED_RULES` declares, per class, the shapes of the fitted arrays
   against the parameters and the other attributes (checked before the arrays are read) and
-  which must be finite; then :func:`probe` runs the loaded model on a fixed two-row input
-  and refuses it if that raises or gives a wrongly shaped or non-finite output.
+  which must be finite (and which non-negative: counts, variances); a calibrated ridge's
+  posterior (``posterior_factor_``, ``feature_mean_``, ``noise_variance_``,
+  ``inverse_weight_``, ``conformal_counts_``) is all there or not at all; then
+  :func:`probe` runs the loaded model on a fixed two-row input and refuses it if that
+  raises or gives a wrongly shaped or non-finite output (its posterior std and class
+  probabilities too, when it has them).
 
 A missing array and a damaged one get the same message, so a crafted manifest cannot tell
 whether a file exists or whether a guessed hash matches.
@@ -47,6 +51,12 @@ PARAM_NAME = re.compile(r"[a-z][a-z0-9_]{0,63}")
 #: dtype kinds an array may have: bool, integers, floats, fixed-width strings
 ARRAY_KINDS = "biufUS"
 SHA256 = re.compile(r"[0-9a-f]{64}")
+#: bins of a calibrated ridge regressor's histogram of conformity scores per target
+#: (``rfstream.solvers.calibration.SCORE_BINS`` + one below + one above; io cannot import
+#: the solvers, a test ties the two)
+CONFORMAL_BINS = 4098
+#: the fitted attributes of a calibrated ridge regressor's posterior: all of them or none
+POSTERIOR = ("posterior_factor_", "feature_mean_", "noise_variance_", "inverse_weight_", "conformal_counts_")
 
 
 class ModelFileError(ValueError):
@@ -175,7 +185,7 @@ class FittedView:
 
     def __init__(self, fitted: dict, params: dict, manifest: dict, where: str):
         self.fitted, self.params, self.manifest, self.where = fitted, params, manifest, where
-        self.finite = []
+        self.finite = []  # (name, lowest allowed value or None), checked once read
 
     def fail(self, text):
         raise ModelFileError(f"{self.where}: {text}; the fitted state is inconsistent.")
@@ -186,13 +196,15 @@ class FittedView:
             self.fail(f"{name} is {str(value)[:40]}, not an integer >= {low}")
         return value
 
-    def number(self, name, *, positive=False):
+    def number(self, name, *, positive=False, nonnegative=False):
         value = self.fitted.get(name)
-        if type(value) not in (int, float) or not math.isfinite(value) or (positive and value <= 0):
-            self.fail(f"{name} is {str(value)[:40]}, not a finite{' positive' if positive else ''} number")
+        if type(value) not in (int, float) or not math.isfinite(value) or (positive and value <= 0) \
+                or (nonnegative and value < 0):
+            sign = " positive" if positive else " non-negative" if nonnegative else ""
+            self.fail(f"{name} is {str(value)[:40]}, not a finite{sign} number")
         return value
 
-    def array(self, name, shape=None, *, kinds="f", finite=True, optional=False):
+    def array(self, name, shape=None, *, kinds="f", finite=True, optional=False, nonnegative=False):
         spec = self.fitted.get(name)
         if spec is None and optional:
             return None
@@ -204,7 +216,7 @@ class FittedView:
         if shape is not None and tuple(entry["shape"]) != tuple(shape):
             self.fail(f"{name} has shape {tuple(entry['shape'])}, not {tuple(shape)}")
         if finite:
-            self.finite.append(name)
+            self.finite.append((name, 0 if nonnegative else None))
         return tuple(entry["shape"])
 
 
@@ -221,6 +233,7 @@ def _classifier(v):
     targets = 1 if shape[0] == 2 else shape[0]
     v.array("coef_", (targets, v.int("n_features_in_")))
     v.array("intercept_", (targets,))
+    v.array("platt_", (targets, 2), optional=True)  # a calibrated ridge classifier's Platt scaling
 
 
 def _regressor(v):
@@ -234,6 +247,21 @@ def _regressor(v):
         v.fail(f"coef_ has shape {shape}, not ({d},) or (n_targets, {d})")
     if "target_scale_" in v.fitted:
         v.number("target_scale_", positive=True)
+    _posterior(v, d, 1 if len(shape) == 1 else shape[0])
+
+
+def _posterior(v, d, targets):
+    """A calibrated ridge regressor's posterior and conformal histogram, all or none."""
+    present = [name for name in POSTERIOR if name in v.fitted]
+    if not present:
+        return
+    if len(present) != len(POSTERIOR):
+        v.fail(f"it has {', '.join(present)} but not {', '.join(n for n in POSTERIOR if n not in present)}")
+    v.array("posterior_factor_", (d, d))
+    v.array("feature_mean_", (d,))
+    v.array("noise_variance_", (targets,), nonnegative=True)
+    v.number("inverse_weight_", nonnegative=True)
+    v.array("conformal_counts_", (targets, CONFORMAL_BINS), nonnegative=True)
 
 
 def _fourier(v):
@@ -282,8 +310,9 @@ FITTED_RULES = {
 
 
 def check_fitted(cls, view: FittedView) -> list:
-    """Check ``view`` against ``cls``'s rule (before any array is read); the names whose
-    values must be finite once read."""
+    """Check ``view`` against ``cls``'s rule (before any array is read); ``(name, lowest)``
+    of each array whose values must be finite once read (and, unless ``lowest`` is None,
+    at least ``lowest``), for :func:`check_finite`."""
     if "n_features_in_" in view.fitted:
         view.int("n_features_in_")
     rule = FITTED_RULES.get(cls.__name__) if cls.__module__.startswith("rfstream.") else None
@@ -295,10 +324,14 @@ def check_fitted(cls, view: FittedView) -> list:
 
 
 def check_finite(est, names, where: str) -> None:
-    for name in names:
+    """Refuse a read array of ``names`` (:func:`check_fitted`'s list) with a value that is not
+    finite, or below its lowest allowed value."""
+    for name, lowest in names:
         value = getattr(est, name)
         if not np.all(np.isfinite(value)):
             raise ModelFileError(f"{where}: {name} has values that are not finite.")
+        if lowest is not None and np.any(value < lowest):
+            raise ModelFileError(f"{where}: {name} has values below {lowest}; it holds counts or variances.")
 
 
 # ------------------------------------------------------------------ the probe
@@ -314,6 +347,7 @@ def probe(model, where: str) -> None:
             outputs.append((method, getattr(model, method)(X)))
     if not outputs:
         raise ModelFileError(f"{where}: the model can neither predict nor transform.")
+    outputs += _calibrated_outputs(model, X, where)
     classes = getattr(model, "classes_", None)
     for method, out in outputs:
         data = out.data if hasattr(out, "tocsr") else np.asarray(out)
@@ -325,3 +359,23 @@ def probe(model, where: str) -> None:
                                  "non-finite output.")
         if labels and not np.all(np.isin(np.asarray(out), classes)):
             raise ModelFileError(f"{where}: the loaded model predicts labels outside classes_.")
+
+
+def _calibrated_outputs(model, X, where: str):
+    """``(method, output)`` of what a calibrated model adds on the probe's rows: its class
+    probabilities (``predict_proba``, refused outside [0, 1] here), its posterior std (a
+    regressor with a posterior)."""
+    outputs = []
+    if hasattr(model, "predict_proba"):
+        proba = np.asarray(model.predict_proba(X))
+        if proba.dtype.kind == "f" and np.any((proba < 0) | (proba > 1)):
+            raise ModelFileError(f"{where}: the loaded model's predict_proba gives values outside [0, 1].")
+        outputs.append(("predict_proba", proba))
+    steps = getattr(model, "steps", None)
+    final = steps[-1][1] if steps else model
+    if hasattr(final, "predict_interval"):  # available with a posterior only
+        Z = X
+        for _, step in (steps or [])[:-1]:
+            Z = step.transform(Z)
+        outputs.append(("predict(return_std=True)", final.predict(Z, return_std=True)[1]))
+    return outputs

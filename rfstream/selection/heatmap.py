@@ -1,7 +1,9 @@
-"""The cross-validation surface of a fit as a heat map PNG (``report=True``, ``rfstream fit --report``).
+"""The search surface of a fit as a heat map PNG (``report=True``, ``rfstream fit --report``).
 
-One cell per (gamma, alpha) of the CV table that :func:`rfstream.selection.selection_summary`
-gives: its mean score, the chosen cell framed.  With one gamma the map is a single
+One cell per (gamma, alpha) of the table that :func:`rfstream.selection.selection_summary`
+gives: its mean CV score, or its log evidence (``select="evidence"``), the chosen cell
+framed.  The colours run the same way for every score: the brightest cell is the best
+(the lowest error, the highest AUC or evidence).  With one gamma the map is a single
 row.  matplotlib is optional (``pip install rfstream[plot]``): without it
 ``report=True`` is an error and the automatic report is skipped.
 """
@@ -12,6 +14,21 @@ import io
 import numpy as np
 
 HEATMAP_FILE = "cv_heatmap.png"
+#: scores of which greater is better (the others are errors)
+GREATER_IS_BETTER = ("roc_auc", "log_evidence")
+
+
+def score_label(scoring):
+    """What a cell of the map holds, in words: "log evidence" or "mean CV <scoring>"."""
+    return "log evidence" if scoring == "log_evidence" else f"mean CV {scoring}"
+
+
+def surface_title(selection):
+    """The map's title: what it shows, which way is better, and its size."""
+    cv = selection["cv"]
+    size = f"{len(_gamma_labels(cv))} x {len(set(cv['alpha']))}"
+    better = "greater" if selection["scoring"] in GREATER_IS_BETTER else "lower"
+    return f"{score_label(selection['scoring'])}, {better} is better ({size})"
 
 
 def have_matplotlib():
@@ -33,14 +50,17 @@ def cv_heatmap_png(selection, title=""):
     alphas = sorted(set(cv["alpha"]))
     labels = _gamma_labels(cv)
     grid = np.full((len(labels), len(alphas)), np.nan)
+    chosen = None
     for i, (label, alpha, score) in enumerate(zip(_row_labels(cv), cv["alpha"], cv["mean_score"])):
-        grid[labels.index(label), alphas.index(alpha)] = score
+        grid[labels.index(label), alphas.index(alpha)] = np.nan if score is None else score
         if alpha == selection["alpha"] and (selection.get("gamma") is None or "gamma" not in cv
                                             or cv["gamma"][i] == selection["gamma"]):
             chosen = (labels.index(label), alphas.index(alpha))
     fig, ax = plt.subplots(figsize=(1.2 + 0.9 * len(alphas), 1.2 + 0.5 * len(labels)))
-    image = ax.imshow(grid, cmap="viridis_r" if selection["scoring"] != "roc_auc" else "viridis",
-                      aspect="auto", vmin=np.nanmin(grid), vmax=np.nanmax(grid))
+    greater = selection["scoring"] in GREATER_IS_BETTER
+    finite = grid[np.isfinite(grid)]
+    low, high = (finite.min(), finite.max()) if finite.size else (0.0, 1.0)
+    image = ax.imshow(grid, cmap="viridis" if greater else "viridis_r", aspect="auto", vmin=low, vmax=high)
     for (r, c), value in np.ndenumerate(grid):
         red, green, blue, _ = image.cmap(image.norm(value))
         light = 0.299 * red + 0.587 * green + 0.114 * blue > 0.5
@@ -51,8 +71,8 @@ def cv_heatmap_png(selection, title=""):
     ax.set_yticks(range(len(labels)), labels)
     ax.set_xlabel("alpha")
     ax.set_ylabel("gamma")
-    ax.set_title(title or f"mean CV {selection['scoring']} ({len(labels)} x {len(alphas)})", fontsize=9)
-    fig.colorbar(image, ax=ax, label=selection["scoring"])
+    ax.set_title(title or surface_title(selection), fontsize=9)
+    fig.colorbar(image, ax=ax, label=score_label(selection["scoring"]).replace("mean CV ", ""))
     fig.tight_layout()
     buffer = io.BytesIO()
     fig.savefig(buffer, format="png", dpi=110)
