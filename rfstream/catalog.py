@@ -25,7 +25,7 @@ from . import features as ft
 from . import solvers as sv
 from .features.width import check_draw_size, nominal_width, planned_features
 from .preprocess import Standardizer
-from .selection import check_search, gamma_candidates, loops_over_gamma
+from .selection import check_search, gamma_candidates
 from .solvers.evidence import check_evidence_alphas
 from .solvers.memory import check_pass_memory, check_ridge_memory
 
@@ -274,9 +274,7 @@ def check_model(model, n_features, n_targets=None):
 def _check_bayes(fmap, solver):
     """Refuse, before any pass, what a ridge fit with ``select="evidence"`` or
     ``calibrate=True`` would refuse after the map's passes: an alpha <= 0 for the evidence,
-    an iterative solver (the evidence and the posterior come from the Gram's
-    eigendecomposition), and the evidence over a gamma grid of a map fitted once per gamma
-    (:func:`rfstream.selection.loops_over_gamma`), whose loop compares CV scores only."""
+    and an iterative solver (the evidence and the posterior come from the Gram)."""
     params = solver.get_params() if hasattr(solver, "get_params") else {}
     evidence, iterative = params.get("select") == "evidence", params.get("solver") in ("cg", "pcg")
     if evidence:
@@ -286,10 +284,6 @@ def _check_bayes(fmap, solver):
             raise ValueError(f"{name} needs the Gram solver (its eigendecomposition); got "
                              f"solver={params['solver']!r} (CLI: --ridge-solver {params['solver']}). Use "
                              "solver='gram'.")
-    if evidence and loops_over_gamma(fmap):
-        raise ValueError(f"select='evidence' over a gamma grid needs a map that shares its draw across "
-                         f"gamma (rff, binning); {type(fmap).__name__} is fitted once per gamma, a loop "
-                         "that compares CV scores only. Give one gamma, or use select='cv'.")
 
 
 def _check_name(kind, name, registry):

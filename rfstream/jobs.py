@@ -33,6 +33,7 @@ from .io.checkpoints import dataset_identity, fingerprint_of, model_identity, re
 from .io.location import redact_url
 from .io.witness import content_witness
 from .io.zarr_source import lazy_array, open_source
+from .selection.curves import at_size, report_files
 from .selection.heatmap import surface_title
 from .selection.summary import calibration_summary
 from .solvers.targets import planned_targets
@@ -183,13 +184,18 @@ class FitJob:
 
     def files(self, title=None):
         """The files saved beside the model: the heat map of the search (CV scores or log
-        evidence) when there is a search and ``report`` (or, with ``report=None``, matplotlib
-        is installed)."""
+        evidence; with a list of sizes, the chosen size's), the curve over ``n_components``
+        and a calibrated regressor's calibration plot (:mod:`rfstream.selection.curves`),
+        when there is a search and ``report`` (or, with ``report=None``, matplotlib is
+        installed)."""
         chosen = self.meta.get("selection")
         if not chosen or self.report is False or (self.report is None and not selection.have_matplotlib()):
             return {}
-        title = title or surface_title(chosen)
-        return {selection.HEATMAP_FILE: selection.cv_heatmap_png(chosen, title=title)}
+        surface = at_size(chosen, chosen["n_components"]) if "n_components" in chosen else chosen
+        title = title or surface_title(surface)
+        solver = self.model.named_steps["solver"] if hasattr(self.model, "named_steps") else self.model
+        return {selection.HEATMAP_FILE: selection.cv_heatmap_png(surface, title=title),
+                **report_files(chosen, solver)}
 
     def save(self, title=None):
         """Save the model to ``out`` (staged) with its files, then remove the checkpoint."""
@@ -203,7 +209,8 @@ class FitJob:
     def summary(self):
         """The fit's outcome as the CLI prints it: the model, rows, alpha, gamma, seconds,
         passes, the search's table (CV scores, or the evidence's log evidence, noise variance
-        and effective parameters), a calibrated model's noise variance or Platt coefficients,
+        and effective parameters; with a list of sizes the chosen ``n_components`` and the
+        one-standard-error rule's), a calibrated model's noise variance or Platt coefficients,
         and a resumed checkpoint's reused passes."""
         solver = self.model.named_steps.get("solver")
         fmap = self.model.named_steps.get("features")
@@ -218,7 +225,8 @@ class FitJob:
         chosen = self.meta.get("selection")
         if chosen:  # lists of alphas or gammas: the table of the search (per candidate)
             out["cv"] = {"scoring": chosen["scoring"], **chosen["cv"], "best_score": chosen["best_score"]}
-            out.update({key: chosen[key] for key in ("edge", "noise_variance_of") if key in chosen})
+            out.update({key: chosen[key] for key in ("n_components", "smallest_n_components_within_1se", "edge",
+                                                     "noise_variance_of") if key in chosen})
         if self.meta.get("calibration"):
             out["calibration"] = self.meta["calibration"]
         return out

@@ -133,8 +133,8 @@ def test_info_piped_into_head(work):
 
 # ------------------------------------------------------------------ parameters before any pass
 @pytest.mark.parametrize("flags, message", [
-    (["--n-components", "0"], ("'n_components' parameter of RandomFourierFeatures must be an int in the "
-                               "range [1, inf). Got 0 instead.")),
+    (["--n-components", "0"], "n_components ('0') is not a positive int; give a positive int or a list"),
+    (["--features", "nystroem", "--n-components", "50,100"], "n_components=[50, 100] needs a map whose features"),
     (["--variant", "cossin", "--n-components", "3"], "n_components must be even with variant='cossin'"),
     (["--solver", "sgd", "--alpha", "0.1,1"], "'alpha' parameter of StreamingSGDClassifier"),
     (["--features", "tefm-s", "--n-components", "50", "--n-random-features", "20"],

@@ -223,3 +223,39 @@ def test_the_heat_map_draws_the_evidence(work):
 
     assert surface_title(meta["selection"]) == "log evidence, greater is better (1 x 3)"
     assert cv_heatmap_png(meta["selection"]).startswith(b"\x89PNG")
+
+
+def test_a_list_of_sizes_at_the_command_line_with_its_report(work, capsys):
+    assert run("fit", work / "reg.zarr", "--out", work / "sizes", "--n-components", "8,32", "--alpha", "0.1,1",
+               "--gamma", "auto*0.5,auto", "--report", *THREADS) == 0
+    summary = json.loads(capsys.readouterr().out)
+    model, meta = pipeline.load_fitted(work / "sizes")
+    chosen = meta["selection"]
+    assert chosen["n_components"] == model.named_steps["features"].n_components in (8, 32)
+    assert sorted(set(chosen["cv"]["n_components"])) == [8, 32] and len(chosen["cv"]["alpha"]) == 8
+    assert 0 < chosen["smallest_n_components_within_1se"] <= chosen["n_components"]
+    assert summary["n_components"] == chosen["n_components"] and summary["cv"]["n_components"][:2] == [8, 8]
+    if have_matplotlib():
+        for name in ("cv_heatmap.png", "n_components_curve.png", "interval_calibration.png"):
+            assert (work / "sizes" / name).read_bytes()[:4] == b"\x89PNG"
+
+
+def test_the_evidence_compares_gammas_of_a_map_fitted_once_per_gamma():
+    from sklearn.pipeline import Pipeline
+
+    from rfstream import TEFM
+    from rfstream.selection import fit_model
+
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(300, 4))
+    y = np.sin(X[:, 0]) + 0.1 * rng.normal(size=300)
+    fits = [Pipeline([("features", TEFM(12, gamma=g, random_state=0)),
+                      ("solver", StreamingRidge(alpha=[0.1, 1.0], select="evidence", calibrate=False))]).fit(X, y)
+            for g in (0.1, 1.0)]
+    model = fit_model(Pipeline([("features", TEFM(12, gamma=[0.1, 1.0], random_state=0)),
+                                ("solver", StreamingRidge(alpha=[0.1, 1.0], select="evidence", calibrate=False))]),
+                      X, y)
+    best = int(np.argmax([f[-1].best_score_ for f in fits]))  # greater evidence is better
+    assert model[-1].gamma_ == (0.1, 1.0)[best] and model[-1].cv_results_["scoring"] == "log_evidence"
+    np.testing.assert_allclose(model[-1].cv_results_["log_evidence"],
+                               np.concatenate([f[-1].cv_results_["log_evidence"] for f in fits]))

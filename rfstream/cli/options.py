@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from ..catalog import PARAMETERS, NotApplicable, defaults_of, route
 from ..catalog import takers as catalog_takers
 from ..features.grid import gamma_items, item_label
+from ..features.width import component_sizes
 from ..kernels import KERNELS
 from ..samplers import SAMPLERS
 from ..solvers.ridge_search import CALIBRATE_MAX_FEATURES
@@ -129,9 +130,20 @@ def _gamma(text):
     return values if is_grid else values[0]
 
 
+def _sizes(text):
+    """``--n-components``: one int, or a comma list of them (:func:`component_sizes`)."""
+    try:
+        sizes = component_sizes(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+    return list(sizes) if "," in text else sizes[0]
+
+
 FIT_OPTIONS = (
     Option("n_components", "output features D (tefm: l; eerf/lkrf: M; ses: M "
-           "frequencies)", type=int),
+           "frequencies), or a comma list, e.g. 500,1000,2000: the largest map drawn once and every "
+           "size searched with --alpha (and a --gamma grid) from the same pass (maps whose features hold "
+           "their smaller maps: rff, circulant, fastfood, arccos; --solver ridge)", type=_sizes),
     Option("kernel", "kernel of the random features", choices=tuple(sorted(KERNELS)), default_note="the map's own: gaussian, laplacian for rff+binning"),
     Option("gamma", "kernel bandwidth: a number, 'auto' (the papers' nearest-neighbour "
            "rule), 'auto*F' (F x 'auto'), for cnm 'paper' (its Section 7 rule, 4 x 'auto'), or a comma "

@@ -115,3 +115,25 @@ def coverage_png(counts, title=""):
     ax.set_title(title or "interval calibration", fontsize=9)
     fig.tight_layout()
     return _png(fig)
+
+
+def at_size(selection, n):
+    """``selection`` (a :func:`rfstream.selection.selection_summary` dict) with only the
+    candidates of ``n`` features in its table: the (gamma, alpha) surface of the chosen size."""
+    cv = selection["cv"]
+    if "n_components" not in cv:
+        return selection
+    keep = [i for i, size in enumerate(cv["n_components"]) if size == n]
+    table = {key: [values[i] for i in keep] for key, values in cv.items()}
+    return {**selection, "cv": table}
+
+
+def report_files(selection, solver, title=""):
+    """The report's PNG files beyond the heat map: the curve over ``n_components`` (a list of
+    sizes) and the calibration plot (a calibrated regressor), by file name."""
+    files = {}
+    if "n_components" in selection.get("cv", {}):
+        files[SIZE_CURVE_FILE] = size_curve_png(solver.cv_results_, getattr(solver, "gamma_", None))
+    if hasattr(solver, "conformal_counts_"):
+        files[COVERAGE_FILE] = coverage_png(solver.conformal_counts_)
+    return files

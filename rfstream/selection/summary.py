@@ -7,6 +7,7 @@ import math
 import numpy as np
 
 from ..solvers.ridge_cv import grid_edge
+from .curves import smallest_within_one_se
 
 #: the columns of an evidence table (``select="evidence"``, :mod:`rfstream.solvers.evidence`)
 #: shown besides the scores: per candidate, the noise variance at its maximum and the
@@ -26,7 +27,9 @@ def selection_summary(solver, fmap=None):
     (``cv``: mean and std of its CV score, or with ``select="evidence"`` its log evidence,
     noise variance and effective number of parameters), the ``scoring`` ("log_evidence"
     for the evidence, greater is better) and the ``edge`` of a grid the choice sits on
-    (empty for a ``solver`` that searched no list of alphas or gammas).
+    (empty for a ``solver`` that searched no list of alphas or gammas).  With a list of
+    ``n_components``: the chosen size, and the smallest size whose CV score is within one
+    standard error of the best size's (:func:`rfstream.selection.curves.smallest_within_one_se`).
 
     The evidence's noise variance is per target column; with several targets the table
     shows their mean per candidate (the summary says so in ``noise_variance_of``).
@@ -42,11 +45,16 @@ def selection_summary(solver, fmap=None):
             values = np.asarray(table[key], dtype=np.float64)
             if values.ndim == 2:  # noise variance: candidates x targets
                 values = values.mean(axis=1)
-            cv[key] = [_number(v) for v in values]
+            cv[key] = [int(v) for v in values] if key == "n_components" else [_number(v) for v in values]
     if "gamma_label" in table:
         cv["gamma_label"] = list(table["gamma_label"])
     summary = {"alpha": float(solver.alpha_), "gamma": getattr(fmap, "gamma_", None),
                "scoring": table["scoring"], "best_score": _number(solver.best_score_), "cv": cv}
+    if "n_components" in table:  # a list of sizes: the chosen one, and the 1-SE rule's (CV)
+        summary["n_components"] = int(solver.n_components_)
+        smallest = smallest_within_one_se(table, getattr(solver, "gamma_", None))
+        if smallest is not None:
+            summary["smallest_n_components_within_1se"] = smallest
     targets = np.shape(table.get("noise_variance", ()))
     if evidence and len(targets) == 2 and targets[1] > 1:
         summary["noise_variance_of"] = f"the mean over {targets[1]} target columns"

@@ -54,7 +54,7 @@ from .targets import encode_classes
 CLASSIFIER_SCORINGS = ("error_rate", "balanced_error", "roc_auc", "squared_error")
 REGRESSOR_SCORINGS = ("squared_error",)
 #: Metrics where a larger score is better (the others are errors).
-GREATER_IS_BETTER = frozenset({"roc_auc"})
+GREATER_IS_BETTER = frozenset({"roc_auc", "log_evidence"})  # log_evidence: select="evidence"
 
 #: Bin edges of the held-out decision values behind the CV AUC: 2^12 bins of equal angle,
 #: tan(pi (k / 2^12 - 1/2)) (width 7.7e-4 at 0, where +-1 targets put them), open at both ends.
