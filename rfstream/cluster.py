@@ -390,7 +390,7 @@ def connect(scheduler=None, *, n_workers=None, data_bytes=None):
             f"{', '.join(LOCAL_SCHEDULERS)}; got {scheduler!r} ('cluster': an embedded LocalCluster)."
         )
     try:
-        client = Client(scheduler, timeout="20s")
+        client = Client(scheduler, timeout=dask.config.get("rfstream.connect-timeout", "20s"))  # DASK_RFSTREAM__...
     except (OSError, TimeoutError) as exc:
         raise ValueError(
             f"could not connect to the Dask scheduler at {scheduler!r} ({exc}); "

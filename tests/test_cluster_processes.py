@@ -29,9 +29,9 @@ def cluster(tmp_path_factory):
 # with per-row SRHT randomness) and SGD (rounds of per-chunk updates, averaged) as the
 # other multi-pass methods.  Every kill is at a different moment of the fit.
 METHODS = [
-    ("ridge", [], 5),
+    ("ridge", [], 3),
     ("tefm-s", ["--features", "tefm-s", "--n-components", "100"], 2),
-    ("sgd", ["--solver", "sgd", "--epochs", "3", "--alpha", "1e-5"], 2),
+    ("sgd", ["--solver", "sgd", "--epochs", "2", "--alpha", "1e-5"], 2),
 ]
 
 
