@@ -14,11 +14,14 @@ from .datadriven import (
     SESFeatures,
 )
 from .features import (
+    AdditiveChi2Sampler,
     ArcCosineFeatures,
     CirculantFeatures,
     FourierBinningFeatures,
+    PolynomialCountSketch,
     RandomBinningFeatures,
     RandomFourierFeatures,
+    SkewedChi2Sampler,
 )
 from .io import load_model, save_model
 from .preprocess import Standardizer, encode_labels, train_test_split
@@ -32,6 +35,7 @@ from .solvers import (
 __all__ = [
     "__version__",
     "TEFM",
+    "AdditiveChi2Sampler",
     "ArcCosineFeatures",
     "CirculantFeatures",
     "CompactNonlinearMap",
@@ -39,9 +43,11 @@ __all__ = [
     "FourierBinningFeatures",
     "LKRFFeatures",
     "NystroemFeatures",
+    "PolynomialCountSketch",
     "RandomBinningFeatures",
     "RandomFourierFeatures",
     "SESFeatures",
+    "SkewedChi2Sampler",
     "Standardizer",
     "StreamingRidge",
     "StreamingRidgeClassifier",

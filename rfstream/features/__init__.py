@@ -7,12 +7,15 @@ to dask arrays block by block (lazily).
 from .arccos import ArcCosineFeatures
 from .base import FeatureMap
 from .binning import FourierBinningFeatures, RandomBinningFeatures
+from .chi2 import AdditiveChi2Sampler, SkewedChi2Sampler
 from .circulant import CirculantFeatures
 from .fastfood import CompactRandomFeatures, FastfoodFeatures
 from .fourier import RandomFourierFeatures
 from .fused import FeatureSource, feature_source
+from .polysketch import PolynomialCountSketch
 
 __all__ = [
+           "AdditiveChi2Sampler",
            "ArcCosineFeatures",
            "CirculantFeatures",
            "CompactRandomFeatures",
@@ -20,7 +23,9 @@ __all__ = [
            "FeatureMap",
            "FeatureSource",
            "FourierBinningFeatures",
+           "PolynomialCountSketch",
            "RandomBinningFeatures",
            "RandomFourierFeatures",
+           "SkewedChi2Sampler",
            "feature_source",
 ]
