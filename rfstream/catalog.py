@@ -43,6 +43,9 @@ FEATURES = {
     "cnm": dd.CompactNonlinearMap,  # learned with the labels, then the solver is refitted on it
     "circulant": ft.CirculantFeatures,
     "nystroem": dd.NystroemFeatures,
+    "polysketch": ft.PolynomialCountSketch,  # (gamma <x, y> + coef0)^degree by TensorSketch
+    "chi2": ft.AdditiveChi2Sampler,  # histograms: non-negative input, deterministic
+    "skewed-chi2": ft.SkewedChi2Sampler,  # histograms: input > -skewedness
 }
 #: ``solver`` name -> estimator per task, or one transformer class for every task (a
 #: pipeline that ends in it is fitted without labels).  A pipeline may also end in its
@@ -95,7 +98,7 @@ PARAMETERS = _table(
     *(Parameter(name) for name in ("n_random_features", "n_candidates", "subsample", "base", "score_mode",
                                    "rho", "degree", "n_pairs", "reg", "weights", "n_grids", "n_bins",
                                    "objective", "structure", "theta_step", "theta_schedule", "theta_t0",
-                                   "multiclass")),
+                                   "multiclass", "coef0", "sample_steps", "sample_interval", "skewedness")),
     Parameter("power_iter", "n_power_iter"),
     Parameter("alpha", target="solver"),
     Parameter("loss", target="solver", solvers=("sgd",)),
@@ -253,6 +256,9 @@ def check_model(model, n_features, n_targets=None):
     fmap, solver = named.get("features"), named.get("solver", None if named else model)
     check_search(fmap, solver)
     _check_bayes(fmap, solver)
+    if fmap is not None and "standardize" in named and fmap.__sklearn_tags__().input_tags.positive_only:
+        raise ValueError(f"{type(fmap).__name__} takes histograms (input >= {fmap.input_floor:g}); the "
+                         "standardizer makes columns negative: pass standardize=False (CLI: --no-standardize).")
     maps = gamma_candidates(fmap) if fmap is not None else []
     for step in [s for s in steps if s is not fmap] + (maps or ([fmap] if fmap is not None else [])):
         if hasattr(step, "check_parameters"):  # rfstream's estimators; a foreign one checks itself in fit

@@ -37,17 +37,19 @@ ROWS, COLUMNS = 100, 4
 
 def _fit(features, solver):
     rng = np.random.default_rng(0)
-    X = rng.normal(size=(ROWS, COLUMNS)).astype(np.float32)
-    y = (X[:, 0] + X[:, 1] ** 2 > 0.5).astype(int)
-    params = {"random_state": 0} if features == "binning" else {"n_components": 8, "random_state": 0}
+    X = np.abs(rng.normal(size=(ROWS, COLUMNS))).astype(np.float32)  # histograms for the chi2 maps
+    y = (X[:, 0] + X[:, 1] ** 2 > 1.0).astype(int)
+    takes = FEATURES[features]().get_params()
+    params = {k: v for k, v in {"n_components": 8, "random_state": 0}.items() if k in takes}
+    histogram = hasattr(FEATURES[features](), "input_floor")  # the chi-squared maps: not standardized
     solver_params = {"alpha": 1.0} if solver == "ridge" else {"random_state": 0, "max_iter": 3}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return make_model("classification", features=features, solver=solver, feature_params=params,
-                          solver_params=solver_params).fit(X, y)
+                          solver_params=solver_params, standardize=not histogram).fit(X, y)
 
 
-PROBE = np.random.default_rng(1).normal(size=(20, COLUMNS)).astype(np.float32)
+PROBE = np.abs(np.random.default_rng(1).normal(size=(20, COLUMNS))).astype(np.float32)
 CASES = [(name, "ridge") for name in FEATURES] + [("rff", "sgd")]
 
 

@@ -54,8 +54,8 @@ def counted_reads(monkeypatch):
 @pytest.fixture
 def labelled(tmp_path):
     rng = np.random.default_rng(0)
-    X = rng.normal(size=(1200, 4))
-    y = (X[:, 0] * X[:, 1] > 0).astype(np.int64)
+    X = np.abs(rng.normal(size=(1200, 4)))  # non-negative: the chi-squared maps take histograms
+    y = (X[:, 0] > X[:, 1]).astype(np.int64)
     write_dataset(tmp_path / "d.zarr", X, y, rows_per_chunk=300)
     return tmp_path / "d.zarr"
 
@@ -67,7 +67,9 @@ SMALL = {"rff": {"n_components": 32, "alpha": [0.1, 1.0]},  # moments, auto's sa
          "eerf": {"n_components": 8, "n_candidates": 32}, "lkrf": {"n_components": 8, "n_candidates": 32},
          "cnm": {"n_components": 16}, "binning": {"n_grids": 4, "n_bins": 16},
          "rff+binning": {"n_components": 16, "n_grids": 4}, "arccos": {"n_components": 16},
-         "circulant": {"n_components": 16}}
+         "circulant": {"n_components": 16}, "polysketch": {"n_components": 16, "degree": 2},
+         # histograms: the labelled rows' absolute values, not standardized (labelled fixture)
+         "chi2": {"standardize": False}, "skewed-chi2": {"n_components": 16, "standardize": False}}
 
 
 def test_every_registered_map_is_covered():

@@ -160,7 +160,11 @@ FIT_OPTIONS = (
     Option("score_mode", "eerf/lkrf: label score centred per class (balanced) or "
            "eq. 7 as printed (raw)", choices=("balanced", "raw")),
     Option("rho", "lkrf: chi-square divergence bound of the feature weights", type=float),
-    Option("degree", "arccos: kernel degree 0, 1 or 2", type=int),
+    Option("degree", "arccos: kernel degree 0, 1 or 2; polysketch: the polynomial's degree", type=int),
+    Option("coef0", "polysketch: the constant c of (gamma <x, y> + c)^degree", type=float),
+    Option("sample_steps", "chi2: sampling steps of the chi-squared kernel's Fourier transform", type=int),
+    Option("sample_interval", "chi2: sampling interval (required for --sample-steps above 3)", type=float),
+    Option("skewedness", "skewed-chi2: the kernel's skewedness c (input must exceed -c)", type=float),
     Option("n_pairs", "ses: sketch size r, pairs of rows", type=int, default_note="max(4 x --n-components, 1024)"),
     Option("reg", "ses: lambda_beta, a positive number or 'auto' (tuned on held-out pairs)", type=positive_or("--reg")),
     Option("weights", "ses: shrinkage weights, Bayesian Quadrature, or uniform (MC/QMC)", choices=("ses", "bq", "uniform")),

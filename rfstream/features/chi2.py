@@ -114,6 +114,8 @@ class AdditiveChi2Sampler(FeatureMap):
                        "fit one map per sample_steps")
     #: nothing is drawn: the base class's generator is made from None and never used
     random_state = None
+    #: the lowest input value valid for every parameter (a histogram): what a check probes with
+    input_floor = 0.0
 
     def __init__(self, *, sample_steps=2, sample_interval=None, dtype="float32"):
         self.sample_steps = sample_steps
@@ -256,6 +258,11 @@ class SkewedChi2Sampler(FeatureMap):
         "n_components": [Interval(Integral, 1, None, closed="left"), "array-like", str],  # a list
     }
     prefix_valid = True
+
+    @property
+    def input_floor(self):
+        """A valid lowest input value (above -skewedness, at least 0): what a check probes with."""
+        return max(0.0, 0.5 - float(self.skewedness))
 
     def __init__(self, *, skewedness=1.0, n_components=100, random_state=None, dtype="float32"):
         self.skewedness = skewedness

@@ -77,7 +77,8 @@ def _width(fmap, n_features):
     check_draw_size(fmap, n_features)
     if not fmap.makes_data_pass:  # data-independent: draw without data
         params = fmap.get_params(deep=False)
-        params["random_state"] = 0  # the width depends on no draw; a Generator stays untouched
+        if "random_state" in params:  # the width depends on no draw; a Generator stays untouched
+            params["random_state"] = 0
         if "gamma" in params:
             params["gamma"] = 1.0
         return int(type(fmap).for_columns(n_features, **params)._n_features_out)

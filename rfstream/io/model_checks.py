@@ -306,6 +306,8 @@ FITTED_RULES = {
     "TEFM": _arrays("components_"),
     "CompactNonlinearMap": _cnm,
     "SESFeatures": _arrays("weights_"),
+    "PolynomialCountSketch": _arrays("index_hash_", "bit_hash_"),
+    "SkewedChi2Sampler": _arrays("random_weights_", "random_offset_"),
 }
 
 
@@ -340,7 +342,8 @@ def probe(model, where: str) -> None:
     n = getattr(model, "n_features_in_", None)
     if type(n) is not int or n < 1:
         raise ModelFileError(f"{where}: the model has no valid n_features_in_.")
-    X = np.linspace(-1.0, 1.0, 2 * n).reshape(2, n)
+    low = _input_floor(model)  # histogram maps refuse negative input
+    X = np.linspace(low, low + 2.0, 2 * n).reshape(2, n)
     outputs = []
     for method in ("decision_function", "predict", "transform"):
         if hasattr(model, method):
@@ -359,6 +362,15 @@ def probe(model, where: str) -> None:
                                  "non-finite output.")
         if labels and not np.all(np.isin(np.asarray(out), classes)):
             raise ModelFileError(f"{where}: the loaded model predicts labels outside classes_.")
+
+
+def _input_floor(model) -> float:
+    """The lowest value of the probe's rows: -1, or the first step's declared ``input_floor``
+    (0 for the chi-squared maps, whose input is a histogram)."""
+    steps = getattr(model, "steps", None)
+    first = steps[0][1] if steps else model
+    floor = getattr(first, "input_floor", -1.0)
+    return float(floor) if isinstance(floor, (int, float)) else -1.0
 
 
 def _calibrated_outputs(model, X, where: str):
