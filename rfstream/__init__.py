@@ -31,6 +31,7 @@ from .solvers import (
     StreamingSGDClassifier,
     StreamingSGDRegressor,
 )
+from .solvers.kpca import KernelPCA
 
 __all__ = [
     "__version__",
