@@ -37,6 +37,7 @@ __all__ = [
     "__version__",
     "TEFM",
     "AdditiveChi2Sampler",
+    "KernelPCA",
     "ArcCosineFeatures",
     "CirculantFeatures",
     "CompactNonlinearMap",

@@ -27,6 +27,7 @@ from .features.width import check_draw_size, nominal_width, planned_features
 from .preprocess import Standardizer
 from .selection import check_search, gamma_candidates
 from .solvers.evidence import check_evidence_alphas
+from .solvers.kpca import KernelPCA, check_kpca_memory
 from .solvers.memory import check_pass_memory, check_ridge_memory
 
 #: ``features`` name -> feature map (a class, or a class with some parameters fixed).
@@ -53,6 +54,7 @@ FEATURES = {
 SOLVERS = {
     "ridge": {"classification": sv.StreamingRidgeClassifier, "regression": sv.StreamingRidge},
     "sgd": {"classification": sv.StreamingSGDClassifier, "regression": sv.StreamingSGDRegressor},
+    "kpca": KernelPCA,  # a transformer: kernel PCA of the map's features (rfstream transform)
 }
 TASKS = ("classification", "regression")
 #: Parameters whose default for a fit on a dataset differs from the estimators' own
@@ -110,6 +112,9 @@ PARAMETERS = _table(
     Parameter("cg_max_iter", "max_iter", target="solver", solvers=("ridge",)),
     Parameter("cg_tol", "tol", target="solver", solvers=("ridge",)),
     Parameter("scoring", target="solver", solvers=("ridge",)),
+    Parameter("pca_components", "n_components", target="solver", solvers=("kpca",)),
+    Parameter("pca_variance", "variance", target="solver", solvers=("kpca",)),
+    Parameter("pca_method", "method", target="solver", solvers=("kpca",)),
     Parameter("select", target="solver", solvers=("ridge",)),
     Parameter("calibrate", target="solver", solvers=("ridge",)),
     Parameter("random_state", target="both", default=FIT_DEFAULTS["random_state"]),
@@ -265,6 +270,10 @@ def check_model(model, n_features, n_targets=None):
             step.check_parameters(int(n_features))
     if fmap is not None:
         check_draw_size(fmap, n_features)  # before anything of the map's size is drawn
+    if isinstance(solver, KernelPCA) and fmap is not None:  # its Gram, before any pass
+        width, groups, _ = planned_features(fmap, n_features)
+        if width is not None:
+            check_kpca_memory(solver, width * groups)
     if n_targets is not None and solver is not None:
         asked = nominal_width(fmap) if fmap is not None else None
         if asked is not None:  # the width asked for, before a draw learns the exact one

@@ -229,4 +229,6 @@ class FitJob:
                                                      "noise_variance_of") if key in chosen})
         if self.meta.get("calibration"):
             out["calibration"] = self.meta["calibration"]
+        if hasattr(solver, "explained_variance_ratio_"):  # kernel PCA: what its components hold
+            out["explained_variance_ratio"] = [round(float(v), 6) for v in solver.explained_variance_ratio_]
         return out

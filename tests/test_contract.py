@@ -54,6 +54,11 @@ from rfstream import Standardizer, load_model, save_model
 from rfstream.cluster import connect
 from rfstream.features import CompactRandomFeatures, FastfoodFeatures
 from rfstream.pipeline import FEATURES, SOLVERS, TASKS
+from rfstream.solvers.kpca import KernelPCA
+
+#: the predicting solvers, one estimator per task (a transformer entry, kpca, is one class:
+#: its contract is test_kpca_* below)
+PREDICTORS = {name: entry for name, entry in SOLVERS.items() if isinstance(entry, dict)}
 
 # ------------------------------------------------------------------ the cases
 CNM_FAST = {"max_iter": 3, "n_steps_w": 10, "n_steps_theta": 10, "batch_size": 100}
@@ -138,7 +143,7 @@ CHECKS = {
 #: small parameters for each solver (an alpha list: the CV folds use random_state; the
 #: SGD steps, which solver="auto" would replace by Newton passes on 5 columns)
 SOLVER_PARAMS = {"ridge": dict(alpha=[0.1, 1.0]), "sgd": dict(alpha=1e-3, max_iter=3, solver="sgd")}
-SOLVER_CASES = [(s, t) for s in sorted(SOLVERS) for t in TASKS]
+SOLVER_CASES = [(s, t) for s in sorted(PREDICTORS) for t in TASKS]
 SOLVER_IDS = [f"{s}-{t}" for s, t in SOLVER_CASES]
 SOLVER_CHECKS = {}
 
@@ -189,7 +194,7 @@ def map_data(data, name):
 
 def make_solver(name, task, **overrides):
     """The solver ``name`` for ``task`` with its small parameters, random_state=0 unless overridden."""
-    return SOLVERS[name][task](**{**SOLVER_PARAMS[name], "random_state": 0, **overrides})
+    return PREDICTORS[name][task](**{**SOLVER_PARAMS[name], "random_state": 0, **overrides})
 
 
 def needs_y(est):
@@ -390,7 +395,7 @@ def test_standardizer_check_estimator():
 def test_every_public_estimator_is_checked():
     # every estimator class the package exports meets check_estimator above
     checked = {type(map_class(name)()) for name in MAPS} | {Standardizer}
-    checked |= {cls for tasks in SOLVERS.values() for cls in tasks.values()}
+    checked |= {cls for tasks in PREDICTORS.values() for cls in tasks.values()} | {KernelPCA}
     exported = {obj for obj in map(partial(getattr, rfstream), rfstream.__all__)
                 if isinstance(obj, type) and issubclass(obj, BaseEstimator)}
     assert exported <= checked, exported - checked
@@ -451,7 +456,8 @@ def test_map_bad_input(data, name):
 # ================================================================== solvers
 @pytest.mark.parametrize("solver, task", SOLVER_CASES, ids=SOLVER_IDS)
 def test_every_solver_and_task_has_a_case(solver, task):
-    assert set(SOLVER_PARAMS) == set(SOLVERS) and set(TASKS) == set(SOLVERS[solver])
+    assert set(SOLVER_PARAMS) == set(PREDICTORS) and set(TASKS) == set(PREDICTORS[solver])
+    assert set(SOLVERS) - set(PREDICTORS) == {"kpca"}
     est = make_solver(solver, task)
     assert (is_classifier(est), is_regressor(est)) == (task == "classification", task == "regression")
 
@@ -558,7 +564,7 @@ def test_solver_save_load_round_trip(data, solver, task, tmp_path):
 @pytest.mark.parametrize("solver, task", SOLVER_CASES, ids=SOLVER_IDS)
 def test_solver_check_estimator(solver, task):
     # the estimators' own defaults, as a user makes them
-    check_estimator(SOLVERS[solver][task](), expected_failed_checks=SOLVER_CHECKS.get((solver, task), {}))
+    check_estimator(PREDICTORS[solver][task](), expected_failed_checks=SOLVER_CHECKS.get((solver, task), {}))
 
 
 @pytest.mark.parametrize("solver, task", SOLVER_CASES, ids=SOLVER_IDS)
@@ -610,3 +616,34 @@ def test_solver_refuses_text_columns_of_a_dask_dataframe(data, solver, task):
     fitted = make_solver(solver, task).fit(X, y)
     with pytest.raises(ValueError, match=r"non-numeric column\(s\): 'city'"):
         fitted.predict(_text_frame(X[:, :-1]))
+
+
+# ================================================================== kernel PCA (a transformer)
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.SkipTestWarning")
+def test_kpca_check_estimator():
+    check_estimator(KernelPCA())
+
+
+def test_kpca_then_ridge_pipeline_numpy_dask_threads_processes_and_files(data, cluster, tmp_path):
+    # rff -> KernelPCA -> ridge: the transformer in the middle keeps every contract of a step
+    from sklearn.pipeline import make_pipeline
+
+    X, y, _ = data
+
+    def model():
+        return make_pipeline(make_map("rff"), KernelPCA(4), make_solver("ridge", "classification"))
+
+    ref = model().fit(X, y)
+    Xd, yd = on_dask(X, y, ((60,) * 4, (D,)))
+    with connect("threads"):
+        est = model().fit(Xd, yd)
+    np.testing.assert_allclose(est[1].components_, ref[1].components_, rtol=1e-5, atol=1e-6)
+    lazy = est.predict(Xd)
+    assert isinstance(lazy, da.Array) and lazy.chunks == (Xd.chunks[0],)
+    np.testing.assert_array_equal(lazy.compute(), est.predict(X))
+    with distributed.Client(cluster):
+        far = model().fit(Xd, yd)
+    np.testing.assert_allclose(far[1].components_, est[1].components_, rtol=1e-10, atol=1e-12)
+    loaded = load_model(save_model(est, tmp_path / "model"))
+    np.testing.assert_array_equal(loaded.predict(X), est.predict(X))
+    np.testing.assert_array_equal(loaded[1].transform(loaded[0].transform(X)), est[1].transform(est[0].transform(X)))

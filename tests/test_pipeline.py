@@ -121,12 +121,12 @@ def test_registries_name_classes():
     assert feature_map_class("cnm") is CompactNonlinearMap
     assert solver_class("ridge", "classification") is StreamingRidgeClassifier
     for name in FEATURES:  # every entry makes a feature map with the common parameters
-        params = FEATURES[name]().get_params()
-        assert {"random_state", "dtype"} <= set(params), name
-    assert {t for s in SOLVERS.values() for t in s} == {"classification", "regression"}
+        params = FEATURES[name]().get_params()  # (the additive chi2 map draws nothing: no seed)
+        assert {"dtype"} <= set(params) and ("random_state" in params or name == "chi2"), name
+    assert {t for s in SOLVERS.values() if isinstance(s, dict) for t in s} == {"classification", "regression"}
     with pytest.raises(ValueError, match=r"features must be one of \[.*'rff'.*\]; got 'rbf'"):
         feature_map_class("rbf")
-    with pytest.raises(ValueError, match=r"solver must be one of \['ridge', 'sgd'\]; got 'svm'"):
+    with pytest.raises(ValueError, match=r"solver must be one of \['kpca', 'ridge', 'sgd'\]; got 'svm'"):
         solver_class("svm", "classification")
     with pytest.raises(ValueError, match=r"task must be 'classification' or 'regression'; got None"):
         solver_class("ridge", None)
@@ -153,13 +153,17 @@ def test_make_model_steps_and_parameters():
 def test_check_model_accepts_every_default_and_refuses_bad_values(features):
     # the checks fit makes, made without data: every registered map and solver at its
     # defaults passes, a bad value of either is refused before any pass
+    histogram = features == "chi2"  # refused after the standardizer (its own test)
     for solver in SOLVERS:
         for task in ("classification", "regression"):
-            check_model(make_model(task, features=features, solver=solver), 5)
-    bad_map = make_model("classification", features=features, feature_params={"random_state": "seed"})
-    with pytest.raises(ValueError, match="'random_state' parameter"):
+            check_model(make_model(task, features=features, solver=solver, standardize=not histogram), 5)
+    bad = ("dtype", "float16") if histogram else ("random_state", "seed")
+    bad_map = make_model("classification", features=features, feature_params=dict([bad]),
+                         standardize=not histogram)
+    with pytest.raises(ValueError, match=f"'{bad[0]}' parameter"):
         check_model(bad_map, 5)
-    bad_solver = make_model("regression", features=features, solver_params={"alpha": -1.0})
+    bad_solver = make_model("regression", features=features, solver_params={"alpha": -1.0},
+                            standardize=not histogram)
     with pytest.raises(ValueError, match="'alpha' parameter"):
         check_model(bad_solver, 5)
 

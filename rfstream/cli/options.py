@@ -196,6 +196,11 @@ FIT_OPTIONS = (
            "wide sparse features), or auto (cg for sparse features wider than 4096, else gram)", choices=("auto", "gram", "cg", "pcg")),
     Option("pcg_rank", "ridge --ridge-solver pcg: rank r of the preconditioner "
            "(2 r rows sampled)", type=int),
+    Option("pca_components", "kpca: principal components kept (at most --n-components)", type=int),
+    Option("pca_variance", "kpca: keep the fewest components reaching this fraction of the variance, in (0, 1]",
+           type=float),
+    Option("pca_method", "kpca: one Gram pass and an eigendecomposition, or the randomized range finder "
+           "(2 + power iterations passes, for widths past the Gram's memory)", choices=("auto", "gram", "randomized")),
     Option("cg_max_iter", "ridge cg/pcg: most iterations (one pass each)", type=int),
     Option("cg_tol", "ridge cg/pcg: stop at this relative residual of the normal equations", type=float),
     Option("scoring", "ridge: the CV score of a list of --alpha: error_rate (one more "

@@ -288,20 +288,23 @@ class _Reader:
         value = np.frombuffer(buffer, dtype=dtype, count=int(np.prod(shape, dtype=np.int64)), offset=offset)
         return value.reshape(shape[::-1]).transpose() if header[1] else value.reshape(shape)
 
-    def value(self, spec):
+    def value(self, spec, param=False):
+        """The value of ``spec``; ``param``: a constructor parameter, whose estimators are
+        unfitted (``KernelPCA(features=RandomFourierFeatures())``)."""
         if isinstance(spec, list):
-            return [self.value(v) for v in spec]
+            return [self.value(v, param) for v in spec]
         if isinstance(spec, dict):
             if "$array" in spec:
                 return self.array(spec["$array"])
             if "$estimator" in spec:
-                return self.estimator(spec)
-            return {k: self.value(v) for k, v in spec["$dict"].items()}
+                return self.estimator(spec, unfitted=param)
+            return {k: self.value(v, param) for k, v in spec["$dict"].items()}
         return spec
 
-    def estimator(self, spec: dict, top: bool = False):
+    def estimator(self, spec: dict, top: bool = False, unfitted: bool = False):
         """The estimator of ``spec``; ``top``: the model or a step of it, whose parameters are
-        checked (an estimator held in a fitted attribute was built by its owner, unchecked)."""
+        checked (an estimator held in a fitted attribute was built by its owner, unchecked);
+        ``unfitted``: a constructor parameter, which may have no fitted state."""
         cls = _resolve_class(spec["$estimator"])
         if "steps" in spec:
             steps = [(name, self.estimator(step, top)) for name, step in spec["steps"]]
@@ -313,8 +316,9 @@ class _Reader:
             if found is not None and (callable(found) or hasattr(found, "__get__")):
                 raise ModelFileError(f"{where}: the fitted attribute {name!r} would replace a method "
                                      "or property of the class.")
-        finite = checks.check_fitted(cls, checks.FittedView(fitted, params, self.manifest, where))
-        est = cls(**{k: self.value(v) for k, v in params.items()})
+        finite = [] if unfitted and not fitted else checks.check_fitted(
+            cls, checks.FittedView(fitted, params, self.manifest, where))
+        est = cls(**{k: self.value(v, param=True) for k, v in params.items()})
         if top and hasattr(est, "check_parameters"):
             est.check_parameters(fitted.get("n_features_in_", 1))
         for k, v in fitted.items():
