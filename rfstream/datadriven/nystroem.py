@@ -1,15 +1,18 @@
-"""Nystroem features: landmarks sampled in one pass, ``k(x, landmarks) K_mm^{+1/2}``.
+"""Nystroem features: landmarks sampled by per-row keys, ``k(x, landmarks) K_mm^{+1/2}``.
 
-The landmarks are a uniform sample without replacement of ``m`` rows: every row
-gets a uniform key from ``(seed, global row index)`` (:func:`rfstream.random.row_uniform`,
-stream :data:`~rfstream.random.STREAM_NYSTROEM_LANDMARKS`) and the ``m`` rows with the
-smallest keys are kept (ties, which need two equal doubles, by the lower row index).
-The ``m`` smallest of a union are the ``m`` smallest of the parts' ``m`` smallest,
-so the choice is a tree reduction (:func:`landmark_chunk`, :func:`merge_landmarks`)
-whose partials carry the ``m`` best keys of their rows, the rows' indices and the
-rows themselves: one pass, ``m (d + 2)`` numbers per partial, and the same landmarks
-whatever the chunking, the reduction tree or the number of workers.
-Method, sources and the comparison with scikit-learn: docs/nystroem.md.
+Every row gets a key from ``u = row_uniform(seed, STREAM_NYSTROEM_LANDMARKS, row)``
+(:mod:`rfstream.random`) and the ``m`` rows with the smallest keys are the landmarks
+(ties, which need two equal doubles, by the lower row index).  ``landmarks="uniform"``:
+the key is ``u``, a uniform sample without replacement, in one pass.
+``landmarks="leverage"``: the key is ``-log(1 - u) / l`` for the row's approximate
+ridge leverage score ``l`` (:mod:`rfstream.datadriven.leverage`), the exponential form
+of Efraimidis & Spirakis' weighted sampling without replacement; the scores need one
+Gram pass of a pilot map first.  The ``m`` smallest of a union are the ``m`` smallest of
+the parts' ``m`` smallest, so the choice is a tree reduction (:func:`landmark_chunk`,
+:func:`merge_landmarks`) whose partials carry the ``m`` best keys of their rows, the
+rows' indices and the rows themselves: ``m (d + 2)`` numbers per partial, and the same
+landmarks whatever the chunking, the reduction tree or the number of workers.
+Method, sources and the comparisons: docs/nystroem.md.
 """
 from __future__ import annotations
 
@@ -19,6 +22,7 @@ from functools import partial
 import dask.array as da
 import numpy as np
 import scipy.sparse as sp
+from sklearn.utils._param_validation import StrOptions
 
 from .._validation import check_dask_array
 from ..cluster import compute
@@ -27,9 +31,15 @@ from ..random import STREAM_NYSTROEM_LANDMARKS, row_uniform
 from ..reductions import reduce_rows
 from ..features.base import KernelFeatureMap
 from ..features.fused import FUSED_SUB_BLOCK, even_sub_blocks
+from .leverage import leverage_scores, pilot_map
 
-__all__ = ["NystroemFeatures", "inverse_sqrt", "landmark_chunk", "merge_landmarks",
-           "sample_landmarks"]
+__all__ = ["LANDMARKS", "NystroemFeatures", "inverse_sqrt", "landmark_chunk", "merge_landmarks",
+           "row_keys", "sample_landmarks"]
+
+#: how the landmarks are sampled (``NystroemFeatures(landmarks=...)``)
+LANDMARKS = ("uniform", "leverage")
+#: the smallest weight of a row in a weighted sample (a row of weight 0 keeps a finite key)
+MIN_WEIGHT = 1e-12
 
 
 # ------------------------------------------------------------------ the landmark pass
@@ -58,15 +68,30 @@ def _smallest(keys, index, k):
     return candidates[order]
 
 
-def landmark_chunk(x, *, offset, k, seed):
+def row_keys(x, offset, seed, weights=None):
+    """The keys of rows ``x`` (global rows ``offset, ...``): ``u``, or ``-log(1 - u) / w(x)``.
+
+    ``u = row_uniform(seed, STREAM_NYSTROEM_LANDMARKS, row)``.  With ``weights`` (a function
+    of the rows, :class:`~rfstream.datadriven.leverage.LeverageScores`), ``-log(1 - u)`` is
+    an exponential draw and the ``k`` smallest of ``E_i / w_i`` are a weighted sample
+    without replacement (Efraimidis & Spirakis 2006, the keys ``u^(1/w)``, largest first,
+    in logarithms); weights are floored at :data:`MIN_WEIGHT`.
+    """
+    u = row_uniform(seed, STREAM_NYSTROEM_LANDMARKS, offset, offset + x.shape[0])
+    if weights is None:
+        return u
+    return -np.log1p(-u) / np.maximum(weights(x), MIN_WEIGHT)
+
+
+def landmark_chunk(x, *, offset, k, seed, weights=None):
     """Partial of the landmark pass for rows ``x`` starting at global row ``offset``.
 
-    The ``min(k, rows)`` rows of ``x`` with the smallest keys ``row_uniform(seed,
-    STREAM_NYSTROEM_LANDMARKS, row)``, packed with their keys and global indices
-    (:func:`merge_landmarks` reads them).  ``x`` is dense or ``scipy.sparse``.
+    The ``min(k, rows)`` rows of ``x`` with the smallest keys (:func:`row_keys`), packed
+    with their keys and global indices (:func:`merge_landmarks` reads them).  ``x`` is
+    dense or ``scipy.sparse``.
     """
     n, d = x.shape
-    keys = row_uniform(seed, STREAM_NYSTROEM_LANDMARKS, offset, offset + n)
+    keys = row_keys(x, offset, seed, weights)
     index = np.arange(offset, offset + n, dtype=np.float64)
     pick = _smallest(keys, index, k)
     rows = x[pick]
@@ -87,7 +112,7 @@ def merge_landmarks(parts, axis=0, keepdims=True, *, k):
     return out[None, :] if keepdims else out
 
 
-def sample_landmarks(X, k, seed, *, split_every=None):
+def sample_landmarks(X, k, seed, *, weights=None, split_every=None):
     """``(indices, rows)``: the ``min(k, n)`` rows of ``X`` with the smallest keys, by row index.
 
     Parameters
@@ -99,6 +124,9 @@ def sample_landmarks(X, k, seed, *, split_every=None):
         Number of landmarks.
     seed : int
         Seed of the per-row keys.
+    weights : callable, optional
+        ``rows -> (rows,)`` positive weights, evaluated inside the pass: a weighted
+        sample without replacement (:func:`row_keys`); None: a uniform one.
     split_every : int, optional
         Fan-in of the dask reduction tree (it does not change the result).
 
@@ -109,7 +137,8 @@ def sample_landmarks(X, k, seed, *, split_every=None):
     rows : ndarray of float64, shape (min(k, n), d)
         The rows, exactly as stored (converted to float64).
     """
-    packed = compute(reduce_rows(partial(landmark_chunk, k=k, seed=seed), partial(merge_landmarks, k=k),
+    packed = compute(reduce_rows(partial(landmark_chunk, k=k, seed=seed, weights=weights),
+                                 partial(merge_landmarks, k=k),
                                  k * (X.shape[1] + 2), X, split_every=split_every))
     keys, index = packed[:k], packed[k:2 * k]
     rows = packed[2 * k:].reshape(k, -1)
@@ -138,20 +167,23 @@ def inverse_sqrt(K):
 class NystroemFeatures(KernelFeatureMap):
     r"""Nystroem features: the kernel against ``m`` sampled rows, whitened by ``K_mm^{-1/2}``.
 
-    ``z(x) = k(x, L) K_mm^{+1/2}`` for landmarks ``L``, ``m = n_components``
-    rows of the training data sampled uniformly without replacement, and
-    ``K_mm = k(L, L)``; then ``z(x)' z(y) = k(x, L) K_mm^+ k(L, y)``, the
-    Nystroem approximation of ``k(x, y)`` (Williams & Seeger 2001; Drineas &
-    Mahoney 2005 with uniform sampling; the feature form of Yang et al. 2012).
-    It is exact on the landmarks: ``z(x)' z(l) = k(x, l)`` for every landmark
-    ``l`` (when ``K_mm`` has full rank).
+    ``z(x) = k(x, L) K_mm^{+1/2}`` for landmarks ``L``, ``m = n_components`` rows of the
+    training data, and ``K_mm = k(L, L)``; then ``z(x)' z(y) = k(x, L) K_mm^+ k(L, y)``,
+    the Nystroem approximation of ``k(x, y)`` (Williams & Seeger 2001; Drineas &
+    Mahoney 2005; the feature form of Yang et al. 2012).  It is exact on the
+    landmarks: ``z(x)' z(l) = k(x, l)`` for every landmark ``l`` (when ``K_mm`` has
+    full rank).
 
-    The landmarks are the ``m`` rows with the smallest keys ``u(seed, row)``
-    (module docstring): one pass over the data, the same rows whatever the
-    chunking.  ``K_mm^{+1/2}`` is computed once on the client
-    (:func:`inverse_sqrt`: eigendecomposition, eigenvalues below the rounding
-    level dropped).  With fewer than ``n_components`` rows every row is a
-    landmark, with a warning, as scikit-learn's ``Nystroem`` does.
+    The landmarks are the ``m`` rows with the smallest per-row keys (module
+    docstring): the same rows whatever the chunking.  ``landmarks="uniform"``: a
+    uniform sample without replacement, one pass.  ``landmarks="leverage"``: a
+    sample weighted by approximate ridge leverage scores (Alaoui & Mahoney 2015;
+    Musco & Musco 2017) from random Fourier features of ``max(2m, 256)`` columns
+    (:mod:`rfstream.datadriven.leverage`), two passes: the pilot's Gram, then the
+    keyed sample, whose tasks score their own rows.  ``K_mm^{+1/2}`` is computed
+    once on the client (:func:`inverse_sqrt`).  With fewer than ``n_components``
+    rows every row is a landmark, with a warning, as scikit-learn's ``Nystroem``
+    does.
 
     Parameters
     ----------
@@ -162,8 +194,10 @@ class NystroemFeatures(KernelFeatureMap):
         :class:`~rfstream.RandomFourierFeatures`).
     gamma : float > 0 or "auto", default=1.0
         Inverse bandwidth; "auto" is :func:`rfstream.kernels.auto_gamma`.
+    landmarks : {"uniform", "leverage"}, default="uniform"
+        How the landmarks are sampled (above; docs/nystroem.md compares them).
     random_state : int, numpy Generator, RandomState or None, default=None
-        Seed of the landmark keys.
+        Seed of the landmark keys (and of the pilot map's frequencies).
     dtype : {"float32", "float64"}, default="float32"
         Dtype of the output.  The block is computed in float64 and rounded once:
         ``K_mm^{+1/2}`` has entries up to ``s_min^{-1/2}``, which would amplify
@@ -181,6 +215,11 @@ class NystroemFeatures(KernelFeatureMap):
         ``K_mm^{+1/2}`` (float64, symmetric).
     rank_ : int
         Rank of ``K_mm`` kept in ``normalization_``.
+    leverage_lambda_ : float
+        With ``landmarks="leverage"`` only: the ridge ``lambda`` of the scores.
+    effective_dimension_ : float
+        With ``landmarks="leverage"`` only: ``sum_j s_j / (s_j + lambda)`` over the
+        eigenvalues ``s`` of the pilot's ``Z'Z``, the sum of the rows' scores.
     n_features_in_ : int
     feature_names_in_ : ndarray of shape (n_features_in_,)
         Only when ``X`` in ``fit`` has string column names.
@@ -192,6 +231,10 @@ class NystroemFeatures(KernelFeatureMap):
     for Approximating a Gram Matrix for Improved Kernel-Based Learning", JMLR 6,
     2005.  T. Yang, Y.-F. Li, M. Mahdavi, R. Jin and Z.-H. Zhou, "Nystroem Method
     vs Random Fourier Features: A Theoretical and Empirical Comparison", NIPS 2012.
+    A. El Alaoui and M. W. Mahoney, "Fast Randomized Kernel Ridge Regression with
+    Statistical Guarantees", NIPS 2015.  C. Musco and C. Musco, "Recursive Sampling
+    for the Nystroem Method", NIPS 2017.  P. S. Efraimidis and P. G. Spirakis,
+    "Weighted random sampling with a reservoir", IPL 97(5), 2006.
 
     Examples
     --------
@@ -201,15 +244,29 @@ class NystroemFeatures(KernelFeatureMap):
     >>> nys = NystroemFeatures(n_components=20, gamma=0.2, random_state=0).fit(X)
     >>> nys.transform(X).shape, nys.components_.shape
     ((300, 20), (20, 4))
+    >>> lev = NystroemFeatures(20, gamma=0.2, landmarks="leverage", random_state=0).fit(X)
+    >>> lev.components_.shape, bool(0 < lev.effective_dimension_ < 300)
+    ((20, 4), True)
     """
+
+    _parameter_constraints: dict = {**KernelFeatureMap._parameter_constraints,
+                                    "landmarks": [StrOptions(set(LANDMARKS))]}
 
     makes_data_pass = True
     #: no prefixes (:mod:`rfstream.features.prefix`): ``K_mm^{+1/2}`` mixes every landmark
     _prefix_refusal = ("K_mm^{-1/2} whitens over all its landmarks, so its first columns are not "
                        "the map of fewer landmarks; fit one map per n_components")
 
+    def __init__(self, n_components=100, *, kernel="gaussian", gamma=1.0, landmarks="uniform",
+                 random_state=None, dtype="float32"):
+        super().__init__(n_components, kernel=kernel, gamma=gamma, random_state=random_state, dtype=dtype)
+        self.landmarks = landmarks
+
     def _draw(self, rng, n_features):
-        """Nothing to draw on the client: the landmarks come from the pass in ``_fit_data``."""
+        """The pilot map of ``landmarks="leverage"`` (its frequencies); nothing for "uniform"."""
+        self._pilot = None
+        if self.landmarks == "leverage":
+            self._pilot = pilot_map(n_features, int(self.n_components), self.kernel, self.gamma_, rng)
 
     def _fit_data(self, X, y, seed):
         if isinstance(X, da.Array):  # global row indices need known row chunks
@@ -220,7 +277,13 @@ class NystroemFeatures(KernelFeatureMap):
                 f"n_components={k} > n_samples={n}: every row is a landmark (n_components set to "
                 f"n_samples, as scikit-learn's Nystroem does), which costs as much as the full kernel.",
                 UserWarning, stacklevel=4)
-        self.component_indices_, self.components_ = sample_landmarks(X, min(k, n), seed)
+        pilot, self._pilot = self._pilot, None  # used by this fit only, never saved
+        for name in ("leverage_lambda_", "effective_dimension_"):
+            self.__dict__.pop(name, None)
+        weights = None
+        if pilot is not None:
+            weights, self.leverage_lambda_, self.effective_dimension_ = leverage_scores(X, pilot, min(k, n))
+        self.component_indices_, self.components_ = sample_landmarks(X, min(k, n), seed, weights=weights)
         K = kernel_matrix(self.components_, None, self.kernel, self.gamma_)
         self.normalization_, self.rank_ = inverse_sqrt(K)
 
