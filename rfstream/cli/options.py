@@ -161,6 +161,9 @@ FIT_OPTIONS = (
            "eq. 7 as printed (raw)", choices=("balanced", "raw")),
     Option("rho", "lkrf: chi-square divergence bound of the feature weights", type=float),
     Option("degree", "arccos: kernel degree 0, 1 or 2; polysketch: the polynomial's degree", type=int),
+    Option("landmarks", "nystroem: landmarks sampled uniformly (one pass) or by approximate ridge leverage "
+           "scores (two passes; lower kernel-approximation error, higher classifier test error in "
+           "docs/nystroem.md)", choices=("uniform", "leverage")),
     Option("coef0", "polysketch: the constant c of (gamma <x, y> + c)^degree", type=float),
     Option("sample_steps", "chi2: sampling steps of the chi-squared kernel's Fourier transform", type=int),
     Option("sample_interval", "chi2: sampling interval (required for --sample-steps above 3)", type=float),
