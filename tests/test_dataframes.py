@@ -32,6 +32,7 @@ from test_contract import (
     assert_same_fit,
     make_map,
     make_solver,
+    map_data,
 )
 
 from rfstream import Standardizer
@@ -92,7 +93,7 @@ def assert_names_checked(est, X, method):
 # ================================================================== feature maps
 @pytest.mark.parametrize("name", MAPS)
 def test_map_pandas_dataframe(data, name):
-    X, y, _ = data
+    X, y = map_data(data, name)
     pX, py, _, _ = frames(X, y)
     ref = make_map(name).fit(X, y)
     est = make_map(name).fit(pX, py)
@@ -104,7 +105,7 @@ def test_map_pandas_dataframe(data, name):
 
 @pytest.mark.parametrize("name", MAPS)
 def test_map_dask_dataframe_equals_dask_array(data, name):
-    X, y, _ = data
+    X, y = map_data(data, name)
     _, _, dX, dy = frames(X, y)
     Xd, yd = arrays(X, y)
     ref = make_map(name).fit(Xd, yd)

@@ -166,7 +166,7 @@ def test_maps_without_prefixes_refuse_in_one_line_fitted_or_not(fmap):
 
 def test_only_data_independent_draws_declare_prefixes():
     declared = {name: getattr(cls, "func", cls).prefix_valid for name, cls in FEATURES.items()}
-    assert {name for name, valid in declared.items() if valid} == {"rff", "arccos", "circulant"}
+    assert {name for name, valid in declared.items() if valid} == {"rff", "arccos", "circulant", "skewed-chi2"}
     for cls in (FastfoodFeatures,):
         assert cls.prefix_valid
     for cls in (CompactRandomFeatures, FourierBinningFeatures):
