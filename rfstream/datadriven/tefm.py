@@ -36,6 +36,7 @@ from ..random import (
 )
 from ..reductions import sum_rows
 from ..samplers import check_sampler
+from ..solvers.kpca import orthonormal
 
 __all__ = ["TEFM", "fold_projection", "gaussian_sketch_chunk", "power_chunk", "srht_block_size",
            "srht_sketch_chunk", "srht_sketch_rows"]
@@ -128,14 +129,6 @@ def power_chunk(x, offset, *, rff, Q):
     """Partial of ``F' (F Q)`` for one row block (one power iteration)."""
     f = rff.block(x)
     return (f.T @ (f @ Q)).astype(np.float64).ravel()
-
-
-def _orthonormal(Y):
-    """Q of a thin QR of ``Y`` (float64), signs fixed so that ``diag(R) >= 0``."""
-    Q, R = scipy.linalg.qr(Y, mode="economic")
-    signs = np.sign(np.diag(R))
-    signs[signs == 0] = 1.0
-    return Q * signs
 
 
 class TEFM(FeatureMap):
@@ -316,10 +309,10 @@ class TEFM(FeatureMap):
         Y = np.asarray(compute(sum_rows(chunk, d * l, X))).reshape(d, l)
         dtype = self._output_dtype()
         for _ in range(self.n_power_iter):
-            Q = _orthonormal(Y).astype(dtype)
+            Q = orthonormal(Y).astype(dtype)
             chunk = partial(power_chunk, rff=self.rff_, Q=Q)
             Y = np.asarray(compute(sum_rows(chunk, d * l, X))).reshape(d, l)
-        self.components_ = _orthonormal(Y).astype(dtype)
+        self.components_ = orthonormal(Y).astype(dtype)
         return self
 
     @property

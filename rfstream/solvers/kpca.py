@@ -149,7 +149,7 @@ def project_block(x, mean, components, features=None, dtype=None):
 
 
 # ------------------------------------------------------------------ the client
-def _orthonormal(Y):
+def orthonormal(Y):
     """Q of a thin QR of ``Y`` (float64), signs fixed so that ``diag(R) >= 0``."""
     Q, R = scipy.linalg.qr(Y, mode="economic")
     signs = np.sign(np.diag(R))
@@ -316,7 +316,7 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
         l = min(k + self.n_oversamples, D)
         layout = Layout(n=(), s=(D,), q=(D,), P=(D, l))
         rng = np.random.default_rng(check_seed(self.random_state))
-        Q = _orthonormal(rng.standard_normal((D, l)))
+        Q = orthonormal(rng.standard_normal((D, l)))
         passes = self.n_power_iter + 2  # C Omega, the power iterations, the Rayleigh-Ritz product
         for step in range(passes):
             spec_q = ProductSpec(layout=layout, basis=Q.astype(spec["dtype"]), **spec)
@@ -325,7 +325,7 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
             mean = parts["s"] / n
             CQ = parts["P"] / n - np.outer(mean, mean @ Q)  # C Q, centred with this pass's mean
             if step < passes - 1:
-                Q = _orthonormal(CQ)
+                Q = orthonormal(CQ)
         B = Q.T @ CQ
         values, V = scipy.linalg.eigh((B + B.T) / 2)
         values, V = values[::-1][:k], V[:, ::-1][:, :k]
