@@ -80,11 +80,35 @@ def _convert(args):
         rows_per_chunk=args.rows_per_chunk, header={"auto": "auto", "yes": True, "no": False}[args.header],
         task=args.task, like=args.like, overwrite=args.overwrite, storage_options=args.storage_options,
     )
+    info = io.dataset_info(args.dst, storage_options=args.storage_options)
+    label, doubt = label_report(info["attrs"], chosen=args.label_column != "last")
+    if doubt:
+        print(f"rfstream: warning: {printable(doubt)}", file=sys.stderr)
     if not args.quiet:
-        info = io.dataset_info(args.dst, storage_options=args.storage_options)
         _print_json({"dataset": str(args.dst), "shape": info["shape"], "task": info["attrs"].get("task"),
-                     "classes": info["attrs"].get("classes"), "seconds": round(time.perf_counter() - t0, 2)})
+                     "label": label, "classes": info["attrs"].get("classes"),
+                     "seconds": round(time.perf_counter() - t0, 2)})
     return summary
+
+
+def label_report(attrs, chosen):
+    """``(label, doubt)``: which column convert took as the label (its index, the task, the
+    number of classes), and a warning when the label was taken by default (the last column)
+    while the only text column is elsewhere: that column looks like the label (letter's
+    first column, say)."""
+    index, task = attrs.get("label_column"), attrs.get("task")
+    label = {"column": index, "task": task}
+    if attrs.get("classes") is not None:
+        label["classes"] = len(attrs["classes"])
+    text = list(attrs.get("categorical") or {})
+    doubt = None
+    if not chosen and len(text) == 1 and task == "classification":
+        name = text[0]  # a file without a header names its columns c0, c1, ...: pass the index
+        flag = name if attrs.get("header") or not name[1:].isdigit() else name[1:]
+        doubt = (f"the label is the last column (column {index}, {label.get('classes')} classes), taken by "
+                 f"default; column {name!r} is the only text column: if it is the label, convert again "
+                 f"with --label-column {flag}.")
+    return label, doubt
 
 
 def fit_options(args):

@@ -282,7 +282,10 @@ def iter_row_chunks(path, *, x=DEFAULT_X, y=DEFAULT_Y, storage_options=None
 
 
 def onehot_columns(attrs):
-    """Indices of the one-hot columns of a dataset (from its ``categorical`` attrs)."""
+    """Indices of the one-hot columns of a dataset, from its ``categorical`` attrs: ``attrs``
+    is the attrs dict, or the dataset's path (its attrs are read)."""
+    if not isinstance(attrs, dict):
+        attrs = dataset_info(attrs)["attrs"]
     categorical = attrs.get("categorical") or {}
     names = attrs.get("feature_names") or []
     prefixes = tuple(f"{col}=" for col in categorical)

@@ -1,0 +1,39 @@
+"""What a new user trips on in the first hour (issue: "The first hour"): convert says which
+column it took as the label and warns when the only text column looks like it; the
+one-hot helper takes a dataset's path."""
+import json
+
+import numpy as np
+
+from rfstream import cli, io
+
+
+def _run(*argv):
+    try:
+        return cli.main([str(a) for a in argv])
+    except SystemExit as exc:
+        return exc.code
+
+
+def test_convert_names_its_label_and_doubts_a_default_one(tmp_path, capsys):
+    rng = np.random.default_rng(0)
+    letters = rng.choice(list("ABC"), size=60)
+    lines = [f"{c},{a:.3f},{int(b)}" for c, a, b in zip(letters, rng.normal(size=60), rng.integers(0, 5, 60))]
+    src = tmp_path / "letters.data"
+    src.write_text("\n".join(lines) + "\n")
+    assert _run("convert", src, tmp_path / "a.zarr") == 0
+    out = capsys.readouterr()
+    assert "column 'c0' is the only text column" in out.err and "--label-column 0." in out.err
+    assert json.loads(out.out)["label"] == {"column": 2, "task": "classification", "classes": 5}
+    assert _run("convert", src, tmp_path / "b.zarr", "--label-column", "0") == 0  # as the warning says
+    out = capsys.readouterr()
+    assert "warning" not in out.err
+    assert io.dataset_info(tmp_path / "b.zarr")["attrs"]["classes"] == ["A", "B", "C"]
+
+
+def test_onehot_columns_takes_a_path_or_attrs(tmp_path):
+    src = tmp_path / "d.csv"
+    src.write_text("city,x,y\nParis,1.0,0\nLyon,2.0,1\nParis,3.0,1\n")
+    io.convert(src, tmp_path / "d.zarr")
+    attrs = io.dataset_info(tmp_path / "d.zarr")["attrs"]
+    assert io.onehot_columns(tmp_path / "d.zarr") == io.onehot_columns(attrs) == [0, 1]
