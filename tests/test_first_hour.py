@@ -37,3 +37,25 @@ def test_onehot_columns_takes_a_path_or_attrs(tmp_path):
     io.convert(src, tmp_path / "d.zarr")
     attrs = io.dataset_info(tmp_path / "d.zarr")["attrs"]
     assert io.onehot_columns(tmp_path / "d.zarr") == io.onehot_columns(attrs) == [0, 1]
+
+
+def test_an_installed_package_finds_the_datasets_beside_the_working_directory(tmp_path, monkeypatch):
+    from rfstream.datasets import registry
+
+    site = tmp_path / "venv" / "lib" / "python3.11" / "site-packages" / "rfstream" / "datasets"
+    monkeypatch.delenv("RFSTREAM_DATASETS", raising=False)
+    monkeypatch.setattr(registry, "__file__", str(site / "registry.py"))  # no pyproject.toml above it
+    (tmp_path / "shared" / "datasets").mkdir(parents=True)
+    (tmp_path / "work").mkdir()
+    monkeypatch.chdir(tmp_path / "work")
+    assert registry.datasets_folder() == tmp_path / "shared" / "datasets"  # the parent's, as in the README
+
+
+def test_bench_converts_only_the_datasets_asked_for(tmp_path, monkeypatch):
+    import rfstream.datasets
+    from rfstream.bench import e2e
+
+    asked = []
+    monkeypatch.setattr(rfstream.datasets, "prepare", lambda entry, workdir, folder: asked.append(entry) or ("t", "v"))
+    assert set(e2e.prepare_data(None, tmp_path, ["adult"])) == {"adult"}
+    assert asked == [e2e.REGISTRY_NAMES["adult"]]

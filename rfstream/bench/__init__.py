@@ -99,7 +99,8 @@ def main(args):
     if json_path.exists():  # measure one part and keep the others from an earlier run
         old = json.loads(json_path.read_text())
         result.update({k: old[k] for k in ("fused", "e2e", "scaling") if k in old and k not in args.parts})
-    paths = e2e.prepare_data(args.datasets, args.workdir) if {"fused", "e2e"} & set(args.parts) else {}
+    wanted = (["kdd99"] if "fused" in args.parts else []) + (list(args.data) if "e2e" in args.parts else [])
+    paths = e2e.prepare_data(args.datasets, args.workdir, sorted(set(wanted)))
     parts = {
         "fused": lambda: fused.fused_vs_gemm(paths["kdd99"][0], args.fused_components, args.alpha, args.repeats),
         "e2e": lambda: e2e.end_to_end(paths, args.data, args.n_components, args.methods, args.alpha, cap,

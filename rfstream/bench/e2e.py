@@ -18,16 +18,16 @@ REGISTRY_NAMES = {"kdd99": "kddcup99", "adult": "adult"}
 DATASETS = tuple(REGISTRY_NAMES)
 
 
-def prepare_data(datasets, workdir):
-    """KDD99-10% / corrected and Adult train / test as Zarr, converted once into ``workdir``.
+def prepare_data(datasets, workdir, names=DATASETS):
+    """The train / test Zarr of each of ``names`` ("kdd99", "adult"), converted once into
+    ``workdir`` (and only those: ``--data adult`` converts no KDD99).
 
     ``datasets`` is the real datasets folder (None: :func:`rfstream.datasets.datasets_folder`);
-    returns ``{"kdd99": (train, test), "adult": (train, test)}`` as strings.
+    returns ``{name: (train, test)}`` as strings.
     """
     from ..datasets import prepare
 
-    return {name: tuple(str(p) for p in prepare(entry, workdir, datasets))
-            for name, entry in REGISTRY_NAMES.items()}
+    return {name: tuple(str(p) for p in prepare(REGISTRY_NAMES[name], workdir, datasets)) for name in names}
 
 
 def shared_gamma(train, seed=0):

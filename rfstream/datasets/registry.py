@@ -119,9 +119,18 @@ def get(name) -> Dataset:
 
 
 def datasets_folder() -> Path:
-    """The real datasets folder: ``$RFSTREAM_DATASETS``, else ``../shared/datasets`` beside the repository."""
+    """The real datasets folder: ``$RFSTREAM_DATASETS``; else ``../shared/datasets`` beside the
+    repository when rfstream runs from a checkout; else (an installed package, whose
+    directory says nothing about the data) ``shared/datasets`` in the working directory
+    or its parent, the first that exists (the checkout's or the working directory's
+    parent's path when none does, for the error that names it)."""
     env = os.environ.get("RFSTREAM_DATASETS")
-    return Path(env) if env else Path(__file__).resolve().parents[3] / "shared" / "datasets"
+    if env:
+        return Path(env)
+    checkout = Path(__file__).resolve().parents[2]
+    candidates = [checkout.parent / "shared" / "datasets"] if (checkout / "pyproject.toml").is_file() else []
+    candidates += [Path.cwd() / "shared" / "datasets", Path.cwd().parent / "shared" / "datasets"]
+    return next((path for path in candidates if path.is_dir()), candidates[0])
 
 
 def source_paths(name, folder=None) -> tuple[Path, Path | None]:
