@@ -59,3 +59,14 @@ def test_bench_converts_only_the_datasets_asked_for(tmp_path, monkeypatch):
     monkeypatch.setattr(rfstream.datasets, "prepare", lambda entry, workdir, folder: asked.append(entry) or ("t", "v"))
     assert set(e2e.prepare_data(None, tmp_path, ["adult"])) == {"adult"}
     assert asked == [e2e.REGISTRY_NAMES["adult"]]
+
+
+def test_a_librarys_unclosed_session_is_not_the_users_warning(capsys):
+    import warnings
+
+    from rfstream.cli.commands import _warnings_as_lines
+
+    with _warnings_as_lines():
+        warnings.warn("Unclosed client session <aiohttp.client.ClientSession>", ResourceWarning)
+        warnings.warn("the chosen alpha=1 is the largest of its grid", UserWarning)
+    assert capsys.readouterr().err == "rfstream: warning: the chosen alpha=1 is the largest of its grid\n"

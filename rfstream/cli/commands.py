@@ -43,11 +43,16 @@ def _source(args, labels=True):
 
 @contextlib.contextmanager
 def _warnings_as_lines():
-    """Collect the warnings of a block and print each distinct one as one line on stderr."""
+    """Collect the warnings of a block and print each distinct one as one line on stderr.
+
+    ``ResourceWarning`` is left out: it reports an object some library left open (an aiohttp
+    session of an object store's filesystem, collected whenever the garbage collector
+    runs), nothing the command's user can act on."""
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         yield
-    for message in dict.fromkeys(str(w.message).splitlines()[0] for w in caught):
+    shown = [w for w in caught if not issubclass(w.category, ResourceWarning)]
+    for message in dict.fromkeys(str(w.message).splitlines()[0] for w in shown):
         print(f"rfstream: warning: {printable(message)}", file=sys.stderr)
 
 
