@@ -42,7 +42,7 @@ from .metrics import classification_metrics, regression_metrics
 __all__ = ["FEATURES", "FIT_DEFAULTS", "INTERVAL_LEVEL", "PARAMETERS", "SOLVERS", "TASKS", "NotApplicable",
            "check_model", "class_names", "data_bytes", "dataset_metadata", "evaluate_dataset",
            "feature_map_class", "fit_dataset", "has_posterior", "load_fitted", "make_model", "open_data",
-           "open_weights", "predict_dataset", "prediction_interval", "predictive_std", "route",
+           "open_weights", "posterior_outputs", "predict_dataset", "prediction_interval", "predictive_std", "route",
            "route_params", "solver_class", "transform_dataset"]
 
 #: the level of the prediction intervals that evaluate_dataset scores by default
@@ -153,12 +153,12 @@ def evaluate_dataset(model, meta, data, *, X=None, y=None, attrs=None, storage_o
         result = {"metric": "error_rate", "value": metrics["error_rate"], **metrics,
                   "classes": class_names(classes, meta)}
     else:
-        level, bounds = interval_level, {}
-        if level is not None or has_posterior(model):
+        level, bounds, y_pred = interval_level, {}, None
+        if level is not None or has_posterior(model):  # predictions and bounds from one product
             level = INTERVAL_LEVEL if level is None else level
-            lower, upper = prediction_interval(model, X, level)
+            y_pred, _, (lower, upper) = posterior_outputs(model, X, level)
             bounds = {"lower": lower, "upper": upper}
-        metrics = regression_metrics(y, model.predict(X), **bounds)
+        metrics = regression_metrics(y, model.predict(X) if y_pred is None else y_pred, **bounds)
         result = {"metric": "relative_rmse", "value": metrics["relative_rmse"], **metrics}
         if bounds:
             result["interval_level"] = float(level)
@@ -215,15 +215,18 @@ def predict_dataset(model_path, data, out, *, overwrite=False, storage_options=N
         kind = "predict_proba" if hasattr(model, "predict_proba") else "decision_function"
         arrays["scores"] = getattr(model, kind)(X)
         extra.update(scores=kind, score_classes=class_names(np.asarray(model.classes_), meta))
-    if std:
-        arrays["std"] = predictive_std(model, X)
-    if interval is not None:
-        arrays["lower"], arrays["upper"] = prediction_interval(model, X, interval)
-        extra["interval_level"] = float(interval)
+    y_pred = None
+    if std or interval is not None:  # y_pred, std and the bounds from one product per block
+        y_pred, spread, bounds = posterior_outputs(model, X, interval)
+        if std:
+            arrays["std"] = spread
+        if interval is not None:
+            arrays["lower"], arrays["upper"] = bounds
+            extra["interval_level"] = float(interval)
     arrays.update({name: make(model, X) for name, make in (outputs or {}).items()})
     with ensure_run_context():
-        io.write_predictions(model.predict(X), out, arrays=arrays, overwrite=overwrite,
-                             storage_options=storage_options, attrs=extra)
+        io.write_predictions(model.predict(X) if y_pred is None else y_pred, out, arrays=arrays,
+                             overwrite=overwrite, storage_options=storage_options, attrs=extra)
     return int(X.shape[0])
 
 
@@ -254,22 +257,27 @@ def _check_posterior(final, Z):
         final.predict(Z, return_std=True)  # raises the solver's message (refit with calibrate=True)
 
 
-def predictive_std(model, X):
-    """The posterior predictive standard deviation of every row of ``X`` (shaped as
-    ``predict``'s output; lazy for dask): ``predict(X, return_std=True)`` of a ridge
-    regressor fitted with ``calibrate`` (:mod:`rfstream.solvers.posterior`)."""
+def posterior_outputs(model, X, level=None):
+    """``(prediction, std, (lower, upper) or None)`` of every row of ``X`` (each shaped as
+    ``predict``'s output; lazy for dask) from one ``predict(X, return_std=True)`` of a
+    ridge regressor fitted with ``calibrate``: the prediction equals ``predict``'s, and
+    the conformal bounds at ``level`` (:mod:`rfstream.solvers.calibration`) reuse its std."""
     final, Z = _final_step(model, X)
     _check_posterior(final, Z)
-    return final.predict(Z, return_std=True)[1]
+    mean, std = final.predict(Z, return_std=True)
+    return mean, std, (None if level is None else final.interval_from_moments(mean, std, level))
+
+
+def predictive_std(model, X):
+    """The posterior predictive standard deviation of every row of ``X`` (shaped as
+    ``predict``'s output; lazy for dask), :func:`posterior_outputs`'s."""
+    return posterior_outputs(model, X)[1]
 
 
 def prediction_interval(model, X, level):
     """``(lower, upper)`` of every row of ``X`` at ``level`` (shaped as ``predict``'s output;
-    lazy for dask): the conformal interval of a ridge regressor fitted with ``calibrate``
-    (its ``predict_interval``, :mod:`rfstream.solvers.calibration`)."""
-    final, Z = _final_step(model, X)
-    _check_posterior(final, Z)
-    return final.predict_interval(Z, level=level)
+    lazy for dask), :func:`posterior_outputs`'s conformal interval."""
+    return posterior_outputs(model, X, level)[2]
 
 
 def transform_dataset(model_path, data, out, *, overwrite=False, storage_options=None, x_array="X",

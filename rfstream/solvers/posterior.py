@@ -90,10 +90,16 @@ class PosteriorPredictMixin:
         output: ``prediction -+ q std(x)`` with ``q`` the conformal quantile of the
         normalized leave-one-out residuals (:mod:`rfstream.solvers.calibration`).  An
         infinite ``q`` (too few training rows for the level) gives infinite bounds."""
+        return self.interval_from_moments(*self._predictive_moments(X), level)
+
+    @available_if(_has_posterior)
+    def interval_from_moments(self, mean, std, level=0.9):
+        """``(lower, upper)`` from ``predict(X, return_std=True)``'s ``(mean, std)``: what
+        :meth:`predict_interval` gives, for a caller that needs the mean and std as well
+        (one product with the posterior factor per block instead of two)."""
         level = check_level(level)
-        mean, std = self._predictive_moments(X)
         q = np.array([conformal_quantile(c, level) for c in self.conformal_counts_])
-        q = q[0] if mean.ndim == 1 else q
+        q = q[0] if np.ndim(mean) == 1 else q
         return mean - q * std, mean + q * std
 
     def _predictive_moments(self, X):
