@@ -18,6 +18,7 @@ import inspect
 import time
 
 import numpy as np
+from sklearn.base import is_classifier
 
 from . import io
 from .catalog import (
@@ -41,7 +42,7 @@ from .metrics import classification_metrics, regression_metrics
 
 __all__ = ["FEATURES", "FIT_DEFAULTS", "INTERVAL_LEVEL", "PARAMETERS", "SOLVERS", "TASKS", "NotApplicable",
            "check_model", "class_names", "data_bytes", "dataset_metadata", "evaluate_dataset",
-           "feature_map_class", "fit_dataset", "has_posterior", "load_fitted", "make_model", "open_data",
+           "feature_map_class", "fit_dataset", "has_posterior", "load_fitted", "make_model", "model_task", "open_data",
            "open_weights", "posterior_outputs", "predict_dataset", "prediction_interval", "predictive_std", "route",
            "route_params", "solver_class", "transform_dataset"]
 
@@ -138,7 +139,7 @@ def evaluate_dataset(model, meta, data, *, X=None, y=None, attrs=None, storage_o
     if y is None:
         raise ValueError(f"{data} has no labels; use `rfstream predict` instead of evaluate.")
     check_schema(meta, attrs, X, data)
-    task = meta.get("dataset", {}).get("task")
+    task = model_task(model, meta)
     if interval_level is not None and task != "regression":
         raise ValueError(f"interval_level (CLI: --interval-level) scores a regressor's prediction intervals; "
                          f"the model is a {task} model (its probabilities are scored by log_loss and the "
@@ -166,6 +167,16 @@ def evaluate_dataset(model, meta, data, *, X=None, y=None, attrs=None, storage_o
                    "predict_seconds": round(time.perf_counter() - t0, 3),
                    "fit_seconds": meta.get("fit_seconds"), "data": redact_url(str(data))})
     return result
+
+
+def model_task(model, meta):
+    """The model's task: the one its metadata records (:func:`fit_dataset`), else the
+    estimator's own kind (a model saved by :func:`rfstream.save_model` without metadata):
+    a saved classifier is evaluated as a classifier whichever door made it."""
+    task = meta.get("dataset", {}).get("task")
+    if task in TASKS:
+        return task
+    return "classification" if is_classifier(model) else "regression"
 
 
 def class_names(classes, meta):

@@ -70,3 +70,47 @@ def test_a_librarys_unclosed_session_is_not_the_users_warning(capsys):
         warnings.warn("Unclosed client session <aiohttp.client.ClientSession>", ResourceWarning)
         warnings.warn("the chosen alpha=1 is the largest of its grid", UserWarning)
     assert capsys.readouterr().err == "rfstream: warning: the chosen alpha=1 is the largest of its grid\n"
+
+
+def test_the_api_and_the_cli_make_the_same_model_on_adult(adult_train_zarr, adult_test_zarr, tmp_path):
+    """fit_dataset applies the CLI's defaults (one-hot columns passed through the
+    standardizer included): the same model, the same metrics, whichever door."""
+    from rfstream.cluster import connect
+    from rfstream.pipeline import evaluate_dataset, fit_dataset, load_fitted
+
+    options = ["--n-components", "300", "--alpha", "0.01,0.1,1", "--random-state", "3"]
+    assert _run("fit", adult_train_zarr, *options, "--out", tmp_path / "cli", "--scheduler", "threads",
+                "--quiet") == 0
+    with connect("threads"):
+        api, _ = fit_dataset(str(adult_train_zarr), n_components=300, alpha=[0.01, 0.1, 1], random_state=3,
+                             out=tmp_path / "api")
+        cli_model, cli_meta = load_fitted(tmp_path / "cli")
+        assert list(api.named_steps["standardize"].passthrough) == io.onehot_columns(adult_train_zarr)
+        X, _ = io.open_dataset(adult_test_zarr)
+        rows = X[:2000].compute()
+        np.testing.assert_allclose(api.decision_function(rows), cli_model.decision_function(rows),
+                                   rtol=1e-6, atol=1e-6)
+        api_model, api_meta = load_fitted(tmp_path / "api")
+        ours = evaluate_dataset(api_model, api_meta, str(adult_test_zarr))
+        theirs = evaluate_dataset(cli_model, cli_meta, str(adult_test_zarr))
+    assert ours["task"] == theirs["task"] == "classification"
+    assert abs(ours["error_rate"] - theirs["error_rate"]) <= 1e-6
+
+
+def test_a_classifier_saved_without_metadata_evaluates_as_a_classifier(tmp_path, capsys):
+    """The README's estimator snippet: make_model + save_model records no dataset; evaluate
+    takes the task from the estimator itself."""
+    import rfstream
+    from rfstream.pipeline import make_model
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(400, 4)).astype(np.float32)
+    y = (X[:, 0] + 0.3 * rng.normal(size=400) > 0).astype(np.int32)
+    io.write_dataset(tmp_path / "d.zarr", X, y, attrs={"task": "classification", "classes": ["no", "yes"]})
+    model = make_model("classification", feature_params={"n_components": 50, "random_state": 0})
+    model.fit(X, y)
+    rfstream.save_model(model, tmp_path / "m")
+    assert _run("evaluate", tmp_path / "m", tmp_path / "d.zarr", "--format", "json", "--scheduler",
+                "threads") == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["task"] == "classification" and result["error_rate"] < 0.2
