@@ -114,3 +114,16 @@ def test_a_classifier_saved_without_metadata_evaluates_as_a_classifier(tmp_path,
                 "threads") == 0
     result = json.loads(capsys.readouterr().out)
     assert result["task"] == "classification" and result["error_rate"] < 0.2
+
+
+def test_bench_without_its_datasets_is_one_line_and_writes_nothing(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("RFSTREAM_DATASETS", str(tmp_path / "nowhere"))
+    monkeypatch.chdir(tmp_path)
+    assert _run("bench", "--parts", "e2e", "--data", "adult", "--no-plots") == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--datasets FOLDER" in err and "RFSTREAM_DATASETS" in err
+    (tmp_path / "some").mkdir()
+    assert _run("bench", "--datasets", tmp_path / "some", "--parts", "fused", "--out", tmp_path / "o",
+                "--no-plots") == 2
+    assert "kddcup99" in capsys.readouterr().err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["some"]  # no output folder, nothing in the cwd

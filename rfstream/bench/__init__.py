@@ -43,9 +43,11 @@ from .e2e import DATASETS, METHODS
 def add_arguments(p):
     p.add_argument("--datasets", default=None,
                    help="folder of the real datasets (kddcup99/, adult/; default: $RFSTREAM_DATASETS, "
-                        "else ../shared/datasets beside the repository)")
-    p.add_argument("--workdir", default="runs/bench", help="converted Zarr datasets are cached here")
-    p.add_argument("--out", default="docs/benchmarks", help="bench.json and PNG plots go here")
+                        "else ../shared/datasets beside the repository or the working directory)")
+    p.add_argument("--out", default="rfstream-bench",
+                   help="everything the bench writes goes under this folder: bench.json, PNG plots and "
+                        "(unless --workdir) the converted datasets in OUT/data")
+    p.add_argument("--workdir", default=None, help="converted Zarr datasets are cached here (default: OUT/data)")
     p.add_argument("--parts", nargs="+", default=["fused", "e2e", "scaling"],
                    choices=["fused", "e2e", "scaling"], help="what to measure (default: all three)")
     p.add_argument("--fused-components", type=int, default=2000, help="D of the fused-pass measurement")
@@ -82,8 +84,11 @@ def main(args):
                 "or pass --no-plots."
             ) from None
     out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
+    workdir = Path(args.workdir) if args.workdir else out / "data"
+    wanted = (["kdd99"] if "fused" in args.parts else []) + (list(args.data) if "e2e" in args.parts else [])
+    e2e.check_sources(args.datasets, sorted(set(wanted)))  # a missing file fails before anything is written
     cap = _bytes(args.memory_cap)
+    out.mkdir(parents=True, exist_ok=True)
     result = {"command": "rfstream bench " + " ".join(sys.argv[2:]) if sys.argv[1:2] == ["bench"]
               else " ".join(sys.argv), "started": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
               "machine": {"cpus": os.cpu_count(), "platform": platform.platform(),
@@ -99,13 +104,12 @@ def main(args):
     if json_path.exists():  # measure one part and keep the others from an earlier run
         old = json.loads(json_path.read_text())
         result.update({k: old[k] for k in ("fused", "e2e", "scaling") if k in old and k not in args.parts})
-    wanted = (["kdd99"] if "fused" in args.parts else []) + (list(args.data) if "e2e" in args.parts else [])
-    paths = e2e.prepare_data(args.datasets, args.workdir, sorted(set(wanted)))
+    paths = e2e.prepare_data(args.datasets, workdir, sorted(set(wanted)))
     parts = {
         "fused": lambda: fused.fused_vs_gemm(paths["kdd99"][0], args.fused_components, args.alpha, args.repeats),
         "e2e": lambda: e2e.end_to_end(paths, args.data, args.n_components, args.methods, args.alpha, cap,
                                   args.timeout),
-        "scaling": lambda: e2e.scaling(args.workdir, args.scaling_rows, args.scaling_components, args.alpha,
+        "scaling": lambda: e2e.scaling(workdir, args.scaling_rows, args.scaling_components, args.alpha,
                                    cap, args.timeout),
     }
     for part, measure in parts.items():

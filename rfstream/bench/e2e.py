@@ -30,6 +30,22 @@ def prepare_data(datasets, workdir, names=DATASETS):
     return {name: tuple(str(p) for p in prepare(REGISTRY_NAMES[name], workdir, datasets)) for name in names}
 
 
+def check_sources(datasets, names):
+    """Refuse, naming the missing file and both ways to give the folder, when a source file
+    of ``names`` is not there: before the bench writes or converts anything."""
+    from ..datasets import datasets_folder, source_paths
+
+    folder = Path(datasets) if datasets is not None else datasets_folder()
+    fix = "pass --datasets FOLDER (the folder holding kddcup99/, adult/, ...) or set RFSTREAM_DATASETS"
+    if names and not folder.is_dir():
+        raise FileNotFoundError(f"rfstream bench measures real datasets ({', '.join(names)}) and their folder "
+                                f"{folder} does not exist: {fix}.")
+    for name in names:
+        for path in source_paths(REGISTRY_NAMES[name], folder):
+            if path is not None and not path.exists():
+                raise FileNotFoundError(f"rfstream bench: {path} does not exist: {fix}.")
+
+
 def shared_gamma(train, seed=0):
     """``gamma`` for every method: rfstream's "auto" rule on the standardized training set."""
     from .. import io
