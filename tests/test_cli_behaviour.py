@@ -133,12 +133,16 @@ def test_info_piped_into_head(work):
 
 # ------------------------------------------------------------------ parameters before any pass
 @pytest.mark.parametrize("flags, message", [
-    (["--n-components", "0"], "n_components ('0') is not a positive int; give a positive int or a list"),
-    (["--features", "nystroem", "--n-components", "50,100"], "n_components=[50, 100] needs a map whose features"),
-    (["--variant", "cossin", "--n-components", "3"], "n_components must be even with variant='cossin'"),
-    (["--solver", "sgd", "--alpha", "0.1,1"], "'alpha' parameter of StreamingSGDClassifier"),
+    # the library's parameters said as the flags the user typed (cli.words.as_flags)
+    (["--n-components", "0"], "('0') is not a positive int; give a positive int or a list"),
+    (["--features", "nystroem", "--n-components", "50,100"], "--n-components 50,100 needs a map whose features"),
+    (["--variant", "cossin", "--n-components", "3"], "--n-components must be even with --variant cossin"),
+    (["--solver", "sgd", "--alpha", "0.1,1"], "the --alpha parameter of StreamingSGDClassifier is one value"),
+    (["--solver", "sgd", "--alpha", "0.1,1"], "or use --solver ridge."),
+    (["--ridge-solver", "pcg", "--alpha", "0.1,1"], "--ridge-solver pcg takes a single alpha and gamma"),
+    (["--ridge-solver", "pcg", "--alpha", "0.1,1"], "or --ridge-solver gram (--cv loo keeps one Gram)"),
     (["--features", "tefm-s", "--n-components", "50", "--n-random-features", "20"],
-     "n_random_features must be >= n_components"),
+     "--n-random-features must be >= --n-components"),
     (["--sample-weight", "nothing"], "has no array 'nothing'"),
 ])
 def test_parameters_are_checked_before_the_data_are_read(work, tmp_path, capsys, monkeypatch, flags, message):

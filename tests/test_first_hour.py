@@ -127,3 +127,24 @@ def test_bench_without_its_datasets_is_one_line_and_writes_nothing(tmp_path, mon
                 "--no-plots") == 2
     assert "kddcup99" in capsys.readouterr().err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["some"]  # no output folder, nothing in the cwd
+
+
+def test_a_source_file_given_for_a_dataset_says_convert(tmp_path, capsys):
+    src = tmp_path / "d.csv"
+    src.write_text("a,b,y\n1,2,0\n3,4,1\n")
+    for command in (["fit", src, "--out", tmp_path / "m"], ["info", src]):
+        assert _run(*command) == 2
+        err = capsys.readouterr().err
+        assert err == (f"rfstream: error: {src} is a file, not a Zarr dataset; convert it first: rfstream convert "
+                       f"{src} d.zarr (Python: rfstream.io.convert), then use d.zarr\n")
+
+
+def test_parameters_in_messages_are_the_flags_typed():
+    from rfstream.cli.words import as_flags
+
+    assert as_flags("lower pcg_rank (or n_components); cv='loo' keeps one Gram") == \
+        "lower --pcg-rank (or --n-components); --cv loo keeps one Gram"
+    assert as_flags("solver='newton' needs loss='log_loss'") == "--sgd-solver newton needs --loss log_loss"
+    # names that mean something else on another estimator, paths, and words stay as they are
+    assert as_flags("tol=1e-3 and max_iter=5 in /data/n_components.zarr: a gamma grid") == \
+        "tol=1e-3 and max_iter=5 in /data/n_components.zarr: a gamma grid"

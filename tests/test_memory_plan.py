@@ -73,11 +73,11 @@ def test_planned_targets_and_folds():
 def test_check_ridge_memory(one_gib):
     check_ridge_memory(StreamingRidge(alpha=1.0), 4096, 1)  # one Gram: 3 x 128 MiB
     with pytest.raises(ValueError, match=r"1 fold\(s\) x D\^2 \(D=8192\).*lower n_components, or use "
-                                         r"solver='pcg' \(--ridge-solver pcg\)"):
+                                         r"solver='pcg' \(CLI: --ridge-solver pcg\)"):
         check_ridge_memory(StreamingRidge(alpha=1.0), 8192, 1)
     check_ridge_memory(StreamingRidge(alpha=[0.1, 1.0]), 4096, 1)  # 5 folds do not fit: loo does
     with pytest.raises(ValueError, match=r"5 fold\(s\).*lower cv or n_components, or use cv='loo' "
-                                         r"\(--cv loo: one Gram\)"):
+                                         r"\(CLI: --cv loo\), which needs one Gram"):
         check_ridge_memory(StreamingRidge(alpha=[0.1, 1.0], cv=[([0], [1])] * 5), 4096, 1)
     with pytest.raises(ValueError, match=r"3 gammas x 1 fold\(s\).*lower the number of gammas or n_components"):
         check_ridge_memory(StreamingRidge(alpha=[0.1, 1.0], cv="loo"), 4096, 1, n_groups=3)
@@ -95,7 +95,7 @@ def test_check_ridge_memory(one_gib):
     (["--n-components", "4096", "--gamma", "0.1,1,10", "--alpha", "1e-3,0.1", "--cv", "loo"],
      "3 gammas x 1 fold(s) x D^2 (D=4096)"),
     (["--n-components", "8192", "--ridge-solver", "pcg", "--pcg-rank", "8192", "--alpha", "1"],
-     "solver='pcg' with pcg_rank=8192 at D=8192"),
+     "--ridge-solver pcg with --pcg-rank 8192 at D=8192"),
 ])
 def test_the_cli_refuses_before_the_first_pass(data, tmp_path, capsys, one_gib, flags, message):
     tasks = TaskCounter()

@@ -112,7 +112,7 @@ def test_memory_errors_name_the_solver_to_use():
     with pytest.raises(ValueError, match=r"solver='pcg' with pcg_rank=100000 at D=1000000 needs about "
                                          r"\d+\.\d GiB on the client.*lower pcg_rank"):
         check_pcg_memory(1_000_000, 100_000, 1)
-    with pytest.raises(ValueError, match=r"or use solver='pcg' \(--ridge-solver pcg\) with one alpha"):
+    with pytest.raises(ValueError, match=r"or use solver='pcg' \(CLI: --ridge-solver pcg\) with one alpha"):
         check_gram_memory(1, 1, 200_000, 1)
 
 
@@ -128,7 +128,7 @@ def test_cli_pcg(tmp_path, capsys, prepared):
     assert "pcg" in json.dumps(solver)
     code = cli.main(["fit", str(train), "--out", str(tmp_path / "m2"), "--alpha", "0.01,0.1", *common])
     err = capsys.readouterr().err.strip().splitlines()
-    assert code == 2 and len(err) == 1 and "solver='pcg' takes a single alpha" in err[0]
+    assert code == 2 and len(err) == 1 and "--ridge-solver pcg takes a single alpha" in err[0]
 
 
 @pytest.mark.parametrize("D", [2048])

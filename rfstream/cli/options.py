@@ -23,6 +23,7 @@ from ..kernels import KERNELS
 from ..samplers import SAMPLERS
 from ..solvers.ridge_search import CALIBRATE_MAX_FEATURES
 from .arguments import with_default
+from .words import as_flags
 
 
 class UserError(ValueError):
@@ -278,12 +279,14 @@ def printable(text):
 
 def cli_message(message):
     """A library error message with the parameters it names said as flags: ``P (CLI: F)``
-    becomes ``F``, and the phrases of :data:`CLI_WORDS` their flags."""
+    becomes ``F``, the phrases of :data:`CLI_WORDS` their flags, and every other parameter
+    of ``rfstream fit`` its flag (:func:`rfstream.cli.words.as_flags`: ``cv='loo'`` is
+    ``--cv loo``)."""
     message = re.sub(r"[\w.=']+ \(CLI: ([^)]+)\)", r"\1", message)
     message = re.sub(r"\(([^()]*?)[,;]? ?CLI: ([^)]+)\)", r"(\2)", message)
     for library, cli in CLI_WORDS:
         message = message.replace(library, cli)
-    return printable(message)
+    return printable(as_flags(message))
 
 
 def flag_error(error):

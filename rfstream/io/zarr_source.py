@@ -63,6 +63,10 @@ def open_source(target, storage_options=None) -> Source:
     if not loc.exists():
         raise FileNotFoundError(f"dataset {loc} does not exist; create it with rfstream convert "
                                 "or write_dataset")
+    if loc.isfile():  # a CSV, LIBSVM, Parquet... file given where a dataset (a Zarr folder) belongs
+        stem = loc.name.split(".")[0] or "data"
+        raise ValueError(f"{loc} is a file, not a Zarr dataset; convert it first: rfstream convert {loc} "
+                         f"{stem}.zarr (Python: rfstream.io.convert), then use {stem}.zarr")
     group = _open_group(loc.zarr_store(read_only=True), loc)
     return _group_source(group, str(loc), _version_of(loc))
 

@@ -29,8 +29,8 @@ CG_MIN_FEATURES = 4096
 #: The share of this machine's memory the client may use for a solve.
 CLIENT_SHARE = 0.8
 
-PCG_HINT = "solver='pcg' (--ridge-solver pcg) with one alpha, whose memory is D x pcg_rank"
-LOO_HINT = "cv='loo' (--cv loo: one Gram)"
+PCG_HINT = "solver='pcg' (CLI: --ridge-solver pcg) with one alpha, whose memory is D x pcg_rank"
+LOO_HINT = "cv='loo' (CLI: --cv loo), which needs one Gram"
 
 
 def client_limit():
