@@ -1,4 +1,4 @@
-"""The ``rfstream`` command line: convert | fit | predict | transform | evaluate | info | demo | bench.
+"""The ``rfstream`` command line: convert | split | fit | predict | transform | evaluate | info | demo | bench.
 
 Argument parsing only: every argument is a row of a table, ``fit``'s estimator
 parameters in :mod:`rfstream.cli.options`, the others in
@@ -64,6 +64,8 @@ def build_parser():
         return p
 
     command("convert", "CSV / LIBSVM / Parquet / npy / npz -> Zarr dataset", commands.cmd_convert, a.CONVERT)
+    command("split", "split a Zarr dataset into a training and a test dataset, row by row from (seed, row)",
+            commands.cmd_split, a.SPLIT)
     command("fit", "fit a model on a Zarr dataset", commands.cmd_fit, a.FIT_HEAD, add_fit_options, a.FIT_TAIL)
     command("predict", "predict a Zarr dataset, write a Zarr of predictions (and scores)",
             commands.cmd_predict, a.PREDICT)

@@ -140,16 +140,16 @@ def _positive_int(flag):
     return parse
 
 
-def _level(flag):
-    """argparse type: a level strictly between 0 and 1."""
+def _level(flag, what="a level", example="0.9"):
+    """argparse type: a level (or fraction) strictly between 0 and 1."""
     def parse(text):
         try:
             value = float(text)
         except ValueError:
             value = float("nan")
         if not 0 < value < 1:
-            raise argparse.ArgumentTypeError(f"{flag} must be a level between 0 and 1 (exclusive), e.g. "
-                                             f"0.9; got {text!r}")
+            raise argparse.ArgumentTypeError(f"{flag} must be {what} between 0 and 1 (exclusive), e.g. "
+                                             f"{example}; got {text!r}")
         return value
 
     return parse
@@ -222,6 +222,10 @@ FIT_TAIL = (
     Arg("--no-checkpoint", "store nothing between passes (a rerun starts from the first pass)",
         action="store_true"),
     Arg("--restart", "start over, ignoring (and replacing) an existing checkpoint", action="store_true"),
+    Arg("--holdout", "fit on the other rows and report the metrics of this fraction of the rows, held out "
+        "(the rows rfstream split --test-size FRACTION --random-state writes as TEST; seeded by "
+        "--random-state), in the summary and the model's metadata", type=_level("--holdout", "a fraction", "0.2"),
+        metavar="FRACTION", default_note="every row is fitted on"),
     OVERWRITE,
     *DATA,
     *COMPUTE,
@@ -271,6 +275,21 @@ INFO = (
     Arg("path", f"a Zarr dataset, a model directory or a predictions group: {LOCATION}, https://)"),
     *DATA,
     QUIET,
+)
+
+SPLIT = (
+    Arg("data", f"Zarr dataset to split: {LOCATION}, https://)"),
+    Arg("train", f"Zarr dataset to write with the training rows: {LOCATION})"),
+    Arg("test", f"Zarr dataset to write with the test rows: {LOCATION})"),
+    Arg("--test-size", "fraction of the rows in TEST: row i is a test row when a uniform number drawn from "
+        "(seed, i) alone is below it, whatever the chunking (the rows of rfstream.train_test_split and "
+        "fit --holdout)", type=_level("--test-size", "a fraction", "0.25"), metavar="FRACTION", default=0.25),
+    Arg("--stratify", "classification: exactly round(test-size x rows) of each class in TEST, its rows with "
+        "the smallest numbers (two more passes over the labels)", action="store_true"),
+    Arg("--random-state", "seed of the split", type=int, default=0),
+    OVERWRITE,
+    *DATA,
+    *COMPUTE,
 )
 
 DEMO = (
