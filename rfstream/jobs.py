@@ -17,7 +17,10 @@ between the first two, so that every mistake is reported before a cluster starts
    checkpoint removed.
 
 A pipeline that ends in its map (``solver=None``: a transformer) is fitted without
-labels.
+labels.  With ``holdout``, the job fits on the rows that
+:func:`rfstream.train_test_split` keeps for training (seeded by ``random_state``: the
+rows of ``rfstream split``) and keeps the others in ``held_out`` for
+:func:`rfstream.pipeline.score_holdout`.
 """
 from __future__ import annotations
 
@@ -28,11 +31,13 @@ import numpy as np
 
 from . import io, selection
 from ._version import __version__
-from .catalog import TASKS, check_model, is_transformer, make_model, route
+from .catalog import FIT_DEFAULTS, TASKS, check_model, is_transformer, make_model, route
 from .io.checkpoints import dataset_identity, fingerprint_of, model_identity, resumable
 from .io.location import redact_url
 from .io.witness import content_witness
 from .io.zarr_source import lazy_array, open_source
+from .preprocess import train_test_split
+from .random import check_seed
 from .selection.curves import at_size, report_files
 from .selection.heatmap import surface_title
 from .selection.summary import calibration_summary
@@ -81,7 +86,7 @@ class FitJob:
     def __init__(self, data, *, features="rff", solver="ridge", standardize=True, out=None, overwrite=False,
                  X=None, y=None, attrs=None, feature_params=None, solver_params=None, storage_options=None,
                  x_array="X", y_array="y", task=None, model=None, sample_weight=None, checkpoint=None,
-                 restart=False, report=None, **params):
+                 restart=False, report=None, holdout=None, **params):
         self.transformer = is_transformer(solver) if model is None else not hasattr(model, "predict")
         if X is None:
             X, y, attrs = open_data(data, storage_options=storage_options, x_array=x_array,
@@ -103,12 +108,13 @@ class FitJob:
                                solver_params={**routed_solver, **(solver_params or {})})
         self.model = check_model(model, X.shape[1])
         self._check_rows(data, X, attrs)
-        self.fit_params = {}
-        if sample_weight is not None:
-            weights = sample_weight
-            if isinstance(sample_weight, str):
-                weights = open_weights(data, sample_weight, X, storage_options=storage_options)
-            self.fit_params["solver__sample_weight"] = weights
+        weights = sample_weight
+        if isinstance(sample_weight, str):
+            weights = open_weights(data, sample_weight, X, storage_options=storage_options)
+        self.holdout, self.held_out = self._check_holdout(holdout, params.get("random_state")), None
+        if self.holdout is not None:
+            self.X, self.y, weights = self._hold_out(X, y, weights)
+        self.fit_params = {} if weights is None else {"solver__sample_weight": weights}
         if out is not None and not overwrite and io.as_location(out, storage_options).exists():
             raise FileExistsError(f"{out} already exists; pass overwrite=True (CLI: --overwrite) to replace it.")
         if report and not selection.have_matplotlib():
@@ -127,14 +133,41 @@ class FitJob:
             raise ValueError(f"{data} has {len(classes)} class ({classes!r:.80}); a classifier needs at "
                              "least two (or task='regression' for numeric labels).")
 
+    def _check_holdout(self, holdout, random_state):
+        """``{"fraction", "random_state"}`` of a holdout (None without one)."""
+        if holdout is None:
+            return None
+        if isinstance(holdout, bool) or not isinstance(holdout, (int, float)) or not 0 < holdout < 1:
+            raise ValueError(f"holdout (CLI: --holdout) must be a fraction of the rows in (0, 1), e.g. 0.2; "
+                             f"got {holdout!r}.")
+        if self.transformer:
+            raise ValueError("holdout (CLI: --holdout) scores a model on held-out rows; a transformer (fitted "
+                             "with solver=None) has no score: leave holdout out.")
+        seed = FIT_DEFAULTS["random_state"] if random_state is None else random_state
+        return {"fraction": float(holdout), "random_state": check_seed(seed)}
+
+    def _hold_out(self, X, y, weights):
+        """``(X, y, weights)`` of the rows fitted on; the held-out ``(X, y)`` kept in
+        ``held_out`` (their weights are not used: held-out metrics weigh every row 1)."""
+        arrays = [X, y] + ([] if weights is None else [weights])
+        parts = train_test_split(*arrays, test_size=self.holdout["fraction"],
+                                 random_state=self.holdout["random_state"])
+        self.held_out = (parts[1], parts[3])
+        if parts[1].shape[0] == 0:
+            raise ValueError(f"holdout={self.holdout['fraction']} holds out none of the {X.shape[0]} rows of "
+                             f"{self.data}; hold out a larger fraction (CLI: --holdout).")
+        self._check_rows(self.data, parts[0], self.attrs)
+        return parts[0], parts[2], (None if weights is None else parts[4])
+
     def fingerprint(self):
         """``(digest, description)`` of the job: the model's parameters, the dataset's
         identity (shape, chunks, dtype, attributes, and a witness of its content that any
         rewrite changes, :func:`rfstream.io.witness.content_witness`), the weights array's
         name and rfstream's version; never a credential, so rotating them keeps the job.
-        The description names classes and the dataset's last path part only."""
+        The description names classes and the dataset's last path part only.  A holdout's
+        fraction and seed are part of it: the rows fitted on."""
         extra = {"sample_weight": self.sample_weight if isinstance(self.sample_weight, str) else None,
-                 "transformer": self.transformer}
+                 "transformer": self.transformer, "holdout": self.holdout}
         witness = content_witness(self.data, self.storage_options)  # None for a group given directly
         digest = fingerprint_of("fit", model_identity(self.model), dataset_identity(self.X, self.attrs, witness),
                                 extra)
@@ -177,6 +210,8 @@ class FitJob:
             meta["calibration"] = calibrated
         if isinstance(self.sample_weight, str):
             meta["sample_weight"] = self.sample_weight
+        if self.holdout is not None:  # its metrics: rfstream.pipeline.score_holdout
+            meta["holdout"] = {**self.holdout, "rows": int(self.held_out[0].shape[0])}
         if self.stored is not None:
             meta["passes_reused"] = self.stored.reused
         self.meta = meta
@@ -211,7 +246,7 @@ class FitJob:
         passes, the search's table (CV scores, or the evidence's log evidence, noise variance
         and effective parameters; with a list of sizes the chosen ``n_components`` and the
         one-standard-error rule's), a calibrated model's noise variance or Platt coefficients,
-        and a resumed checkpoint's reused passes."""
+        a resumed checkpoint's reused passes, and a holdout's rows and metrics."""
         solver = self.model.named_steps.get("solver")
         fmap = self.model.named_steps.get("features")
         out = {"model": None if self.out is None else str(self.out), "rows": self.meta["dataset"]["n_rows"]}
@@ -229,6 +264,9 @@ class FitJob:
                                                      "noise_variance_of") if key in chosen})
         if self.meta.get("calibration"):
             out["calibration"] = self.meta["calibration"]
+        if self.meta.get("holdout"):  # its rows and scalar metrics (the model's metadata holds them all)
+            out["holdout"] = {k: v for k, v in self.meta["holdout"].items()
+                              if v is not None and not isinstance(v, (list, dict))}
         if hasattr(solver, "explained_variance_ratio_"):  # kernel PCA: what its components hold
             out["explained_variance_ratio"] = [round(float(v), 6) for v in solver.explained_variance_ratio_]
         return out

@@ -44,7 +44,7 @@ __all__ = ["FEATURES", "FIT_DEFAULTS", "INTERVAL_LEVEL", "PARAMETERS", "SOLVERS"
            "check_model", "class_names", "data_bytes", "dataset_metadata", "evaluate_dataset",
            "feature_map_class", "fit_dataset", "has_posterior", "load_fitted", "make_model", "model_task", "open_data",
            "open_weights", "posterior_outputs", "predict_dataset", "prediction_interval", "predictive_std", "route",
-           "route_params", "solver_class", "transform_dataset"]
+           "route_params", "score_holdout", "solver_class", "transform_dataset"]
 
 #: the level of the prediction intervals that evaluate_dataset scores by default
 INTERVAL_LEVEL = 0.9
@@ -62,7 +62,8 @@ def data_bytes(data, *, storage_options=None, x_array="X"):
 def fit_dataset(data, *, features="rff", solver="ridge", standardize=True, out=None, overwrite=False,
                 X=None, y=None, attrs=None, feature_params=None, solver_params=None,
                 storage_options=None, x_array="X", y_array="y", task=None, model=None,
-                sample_weight=None, checkpoint=None, restart=False, report=None, progress=None, **params):
+                sample_weight=None, checkpoint=None, restart=False, report=None, progress=None, holdout=None,
+                **params):
     """Fit a model on a Zarr dataset (or on given dask arrays) and save it to ``out``.
 
     ``data`` and ``out`` are local paths or URLs (``storage_options`` for their
@@ -81,18 +82,36 @@ def fit_dataset(data, *, features="rff", solver="ridge", standardize=True, out=N
     (:mod:`rfstream.io.checkpoints`; ``restart`` starts over); removed once the model is
     saved.  ``report``: the CV heat map beside the model (None: when matplotlib is
     installed).  ``progress``: "auto", "always" or "never" for this fit's passes (default:
-    the process's, :func:`rfstream.cluster.set_progress`).  Runs on the current scheduler
+    the process's, :func:`rfstream.cluster.set_progress`).  ``holdout``, a fraction in
+    (0, 1): fit on the other rows and score these with :func:`evaluate_dataset`, in the
+    metadata's ``holdout`` (:func:`score_holdout`); the rows are those of :func:`rfstream.train_test_split`
+    (and ``rfstream split``) seeded by ``random_state``.  Runs on the current scheduler
     (:func:`rfstream.cluster.connect`).  Returns ``(model, metadata)``.
     """
     job = FitJob(data, features=features, solver=solver, standardize=standardize, out=out,
                  overwrite=overwrite, X=X, y=y, attrs=attrs, feature_params=feature_params,
                  solver_params=solver_params, storage_options=storage_options, x_array=x_array,
                  y_array=y_array, task=task, model=model, sample_weight=sample_weight, checkpoint=checkpoint,
-                 restart=restart, report=report, **params)
+                 restart=restart, report=report, holdout=holdout, **params)
     with ensure_run_context(progress), job.resumable():
         model, meta = job.fit()
+        score_holdout(job)
     job.save()
     return model, meta
+
+
+def score_holdout(job):
+    """The metrics of a fitted :class:`rfstream.jobs.FitJob`'s held-out rows (``holdout=``),
+    by :func:`evaluate_dataset` in one pass, added to its metadata's ``holdout`` (saved with
+    the model) and returned; None for a job without a holdout."""
+    if job.held_out is None:
+        return None
+    X, y = job.held_out
+    result = evaluate_dataset(job.model, job.meta, job.data, X=X, y=y, attrs=job.attrs)
+    for key in ("data", "fit_seconds", "task", "n_unseen_labels"):  # the fit's, or the whole dataset's
+        result.pop(key, None)
+    job.meta["holdout"].update(result)
+    return job.meta["holdout"]
 
 
 def load_fitted(model_path, *, storage_options=None):

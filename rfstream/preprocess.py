@@ -17,7 +17,7 @@ from sklearn.utils.validation import check_is_fitted
 from ._validation import check_X
 from .cluster import compute
 from .random import STREAM_SPLIT, check_seed, chunk_offsets, row_uniform
-from .reductions import moments, unpack_moments
+from .reductions import block_partials, moments, reduce_rows, sum_rows, unpack_moments
 
 
 def check_finite_columns(mean, var):
@@ -154,27 +154,104 @@ class Standardizer(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
 
 # --- split -------------------------------------------------------------------
 
-def _split_mask(start, stop, seed, test_size, test):
+#: most bins of the per-class histogram of a stratified split (a power of two, so that
+#: ``floor(u * bins)`` is exact); fewer for many classes, so a partial stays <= 2**20 values
+STRATIFY_BINS = 4096
+
+
+def _test_mask(start, stop, seed, test_size, codes=None, thresholds=None):
+    """Rows ``start:stop`` that go to the test set: ``u < test_size``, or ``u < t[class]``."""
     u = row_uniform(seed, STREAM_SPLIT, start, stop)
-    return (u < test_size) if test else (u >= test_size)
+    return u < (test_size if thresholds is None else thresholds[codes])
 
 
-def _select_rows(x, seed, test_size, test, block_info=None):
+def _select_rows(x, *codes, seed, test_size, test, thresholds=None, block_info=None):
     start, stop = block_info[0]["array-location"][0]
-    return x[_split_mask(start, stop, seed, test_size, test)]
+    mask = _test_mask(start, stop, seed, test_size, codes[0].ravel() if codes else None, thresholds)
+    return x[mask if test else ~mask]
 
 
-def _split_array(a, seed, test_size, test, counts):
+def _split_array(a, seed, test_size, test, counts, codes=None, thresholds=None):
     chunks = (counts,) + a.chunks[1:]
-    return a.map_blocks(
-        partial(_select_rows, seed=seed, test_size=test_size, test=test),
+    extra = () if codes is None else (codes[(slice(None),) + (None,) * (a.ndim - 1)],)
+    return da.map_blocks(
+        partial(_select_rows, seed=seed, test_size=test_size, test=test, thresholds=thresholds),
+        a, *extra,
         chunks=chunks,
         dtype=a.dtype,
         meta=np.empty((0,) * a.ndim, a.dtype),
     )
 
 
-def train_test_split(*arrays, test_size=0.25, random_state=0):
+def _binned(codes, offset, seed, bins):
+    u = row_uniform(seed, STREAM_SPLIT, offset, offset + len(codes))
+    return u, (u * bins).astype(np.int64)
+
+
+def _class_histogram(codes, offset=0, *, seed, bins, n_classes):
+    """Counts of the rows' uniforms per (class, bin): ``(n_classes * bins,)``."""
+    _, b = _binned(codes, offset, seed, bins)
+    return np.bincount(codes * bins + b, minlength=n_classes * bins).astype(np.float64)
+
+
+def _boundary_values(codes, offset=0, *, seed, bins, boundary, width):
+    """The uniforms of each class's rows in its boundary bin, smallest first, padded with inf."""
+    u, b = _binned(codes, offset, seed, bins)
+    out = np.full((boundary.size, width), np.inf)
+    hit = b == boundary[codes]
+    for c in np.unique(codes[hit]):
+        values = np.sort(u[hit & (codes == c)])
+        out[c, : values.size] = values
+    return out.ravel()
+
+
+def _keep_smallest(parts, axis=0, keepdims=True, *, n_classes):
+    """Merge ``(k, n_classes * width)`` partials of :func:`_boundary_values`: each class's
+    ``width`` smallest values (all of them: no class has more than ``width`` in its bin)."""
+    parts = np.asarray(parts)
+    width = parts.shape[1] // n_classes
+    merged = parts.reshape(parts.shape[0], n_classes, width).transpose(1, 0, 2).reshape(n_classes, -1)
+    out = np.sort(merged, axis=1)[:, :width].ravel()
+    return out[None, :] if keepdims else out
+
+
+def stratified_thresholds(codes, n_classes, seed, test_size):
+    """Per class ``c``, the uniform ``t_c`` below which exactly ``round(test_size * n_c)`` of
+    its rows fall: the test set of :func:`train_test_split` with ``stratify``.
+
+    The rows' uniforms are those of the plain split (``(seed, row)`` alone); ``t_c`` is the
+    ``(k_c + 1)``-th smallest uniform of class ``c`` (``k_c = floor(test_size * n_c + 0.5)``),
+    found by two reductions over the class codes (``0 .. n_classes - 1``): a histogram of
+    the uniforms per class, then the values in each class's bin that holds ``t_c``.  Only
+    ``n_classes x bins`` counts and those few values reach the client; the result does not
+    depend on the chunking.  Returns a float64 array of ``n_classes`` thresholds.
+    """
+    bins = 1 << (max(64, min(STRATIFY_BINS, 2**20 // max(n_classes, 1))).bit_length() - 1)
+    hist = compute(sum_rows(_class_histogram, n_classes * bins, codes, seed=seed, bins=bins,
+                            n_classes=n_classes)).reshape(n_classes, bins)
+    n = hist.sum(axis=1)
+    k = np.floor(test_size * n + 0.5)
+    thresholds = np.where(k >= n, np.inf, 0.0)  # every row of the class, or none (k = 0)
+    inner = np.flatnonzero((k > 0) & (k < n))
+    if inner.size:
+        cum = np.cumsum(hist[inner], axis=1)
+        boundary = np.full(n_classes, -1, dtype=np.int64)
+        boundary[inner] = np.argmax(cum > k[inner, None], axis=1)  # the bin of the (k+1)-th value
+        in_bin = hist[inner, boundary[inner]]
+        rank = (k[inner] - (cum[np.arange(inner.size), boundary[inner]] - in_bin)).astype(np.int64)
+        width = int(in_bin.max())
+        values = compute(reduce_rows(_boundary_values, partial(_keep_smallest, n_classes=n_classes),
+                                     n_classes * width, codes, seed=seed, bins=bins, boundary=boundary,
+                                     width=width)).reshape(n_classes, width)
+        thresholds[inner] = values[inner, rank]
+    return thresholds
+
+
+def _count_test(codes, offset=0, *, seed, thresholds):
+    return np.array([_test_mask(offset, offset + len(codes), seed, None, codes, thresholds).sum()], float)
+
+
+def train_test_split(*arrays, test_size=0.25, random_state=0, stratify=None):
     """Reproducible random row split of numpy or dask arrays.
 
     Row ``i`` goes to the test set when ``u_i < test_size``, with ``u_i`` a
@@ -185,35 +262,49 @@ def train_test_split(*arrays, test_size=0.25, random_state=0):
     per-chunk row counts are computed up front, from the seed, without reading
     any data).  The test fraction is ``test_size`` in expectation.
 
+    ``stratify`` (labels, one per row, like scikit-learn's): each class ``c`` has exactly
+    ``round(test_size * n_c)`` rows in the test set, those of its rows with the smallest
+    ``u_i`` (:func:`stratified_thresholds`; the same ``u_i``, so mostly the rows of the
+    plain split).  For dask input that costs four reductions over the labels (their
+    classes, the histogram, the boundary values, the per-chunk counts), never over X.
+
     Returns ``train_0, test_0, train_1, test_1, ...`` like scikit-learn.
     """
-    if not isinstance(test_size, Real) or not 0.0 < test_size < 1.0:
+    if isinstance(test_size, bool) or not isinstance(test_size, Real) or not 0.0 < test_size < 1.0:
         raise ValueError(f"test_size must be a float in (0, 1); got {test_size!r}.")
     if not arrays:
         raise ValueError("train_test_split needs at least one array.")
     seed = check_seed(random_state)
     n = arrays[0].shape[0]
-    for a in arrays:
+    for a in (*arrays, *(() if stratify is None else (stratify,))):
         if a.shape[0] != n:
             raise ValueError(
-                f"all arrays must have the same number of rows; got {[x.shape[0] for x in arrays]}."
+                f"all arrays (and stratify) must have the same number of rows; got "
+                f"{[x.shape[0] for x in arrays] + ([] if stratify is None else [stratify.shape[0]])}."
             )
+    codes = thresholds = None
+    if stratify is not None:
+        codes, classes = encode_labels(stratify)
+        thresholds = stratified_thresholds(codes, classes.size, seed, float(test_size))
     out = []
     if isinstance(arrays[0], da.Array):
         rows = arrays[0].chunks[0]
         starts = chunk_offsets(rows)
-        test_counts = tuple(
-            int(_split_mask(s, s + c, seed, test_size, True).sum()) for s, c in zip(starts, rows)
-        )
+        if codes is None:
+            test_counts = tuple(int(_test_mask(s, s + c, seed, test_size).sum()) for s, c in zip(starts, rows))
+        else:
+            codes = da.asarray(codes).rechunk({0: rows})
+            test_counts = tuple(int(t) for t in compute(block_partials(
+                _count_test, 1, codes, seed=seed, thresholds=thresholds))[:, 0])
         train_counts = tuple(c - t for c, t in zip(rows, test_counts))
         for a in arrays:
             a = da.asarray(a).rechunk({0: rows})
             out += [
-                _split_array(a, seed, test_size, False, train_counts),
-                _split_array(a, seed, test_size, True, test_counts),
+                _split_array(a, seed, test_size, False, train_counts, codes, thresholds),
+                _split_array(a, seed, test_size, True, test_counts, codes, thresholds),
             ]
         return out
-    test = _split_mask(0, n, seed, test_size, True)
+    test = _test_mask(0, n, seed, test_size, None if codes is None else np.asarray(codes), thresholds)
     for a in arrays:
         a = np.asarray(a)
         out += [a[~test], a[test]]

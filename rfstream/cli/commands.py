@@ -125,13 +125,14 @@ def fit_options(args):
     return {**named, "features": args.features, "solver": solver, "standardize": not args.no_standardize,
             "out": args.out, "overwrite": args.overwrite, "task": args.task, "sample_weight": args.sample_weight,
             "checkpoint": resume.checkpoint_location(args), "restart": args.restart,
-            "report": True if args.report else None, **_source(args)}
+            "report": True if args.report else None, "holdout": args.holdout, **_source(args)}
 
 
 def cmd_fit(args):
     job = FitJob(args.data, **fit_options(args))  # every check before the cluster starts
     with _warnings_as_lines(), job.resumable(), resume.quiet_client_logs(args.scheduler), _connect(args, X=job.X):
         job.fit()
+        pipeline.score_holdout(job)  # --holdout: one pass over the held-out rows
     scoring = job.meta.get("selection", {}).get("scoring")
     job.save(title=f"{args.features} on {io.as_location(args.data).name}: {score_label(scoring)}"
              + (" (greater is better)" if scoring in GREATER_IS_BETTER else ""))
@@ -139,6 +140,16 @@ def cmd_fit(args):
         summary = job.summary()
         if job.saved_files:
             summary["report"] = str(io.model_root(args.out, args.storage_options).child(HEATMAP_FILE))
+        _print_json(summary)
+
+
+def cmd_split(args):
+    split = io.DatasetSplit(args.data, args.train, args.test, test_size=args.test_size, stratify=args.stratify,
+                            random_state=args.random_state, overwrite=args.overwrite,
+                            **_source(args))  # every check before the cluster starts
+    with _connect(args, X=split.X):
+        summary = split.write()
+    if not args.quiet:
         _print_json(summary)
 
 

@@ -9,6 +9,8 @@
   conversion as Dask tasks (:mod:`~rfstream.io.convert_tasks`).
 * :mod:`~rfstream.io.model_files` -- :func:`save_model` / :func:`load_model`, no pickle.
 * :mod:`~rfstream.io.predictions` -- predictions written to Zarr block by block.
+* :mod:`~rfstream.io.split` -- :func:`split_dataset`: a training and a test dataset from
+  one, the rows of :func:`rfstream.train_test_split`, selected and written by the workers.
 * :mod:`~rfstream.io.location` -- a local path or an fsspec URL (``s3://``, ``gs://``,
   ``abfs://``, ``memory://``, ``file://``, ``https://``) behind one interface;
   every function here takes either, plus ``storage_options``.
@@ -30,7 +32,8 @@ from .dataset import (
 from .location import Location, StorageError, as_location
 from .model_files import load_model, model_root, read_model_json, save_model
 from .predictions import read_predictions, write_predictions
+from .split import DatasetSplit, split_dataset
 
-__all__ = ["Location", "StorageError", "as_location", "convert", "dataset_info", "iter_row_chunks",
+__all__ = ["DatasetSplit", "Location", "StorageError", "as_location", "convert", "dataset_info", "iter_row_chunks",
            "load_model", "model_root", "onehot_columns", "open_dataset", "read_model_json", "read_predictions", "save_model",
-           "source_files", "write_dataset", "write_predictions"]
+           "source_files", "split_dataset", "write_dataset", "write_predictions"]
