@@ -32,6 +32,7 @@ import numpy as np
 from . import io, selection
 from ._version import __version__
 from .catalog import FIT_DEFAULTS, TASKS, check_model, is_transformer, make_model, route
+from .cluster import current_run
 from .io.checkpoints import dataset_identity, fingerprint_of, model_identity, resumable
 from .io.location import redact_url
 from .io.witness import content_witness
@@ -195,11 +196,15 @@ class FitJob:
         targets = None if solver is None else planned_targets(self.attrs.get("task"), self.attrs.get("classes"),
                                                               self.y)
         check_model(self.model, self.X.shape[1], targets)
+        run = current_run()
+        passes_before = None if run is None else run.passes
         t0 = time.perf_counter()
         self.model = selection.fit_model(self.model, self.X, None if self.transformer else self.y,
                                          **self.fit_params)
         meta = {"dataset": dataset_metadata(self.data, self.X, self.attrs),
                 "fit_seconds": round(time.perf_counter() - t0, 3)}
+        if run is not None:  # every pass over the rows, as the progress lines number them
+            meta["passes"] = run.passes - passes_before
         solver = self.model.named_steps.get("solver")  # a loop over gammas returns the chosen Pipeline
         chosen = {} if self.transformer or solver is None else selection.selection_summary(
             solver, self.model.named_steps.get("features"))
@@ -255,8 +260,10 @@ class FitJob:
         out.update(gamma=getattr(fmap, "gamma_", None), fit_seconds=self.meta["fit_seconds"])
         if self.stored is not None and self.stored.reused:
             out.update(resumed=True, passes_reused=self.stored.reused)
-        if getattr(solver, "n_iter_", None) is not None:  # ridge: 1-2, or 1 + the CG iterations
-            out["passes"] = int(np.max(solver.n_iter_))
+        if "passes" in self.meta:  # all of the fit's passes: moments, gamma's sample, the map's, the solver's
+            out["passes"] = self.meta["passes"]
+        if getattr(solver, "n_iter_", None) is not None:  # ridge: 1-3, or 1 + the CG iterations
+            out["solver_passes"] = int(np.max(solver.n_iter_))
         chosen = self.meta.get("selection")
         if chosen:  # lists of alphas or gammas: the table of the search (per candidate)
             out["cv"] = {"scoring": chosen["scoring"], **chosen["cv"], "best_score": chosen["best_score"]}

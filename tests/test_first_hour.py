@@ -148,3 +148,16 @@ def test_parameters_in_messages_are_the_flags_typed():
     # names that mean something else on another estimator, paths, and words stay as they are
     assert as_flags("tol=1e-3 and max_iter=5 in /data/n_components.zarr: a gamma grid") == \
         "tol=1e-3 and max_iter=5 in /data/n_components.zarr: a gamma grid"
+
+
+def test_the_fit_summary_counts_the_passes_it_printed(tmp_path, capsys):
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(600, 3)).astype(np.float32)
+    io.write_dataset(tmp_path / "d.zarr", X, X[:, 0] - X[:, 1], attrs={"task": "regression"})
+    assert _run("fit", tmp_path / "d.zarr", "--alpha", "0.1,1", "--n-components", "40", "--out", tmp_path / "m",
+                "--progress", "auto", "--scheduler", "threads") == 0  # not a terminal: one line a pass
+    out = capsys.readouterr()
+    summary = json.loads(out.out)
+    # one progress line per pass: the moments, gamma's sample, the Gram, the calibration
+    printed = [line for line in out.err.splitlines() if line.startswith("rfstream: pass ")]
+    assert summary["passes"] == len(printed) >= 3 and summary["solver_passes"] <= summary["passes"]

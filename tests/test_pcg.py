@@ -123,7 +123,7 @@ def test_cli_pcg(tmp_path, capsys, prepared):
                      "--pcg-rank", "64", "--cg-tol", "1e-3", *common])
     assert code == 0
     summary = json.loads(capsys.readouterr().out)
-    assert summary["alpha"] == 0.01 and 2 <= summary["passes"] <= 200  # the stats pass + iterations
+    assert summary["alpha"] == 0.01 and 2 <= summary["solver_passes"] <= 200  # the stats pass + iterations
     solver = json.loads((tmp_path / "m1" / "model.json").read_text())
     assert "pcg" in json.dumps(solver)
     code = cli.main(["fit", str(train), "--out", str(tmp_path / "m2"), "--alpha", "0.01,0.1", *common])

@@ -75,7 +75,7 @@ def test_fit_summary_shows_the_noise_of_a_calibrated_model(work, capsys):
     assert run("fit", work / "reg.zarr", "--out", work / "one", "--n-components", 30, "--alpha", 1,
                "--calibrate", "true", *THREADS) == 0
     summary = json.loads(capsys.readouterr().out)
-    assert "cv" not in summary and summary["passes"] == 2  # no search; the calibration pass
+    assert "cv" not in summary and summary["solver_passes"] == 2  # no search; the calibration pass
     solver = load_model(work / "one").named_steps["solver"]
     assert summary["calibration"]["noise_variance"] == pytest.approx(list(solver.noise_variance_))
 
