@@ -161,3 +161,17 @@ def test_the_fit_summary_counts_the_passes_it_printed(tmp_path, capsys):
     # one progress line per pass: the moments, gamma's sample, the Gram, the calibration
     printed = [line for line in out.err.splitlines() if line.startswith("rfstream: pass ")]
     assert summary["passes"] == len(printed) >= 3 and summary["solver_passes"] <= summary["passes"]
+
+
+def test_a_search_without_matplotlib_says_why_there_is_no_heat_map(tmp_path, capsys, monkeypatch):
+    from rfstream import selection
+
+    monkeypatch.setattr(selection, "have_matplotlib", lambda: False)
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(300, 3)).astype(np.float32)
+    io.write_dataset(tmp_path / "d.zarr", X, X[:, 0], attrs={"task": "regression"})
+    assert _run("fit", tmp_path / "d.zarr", "--alpha", "0.1,1", "--n-components", "20", "--out", tmp_path / "m",
+                "--scheduler", "threads", "--calibrate", "false") == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["report"].startswith("not drawn: the heat map of the search needs matplotlib (pip install")
+    assert not (tmp_path / "m" / "cv_heatmap.png").exists()

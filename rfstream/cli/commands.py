@@ -140,6 +140,9 @@ def cmd_fit(args):
         summary = job.summary()
         if job.saved_files:
             summary["report"] = str(io.model_root(args.out, args.storage_options).child(HEATMAP_FILE))
+        elif job.meta.get("selection") and not args.report:  # a search, drawn only with matplotlib
+            summary["report"] = "not drawn: the heat map of the search needs matplotlib (pip install " \
+                                "'rfstream[plot]'; --report insists on it)"
         _print_json(summary)
 
 
