@@ -175,3 +175,14 @@ def test_a_search_without_matplotlib_says_why_there_is_no_heat_map(tmp_path, cap
     summary = json.loads(capsys.readouterr().out)
     assert summary["report"].startswith("not drawn: the heat map of the search needs matplotlib (pip install")
     assert not (tmp_path / "m" / "cv_heatmap.png").exists()
+
+
+def test_convert_says_what_it_did(tmp_path, capsys):
+    src = tmp_path / "house.csv"
+    src.write_text("city,rooms,area,price\nParis,3,,250.5\nLyon,,70,120\n,2,55,99\nLyon,4,90,180.25\n")
+    assert _run("convert", src, tmp_path / "h.zarr") == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["label"] == {"column": "price", "task": "regression", "range": [99.0, 250.5]}
+    assert out["features"] == 4 and out["one_hot"] == {"city": 2}
+    assert out["missing_filled"] == {"city": 1, "rooms": 1, "area": 1}  # mean for numbers, zeros for one-hot
+    assert io.dataset_info(tmp_path / "h.zarr")["attrs"]["missing_filled"] == out["missing_filled"]

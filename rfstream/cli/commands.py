@@ -90,10 +90,25 @@ def _convert(args):
     if doubt:
         print(f"rfstream: warning: {printable(doubt)}", file=sys.stderr)
     if not args.quiet:
-        _print_json({"dataset": str(args.dst), "shape": info["shape"], "task": info["attrs"].get("task"),
-                     "label": label, "classes": info["attrs"].get("classes"),
+        attrs = info["attrs"]
+        if attrs.get("task") == "regression":  # the targets' range: one reduction over y
+            label["range"] = target_range(args.dst, args.storage_options)
+        _print_json({"dataset": str(args.dst), "shape": info["shape"], "task": attrs.get("task"),
+                     "label": label, "classes": attrs.get("classes"), "features": info["shape"][1],
+                     "one_hot": {name: len(values) for name, values in (attrs.get("categorical") or {}).items()},
+                     "missing_filled": attrs.get("missing_filled", {}),
                      "seconds": round(time.perf_counter() - t0, 2)})
     return summary
+
+
+def target_range(data, storage_options):
+    """``[min, max]`` of a regression dataset's targets, reduced on dask's threads."""
+    import dask
+    import dask.array as da
+
+    _, y = io.open_dataset(data, storage_options=storage_options)
+    low, high = dask.compute(da.nanmin(y), da.nanmax(y), scheduler="threads")
+    return [float(low), float(high)]
 
 
 def label_report(attrs, chosen):

@@ -88,8 +88,10 @@ class ColumnScan:
     total: ExactSum = field(default_factory=ExactSum)
     count: int = 0
     values: set | None = field(default_factory=set)
+    missing: int = 0  # empty or NA fields: filled with the mean (numbers) or all zeros (one-hot)
 
     def update(self, s: pd.Series) -> None:
+        self.missing += int(s.isna().sum())
         if self.numeric:
             try:
                 v = s.astype("float64").to_numpy()
@@ -110,7 +112,7 @@ class ColumnScan:
         if values is not None and len(values) > MAX_CATEGORIES:
             values = None
         return ColumnScan(self.numeric and other.numeric, self.total.merge(other.total),
-                          self.count + other.count, values)
+                          self.count + other.count, values, self.missing + other.missing)
 
     def column(self, name, path):
         if self.numeric:
@@ -172,6 +174,15 @@ def schema_attrs(layout: Layout, columns) -> dict:
     return {"format": "csv", "header": layout.header, "columns": names,
             "feature_names": feature_names, "categorical": categorical,
             "fill_values": fill_values}
+
+
+def missing_filled(layout: Layout, scan: FileScan | None) -> dict:
+    """``{"missing_filled": {column: rows}}``: the feature columns pass 1 found fields missing
+    in, and how many (filled with the column's mean, or all zeros when one-hot); nothing
+    without a scan (``like=``: the schema is the other dataset's)."""
+    if scan is None or scan.columns is None:
+        return {}
+    return {"missing_filled": {layout.names[j]: c.missing for j, c in scan.columns.items() if c.missing}}
 
 
 def like_columns(attrs: dict, names) -> list:
@@ -306,7 +317,7 @@ class CsvReader:
         n_features = Encoder(layout, columns).n_features
         if n_features == 0:
             raise ValueError(f"{layout.path}: no feature columns besides the label")
-        attrs = schema_attrs(layout, columns)
+        attrs = {**schema_attrs(layout, columns), **missing_filled(layout, scan)}
         attrs.update(labels.attrs() if labels else {"task": None, "positive_class": None})
         attrs.update(label_column=layout.label_name, label_index=layout.label_index)
         y_dtype = LabelEncoder(labels, layout.path).dtype if labels else None

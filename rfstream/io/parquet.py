@@ -30,7 +30,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from .convert_tasks import Encoding, Schema
-from .csv import ColumnScan, Encoder, FileScan, Layout, like_columns, schema_attrs
+from .csv import ColumnScan, Encoder, FileScan, Layout, like_columns, missing_filled, schema_attrs
 from .ingest import (
     LabelEncoder,
     LabelScanner,
@@ -215,7 +215,7 @@ class ParquetReader:
         n_features = Encoder(layout, columns).n_features
         if n_features == 0:
             raise ValueError(f"{self.first}: no feature columns besides the label")
-        attrs = schema_attrs(layout, columns)
+        attrs = {**schema_attrs(layout, columns), **missing_filled(layout, scan)}
         del attrs["header"]
         attrs.update(format="parquet", label_column=self.label, label_index=self.label_index)
         attrs.update(labels.attrs() if labels else {"task": None, "positive_class": None})
