@@ -15,34 +15,31 @@
 
 Small data
 ----------
-Data are small when X's bytes are at most :func:`small_data_limit`:
-``min(1 GiB, 1/8 of the machine's memory)`` (:data:`SMALL_DATA_BYTES`,
-:data:`SMALL_DATA_FRACTION`), or the size in ``$RFSTREAM_SMALL_DATA`` (``"4GB"``,
-``"0"`` to always start the cluster).  Such data fit in memory several times over,
-so the cluster's worker processes buy nothing, and starting and stopping them
-costs seconds (docs/BENCHMARKS.md, "Small data without the cluster"); the threads
-run the same reductions in the same tree, so the model is the same.  Above the
-limit the LocalCluster is started as before: its workers' memory limits, spilling
-and dashboard are what a long pass over large data needs.
+Data are small when X's bytes are at most :func:`small_data_limit`: ``min(1 GiB, 1/8 of the
+machine's memory)`` (:data:`SMALL_DATA_BYTES`, :data:`SMALL_DATA_FRACTION`), or the size in
+``$RFSTREAM_SMALL_DATA`` (``"4GB"``, ``"0"`` to always start the cluster).  Such data fit in memory
+several times over, so the cluster's worker processes buy nothing, and starting and stopping them
+costs seconds (docs/BENCHMARKS.md, "Small data without the cluster"); the threads run the same
+reductions in the same tree, so the model is the same.  Above the limit the LocalCluster is started
+as before: its workers' memory limits, spilling and dashboard are what a long pass over large data
+needs.
 
-:func:`compute` is the one place where rfstream turns lazy reductions into
-numbers.  Its progress display (:func:`set_progress`) is ``"auto"``: a progress
-bar when stderr is a terminal, otherwise one line per finished pass with its time
-(no carriage return, for the logs of batch jobs); ``"always"`` (a bar) or
-``"never"``.  Inside :func:`rfstream.io.checkpoints.resumable` it also stores each pass's
-result, and takes the passes an interrupted run completed from the checkpoint
-(:func:`using_pass_store`).
+:func:`compute` is the one place where rfstream turns lazy reductions into numbers.  Its progress
+display (:func:`set_progress`) is ``"auto"``: a progress bar when stderr is a terminal, otherwise
+one line per finished pass with its time (no carriage return, for the logs of batch jobs);
+``"always"`` (a bar) or ``"never"``.  Inside :func:`rfstream.io.checkpoints.resumable` it also stores
+each pass's result, and takes the passes an interrupted run completed from the checkpoint
+(:func:`using_pass_store`).  On a distributed client it first runs :data:`CLIENT_HOOKS`.
 
 Run context
 -----------
-What a command or a fit counts and keeps while it runs (the display mode, the
-number of passes so far, the pass store) lives in one :class:`RunContext`, opened
-with :func:`run_context` (the CLI opens one per command, :func:`rfstream.pipeline.fit_dataset`
-one per fit unless its caller has one).  It is held in a ``contextvars.ContextVar``:
-two fits in one process (two threads, two asyncio tasks) each see their own
-counter and store.  Outside any run context a pass is numbered on its own.
-:func:`set_progress` sets the display mode of the process, the default of the
-contexts opened afterwards without a mode of their own.
+What a command or a fit counts and keeps while it runs (the display mode, the number of passes so
+far, the pass store) lives in one :class:`RunContext`, opened with :func:`run_context` (the CLI
+opens one per command, :func:`rfstream.pipeline.fit_dataset` one per fit unless its caller has one).
+It is held in a ``contextvars.ContextVar``: two fits in one process (two threads, two asyncio tasks)
+each see their own counter and store.  Outside any run context a pass is numbered on its own.
+:func:`set_progress` sets the display mode of the process, the default of the contexts opened
+afterwards without a mode of their own.
 """
 from __future__ import annotations
 
@@ -56,13 +53,15 @@ from dataclasses import dataclass
 import dask
 from dask.base import named_schedulers
 
-
 LOCAL_SCHEDULERS = ("threads", "synchronous", "processes")
 PROGRESS_MODES = ("auto", "always", "never")
 #: Data at most this large (X's bytes) run on threads when no scheduler is named ...
 SMALL_DATA_BYTES = 2**30
 #: ... and at most this fraction of the machine's memory (:func:`small_data_limit`).
 SMALL_DATA_FRACTION = 0.125
+#: ``hook(client)`` before each computation on a distributed client, ``hook(client, done=True)`` when
+#: :func:`connect` closes its client (io/credentials.py: the workers get the storage credentials).
+CLIENT_HOOKS = []
 
 
 @dataclass
@@ -241,6 +240,8 @@ def compute(*collections):
         local = dask.config.get("scheduler", None) in LOCAL_SCHEDULERS
         client = None if local else _current_client()
         if client is not None:
+            for hook in CLIENT_HOOKS:
+                hook(client)
             futures = client.compute(lazy)
             if style == "bar":
                 from distributed import progress
@@ -272,13 +273,11 @@ def compute(*collections):
 def one_blas_thread_per_task(collections=()):
     """Single-threaded BLAS while dask's thread pool runs several tasks at once.
 
-    Each of the pool's threads calls BLAS, which by default starts one thread
-    per core itself: with 2 dask threads on 2 cores that is 4 busy threads
-    fighting over 2 cores, which more than doubled the time of a fused pass
-    (docs/BENCHMARKS.md, "Measurements behind the code").  A distributed worker gets the same from
-    its nanny (``OPENBLAS_NUM_THREADS=1``).  A graph whose widest layer has a
-    single task (a one-chunk dataset) keeps BLAS's threads: nothing else
-    would use the other cores.
+    Each of the pool's threads calls BLAS, which by default starts one thread per core itself: with 2
+    dask threads on 2 cores that is 4 busy threads fighting over 2 cores, which more than doubled the
+    time of a fused pass (docs/BENCHMARKS.md, "Measurements behind the code").  A distributed worker
+    gets the same from its nanny (``OPENBLAS_NUM_THREADS=1``).  A graph whose widest layer has a single
+    task (a one-chunk dataset) keeps BLAS's threads: nothing else would use the other cores.
     """
     from threadpoolctl import threadpool_limits
 
@@ -300,18 +299,16 @@ def _widest_layer(collections):
     return widest
 
 
-#: Settings of the embedded LocalCluster, a batch job on the user's own cores,
-#: where every background wake-up is taken from a compute task and an idle
-#: worker is an idle core.  ``worker-saturation`` 1.0: a worker holds only the
-#: task it runs, and takes the next from the scheduler when it finishes; at the
-#: default 1.1 a worker holds a second task, and near the end of a pass its
-#: idle peer waited for work stealing (every second) to move it.  The workers'
-#: statistical profiler (a stack sample every 10 ms) only feeds the dashboard's
-#: "Profile" page; the event-loop check and the system monitor are polled less
-#: often.  The effect on one KDD99 pass is in docs/BENCHMARKS.md ("Measurements
-#: behind the code"; ``benchmarks/bench_pass_anatomy.py --parts cluster_config``).  The
-#: memory monitor that guards a worker's memory limit is left as it is.  A key
-#: the user set otherwise (in dask's config files or environment) is kept.
+#: Settings of the embedded LocalCluster, a batch job on the user's own cores, where every background
+#: wake-up is taken from a compute task and an idle worker is an idle core.  ``worker-saturation`` 1.0:
+#: a worker holds only the task it runs, and takes the next from the scheduler when it finishes; at
+#: the default 1.1 a worker holds a second task, and near the end of a pass its idle peer waited for
+#: work stealing (every second) to move it.  The workers' statistical profiler (a stack sample every 10
+#: ms) only feeds the dashboard's "Profile" page; the event-loop check and the system monitor are
+#: polled less often.  The effect on one KDD99 pass is in docs/BENCHMARKS.md ("Measurements behind the
+#: code"; ``benchmarks/bench_pass_anatomy.py --parts cluster_config``).  The memory monitor that guards
+#: a worker's memory limit is left as it is.  A key the user set otherwise (in dask's config files or
+#: environment) is kept.
 EMBEDDED_CONFIG = {
     "distributed.scheduler.worker-saturation": 1.0,
     "distributed.worker.profile.enabled": False,
@@ -396,5 +393,7 @@ def connect(scheduler=None, *, n_workers=None, data_bytes=None):
             f"could not connect to the Dask scheduler at {scheduler!r} ({exc}); "
             "check the address, or leave scheduler (CLI: --scheduler) out to use an embedded cluster."
         ) from None
-    with client:
+    with client, contextlib.ExitStack() as hooks:
+        for hook in CLIENT_HOOKS:
+            hooks.callback(hook, client, done=True)
         yield client

@@ -11,16 +11,23 @@ Credentials and endpoints come from ``storage_options`` (the API's argument, the
 CLI's ``--storage-options JSON``) and otherwise from each filesystem's own
 environment (S3: ``AWS_ENDPOINT_URL``, ``AWS_ACCESS_KEY_ID``,
 ``AWS_SECRET_ACCESS_KEY``; GCS: ``GOOGLE_APPLICATION_CREDENTIALS``; Azure:
-``AZURE_STORAGE_CONNECTION_STRING``).  A protocol whose filesystem package is not
+``AZURE_STORAGE_CONNECTION_STRING``); on a Dask worker, from the worker's own
+environment or role: the options reach the workers, the client's environment does not.
+A protocol whose filesystem package is not
 installed is a one-line error naming the extra to install (``rfstream[s3]``).
 No credential is ever shown: a :class:`Location`'s ``repr`` names its options' keys,
 never their values; its ``str`` (the URL, in every message) hides the password of a
-``user:password@`` URL; and a store's error text is cleared of the options' secrets.
+``user:password@`` URL; a store's error text is cleared of the options' secrets; and a
+pickled Location, or a Zarr store on one (:class:`LocatedStore`), names its options'
+credentials by a token, which the workers are given apart from the task graph
+(:mod:`rfstream.io.credentials`).
 
-Failures of the store itself (no bucket, refused credentials, an endpoint that
-does not answer) surface as :class:`StorageError`, one line naming the location
-and the fix; S3 connections get a short connect timeout and few retries unless
-the caller sets ``config_kwargs``, so a wrong endpoint fails within seconds.
+Failures of the store itself (no bucket, refused or missing credentials, an endpoint
+that does not answer) surface as :class:`StorageError`, one line naming the location
+and the fix (missing credentials: whether the client or the Dask workers lacked them);
+S3 connections get a short connect timeout and few retries unless the caller sets
+``config_kwargs``, so a wrong endpoint fails within seconds, and botocore raises
+"no credentials" without a retry.
 """
 from __future__ import annotations
 
@@ -36,6 +43,9 @@ from pathlib import Path, PurePosixPath
 
 import fsspec
 from fsspec.implementations.local import LocalFileSystem
+from zarr.storage import FsspecStore
+
+from .credentials import by_value, missing_credentials, on_a_worker, restore, secret_values, share, split
 
 __all__ = ["EXTRAS", "Location", "StorageError", "as_location", "is_url", "redact_url", "scrub_secrets"]
 
@@ -51,10 +61,6 @@ S3_FAST_FAIL = {"connect_timeout": 5, "read_timeout": 60, "retries": {"max_attem
 #: "s3:/b", "s3:b", "gs:\\b": a scheme of two letters or more and a colon, without "://".
 _URL_TYPO = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]+:(?!//)")
 
-#: An option whose name matches holds a credential (S3's key, secret, token; client_kwargs'
-#: aws_secret_access_key; Azure's account_key, sas_token, connection_string; passwords).
-_SECRET_NAME = re.compile(r"key|secret|token|passw|credential|sas|signature|connection_string|auth",
-                          re.IGNORECASE)
 #: "proto://user:password@host/...": the password of a URL's userinfo.
 _URL_PASSWORD = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*://[^/@:]*):[^/@]*@")
 
@@ -73,19 +79,9 @@ def redact_url(url: str) -> str:
     return _URL_PASSWORD.sub(r"\1:***@", url) if isinstance(url, str) else url
 
 
-def _secret_values(options, secret=False):
-    """Every text held under a credential's name in ``options`` (nested dicts included)."""
-    if isinstance(options, dict):
-        return [v for k, item in options.items()
-                for v in _secret_values(item, secret or bool(_SECRET_NAME.search(str(k))))]
-    if isinstance(options, (list, tuple)):
-        return [v for item in options for v in _secret_values(item, secret)]
-    return [options] if secret and isinstance(options, str) and len(options) >= 4 else []
-
-
 def scrub_secrets(text: str, storage_options) -> str:
     """``text`` with every credential of ``storage_options`` replaced by ``***``."""
-    for value in sorted(set(_secret_values(storage_options)), key=len, reverse=True):
+    for value in sorted(set(secret_values(storage_options)), key=len, reverse=True):
         text = text.replace(value, "***")
     return text
 
@@ -93,12 +89,15 @@ def scrub_secrets(text: str, storage_options) -> str:
 @dataclass(frozen=True, repr=False)
 class Location:
     """A filesystem and a path on it; ``url`` is what the user wrote (for messages), its
-    password hidden.  Neither ``str`` nor ``repr`` shows a storage option's value."""
+    password hidden.  Neither ``str`` nor ``repr`` shows a storage option's value, and a
+    pickled Location (a task's) holds its options' credentials only as ``credentials``, the
+    token that names them (:mod:`rfstream.io.credentials`)."""
 
     fs: fsspec.AbstractFileSystem
     path: str
     url: str
     storage_options: dict = field(default_factory=dict, compare=False)
+    credentials: str | None = field(default=None, compare=False)
 
     def __str__(self) -> str:
         return redact_url(self.url)
@@ -106,6 +105,13 @@ class Location:
     def __repr__(self) -> str:
         keys = f", storage_options={sorted(self.storage_options)}" if self.storage_options else ""
         return f"Location({str(self)!r}{keys})"
+
+    def __reduce__(self):
+        if self.credentials is None or by_value():
+            return Location, (self.fs, self.path, self.url, self.storage_options)
+        fs = self.fs  # as fsspec pickles a filesystem, its options without the credentials
+        return _relocated, (type(fs), fs.storage_args, split(fs.storage_options)[0], self.path, self.url,
+                            split(self.storage_options)[0], self.credentials)
 
     @property
     def is_local(self) -> bool:
@@ -125,7 +131,7 @@ class Location:
     def child(self, *names: str) -> Location:
         path = "/".join([self.path.rstrip("/"), *names])
         url = "/".join([self.url.rstrip("/"), *names])
-        return Location(self.fs, path, url, self.storage_options)
+        return Location(self.fs, path, url, self.storage_options, self.credentials)
 
     # ------------------------------------------------------------ queries
     def exists(self) -> bool:
@@ -154,8 +160,9 @@ class Location:
 
     def _at(self, path: str) -> Location:
         if self.is_local:
-            return Location(self.fs, path, path, self.storage_options)
-        return Location(self.fs, path, redact_url(self.fs.unstrip_protocol(path)), self.storage_options)
+            return Location(self.fs, path, path, self.storage_options, self.credentials)
+        return Location(self.fs, path, redact_url(self.fs.unstrip_protocol(path)), self.storage_options,
+                        self.credentials)
 
     # ------------------------------------------------------------ bytes
     def open(self, mode: str = "rb"):
@@ -194,15 +201,69 @@ class Location:
                 os.unlink(self.path)
 
     def zarr_store(self, *, read_only: bool):
-        """A zarr v3 store rooted here (``LocalStore`` or ``FsspecStore``)."""
+        """A zarr v3 store rooted here (``LocalStore`` or a :class:`LocatedStore`)."""
         import zarr.storage
 
         if self.is_local:
             return zarr.storage.LocalStore(self.path, read_only=read_only)
         # zarr drives the filesystem from its own event loop: let it make its own instance
         url = self.fs.unstrip_protocol(self.path)
-        return zarr.storage.FsspecStore.from_url(url, storage_options=self.storage_options,
-                                                 read_only=read_only)
+        store = LocatedStore.from_url(url, storage_options=self.storage_options, read_only=read_only)
+        store.location = self
+        return store
+
+
+def _relocated(cls, args, fs_options, path, url, options, token) -> Location:
+    """A pickled :class:`Location` rebuilt, with the credentials of ``token`` where this process
+    holds them (:func:`rfstream.io.credentials.restore`)."""
+    fs = cls(*args, **restore(fs_options, token))
+    return Location(fs, path, url, restore(options, token), token)
+
+
+class LocatedStore(FsspecStore):
+    """zarr's ``FsspecStore`` on a :class:`Location`: it pickles as that Location (so without
+    its credentials), and "no credentials found" is a one-line :class:`StorageError` naming the
+    location and whether this is a worker (:func:`as_storage_error`)."""
+
+    location: Location | None = None
+
+    def __reduce__(self):
+        return _reopened, (self.location, self.read_only)
+
+    def with_read_only(self, read_only: bool = False) -> LocatedStore:
+        store = super().with_read_only(read_only)
+        store.location = self.location
+        return store
+
+    async def get(self, *args, **kwargs):
+        with _credentials_errors(self.location):
+            return await super().get(*args, **kwargs)
+
+    async def get_partial_values(self, *args, **kwargs):
+        with _credentials_errors(self.location):
+            return await super().get_partial_values(*args, **kwargs)
+
+    async def set(self, *args, **kwargs):
+        with _credentials_errors(self.location):
+            return await super().set(*args, **kwargs)
+
+    async def exists(self, *args, **kwargs):
+        with _credentials_errors(self.location):
+            return await super().exists(*args, **kwargs)
+
+
+def _reopened(location: Location, read_only: bool) -> LocatedStore:
+    return location.zarr_store(read_only=read_only)
+
+
+@contextmanager
+def _credentials_errors(location):
+    try:
+        yield
+    except Exception as exc:
+        if not missing_credentials(exc):
+            raise
+        raise as_storage_error(exc, location, "cannot be reached") from None
 
 
 def _write_local_atomic(path: Path, data: bytes) -> None:
@@ -236,7 +297,7 @@ def as_location(target, storage_options: dict | None = None) -> Location:
         raise StorageError(f"{target!r} looks like a URL with a typo (a URL is proto://...); "
                            "write it as s3://bucket/key, or ./ before a local path with a colon")
     if not is_url(target):
-        return Location(LocalFileSystem(), os.path.abspath(target), target, options)
+        return Location(LocalFileSystem(), os.path.abspath(target), target, options, share(options))
     protocol, shown = target.split("://", 1)[0].lower(), redact_url(target)
     try:
         cls = fsspec.get_filesystem_class(protocol)
@@ -256,7 +317,7 @@ def as_location(target, storage_options: dict | None = None) -> Location:
     except TypeError as exc:  # the options' names, never their values
         raise StorageError(f"{shown}: storage options {sorted(options)} are not accepted "
                            f"by {cls.__name__} ({scrub_secrets(_first_line(exc), options)})") from None
-    return Location(fs, cls._strip_protocol(target), shown, options)
+    return Location(fs, cls._strip_protocol(target), shown, options, share(options))
 
 
 @contextmanager
@@ -278,8 +339,9 @@ _NETWORK_MODULES = ("botocore", "aiobotocore", "aiohttp", "s3fs", "gcsfs", "adlf
 def as_storage_error(exc: Exception, location, doing: str) -> Exception | None:
     """The one-line error for a store's failure ``exc``, or None if ``exc`` is not one.
 
-    A missing file stays ``FileNotFoundError`` (with the location named), refused
-    credentials and unreachable endpoints become :class:`StorageError`; errors
+    A missing file stays ``FileNotFoundError`` (with the location named), refused or
+    missing credentials and unreachable endpoints become :class:`StorageError` (missing
+    ones say whether the Dask workers or this process lacked them, and how to give them); errors
     rfstream raises itself are not touched.  The store's text is cleared of the
     location's credentials (:func:`scrub_secrets`).
     """
@@ -287,6 +349,8 @@ def as_storage_error(exc: Exception, location, doing: str) -> Exception | None:
         return None
     options = getattr(location, "storage_options", None) or {}
     text = scrub_secrets(_first_line(exc), options)
+    if missing_credentials(exc):
+        return StorageError(_no_credentials(location, doing, text))
     if isinstance(exc, FileNotFoundError):
         if str(location) in text and text == _first_line(exc):
             return None
@@ -301,6 +365,18 @@ def as_storage_error(exc: Exception, location, doing: str) -> Exception | None:
         return StorageError(f"{location} {doing}: {text}; check the URL, the endpoint "
                             "and the credentials (storage_options, CLI: --storage-options)")
     return None
+
+
+def _no_credentials(location, doing: str, text: str) -> str:
+    """Where the credentials for ``location`` were missing (a Dask worker, or this process) and
+    the ways to give them."""
+    if on_a_worker():
+        return (f"the Dask workers could not find credentials for {location} ({text}); give the "
+                "workers their own (their environment, or an instance or pod role), or pass "
+                "storage_options (CLI: --storage-options), which rfstream sends to the workers")
+    return (f"{location} {doing}: no credentials found ({text}); set them in this environment "
+            "(AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY for S3, a profile or a role), or pass "
+            "storage_options (CLI: --storage-options)")
 
 
 def _first_line(exc) -> str:

@@ -18,7 +18,7 @@ import zarr
 from dask.array.core import normalize_chunks
 
 from ..reductions import even_row_chunks
-from .location import Location, as_location, as_storage_error
+from .location import Location, StorageError, as_location, as_storage_error
 from .staging import resolve_committed
 
 SCHEMA_VERSION = 1
@@ -134,6 +134,8 @@ class CheckedReader:
     def __getitem__(self, key):
         try:
             return self.array[key]
+        except StorageError:  # no credentials (io.location.LocatedStore): said where they were missing
+            raise
         except Exception as exc:  # any codec or storage failure: report it as bad data
             rows = key[0] if isinstance(key, tuple) else key
             where = f"rows {rows.start}-{rows.stop}" if isinstance(rows, slice) else "a chunk"

@@ -1,0 +1,192 @@
+"""How storage options reach the Dask workers: their credentials by a token, never in the task graph.
+
+Where a worker's credentials come from
+--------------------------------------
+A task that reads or writes a store builds its filesystem on the worker, from the
+storage options the client gave (``storage_options=``, the CLI's ``--storage-options``)
+and otherwise from the worker's own environment: its ``AWS_*`` variables, profile, or
+role (an instance or pod role, IRSA).  The client's environment never travels.
+
+Options that hold a credential (every option whose name says so: S3's ``key``,
+``secret``, ``token``; ``client_kwargs``' ``aws_secret_access_key``; Azure's
+``account_key``, ``sas_token``, ``connection_string``; passwords) travel apart from the
+tasks: a :class:`~rfstream.io.location.Location` (and a Zarr store on one) pickles its
+options *without* them and with a *token*, a random name this process gives that set of
+credentials (:func:`share`).  The credentials themselves go to the workers of each
+distributed client rfstream computes on, once, as a worker plugin
+(:func:`give_to_workers`, run by :func:`rfstream.cluster.compute` before a computation and
+when a Location is made while a client is current; taken back when
+:func:`rfstream.cluster.connect` closes its client).  A worker rebuilds the filesystem
+with them (:func:`restore`); a process never given them (the scheduler, which only
+passes tasks on) builds it without them, from its own environment.  The graph a client
+sends, and what the scheduler keeps and shows, hold no credential.
+
+Threads and the synchronous scheduler pickle nothing.  Dask's ``processes`` scheduler
+(``dask.config`` ``scheduler="processes"``, as :func:`rfstream.cluster.connect` sets it)
+starts a pool of this machine's processes for each computation, which no plugin reaches:
+its tasks carry the options whole (:func:`by_value`), as they never leave this machine.
+"""
+from __future__ import annotations
+
+import copy
+import json
+import re
+import secrets
+import sys
+import weakref
+
+import dask
+
+from ..cluster import CLIENT_HOOKS
+
+__all__ = ["by_value", "give_to_workers", "missing_credentials", "on_a_worker", "restore", "share", "split"]
+
+#: An option whose name matches holds a credential (S3's key, secret, token; client_kwargs'
+#: aws_secret_access_key; Azure's account_key, sas_token, connection_string; passwords).
+SECRET_NAME = re.compile(r"key|secret|token|passw|credential|sas|signature|connection_string|auth",
+                         re.IGNORECASE)
+
+#: The exceptions of "no credentials were found" (botocore, google-auth), by class name:
+#: their packages need not be installed.
+MISSING = frozenset({"NoCredentialsError", "PartialCredentialsError", "CredentialRetrievalError",
+                     "DefaultCredentialsError"})
+
+_SHARED: dict[str, list] = {}  # token -> [(path of the option, value)], in this process
+_TOKENS: dict[str, str] = {}   # the credentials as JSON text -> their token
+_GIVEN = weakref.WeakKeyDictionary()  # client -> the tokens its workers were given
+_PROCESS = secrets.token_hex(6)  # names this process's plugin on a cluster shared with others
+_ON_A_WORKER = []  # [True] once a plugin installed credentials here: this process is a worker's
+
+
+def secret_values(options, secret=False) -> list:
+    """Every text held under a credential's name in ``options`` (nested dicts included)."""
+    if isinstance(options, dict):
+        return [v for k, item in options.items()
+                for v in secret_values(item, secret or bool(SECRET_NAME.search(str(k))))]
+    if isinstance(options, (list, tuple)):
+        return [v for item in options for v in secret_values(item, secret)]
+    return [options] if secret and isinstance(options, str) and len(options) >= 4 else []
+
+
+def split(options: dict, _path=()) -> tuple[dict, list]:
+    """``(public, credentials)``: ``options`` without the values held under a credential's
+    name, and those values as ``[(path of keys, value)]``."""
+    public, found = {}, []
+    for key, value in options.items():
+        path = (*_path, key)
+        if isinstance(value, dict) and not SECRET_NAME.search(str(key)):
+            public[key], more = split(value, path)
+            found += more
+        elif SECRET_NAME.search(str(key)) or secret_values(value):
+            found.append((path, value))
+        else:
+            public[key] = value
+    return public, found
+
+
+def share(options: dict) -> str | None:
+    """The token of the credentials in ``options`` (None if they hold none), kept in this
+    process for its workers; a client current here gives them to its workers at once."""
+    found = split(options or {})[1]
+    if not found:
+        return None
+    text = json.dumps(found, default=repr)
+    token = _TOKENS.get(text)
+    if token is None:
+        token = _TOKENS[text] = secrets.token_hex(8)
+        _SHARED[token] = found
+        client = _default_client()
+        if client is not None:
+            give_to_workers(client)
+    return token
+
+
+def by_value() -> bool:
+    """Whether tasks pickled now carry credentials whole: they go to dask's ``processes``
+    scheduler, a pool of this machine's processes started for one computation."""
+    return dask.config.get("scheduler", None) in ("processes", "multiprocessing")
+
+
+def restore(public: dict, token: str | None) -> dict:
+    """``public`` options with the credentials of ``token`` put back, where this process
+    holds them (the client that shared them, a worker given them); else ``public``."""
+    options = copy.deepcopy(public)
+    for path, value in _SHARED.get(token, ()):
+        place = options
+        for key in path[:-1]:
+            place = place.setdefault(key, {})
+        place[path[-1]] = value
+    return options
+
+
+def install(shared: dict) -> None:
+    """On a worker: keep the credentials of ``shared`` (token -> credentials) for its tasks."""
+    _ON_A_WORKER[:] = [True]
+    for token, found in shared.items():
+        _SHARED[token] = found
+        _TOKENS[json.dumps(found, default=repr)] = token
+
+
+def uninstall(shared: dict) -> None:
+    """On a worker: forget the credentials of ``shared`` (the plugin was taken back)."""
+    for token, found in shared.items():
+        _SHARED.pop(token, None)
+        _TOKENS.pop(json.dumps(found, default=repr), None)
+
+
+def _default_client():
+    """The distributed client this process computes on by default, if any (never a worker's
+    own: a task does not connect to the scheduler)."""
+    if "distributed" not in sys.modules or _ON_A_WORKER:
+        return None
+    from distributed import default_client
+
+    try:
+        return default_client()
+    except ValueError:
+        return None
+
+
+def give_to_workers(client, done: bool = False) -> None:
+    """Give ``client``'s workers every credential this process has shared, as one worker
+    plugin (again when more were shared since); ``done``: take the plugin back."""
+    name = f"rfstream-storage-options-{_PROCESS}"
+    if done:
+        if _GIVEN.pop(client, None) is not None and client.status == "running":
+            try:
+                client.unregister_worker_plugin(name)
+            except Exception:  # the cluster went away: nothing is left there to take back
+                pass
+        return
+    if _GIVEN.get(client) == set(_SHARED):
+        return
+    from .worker_plugin import StorageOptions
+
+    shared = dict(_SHARED)
+    client.register_plugin(StorageOptions(shared, install, uninstall), name=name)
+    _GIVEN[client] = set(shared)
+
+
+def on_a_worker() -> bool:
+    """Whether this code runs on a Dask worker (in its task, or in a process that was given
+    the plugin) rather than in the client."""
+    if _ON_A_WORKER:
+        return True
+    if "distributed" not in sys.modules:
+        return False
+    from distributed import get_worker
+
+    try:
+        get_worker()
+    except ValueError:
+        return False
+    return True
+
+
+def missing_credentials(exc) -> bool:
+    """Whether ``exc`` says that no credentials were found (not that they were refused)."""
+    return type(exc).__name__ in MISSING or "Unable to locate credentials" in str(exc)
+
+
+if give_to_workers not in CLIENT_HOOKS:
+    CLIENT_HOOKS.append(give_to_workers)
