@@ -11,20 +11,26 @@ embedded LocalCluster; also ``$RFSTREAM_SCHEDULER``), ``--progress`` and
 code 2; set ``RFSTREAM_DEBUG=1`` to see the traceback instead.  A closed stdout
 (``rfstream info m | head -1``) ends the command quietly with code 1, as the Python
 documentation recommends for SIGPIPE.
+
+Building the parser imports no estimator and no array library (the names and defaults
+it shows are written out in :mod:`rfstream.cli.names`): ``--version``, ``--help`` and
+an argument error answer at once.  A subcommand's function is named as
+``commands.cmd_<name>`` in :func:`build_parser`, where ``commands`` imports
+:mod:`rfstream.cli.commands`, and with it the library, when the function runs.  An
+unknown flag is answered with the nearest known one (``--n_components``: did you mean
+``--n-components``?).
 """
 from __future__ import annotations
 
 import argparse
+import difflib
+import functools
 import os
 import sys
 
 from .._version import __version__
 from ..bench import add_arguments as add_bench_arguments
-from ..cluster import run_context, set_progress
-from ..io.location import as_storage_error
 from . import arguments as a
-from . import commands
-from ..catalog import NotApplicable
 from .options import UserError, add_fit_options, cli_message, flag_error, printable
 from .resume import Stopped, install_signal_handlers, lost_cluster, restore_signal_handlers
 
@@ -39,22 +45,70 @@ USER_ERRORS = (ValueError, TypeError, FileNotFoundError, FileExistsError, NotADi
 class _Parser(argparse.ArgumentParser):
     """argparse with one-line errors (exit code 2) instead of the usage block."""
 
+    def parse_args(self, args=None, namespace=None):
+        parsed, extras = self.parse_known_args(args, namespace)
+        if extras:  # argparse's own check, with the flags of the subcommand given for the hints
+            chosen = getattr(self, "subcommands", {}).get(getattr(parsed, "command", None))
+            (chosen or self).fail(unrecognized(extras, _flags(self) + (_flags(chosen) if chosen else [])))
+        return parsed
+
     def error(self, message):
-        if message.startswith("unrecognized arguments:"):  # never echo the words: a value may be a secret
-            words = message.split(":", 1)[1].split()
-            flags = [w for w in words if w.startswith("--") and "=" not in w]
-            message = (f"unrecognized arguments: {len(words)} word(s)"
-                       + (f", among them {' '.join(flags)}" if flags else ""))
+        if message.startswith("unrecognized arguments:"):
+            message = unrecognized(message.split(":", 1)[1].split())
+        self.fail(message)
+
+    def fail(self, message):
         self.exit(EXIT_USER_ERROR, f"{self.prog}: error: {printable(message)} (see {self.prog} --help)\n")
+
+
+def unrecognized(words, known=()):
+    """argparse's "unrecognized arguments" without echoing the words (a value may be a
+    secret): how many, the flags among them (not a ``--name=value``), and the flag of
+    ``known`` nearest each unknown ``--name``."""
+    flags = [w for w in words if w.startswith("--") and "=" not in w]
+    hints = dict.fromkeys(filter(None, (nearest_flag(w.split("=", 1)[0], known) for w in words
+                                        if w.startswith("--"))))
+    return (f"unrecognized arguments: {len(words)} word(s)" + (f", among them {' '.join(flags)}" if flags else "")
+            + (f"; did you mean {' and '.join(hints)}?" if hints else ""))
+
+
+def nearest_flag(flag, known):
+    """The flag of ``known`` that ``flag`` was probably meant to be (``_`` for ``-``, a
+    typo), or None."""
+    dashed = flag.replace("_", "-")
+    if dashed in known:
+        return dashed
+    close = difflib.get_close_matches(dashed, known, n=1, cutoff=0.7)
+    return close[0] if close else None
+
+
+def _flags(parser):
+    return [s for action in parser._actions for s in action.option_strings if s.startswith("--")]
+
+
+class _Later:
+    """``commands.cmd_fit`` and the like: functions that import :mod:`rfstream.cli.commands`
+    (and with it the library) when they run, not when the parser is built."""
+
+    def __getattr__(self, name):
+        return functools.partial(_run_command, name)
+
+
+def _run_command(name, args):
+    from . import commands
+
+    return getattr(commands, name)(args)
 
 
 def build_parser():
     parser = _Parser(prog="rfstream", description="Kernel machines with random features on Dask.")
     parser.add_argument("--version", action="version", version=f"rfstream {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    parser.subcommands = {}
+    commands = _Later()  # each cmd_* imported when it runs
 
     def command(name, text, func, *tables):
-        p = sub.add_parser(name, help=text, description=text)
+        p = parser.subcommands[name] = sub.add_parser(name, help=text, description=text)
         for rows in tables:
             if callable(rows):  # a function adding its own arguments
                 rows(p)
@@ -91,6 +145,8 @@ def _stdout_closed():
 def main(argv=None):
     parser = build_parser()
     args = parser.parse_args(argv)
+    from ..cluster import run_context, set_progress
+
     mode = "never" if args.quiet else getattr(args, "progress", "auto")
     set_progress(mode)
     previous = install_signal_handlers()
@@ -106,6 +162,9 @@ def main(argv=None):
         _stdout_closed()
         return 1
     except Exception as exc:
+        from ..catalog import NotApplicable  # imported with the command: no cost here
+        from ..io.location import as_storage_error
+
         lost = lost_cluster(exc)
         if lost is not None and not os.environ.get("RFSTREAM_DEBUG"):
             print(f"rfstream: error: {lost}; {_kept(run)}", file=sys.stderr)

@@ -6,8 +6,12 @@ API and the CLI alike).  Here, one row per option adds what only a command line 
 how the text is parsed and a help text without the default; the flag is the name with
 dashes (``ridge_solver``: ``--ridge-solver``).  The parser (:func:`add_fit_options`),
 the applicability check (:func:`split_params`) and the defaults shown in ``--help``
-(read from the estimators, :func:`default_text`) are generated from :data:`FIT_OPTIONS`.
-A new option of a feature map or solver is one row in each table.
+are generated from :data:`FIT_OPTIONS`.  Those defaults are the estimators'
+(:func:`default_text` reads them), written out in :mod:`rfstream.cli.names` so that the
+parser is built without importing an estimator; the library is imported by the
+functions that need it (:func:`split_params`, the types of ``--gamma`` and
+``--n-components`` read with :mod:`rfstream.param_lists`).  A new option of a feature
+map or solver is one row in each table (and its default in :mod:`rfstream.cli.names`).
 """
 from __future__ import annotations
 
@@ -15,13 +19,7 @@ import argparse
 import re
 from dataclasses import dataclass
 
-from ..catalog import PARAMETERS, NotApplicable, defaults_of, route
-from ..catalog import takers as catalog_takers
-from ..features.grid import gamma_items, item_label
-from ..features.width import component_sizes
-from ..kernels import KERNELS
-from ..samplers import SAMPLERS
-from ..solvers.ridge_search import CALIBRATE_MAX_FEATURES
+from . import names
 from .arguments import with_default
 from .words import as_flags
 
@@ -54,6 +52,8 @@ class Option:
 
     @property
     def row(self):
+        from ..catalog import PARAMETERS
+
         return PARAMETERS[self.name]
 
     param = property(lambda self: self.row.parameter)
@@ -121,8 +121,10 @@ def _calibrate(text):
 def _gamma(text):
     """argparse type of ``--gamma``: a number, 'auto', 'auto*F', 'paper' (cnm) or a comma
     list of the first three (a bandwidth grid, :mod:`rfstream.features.grid`)."""
-    if text == "paper":
+    if text in ("paper", "auto"):  # "auto" also as argparse's default: no import for it
         return text
+    from ..param_lists import gamma_items, item_label
+
     try:
         items, is_grid = gamma_items(text)
     except ValueError as error:
@@ -132,7 +134,9 @@ def _gamma(text):
 
 
 def _sizes(text):
-    """``--n-components``: one int, or a comma list of them (:func:`component_sizes`)."""
+    """``--n-components``: one int, or a comma list of them (:func:`rfstream.param_lists.component_sizes`)."""
+    from ..param_lists import component_sizes
+
     try:
         sizes = component_sizes(text)
     except ValueError as error:
@@ -145,13 +149,13 @@ FIT_OPTIONS = (
            "frequencies), or a comma list, e.g. 500,1000,2000: the largest map drawn once and every "
            "size searched with --alpha (and a --gamma grid) from the same pass (maps whose features hold "
            "their smaller maps: rff, circulant, fastfood, arccos; --solver ridge)", type=_sizes),
-    Option("kernel", "kernel of the random features", choices=tuple(sorted(KERNELS)), default_note="the map's own: gaussian, laplacian for rff+binning"),
+    Option("kernel", "kernel of the random features", choices=names.KERNELS, default_note="the map's own: gaussian, laplacian for rff+binning"),
     Option("gamma", "kernel bandwidth: a number, 'auto' (the papers' nearest-neighbour "
            "rule), 'auto*F' (F x 'auto'), for cnm 'paper' (its Section 7 rule, 4 x 'auto'), or a comma "
            "list of these, e.g. auto*0.25,auto,auto*4: a grid searched with --alpha by cross-validation "
            "(rff and binning: every gamma in the same two passes; tefm, ses, eerf, lkrf: one fit per gamma; "
            "--solver ridge)", type=_gamma),
-    Option("sampler", "frequency sampler", choices=tuple(sorted(SAMPLERS))),
+    Option("sampler", "frequency sampler", choices=names.SAMPLERS),
     Option("variant", "cos features, or cos and sin pairs", choices=("cos", "cossin")),
     Option("n_random_features", "tefm: random Fourier features d", type=int, default_note="4 x --n-components"),
     Option("power_iter", "tefm: power iterations q", type=int),
@@ -218,7 +222,7 @@ FIT_OPTIONS = (
            "for a regressor's posterior std and conformal intervals (rfstream predict --std, --interval) "
            "and a classifier's Platt probabilities (predict --scores, evaluate's log_loss); auto: when a "
            "search runs (a list of --alpha, a --gamma grid, or --select evidence) with the Gram solver "
-           f"and at most {CALIBRATE_MAX_FEATURES} features", type=_calibrate, choices=("auto", True, False),
+           f"and at most {names.CALIBRATE_MAX_FEATURES} features", type=_calibrate, choices=("auto", True, False),
            metavar="{auto,true,false}"),
     Option("random_state", "seed of every random draw", type=int),
 )
@@ -226,12 +230,17 @@ FIT_OPTIONS = (
 
 def takers(option):
     """``(name, class)`` of every estimator that has ``option.param`` (:func:`rfstream.catalog.takers`)."""
+    from ..catalog import takers as catalog_takers
+
     return catalog_takers(option.name)
 
 
 def default_text(option):
     """The default shown in ``--help``: the CLI's own, else the estimators' (per estimator
-    when they differ)."""
+    when they differ).  Imports the estimators: ``--help`` shows the same text from
+    :data:`rfstream.cli.names.HELP_DEFAULTS` (:func:`help_default`)."""
+    from ..catalog import defaults_of
+
     if option.default_note is not None:
         return option.default_note
     if option.default is not None:
@@ -245,10 +254,17 @@ def default_text(option):
                      for value, names in values.items())
 
 
+def help_default(option):
+    """The default ``--help`` shows: :func:`default_text`, as written in :mod:`rfstream.cli.names`."""
+    return option.default_note if option.default_note is not None else names.HELP_DEFAULTS[option.name]
+
+
 def add_fit_options(parser):
-    """One argparse argument per row of :data:`FIT_OPTIONS`, defaults in the help."""
+    """One argparse argument per row of :data:`FIT_OPTIONS`, defaults in the help; no estimator
+    is imported (the defaults of :mod:`rfstream.cli.names`)."""
     for option in FIT_OPTIONS:
-        kwargs = {"help": with_default(option.help, default_text(option)), "default": option.default}
+        kwargs = {"help": with_default(option.help, help_default(option)),
+                  "default": names.FIT_DEFAULTS.get(option.name)}
         if option.choices:
             kwargs["choices"] = option.choices
         if option.type is not None:
@@ -302,6 +318,8 @@ def split_params(args, features, solver, task):
     """``(feature_params, solver_params)`` from the parsed arguments, by the library's one
     router (:func:`rfstream.catalog.route`); an option given for a map or solver that does
     not take it is a :class:`UserError` naming its flag."""
+    from ..catalog import NotApplicable, route
+
     try:
         return route(features, solver, task, {o.name: getattr(args, o.dest) for o in FIT_OPTIONS})
     except NotApplicable as error:

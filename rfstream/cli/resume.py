@@ -21,6 +21,7 @@ import contextlib
 import logging
 import os
 import signal
+import sys
 
 
 CHECKPOINT_SUFFIX = ".checkpoint"
@@ -67,12 +68,10 @@ def lost_cluster(exc):
     from concurrent.futures import CancelledError
 
     kinds = (CancelledError,)
-    try:
+    if "distributed" in sys.modules:  # else no scheduler was used (and no import for an error)
         from distributed.comm.core import CommClosedError
 
         kinds += (CommClosedError,)
-    except ImportError:  # pragma: no cover - distributed is a dependency
-        pass
     if not isinstance(exc, kinds):
         return None
     return ("lost the connection to the Dask scheduler during a pass "

@@ -26,9 +26,7 @@ an ordinary map of the chosen gamma.
 """
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
-from numbers import Real
 from typing import NamedTuple
 
 import dask.array as da
@@ -37,66 +35,10 @@ import scipy.sparse as sp
 from dask.base import tokenize
 
 from ..kernels import auto_gamma
+from ..param_lists import gamma_items, is_gamma_grid, item_label  # noqa: F401 - re-exported
 from .fused import GRID_LAYER
 
 _ATTRIBUTE = "_rfstream_gamma_grid"
-
-
-def is_gamma_grid(gamma) -> bool:
-    """Whether a ``gamma`` parameter is a grid: a list, tuple or array, or a string
-    with a comma (``"auto*0.5,auto"``).  Its items are not checked (:func:`gamma_items`)."""
-    return isinstance(gamma, (list, tuple, np.ndarray)) or (isinstance(gamma, str) and "," in gamma)
-
-
-def gamma_items(gamma):
-    """``(items, is_grid)`` of a ``gamma`` parameter; each item a float > 0, ``"auto"``
-    or ``("auto", factor)``.
-
-    A number, ``"auto"`` or ``"auto*F"`` is one item (``is_grid`` False); a grid
-    (:func:`is_gamma_grid`) is a list of them.  Raises a ``ValueError`` naming the
-    first bad item.
-    """
-    if not is_gamma_grid(gamma):
-        return [_item(gamma, None)], False
-    if isinstance(gamma, str):
-        gamma = gamma.split(",")
-    values = list(np.asarray(gamma, dtype=object).ravel()) if isinstance(gamma, np.ndarray) else list(gamma)
-    if not values:
-        raise ValueError("gamma is an empty grid; give at least one value (a number > 0, 'auto' "
-                         "or 'auto*F').")
-    return [_item(v, i + 1) for i, v in enumerate(values)], True
-
-
-def _item(value, position):
-    where = "gamma" if position is None else f"gamma grid item {position}"
-    if isinstance(value, str):
-        text = value.strip()
-        if not text:
-            raise ValueError(f"{where} is empty; each item is a number > 0, 'auto' or 'auto*F'.")
-        if text == "auto":
-            return "auto"
-        if text.startswith("auto*"):
-            factor = _number(text[5:])
-            if factor is None or not factor > 0 or not math.isfinite(factor):
-                raise ValueError(f"{where} ({value!r}): 'auto*' needs a finite number > 0 after the "
-                                 "'*', e.g. 'auto*0.5'.")
-            return ("auto", factor)
-        number = _number(text)
-        if number is None:
-            raise ValueError(f"{where} ({value!r}) is not a number, 'auto' or 'auto*F'.")
-        value = number
-    if isinstance(value, bool) or not isinstance(value, Real):
-        raise ValueError(f"{where} ({value!r}) is not a number, 'auto' or 'auto*F'.")
-    if not math.isfinite(value) or value <= 0:
-        raise ValueError(f"{where} ({value!r}): gamma must be a finite number > 0.")
-    return float(value)
-
-
-def _number(text):
-    try:
-        return float(text)
-    except ValueError:
-        return None
 
 
 def check_gamma_param(fmap):
@@ -153,13 +95,6 @@ def resolve_items(items, auto):
         else:
             out.append(auto * (1.0 if item == "auto" else item[1]))
     return np.asarray(out, dtype=np.float64)
-
-
-def item_label(item):
-    """How a grid item is written: ``0.5``, ``auto``, ``auto*0.25``."""
-    if isinstance(item, float):
-        return f"{item:g}"
-    return "auto" if item == "auto" else f"auto*{item[1]:g}"
 
 
 class GridSource(NamedTuple):

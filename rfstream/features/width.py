@@ -20,11 +20,9 @@ the parameters alone:
 """
 from __future__ import annotations
 
-from numbers import Integral
-
 import numpy as np
 
-from .grid import gamma_items, is_gamma_grid
+from ..param_lists import component_sizes, gamma_items, is_gamma_grid
 
 
 def planned_features(fmap, n_features):
@@ -83,42 +81,6 @@ def _width(fmap, n_features):
             params["gamma"] = 1.0
         return int(type(fmap).for_columns(n_features, **params)._n_features_out)
     return nominal_width(fmap)
-
-
-def component_sizes(value):
-    """The sizes of an ``n_components`` value as a sorted tuple of unique positive ints.
-
-    ``value`` is an int, a list, tuple or 1-D array of ints, or a string of comma
-    separated ints (``"500,1000,2000"``, as the command line gives it); ``1000`` is
-    ``(1000,)``.  A bad or empty item is a one-line ``ValueError`` naming it.
-    """
-    items = value.split(",") if isinstance(value, str) else value
-    if isinstance(items, np.ndarray) and items.ndim == 1:
-        items = items.tolist()
-    listed = isinstance(items, (list, tuple)) and not (isinstance(value, str) and "," not in value)
-    items = items if isinstance(items, (list, tuple)) else [items]
-    if not items:
-        raise ValueError("n_components is an empty list; give a positive int or a list of them, "
-                         "e.g. 500,1000,2000.")
-    sizes = set()
-    for i, item in enumerate(items):
-        size = _positive_int(item)
-        if size is None:
-            where = f"n_components item {i + 1}" if listed else "n_components"
-            raise ValueError(f"{where} ({item!r}) is not a positive int; give a positive int or a "
-                             "list of them, e.g. 500,1000,2000.")
-        sizes.add(size)
-    return tuple(sorted(sizes))
-
-
-def _positive_int(item):
-    """``item`` as an int > 0 (an int, or a string of digits), else None."""
-    if isinstance(item, str):
-        text = item.strip()
-        item = int(text) if text.isdigit() and text.isascii() else None
-    if isinstance(item, bool) or not isinstance(item, Integral) or item < 1:
-        return None
-    return int(item)
 
 
 def listed_width(value):

@@ -1,0 +1,126 @@
+"""What the command line imports before a command runs, and what an unknown flag is told.
+
+Not timed (speed belongs in benchmarks/bench_startup.py): each test runs Python in a
+fresh process, builds the parser or answers ``--version``, ``--help`` or an argument
+error, and looks at ``sys.modules``: no estimator library may be there, so that the
+answer costs Python and argparse only.  The names and defaults the parser shows without
+importing the library (rfstream/cli/names.py) are checked against the library here.
+"""
+import json
+import subprocess
+import sys
+
+import pytest
+
+import rfstream
+from rfstream.cli import build_parser, main, names
+from rfstream.cli.options import FIT_OPTIONS, default_text
+
+#: what building the parser, --version, --help and an argument error must not import
+HEAVY = ("sklearn", "dask.array", "distributed", "scipy", "zarr", "pandas", "rfstream.catalog",
+         "rfstream.features", "rfstream.solvers", "rfstream.io")
+
+
+def imported_after(code):
+    """The modules imported by ``code`` in a fresh Python (``SystemExit`` caught)."""
+    script = ("import json, sys\n"
+              "try:\n" + "".join(f"    {line}\n" for line in code.splitlines()) +
+              "except SystemExit:\n    pass\n"
+              "print(json.dumps(sorted(sys.modules)))\n")
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120,
+                          check=False)
+    assert proc.returncode == 0, proc.stderr
+    return set(json.loads(proc.stdout.splitlines()[-1]))
+
+
+def heavy_in(modules):
+    return sorted(m for m in modules if any(m == h or m.startswith(h + ".") for h in HEAVY))
+
+
+def test_building_the_parser_imports_no_estimator_library():
+    modules = imported_after("import rfstream.cli\n"
+                             "parser = rfstream.cli.build_parser()\n"
+                             "for sub in parser.subcommands.values():\n"
+                             "    sub.format_help()\n"
+                             "parser.parse_args(['fit', 'd.zarr', '--out', 'm', '--scheduler', 'tcp://127.0.0.1:8786',"
+                             " '--features', 'rff', '--alpha', '0.1,1', '--progress', 'never', '--cv', '3'])")
+    assert "rfstream.cli" in modules and not heavy_in(modules)
+
+
+@pytest.mark.parametrize("argv", [
+    ["--version"], ["--help"], ["fit", "--help"], ["bench", "--help"], ["predict", "--help"],
+    ["fit", "d.zarr", "--out", "m", "--n_components", "100"],  # an unknown flag
+    ["fit", "d.zarr", "--out", "m", "--features", "nope"],  # a bad choice
+    ["fit", "d.zarr"],  # a missing argument
+    ["fit", "d.zarr", "--out", "m", "--gamma", "auto*x"],  # a bad type (numpy only, for the grid's grammar)
+    ["fit", "d.zarr", "--out", "m", "--n-components", "0,10"],
+], ids=lambda argv: " ".join(argv))
+def test_version_help_and_argument_errors_import_no_estimator_library(argv):
+    modules = imported_after(f"from rfstream.cli import main\nmain({argv!r})")
+    assert not heavy_in(modules)
+
+
+def test_import_rfstream_imports_nothing_heavy_and_every_public_name_is_there():
+    modules = imported_after("import rfstream\nrfstream.__version__")
+    assert not heavy_in(modules)
+    # each public name is imported on first use (PEP 562), listed by dir(), and importable by name
+    assert set(rfstream.__all__) <= set(dir(rfstream))
+    for name in rfstream.__all__:
+        assert getattr(rfstream, name) is not None, name
+    from rfstream import KernelPCA, RandomFourierFeatures, load_model  # noqa: F401
+    assert rfstream.io.open_dataset is not None  # a submodule, as after import rfstream.io
+    with pytest.raises(AttributeError, match="has no attribute 'nope'"):
+        rfstream.nope  # noqa: B018
+
+
+def test_every_subcommand_names_a_function_of_the_commands_module():
+    from rfstream.cli import commands
+
+    for name, sub in build_parser().subcommands.items():
+        func = sub.get_default("func")
+        assert callable(getattr(commands, func.args[0])), (name, func.args[0])
+
+
+def _table(name, value):
+    return f"rfstream/cli/names.py is out of date; write {name} = {value!r}"
+
+
+def test_the_names_and_defaults_written_for_the_parser_are_the_librarys():
+    from rfstream import catalog, cluster, kernels, samplers
+    from rfstream.solvers import ridge_search
+
+    library = {"FEATURES": tuple(sorted(catalog.FEATURES)), "SOLVERS": tuple(sorted(catalog.SOLVERS)),
+               "TASKS": catalog.TASKS, "KERNELS": tuple(sorted(kernels.KERNELS)),
+               "SAMPLERS": tuple(sorted(samplers.SAMPLERS)), "PROGRESS_MODES": cluster.PROGRESS_MODES,
+               "CALIBRATE_MAX_FEATURES": ridge_search.CALIBRATE_MAX_FEATURES,
+               "FIT_DEFAULTS": catalog.FIT_DEFAULTS,
+               "HELP_DEFAULTS": {o.name: default_text(o) for o in FIT_OPTIONS if o.default_note is None}}
+    for name, value in library.items():
+        assert getattr(names, name) == value, _table(name, value)
+    # the argparse defaults of fit are the library's own defaults of a fit
+    args = build_parser().parse_args(["fit", "d.zarr", "--out", "m"])
+    assert {o.name: getattr(args, o.dest) for o in FIT_OPTIONS if o.default is not None} == catalog.FIT_DEFAULTS
+
+
+def run_error(capsys, argv):
+    with pytest.raises(SystemExit) as stop:
+        main(argv)
+    assert stop.value.code == 2
+    return capsys.readouterr().err
+
+
+def test_an_unknown_flag_is_told_the_nearest_known_one(capsys):
+    err = run_error(capsys, ["fit", "data.zarr", "--out", "m", "--n_components", "100"])
+    assert err.startswith("rfstream fit: error: unrecognized arguments: 2 word(s), among them --n_components; "
+                          "did you mean --n-components? (see rfstream fit --help)")
+    err = run_error(capsys, ["fit", "data.zarr", "--out", "m", "--alhpa", "3", "--ridge_solver", "gram"])
+    assert "did you mean --alpha and --ridge-solver?" in err
+    # the subcommand's own flags: --landmarks is fit's, not info's
+    assert "did you mean" not in run_error(capsys, ["info", "x.zarr", "--landmarks", "uniform"])
+    assert "did you mean --version?" in run_error(capsys, ["--verison", "info", "x.zarr"])
+
+
+def test_a_hint_never_echoes_a_value(capsys):
+    err = run_error(capsys, ["info", "x.zarr", "--storage-opts", '{"key": "AKIAECHOED"}', "--x_array=s3cr3t"])
+    assert "did you mean --storage-options and --x-array?" in err
+    assert "AKIAECHOED" not in err and "s3cr3t" not in err and "--x_array" not in err
