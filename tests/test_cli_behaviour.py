@@ -70,7 +70,7 @@ def test_version_and_python_dash_m(capsys):
 def test_every_argument_of_every_subcommand_is_documented_with_its_default():
     parser = build_parser()
     subcommands = parser._subparsers._group_actions[0].choices
-    assert set(subcommands) == {"convert", "fit", "predict", "transform", "evaluate", "info", "demo", "bench"}
+    assert set(subcommands) == {"convert", "fit", "predict", "transform", "evaluate", "info", "demo", "bench", "split"}
     missing = []
     for name, sub in subcommands.items():
         for action in sub._actions:

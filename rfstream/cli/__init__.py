@@ -162,8 +162,9 @@ def main(argv=None):
         _stdout_closed()
         return 1
     except Exception as exc:
-        from ..catalog import NotApplicable  # imported with the command: no cost here
         from ..io.location import as_storage_error
+
+        catalog = sys.modules.get("rfstream.catalog")  # a NotApplicable was raised by it, once imported
 
         lost = lost_cluster(exc)
         if lost is not None and not os.environ.get("RFSTREAM_DEBUG"):
@@ -173,7 +174,7 @@ def main(argv=None):
             exc = as_storage_error(exc, "storage", "failed")
         if exc is None or os.environ.get("RFSTREAM_DEBUG"):
             raise
-        if isinstance(exc, NotApplicable):
+        if catalog is not None and isinstance(exc, catalog.NotApplicable):
             exc = flag_error(exc)
         message = cli_message(str(exc).splitlines()[0]) if str(exc) else type(exc).__name__
         print(f"rfstream: error: {message}", file=sys.stderr)

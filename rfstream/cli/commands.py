@@ -19,12 +19,8 @@ import warnings
 from pathlib import Path
 
 
-from .. import io, pipeline
+from .. import io
 from ..cluster import connect
-from ..io.convert import source_files
-from ..jobs import FitJob
-from ..selection import HEATMAP_FILE
-from ..selection.heatmap import GREATER_IS_BETTER, score_label
 from . import resume
 from .options import FIT_OPTIONS, printable
 
@@ -63,6 +59,8 @@ def _print_json(data):
 def _connect(args, X=None, data=None):
     """:func:`rfstream.cluster.connect` for ``--scheduler``, told X's bytes (of the array
     ``X``, or read from the metadata of the dataset ``data``) for the small-data rule."""
+    from .. import pipeline
+
     if X is not None:
         size = int(X.nbytes)
     else:
@@ -73,6 +71,8 @@ def _connect(args, X=None, data=None):
 def cmd_convert(args):
     """One file streams through this process; a directory or glob of files is converted by
     Dask tasks, on ``--scheduler`` or an embedded cluster."""
+    from ..io.convert import source_files
+
     many = len(source_files(args.src, args.storage_options)) > 1
     with connect(args.scheduler) if many else contextlib.nullcontext():
         return _convert(args)
@@ -144,6 +144,11 @@ def fit_options(args):
 
 
 def cmd_fit(args):
+    from .. import pipeline
+    from ..jobs import FitJob
+    from ..selection import HEATMAP_FILE
+    from ..selection.heatmap import GREATER_IS_BETTER, score_label
+
     job = FitJob(args.data, **fit_options(args))  # every check before the cluster starts
     with _warnings_as_lines(), job.resumable(), resume.quiet_client_logs(args.scheduler), _connect(args, X=job.X):
         job.fit()
@@ -172,6 +177,8 @@ def cmd_split(args):
 
 
 def cmd_evaluate(args):
+    from .. import pipeline
+
     model, meta = pipeline.load_fitted(args.model, storage_options=args.storage_options)
     with _connect(args, data=args.data):
         result = pipeline.evaluate_dataset(model, meta, args.data, interval_level=args.interval_level,
@@ -233,6 +240,8 @@ def _reliability_lines(table):
 
 
 def cmd_predict(args):
+    from .. import pipeline
+
     with _connect(args, data=args.data):
         rows = pipeline.predict_dataset(args.model, args.data, args.out, overwrite=args.overwrite,
                                         scores=args.scores, std=args.std, interval=args.interval,
@@ -242,6 +251,8 @@ def cmd_predict(args):
 
 
 def cmd_transform(args):
+    from .. import pipeline
+
     with _connect(args, data=args.data):
         shape = pipeline.transform_dataset(args.model, args.data, args.out, overwrite=args.overwrite,
                                            storage_options=args.storage_options, x_array=args.x_array)
@@ -277,6 +288,7 @@ def _estimator_summary(spec):
 
 
 def cmd_demo(args):
+    from .. import pipeline
     from ..datasets import registry
 
     with tempfile.TemporaryDirectory(prefix="rfstream-demo-") as tmp:

@@ -10,6 +10,7 @@ imported only when a message is translated.
 from __future__ import annotations
 
 import re
+import sys
 from functools import lru_cache
 
 #: a parameter that two options set: the option each value belongs to
@@ -24,8 +25,17 @@ KEYWORD_FLAGS = {"sample_weight": "--sample-weight", "x_array": "--x-array", "y_
                  "interval_level": "--interval-level", "n_power_iter": "--power-iter"}
 
 
-@lru_cache(maxsize=1)
 def parameter_flags():
+    """:func:`fit_parameter_flags` once the library's catalog is imported (a message about
+    an estimator's parameter comes from it), else the API keywords' flags only: an error of
+    a command that read no estimator (``info``, say) does not import them to be said."""
+    if "rfstream.catalog" not in sys.modules:
+        return KEYWORD_FLAGS
+    return fit_parameter_flags()
+
+
+@lru_cache(maxsize=1)
+def fit_parameter_flags():
     """``{estimator parameter: flag}`` for the parameters one option of ``rfstream fit`` sets
     named as the parameter (``n_components``, ``pcg_rank``, ``cv``), and the API's keywords of
     :data:`KEYWORD_FLAGS`; ``solver`` is resolved by its value (:data:`SOLVER_VALUES`).

@@ -55,7 +55,7 @@ EXTRAS = {"s3": "s3", "s3a": "s3", "gs": "gcs", "gcs": "gcs", "abfs": "azure", "
 
 #: S3 client settings used unless the caller gives ``config_kwargs``: fail fast on
 #: a wrong endpoint instead of botocore's 60 s connect timeout and retries.
-S3_FAST_FAIL = {"connect_timeout": 5, "read_timeout": 60, "retries": {"max_attempts": 3, "mode": "standard"}}
+S3_FAST_FAIL = {"connect_timeout": 5, "read_timeout": 60, "retries": {"total_max_attempts": 3, "mode": "standard"}}
 
 
 #: "s3:/b", "s3:b", "gs:\\b": a scheme of two letters or more and a colon, without "://".

@@ -34,7 +34,6 @@ import stat
 import sys
 
 import numpy as np
-from sklearn.base import BaseEstimator
 
 from .._version import __version__
 from . import model_checks as checks
@@ -95,6 +94,8 @@ class _Writer:
         return {"$array": name}
 
     def value(self, value, where: str):
+        from sklearn.base import BaseEstimator  # here: reading a model file's metadata needs no scikit-learn
+
         if isinstance(value, BaseEstimator):
             return self.estimator(value, where)
         if isinstance(value, np.ndarray):
@@ -342,6 +343,8 @@ def _resolve_class(path: str):
     if not (parts[0] == "rfstream" or path in ALLOWED_CLASSES) \
             or not all(checks.PARAM_NAME.fullmatch(p) and "__" not in p for p in parts[1:] + [name.lower()]):
         raise ModelFileError(f"model.json names class {path[:120]!r}, which rfstream does not load.")
+    from sklearn.base import BaseEstimator
+
     try:
         cls = getattr(importlib.import_module(module), name)
     except (ImportError, AttributeError):
