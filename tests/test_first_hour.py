@@ -186,3 +186,10 @@ def test_convert_says_what_it_did(tmp_path, capsys):
     assert out["features"] == 4 and out["one_hot"] == {"city": 2}
     assert out["missing_filled"] == {"city": 1, "rooms": 1, "area": 1}  # mean for numbers, zeros for one-hot
     assert io.dataset_info(tmp_path / "h.zarr")["attrs"]["missing_filled"] == out["missing_filled"]
+
+
+def test_a_default_that_differs_by_task_says_which_task(capsys):
+    assert _run("fit", "--help") == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert "(default: ridge classifier: error_rate; ridge regressor: squared_error)" in text
+    assert "(default: ridge: 1.0; sgd: 0.0001)" in text  # per solver where the task does not matter

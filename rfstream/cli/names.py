@@ -67,7 +67,7 @@ HELP_DEFAULTS = {
     "pca_method": "auto",
     "cg_max_iter": "200",
     "cg_tol": "0.0001",
-    "scoring": "ridge: error_rate; ridge: squared_error",
+    "scoring": "ridge classifier: error_rate; ridge regressor: squared_error",
     "select": "cv",
     "calibrate": "auto",
     "random_state": "0",

@@ -247,11 +247,23 @@ def default_text(option):
         return str(option.default)
     values = {}
     for name, cls in takers(option):
-        values.setdefault(repr(defaults_of(cls)[option.param]), []).append(name.split(" ")[0])
+        values.setdefault(repr(defaults_of(cls)[option.param]), []).append(name)
     if len(values) == 1:
         return next(iter(values)).strip("'")
-    return "; ".join(f"{'/'.join(dict.fromkeys(names))}: {value.strip(chr(39))}"
+    solvers = [[name.split(" ")[0] for name in names] for names in values.values()]
+    by_task = len({s for names in solvers for s in names}) < sum(len(set(names)) for names in solvers)
+    return "; ".join(f"{'/'.join(dict.fromkeys(_taker_label(n, by_task) for n in names))}: {value.strip(chr(39))}"
                      for value, names in values.items())
+
+
+def _taker_label(name, by_task):
+    """``ridge (classification)`` as ``ridge classifier`` where one solver's default differs by
+    task (``by_task``), else as ``ridge``."""
+    solver, _, task = name.partition(" ")
+    return f"{solver} {TASK_NOUNS.get(task, task).strip()}".strip() if by_task else solver
+
+
+TASK_NOUNS = {"(classification)": "classifier", "(regression)": "regressor"}
 
 
 def help_default(option):
