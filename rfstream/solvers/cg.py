@@ -72,29 +72,39 @@ def _as_float64(z):
     return sp.csr_matrix(z, dtype=np.float64) if sp.issparse(z) else np.asarray(z, dtype=np.float64)
 
 
+#: Columns of a dense sub-block converted to float64 at a time by :func:`stats_chunk`: its
+#: float64 work is 2 x rows x STATS_COLUMNS x 8 bytes (64 MiB for 4096 rows) instead of two
+#: float64 copies of the whole sub-block (3.2 GiB at D = 50,000: docs/wide.md).
+STATS_COLUMNS = 1024
+
+
 def stats_chunk(z, *rows, offset, spec, out):
     """Adds n (the weight sum), m (rows), Z'c, diag(Z'CZ), Y'c and Z'CY of one block into ``out``;
     ``rows``: the labels, then the sample weights when they travel; ``spec`` a
-    :class:`rfstream.solvers.passes.RowSpec` (targets, class weights, layout)."""
+    :class:`rfstream.solvers.passes.RowSpec` (targets, class weights, layout).  A dense block
+    is summed in float64 :data:`STATS_COLUMNS` columns at a time (each column's sums are
+    those of the whole block in float64: the same numbers, without its float64 copy)."""
     if z.shape[0] == 0:
         return
-    z, Y = _as_float64(z), spec.targets(spec.take(rows)["y"])
+    Y = spec.targets(spec.take(rows)["y"])
     c = spec.row_weights(rows, offset)
     parts = spec.layout.unpack(out)
     parts["m"][...] += z.shape[0]
-    zz = z.multiply(z) if sp.issparse(z) else z * z
-    if c is None:
-        parts["n"][...] += z.shape[0]
-        parts["s"][:] += np.asarray(z.sum(axis=0)).ravel()
-        parts["d"][:] += np.asarray(zz.sum(axis=0)).ravel()
-        parts["t"][:] += Y.sum(axis=0)
-        parts["C"][:] += z.T @ Y
-        return
-    parts["n"][...] += c.sum()
-    parts["s"][:] += np.asarray(z.T @ c).ravel()
-    parts["d"][:] += np.asarray(zz.T @ c).ravel()
-    parts["t"][:] += c @ Y
-    parts["C"][:] += z.T @ (c[:, None] * Y)
+    parts["n"][...] += z.shape[0] if c is None else c.sum()
+    parts["t"][:] += Y.sum(axis=0) if c is None else c @ Y
+    cY = Y if c is None else c[:, None] * Y
+    step = z.shape[1] if sp.issparse(z) else STATS_COLUMNS
+    for j in range(0, z.shape[1], step):
+        zj = _as_float64(z if step == z.shape[1] else z[:, j:j + step])
+        zz = zj.multiply(zj) if sp.issparse(zj) else zj * zj
+        cols = slice(j, j + zj.shape[1])
+        if c is None:
+            parts["s"][cols] += np.asarray(zj.sum(axis=0)).ravel()
+            parts["d"][cols] += np.asarray(zz.sum(axis=0)).ravel()
+        else:
+            parts["s"][cols] += np.asarray(zj.T @ c).ravel()
+            parts["d"][cols] += np.asarray(zz.T @ c).ravel()
+        parts["C"][cols] += zj.T @ cY
 
 
 @dataclass(frozen=True, eq=False, kw_only=True)

@@ -1,0 +1,57 @@
+"""Peak memory of one task of the PCG statistics pass (rfstream.solvers.cg.stats_chunk) on
+one sub-block of float32 features, summed in float64 by column slices (now) against one
+float64 copy of the whole sub-block (before; STATS_COLUMNS = D reproduces it).
+
+    python benchmarks/bench_stats_memory.py --rows 4096 --features 8192 50000
+
+Peak = the largest traced allocation above the input block (tracemalloc sees numpy's
+buffers), in MiB; the input block itself is listed apart.
+"""
+import argparse
+import json
+import tracemalloc
+
+import numpy as np
+
+from rfstream.reductions import Layout
+from rfstream.solvers import cg
+from rfstream.solvers.passes import RowSpec
+
+
+def peak_above_input(z, y, columns):
+    """MiB allocated at the peak of one stats_chunk call with ``columns`` per slice."""
+    D = z.shape[1]
+    layout = Layout(n=(), m=(), s=(D,), d=(D,), t=(1,), C=(D, 1))
+    spec = RowSpec(layout=layout, targets=lambda v: v[:, None]).for_rows(y=y)
+    out = np.zeros(layout.size)
+    saved, cg.STATS_COLUMNS = cg.STATS_COLUMNS, columns
+    try:
+        tracemalloc.start()
+        tracemalloc.reset_peak()
+        cg.stats_chunk(z, y, offset=0, spec=spec, out=out)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+        cg.STATS_COLUMNS = saved
+    return peak / 2**20
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", type=int, default=4096, help="rows of the sub-block (the passes' 4096)")
+    parser.add_argument("--features", type=int, nargs="+", default=[8192, 50000], help="D values")
+    args = parser.parse_args()
+    rng = np.random.default_rng(0)
+    rows = []
+    for D in args.features:
+        z = rng.standard_normal((args.rows, D), dtype=np.float32)
+        y = rng.standard_normal(args.rows)
+        rows.append({"D": D, "input_MiB": round(z.nbytes / 2**20, 1),
+                     "slices_MiB": round(peak_above_input(z, y, cg.STATS_COLUMNS), 1),
+                     "whole_block_MiB": round(peak_above_input(z, y, D), 1)})
+        print(json.dumps(rows[-1]), flush=True)
+        del z
+
+
+if __name__ == "__main__":
+    main()

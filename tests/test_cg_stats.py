@@ -1,0 +1,37 @@
+"""The PCG statistics pass (:func:`rfstream.solvers.cg.stats_chunk`) sums a dense block in
+float64 a few columns at a time: the same numbers as the float64 copy of the whole block,
+without that copy (issue 32: the workers' peak at D = 50,000)."""
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from rfstream.reductions import Layout
+from rfstream.solvers import cg
+from rfstream.solvers.passes import RowSpec
+
+
+def _whole_block_stats(z, Y, c):
+    """The sums in float64 from one copy of the block (the former computation)."""
+    z = z.astype(np.float64)
+    c = np.ones(len(z)) if c is None else c
+    return {"n": c.sum(), "m": len(z), "s": z.T @ c, "d": (z * z).T @ c, "t": c @ Y, "C": z.T @ (c[:, None] * Y)}
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.parametrize("sparse", [False, True])
+def test_column_slices_give_the_whole_blocks_sums(monkeypatch, weighted, sparse):
+    monkeypatch.setattr(cg, "STATS_COLUMNS", 7)  # slices of 7 columns: 37 = 5 x 7 + 2
+    rng = np.random.default_rng(0)
+    z = rng.normal(size=(50, 37)).astype(np.float32)
+    z[z < 0.3] = 0
+    y = rng.normal(size=50)
+    w = rng.uniform(0.5, 2, size=50) if weighted else None
+    layout = Layout(n=(), m=(), s=(37,), d=(37,), t=(2,), C=(37, 2))
+    spec = RowSpec(layout=layout, targets=lambda v: np.c_[v, 2 * v]).for_rows(y=y, w=w)
+    out = np.zeros(layout.size)
+    rows = (y,) if w is None else (y, w)
+    cg.stats_chunk(sp.csr_matrix(z) if sparse else z, *rows, offset=0, spec=spec, out=out)
+    got = layout.unpack(out)
+    want = _whole_block_stats(z, np.c_[y, 2 * y], w)
+    for name, value in want.items():
+        np.testing.assert_allclose(got[name], value, rtol=1e-12, atol=1e-12, err_msg=name)
