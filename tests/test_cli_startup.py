@@ -124,3 +124,12 @@ def test_a_hint_never_echoes_a_value(capsys):
     err = run_error(capsys, ["info", "x.zarr", "--storage-opts", '{"key": "AKIAECHOED"}', "--x_array=s3cr3t"])
     assert "did you mean --storage-options and --x-array?" in err
     assert "AKIAECHOED" not in err and "s3cr3t" not in err and "--x_array" not in err
+
+
+def test_rfstream_io_names_the_functions_whatever_was_imported_first():
+    """rfstream.io loads its names on first use; a submodule imported before (rfstream.io.convert,
+    the module) does not hide the function of the same name."""
+    code = ("import rfstream.io.convert, rfstream.io.split; from rfstream import io; "
+            "print(callable(io.convert), io.convert.__module__, io.split_dataset.__module__)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["True", "rfstream.io.convert", "rfstream.io.split"]

@@ -24,6 +24,8 @@ This layer knows no estimator class: it imports only the core numerics.
 from __future__ import annotations
 
 import importlib
+import sys
+import types
 
 #: each public name and the module it is imported from, on first use (PEP 562): a command
 #: that reads a dataset's metadata or a model file imports no source reader, and none of
@@ -55,3 +57,17 @@ def __getattr__(name):
 
 def __dir__():
     return sorted(set(globals()) | set(__all__))
+
+
+class _Facade(types.ModuleType):
+    """``rfstream.io`` itself: importing a submodule sets it as an attribute of its package,
+    which would hide the public function of the same name (``rfstream.io.convert``, the
+    function, vs the module ``rfstream.io.convert``); a public name stays the function."""
+
+    def __setattr__(self, name, value):
+        if name in _PUBLIC and isinstance(value, types.ModuleType):
+            return  # the submodule stays in sys.modules; the name is loaded from it on first use
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Facade
