@@ -1,15 +1,22 @@
-"""Conversion of many CSV files on a cluster against today's client-side convert of one file.
+"""Conversion of one big CSV file in byte ranges, and of many files, against one stream.
 
     python benchmarks/bench_convert.py --rows 500000 --files 16 --json runs/convert.json
+    python benchmarks/bench_convert.py --kdd-copies 4 --no-double --configs client,ranges-threads,ranges-cluster
 
 1. Writes a KDD99-shaped CSV (``rfstream.datasets.synthetic.kdd_like_rows`` turned back
    into KDD's raw columns: 38 numbers, protocol/service/flag as text, a text label) as
    ``--files`` files of consecutive rows, and their concatenation as one file; the same
-   for twice the rows (``--no-double`` skips it).  Files already there are reused.
+   for twice the rows (``--no-double`` skips it).  With ``--kdd-copies N`` the data are
+   instead N copies of KDD99's real 10% file (../shared/datasets/kddcup99), each with
+   its rows shuffled by the copy's seed, one file per copy.  Files already there are reused.
 2. Converts, each run in a fresh process so that its memory is its own:
 
-   * ``client``: :func:`rfstream.io.convert` of the one concatenated file, streamed
-     through the client process (no Dask);
+   * ``client``: :func:`rfstream.io.convert` of the one concatenated file as one stream
+     through the client process (``block_size=None``; no Dask);
+   * ``ranges-threads``: the one file in byte ranges of ``--block-size`` bytes (64 MiB
+     by default) as Dask tasks on dask's threads (one per core);
+   * ``ranges-cluster``: the same on the embedded LocalCluster
+     (:func:`rfstream.cluster.connect`: a single-threaded worker process per core);
    * ``cluster-1`` / ``cluster-2``: :func:`rfstream.io.convert` of the directory of
      files under a ``distributed.Client`` of a LocalCluster with 1 or 2 single-threaded
      worker processes (the scheduler runs in the client process and is counted with it;
@@ -35,7 +42,7 @@ import psutil
 
 from rfstream.bench.measures import PeakRSS
 
-CONFIGS = ("client", "cluster-1", "cluster-2")
+CONFIGS = ("client", "ranges-threads", "ranges-cluster", "cluster-1", "cluster-2")
 
 
 # ----------------------------------------------------------------- data
@@ -61,6 +68,28 @@ def raw_kdd_rows(start, stop, seed=0):
     return pd.DataFrame(frame)
 
 
+def write_kdd_copies(folder: Path, copies: int) -> tuple[Path, Path]:
+    """``folder/parts/copy-NN.csv``: KDD99's 10% file with its rows shuffled by seed NN, and
+    ``folder/whole.csv``, their concatenation."""
+    import gzip
+
+    from rfstream.datasets.registry import datasets_folder
+
+    parts, whole = folder / "parts", folder / "whole.csv"
+    if whole.exists() and parts.is_dir() and len(list(parts.glob("copy-*.csv"))) == copies:
+        return parts, whole
+    parts.mkdir(parents=True, exist_ok=True)
+    with gzip.open(datasets_folder() / "kddcup99" / "kddcup.data_10_percent.gz", "rb") as f:
+        lines = f.read().splitlines(keepends=True)
+    with open(whole, "wb") as out:
+        for k in range(copies):
+            order = np.random.default_rng(k).permutation(len(lines))
+            data = b"".join(lines[i] for i in order)
+            (parts / f"copy-{k:02d}.csv").write_bytes(data)
+            out.write(data)
+    return parts, whole
+
+
 def write_source(folder: Path, rows: int, files: int) -> tuple[Path, Path]:
     """``folder/parts/part-NN.csv`` and ``folder/whole.csv`` (their concatenation)."""
     parts, whole = folder / "parts", folder / "whole.csv"
@@ -81,7 +110,7 @@ def write_source(folder: Path, rows: int, files: int) -> tuple[Path, Path]:
 # ----------------------------------------------------------------- one run
 
 
-def one_run(config, parts, whole, dst):
+def one_run(config, parts, whole, dst, block_size):
     """Convert as ``config`` says; returns the measures (run in a fresh process)."""
     import contextlib
     import importlib
@@ -89,11 +118,17 @@ def one_run(config, parts, whole, dst):
     import dask
     import distributed
 
-    from rfstream.cluster import EMBEDDED_CONFIG
+    from rfstream.cluster import EMBEDDED_CONFIG, connect
     from rfstream.io import convert, open_dataset
 
-    client = contextlib.nullcontext()
-    if config != "client":
+    client, source, options, cluster = contextlib.nullcontext(), parts, {}, None
+    if config.startswith("ranges") or config == "client":
+        source, options = whole, {"block_size": None if config == "client" else int(block_size)}
+    if config == "ranges-threads":
+        client = connect("threads")
+    elif config == "ranges-cluster":
+        client = connect("cluster")
+    elif config != "client":
         with dask.config.set(EMBEDDED_CONFIG):
             cluster = distributed.LocalCluster(n_workers=int(config.split("-")[1]), threads_per_worker=1,
                                                processes=True, dashboard_address=None, host="127.0.0.1")
@@ -105,9 +140,9 @@ def one_run(config, parts, whole, dst):
         before = psutil.Process().memory_info().rss
         with PeakRSS([os.getpid(), *workers]) as rss:
             t0 = time.perf_counter()
-            summary = convert(whole if config == "client" else parts, dst, overwrite=True)
+            summary = convert(source, dst, overwrite=True, **options)
             seconds = time.perf_counter() - t0
-        if c is not None:
+        if cluster is not None:
             c.close()
             cluster.close()
     with dask.config.set(scheduler="threads"):
@@ -124,22 +159,34 @@ def main():
     ap.add_argument("--files", type=int, default=16)
     ap.add_argument("--workdir", default="/tmp/rfstream-bench-convert")
     ap.add_argument("--no-double", action="store_true", help="skip the run on twice the rows")
+    ap.add_argument("--kdd-copies", type=int, default=0,
+                    help="N copies of KDD99's 10%% file, each shuffled by its seed (instead of --rows)")
+    ap.add_argument("--configs", default=",".join(CONFIGS), help=f"among {', '.join(CONFIGS)}")
+    ap.add_argument("--block-size", type=int, default=64 * 2**20, help="bytes per byte-range task")
     ap.add_argument("--json", default=None, help="write the measures here")
-    ap.add_argument("--one", nargs=4, metavar=("CONFIG", "PARTS", "WHOLE", "DST"), help=argparse.SUPPRESS)
+    ap.add_argument("--one", nargs=5, metavar=("CONFIG", "PARTS", "WHOLE", "DST", "BLOCK"), help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.one:
         print(json.dumps(one_run(*args.one)))
         return 0
     results = []
-    for rows in [args.rows] + ([] if args.no_double else [2 * args.rows]):
-        folder = Path(args.workdir) / f"rows{rows}"
-        parts, whole = write_source(folder, rows, args.files)
+    sizes = [args.kdd_copies or args.rows]
+    sizes += [] if args.no_double else [2 * sizes[0]]
+    for size in sizes:
+        if args.kdd_copies:
+            folder = Path(args.workdir) / f"kdd{size}"
+            parts, whole = write_kdd_copies(folder, size)
+        else:
+            folder = Path(args.workdir) / f"rows{size}"
+            parts, whole = write_source(folder, size, args.files)
         mb = whole.stat().st_size / 1e6
         checks = set()
-        for config in CONFIGS:
+        for config in args.configs.split(","):
             out = subprocess.run([sys.executable, __file__, "--one", config, str(parts), str(whole),
-                                  str(folder / f"{config}.zarr")], capture_output=True, text=True, check=True)
+                                  str(folder / f"{config}.zarr"), str(args.block_size)],
+                                 capture_output=True, text=True, check=True)
             r = json.loads(out.stdout.strip().splitlines()[-1])
+            rows = r["shape"][0]
             r.update(rows=rows, source_mb=mb, mb_per_s=mb / r["seconds"])
             checks.add(json.dumps(r["check"]))
             results.append(r)

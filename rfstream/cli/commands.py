@@ -69,11 +69,12 @@ def _connect(args, X=None, data=None):
 
 
 def cmd_convert(args):
-    """One file streams through this process; a directory or glob of files is converted by
-    Dask tasks, on ``--scheduler`` or an embedded cluster."""
-    from ..io.convert import source_files
+    """A small or compressed file streams through this process; a directory or glob of files,
+    or one CSV file of several blocks, is converted by Dask tasks, on ``--scheduler`` or an
+    embedded cluster."""
+    from ..io.convert import runs_as_tasks
 
-    many = len(source_files(args.src, args.storage_options)) > 1
+    many = runs_as_tasks(args.src, args.storage_options)
     with connect(args.scheduler) if many else contextlib.nullcontext():
         return _convert(args)
 

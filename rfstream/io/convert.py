@@ -6,7 +6,8 @@ gives a :class:`~rfstream.io.ingest.Plan`; the one table :data:`FORMATS` says, p
 format, its suffixes, how its content is recognised and its reader or planner.  This
 module picks the format and writes the plan's row blocks into a staged Zarr group
 (:mod:`~rfstream.io.dataset`).  A source of several files is converted by Dask tasks
-(:mod:`~rfstream.io.convert_tasks`).
+(:mod:`~rfstream.io.convert_tasks`), and so is one uncompressed CSV file bigger than a
+block, in byte ranges (:mod:`~rfstream.io.csv_ranges`).
 """
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from . import csv, libsvm, npy, parquet
+from . import csv, csv_ranges, libsvm, npy, parquet
 from .convert_tasks import files_plan, reader_plan
 from .dataset import (
     SCHEMA_VERSION,
@@ -28,7 +29,7 @@ from .ingest import TASKS, Plan, canonical_label
 from .location import Location, as_location
 from .staging import check_destination, staging
 
-__all__ = ["FORMATS", "InputFormat", "convert", "format_of", "source_files"]
+__all__ = ["FORMATS", "InputFormat", "convert", "format_of", "runs_as_tasks", "source_files"]
 
 _GLOB = re.compile(r"[*?\[]")
 
@@ -81,7 +82,9 @@ class InputFormat:
       tasks (:func:`~rfstream.io.convert_tasks.files_plan`);
     * ``planner``: ``planner(src, **options) -> Plan``, one file at a time.
 
-    ``title`` names the format in messages.
+    ``ranges``, when given, reads one big file in byte ranges as Dask tasks:
+    ``ranges(src, options, block_size) -> Plan``, or None for one stream (CSV:
+    :func:`~rfstream.io.csv_ranges.plan`).  ``title`` names the format in messages.
     """
 
     name: str
@@ -90,9 +93,13 @@ class InputFormat:
     sniff: Callable[[Location], bool] | None = None
     reader: type | None = None
     planner: Callable[..., Plan] | None = None
+    ranges: Callable[..., Plan | None] | None = None
 
-    def plan(self, src: Location, options: dict) -> Plan:
-        """The plan of one file."""
+    def plan(self, src: Location, options: dict, block_size: int | None = None) -> Plan:
+        """The plan of one file (in byte ranges when it has several blocks and the format allows)."""
+        ranged = self.ranges(src, options, block_size) if self.ranges is not None else None
+        if ranged is not None:
+            return ranged
         if self.reader is not None:
             return reader_plan(self.reader(src, **options), src)
         return self.planner(src, **options)
@@ -110,7 +117,7 @@ FORMATS = (
                 libsvm.is_libsvm, reader=libsvm.LibsvmReader),
     InputFormat("npy", "NumPy .npy", (".npy",), planner=npy.plan),
     InputFormat("npz", "NumPy .npz", (".npz",), planner=npy.plan),
-    InputFormat("csv", "CSV", (), _any_content, reader=csv.CsvReader),
+    InputFormat("csv", "CSV", (), _any_content, reader=csv.CsvReader, ranges=csv_ranges.plan),
 )
 """Every input format, in the order their content is sniffed (cheap magic bytes first)."""
 
@@ -157,9 +164,19 @@ def _files_format(files: list[Location], src: Location) -> InputFormat:
     return formats[0]
 
 
+def runs_as_tasks(src, storage_options=None, block_size=csv_ranges.BLOCK_SIZE) -> bool:
+    """Whether :func:`convert` of ``src`` runs Dask tasks: several files, or one uncompressed
+    file of a format read in byte ranges (CSV) bigger than ``block_size`` bytes (the CLI
+    connects to a cluster for these)."""
+    files = source_files(src, storage_options)
+    if len(files) > 1:
+        return True
+    return format_of(files[0]).ranges is not None and csv_ranges.several_blocks(files[0], block_size)
+
+
 def convert(src, dst, *, label_column="last", positive_class=None, rows_per_chunk=65536,
             header="auto", task="auto", like=None, overwrite=False, sep="auto",
-            storage_options=None) -> dict:
+            storage_options=None, block_size=csv_ranges.BLOCK_SIZE) -> dict:
     """Convert CSV, LIBSVM, Parquet, .npy or .npz files into a Zarr dataset, streaming.
 
     The format (the table :data:`FORMATS`) follows the name (``.parquet .pq``; ``.npy``,
@@ -180,6 +197,12 @@ def convert(src, dst, *, label_column="last", positive_class=None, rows_per_chun
     gzip (bzip2, xz) file is one stream, read by one task, so split big data into
     several files to convert them in parallel.  The CSV files follow the first one's
     separator and label column; ``header`` applies to each file.
+
+    One uncompressed CSV file bigger than ``block_size`` bytes is converted by Dask
+    tasks too, a byte range of ``block_size`` bytes per task, cut at newlines as
+    ``dask.dataframe.read_csv`` cuts it (:mod:`rfstream.io.csv_ranges`); the dataset is
+    the one stream's, bit for bit.  A file whose quoted fields hold line breaks where
+    it is cut is read as one stream.
 
     CSV: lines at the top that start with ``#`` or ``|`` and blank lines are skipped;
     ``?`` and pandas' usual markers (empty, ``NA``, ``nan`` ...) mean missing.  A column
@@ -219,8 +242,8 @@ def convert(src, dst, *, label_column="last", positive_class=None, rows_per_chun
         A dataset converted earlier (the training set): reuse its columns, categories,
         fill values, classes, task and positive class.  Unseen categories encode as
         zeros (counted in ``n_unseen_categories``), unseen labels as ``y = -1``
-        (counted in ``n_unseen_labels``).  Pass 1 is skipped for one file, and only
-        counts the rows of several.
+        (counted in ``n_unseen_labels``).  Pass 1 is skipped for one stream, and only
+        counts the rows of several files or byte ranges.
     overwrite : bool
         Replace an existing dataset at ``dst``.
     sep : "auto" or str
@@ -228,6 +251,10 @@ def convert(src, dst, *, label_column="last", positive_class=None, rows_per_chun
     storage_options : dict, optional
         For every URL of the call (source, destination, ``like``); see
         :mod:`rfstream.io.location`.
+    block_size : int or None
+        Bytes per task of one uncompressed CSV file (default 64 MiB,
+        :data:`~rfstream.io.csv_ranges.BLOCK_SIZE`); a file of one block or less, or
+        ``block_size=None``, is read as one stream.
 
     Returns
     -------
@@ -239,6 +266,7 @@ def convert(src, dst, *, label_column="last", positive_class=None, rows_per_chun
     src, dst = as_location(src, storage_options), as_location(dst, storage_options)
     check_destination(dst, overwrite, "zarr.json")
     rows_per_chunk = check_rows_per_chunk(rows_per_chunk)
+    block_size = csv_ranges.check_block_size(block_size)
     if task not in TASKS:
         raise ValueError(f"task={task!r} is not valid; use one of {TASKS}")
     if sep != "auto" and not (isinstance(sep, str) and sep):
@@ -248,7 +276,7 @@ def convert(src, dst, *, label_column="last", positive_class=None, rows_per_chun
     options = {"label_column": label_column, "positive": positive, "task": task, "like": like,
                "like_attrs": like_attrs, "rows_per_chunk": rows_per_chunk, "header": header, "sep": sep}
     if len(files) == 1:
-        plan = format_of(files[0]).plan(files[0], options)
+        plan = format_of(files[0]).plan(files[0], options, block_size)
     else:
         reader = _files_format(files, src).reader(files[0], **options)
         plan = files_plan(reader, files, rows_per_chunk)

@@ -1,21 +1,24 @@
 """A source read in parts: many files (or Parquet row groups) converted as Dask tasks.
 
 Behind :func:`rfstream.io.convert` when the source is a directory or a glob of
-several files.  Each format's *reader* (the ``reader`` of its row in
+several files (:func:`files_plan`), or one uncompressed CSV file bigger than a block,
+read in byte ranges (:func:`parts_plan`, :mod:`rfstream.io.csv_ranges`).  Each
+format's *reader* (the ``reader`` of its row in
 :data:`rfstream.io.convert.FORMATS`: :class:`~rfstream.io.csv.CsvReader`,
 :class:`~rfstream.io.libsvm.LibsvmReader`, :class:`~rfstream.io.parquet.ParquetReader`;
 the protocol is in :func:`reader_plan`) gives the pure functions; this module makes
 them a graph and computes it with :func:`rfstream.cluster.compute`, so the tasks run
 on whatever scheduler is current (the workers of a ``distributed.Client``).
 
-Pass 1 is a reduction: one task per file returns a small summary (column sums,
-categories, labels, the rows of each part), and a tree of merges, ``SPLIT_EVERY``
-summaries per task, reduces them to the one the client decides the schema from.
+Pass 1 is a reduction: one task per file (per part of a file read in parts) returns a
+small summary (column sums, categories, labels, the rows of each part), and a tree of
+merges, ``SPLIT_EVERY`` summaries per task, reduces them to the one the client decides
+the schema from.
 
-Pass 2 has one task per part (a whole file, or one Parquet row group), in a fixed
-order (files sorted by path, row groups in order): it encodes its rows, a block at a
-time, and writes them into its row region of the Zarr arrays, which the client
-created with their final shape.  A Zarr chunk is written whole, by one task, once:
+Pass 2 has one task per part (a whole file, one Parquet row group, or one byte range
+of a CSV file), in a fixed order (files sorted by path, parts in order): it encodes its
+rows, a block at a time, and writes them into its row region of the Zarr arrays, which
+the client created with their final shape.  A Zarr chunk is written whole, by one task, once:
 
 * a chunk inside one part's region is written by that part's task;
 * a chunk two or more parts share (a part's region starts or ends inside it) is
@@ -43,7 +46,7 @@ from ..cluster import compute
 from .ingest import Plan
 from .location import Location
 
-__all__ = ["Encoding", "Schema", "files_plan", "merge_stats", "reader_plan"]
+__all__ = ["Encoding", "Schema", "files_plan", "merge_stats", "parts_plan", "reader_plan"]
 
 SPLIT_EVERY = 8
 """Summaries merged per task of pass 1's reduction tree."""
@@ -92,7 +95,10 @@ def reader_plan(reader, src: Location) -> Plan:
     * ``decide(scan or None) -> Schema``, on the client (None: pass 1 was skipped,
       ``like=`` gave the schema);
     * ``encode(loc, part, schema) -> Encoding``: pass 2 over one part;
-    * ``counts_are_free``: whether ``scan`` reads only metadata under ``like=``.
+    * ``counts_are_free``: whether ``scan`` reads only metadata under ``like=``;
+    * for a file read in parts by separate tasks (:func:`parts_plan`), ``scan_part(loc,
+      part) -> Scan`` with ``rows == [[rows of that part]]``, ``encode`` of each part, and
+      ``whole``: the reader of the file as one stream.
 
     Pass 1 is skipped under ``like=`` unless counting is free; the writer then grows.
     """
@@ -125,7 +131,7 @@ class Job:
         self.loc, self.part, self.start, self.stop, self.shared = loc, part, start, stop, shared
 
     def __str__(self) -> str:
-        return f"{self.loc}" + (f" (row group {self.part})" if self.part else "")
+        return f"{self.loc}" + (f" (part {self.part})" if self.part else "")
 
 
 class Target:
@@ -141,26 +147,60 @@ def files_plan(reader, files: list[Location], rows_per_chunk: int) -> Plan:
     """Run pass 1 over ``files`` as a reduction; return a :class:`Plan` whose
     ``write`` runs pass 2 as tasks that write their own rows."""
     token = uuid.uuid4().hex[:12]
-    reader_key = dask.delayed(reader, name=f"rfstream-reader-{token}", traverse=False)
-    scans = [dask.delayed(_scan, pure=False)(reader_key, Job(f), dask_key_name=f"rfstream-scan-{token}-{k}")
-             for k, f in enumerate(files)]
-    scan = compute(_tree(scans, _merge_scans, f"rfstream-scan-merge-{token}"))
+    units = [Job(f) for f in files]
+    scan = scan_units(reader, units, _scan, token)
+    return units_plan(reader, units, scan, rows_per_chunk, token,
+                      f"no data rows in any of the {len(files)} files ({files[0]}, ...)")
+
+
+def parts_plan(reader, loc: Location, n_parts: int, rows_per_chunk: int) -> Plan:
+    """One file read in ``n_parts`` parts (a CSV file's byte ranges): a pass-1 task per
+    part (``reader.scan_part``), merged in order; pass 2 as in :func:`files_plan`.
+
+    A scan whose ``stream_only`` is true says the parts cannot be read apart (a CSV
+    part that does not parse on its own: a quoted field across its end); the file is
+    then read as one stream on the client by ``reader.whole`` (:func:`reader_plan`).
+    """
+    token = uuid.uuid4().hex[:12]
+    units = [Job(loc, k) for k in range(n_parts)]
+    scan = scan_units(reader, units, _scan_part, token)
+    if scan.stream_only:
+        return reader_plan(reader.whole, loc)
+    return units_plan(reader, units, scan, rows_per_chunk, token, f"{loc}: no data rows after the header")
+
+
+def scan_units(reader, units: list[Job], scan_one, token: str):
+    """Pass 1: ``scan_one(reader, unit)`` per unit, merged in order by a tree of tasks."""
+    reader_key = _reader_key(reader, token)
+    scans = [dask.delayed(scan_one, pure=False)(reader_key, unit, dask_key_name=f"rfstream-scan-{token}-{k}")
+             for k, unit in enumerate(units)]
+    return compute(_tree(scans, _merge_scans, f"rfstream-scan-merge-{token}"))
+
+
+def units_plan(reader, units: list[Job], scan, rows_per_chunk: int, token: str, empty: str) -> Plan:
+    """The :class:`Plan` of pass 2 after pass 1's ``scan``: a job per part, each unit's
+    parts numbered from its own (``scan.rows`` holds the rows of each unit's parts)."""
     schema = reader.decide(scan)
     jobs, start = [], 0
-    for loc, rows in zip(files, scan.rows):
-        for part, n in enumerate(rows):
-            jobs.append(Job(loc, part, start, start + n))
+    for unit, rows in zip(units, scan.rows):
+        for part, n in enumerate(rows, start=unit.part):
+            jobs.append(Job(unit.loc, part, start, start + n))
             start += n
     if start == 0:
-        raise ValueError(f"no data rows in any of the {len(files)} files ({files[0]}, ...)")
+        raise ValueError(empty)
     stats = {}
 
     def write(writer) -> None:
-        graph = _write_graph(reader_key, schema, jobs, Target(writer.X, writer.y), rows_per_chunk, token)
+        target = Target(writer.X, writer.y)
+        graph = _write_graph(_reader_key(reader, token), schema, jobs, target, rows_per_chunk, token)
         stats.update(compute(graph))
         writer.rows = start
 
     return Plan(start, schema.n_features, schema.y_dtype, schema.attrs, None, lambda: stats, write)
+
+
+def _reader_key(reader, token: str):
+    return dask.delayed(reader, name=f"rfstream-reader-{token}", traverse=False)
 
 
 def _tree(items: list, combine, name: str):
@@ -176,6 +216,10 @@ def _tree(items: list, combine, name: str):
 
 def _scan(reader, job: Job):
     return reader.scan(job.loc)
+
+
+def _scan_part(reader, job: Job):
+    return reader.scan_part(job.loc, job.part)
 
 
 def _merge_scans(scans: list):

@@ -1,0 +1,237 @@
+"""One large CSV file read in byte ranges by Dask tasks: the dataset of one stream, bit for bit.
+
+Behind :func:`rfstream.io.convert` when the source is one uncompressed CSV file bigger
+than ``block_size`` bytes (:data:`BLOCK_SIZE` by default).  The file is cut as
+``dask.dataframe.read_csv(blocksize=...)`` cuts it (``fsspec.utils.read_block`` with
+``delimiter=b"\\n"``): range ``k`` has the nominal bytes ``[k * block_size, (k + 1) *
+block_size)`` and reads from just after the first newline at or after its start (the
+first range from byte 0) to just after the first newline at or after its end (or the end
+of the file), so every line is in exactly one range.  The first range also holds the
+leading comment lines and the header, which the sequential reader skips; it grows to
+take them whole.  Each range is a task of both passes
+(:func:`~rfstream.io.convert_tasks.parts_plan`): pass 1's summaries merge exactly (exact
+sums, sets of categories and labels, in order), and pass 2 writes each range's rows at
+its row offset, the sum of the rows pass 1 counted before it.  The result equals
+:class:`~rfstream.io.csv.CsvReader`'s one stream: the same X, y, attributes and chunks.
+
+Quoted fields.  A quoted field may hold the separator; one that holds a line break makes
+a cut at a newline ambiguous.  The test is pandas' own tokenizer: a range starts where a
+record starts (the first range by definition; the next one if this range ends outside
+quotes), so a cut inside a quoted field leaves the range before it ending inside that
+field, and pandas refuses it ("EOF inside string").  Any range that does not parse on
+its own (that, or a malformed row) marks its pass-1 summary ``stream_only`` and the file
+is read as one stream by :class:`~rfstream.io.csv.CsvReader` (which reports a malformed
+row as it always has).  The choice costs nothing where there are no quoted line breaks,
+and is sound without guessing from a sample: a file whose quotes hold line breaks only
+away from every cut is still read in parallel, and read right.  The leading comment
+lines and the header are found on the client: when they hold a bare carriage return, or
+a header name holds a line break, the file is read as one stream.
+
+Pass 1 of a range after the first (no header there) is parsed by Arrow's CSV reader
+when the range holds no double quote and no NUL byte and the separator is one
+character: text with no quoting is split at newlines and separators alike by both
+parsers, and pandas' reading (leading spaces skipped, its missing-value markers, blank
+lines skipped) is applied to Arrow's columns (:func:`arrow_frames`).  Anything Arrow
+refuses (a row of another width, a line of spaces, bytes that are not UTF-8, an empty
+range) is parsed by pandas.  Arrow makes no Python string per field, which is most of
+what pandas' pass 1 costs (docs/BENCHMARKS.md, "One CSV file in byte ranges").  Pass 2
+parses numbers, and stays with pandas' parser, as the one stream does.
+
+A compressed file (gzip, bzip2, xz) cannot be cut: it is read as one stream
+(:mod:`rfstream.io.csv`); split big data into several files to convert them in
+parallel (:mod:`rfstream.io.convert_tasks`).
+"""
+from __future__ import annotations
+
+import io
+from contextlib import contextmanager
+from dataclasses import replace
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.csv as pacsv
+from fsspec.utils import read_block
+
+from .convert_tasks import Schema, parts_plan
+from .csv import ColumnScan, CsvReader, FileScan, read_chunks, scan_frames
+from .csv_layout import NA_VALUES, Layout
+from .ingest import LabelScanner, Plan, compression_of
+from .location import Location, storage_errors
+
+__all__ = ["BLOCK_SIZE", "CsvRanges", "check_block_size", "plan", "range_offsets", "several_blocks"]
+
+BLOCK_SIZE = 64 * 2**20
+"""Bytes of a CSV file per task: the largest block ``dask.dataframe.read_csv`` takes by
+default.  The rule, set before measuring: each task's fixed costs (scheduling, opening
+the file, pandas' parser, the seam chunks it shares) under 1% of its parse of the block,
+the block's bytes plus one chunk's DataFrame far below a worker's memory, and a file of
+a few blocks per worker for balance.  A file of one block or less is one stream."""
+
+
+def range_offsets(src: Location, layout: Layout, block_size: int | None) -> list[int]:
+    """The nominal first byte of each range of ``src`` (``[0]``: read it as one stream).
+
+    One stream when ``block_size`` is None, the file is compressed or not bigger than a
+    block, its leading comment lines or header hold a bare carriage return (lines pandas
+    counts that a cut at newlines would not), or a header name holds a line break.
+    """
+    if block_size is None or layout.compression is not None:
+        return [0]
+    with storage_errors(src, "cannot be read"):
+        size = src.fs.size(src.path)
+    if size <= block_size or (layout.header and any("\n" in n or "\r" in n for n in layout.names)):
+        return [0]
+    data_start = 0
+    with src.open("rb") as f:
+        for _ in range(layout.skiprows + layout.header):
+            line = f.readline()
+            if b"\r" in line.removesuffix(b"\n").removesuffix(b"\r"):
+                return [0]
+            data_start += len(line)
+    return [0] + [o for o in range(block_size, size, block_size) if o >= data_start]
+
+
+PANDAS_NA = ("", "#N/A", "#N/A N/A", "#NA", "-1.#IND", "-1.#QNAN", "-NaN", "-nan", "1.#IND", "1.#QNAN",
+             "<NA>", "N/A", "NA", "NULL", "NaN", "None", "n/a", "nan", "null")
+"""pandas' default missing-value markers (its ``read_csv`` docs; checked against pandas by a test)."""
+
+_MISSING = pa.array(sorted({*PANDAS_NA, *NA_VALUES}), pa.large_string())
+
+
+def arrow_frames(data: bytes, layout: Layout, rows_per_chunk: int):
+    """DataFrames of text of a range with no header, no quote and no NUL, as pandas reads
+    them (leading spaces of a field skipped, missing-value markers missing, blank lines
+    skipped), parsed by Arrow; raises ``pyarrow.ArrowInvalid`` where Arrow cannot read it."""
+    n = len(layout.names)
+    names = [str(j) for j in range(n)]
+    text = pa.large_string()  # what pandas' "str" columns hold: taken without a copy
+    table = pacsv.read_csv(
+        io.BytesIO(data), read_options=pacsv.ReadOptions(column_names=names, use_threads=False),
+        parse_options=pacsv.ParseOptions(delimiter=layout.sep, quote_char=False, double_quote=False,
+                                         escape_char=False, ignore_empty_lines=True),
+        convert_options=pacsv.ConvertOptions(column_types=dict.fromkeys(names, text), null_values=[],
+                                             strings_can_be_null=False, quoted_strings_can_be_null=False))
+    columns = []
+    for col in table.columns:
+        col = pc.utf8_ltrim(col, characters=" ") if b" " in data else col
+        missing = pc.is_in(col, value_set=_MISSING)
+        columns.append(pc.if_else(missing, pa.scalar(None, text), col) if pc.any(missing).as_py() else col)
+    for a in range(0, table.num_rows, rows_per_chunk):
+        yield pd.DataFrame({j: c.slice(a, rows_per_chunk).to_pandas() for j, c in enumerate(columns)})
+
+
+def by_arrow(layout: Layout, part: int) -> bool:
+    """Whether pass 1 of range ``part`` may be parsed by Arrow (:func:`arrow_frames`), as far
+    as the layout says: not the first range, one separator character, two columns or more."""
+    sep = layout.sep
+    return part > 0 and len(sep) == 1 and sep not in ' "\0' and len(layout.names) >= 2
+
+
+def check_block_size(block_size) -> int | None:
+    if block_size is None:
+        return None
+    if isinstance(block_size, bool) or not isinstance(block_size, int) or block_size < 1:
+        raise ValueError(f"block_size must be a positive int (bytes) or None (one stream); "
+                         f"got {block_size!r}")
+    return block_size
+
+
+class CsvRanges:
+    """A CSV file read in byte ranges: the reader of parts of
+    :func:`~rfstream.io.convert_tasks.parts_plan` (``scan_part``, ``decide``, ``encode``)
+    over a :class:`~rfstream.io.csv.CsvReader` (``whole``, the reader of one stream)."""
+
+    counts_are_free = False
+
+    def __init__(self, src: Location, block_size: int | None, **options):
+        self.whole = CsvReader(src, **options)
+        self.like, self.rows_per_chunk = self.whole.like, self.whole.rows_per_chunk
+        self.offsets = range_offsets(src, self.whole.layout, block_size)
+
+    def layout(self, part: int) -> Layout:
+        """The first range is read as the file (comment lines, header); the others hold rows only."""
+        first = self.whole.layout
+        return first if part == 0 else replace(first, skiprows=0, header=False)
+
+    def read(self, loc: Location, part: int) -> bytes:
+        """The bytes of range ``part``: whole lines, cut as ``read_block`` cuts them."""
+        start = self.offsets[part]
+        length = self.offsets[part + 1] - start if part + 1 < len(self.offsets) else None
+        with storage_errors(loc, "cannot be read"), loc.open("rb") as f:
+            return read_block(f, start, length, delimiter=b"\n")
+
+    def source(self, loc: Location, part: int, data: bytes | None = None):
+        """A context manager: the range's bytes (``data``, else read) as a file, as the one
+        stream's reader sees the file (pandas reads a local file as bytes, a URL through
+        universal newlines)."""
+
+        @contextmanager
+        def opened():
+            raw = io.BytesIO(self.read(loc, part) if data is None else data)
+            if loc.is_local:
+                yield raw
+            else:
+                with io.TextIOWrapper(raw, encoding="utf-8", errors="replace", newline=None) as text:
+                    yield text
+
+        return opened
+
+    def scan_part(self, loc: Location, part: int) -> FileScan:
+        """Pass 1 over one range: its summary, or ``stream_only`` when it does not parse alone."""
+        layout = self.layout(part)
+        labels = LabelScanner(self.whole.positive) if self.whole.labeled and self.like is None else None
+        data = self.read(loc, part)
+        if by_arrow(layout, part) and b'"' not in data and b"\0" not in data:
+            try:
+                frames = list(arrow_frames(data, layout, self.rows_per_chunk))
+            except pa.ArrowInvalid:  # a row of another width, a line of spaces, not UTF-8: pandas reads it
+                pass
+            else:
+                if self.like is not None:
+                    return FileScan([[sum(len(df) for df in frames)]], None, None)
+                return scan_frames(layout, frames, labels)
+        with self.source(loc, part, data)() as source:
+            try:
+                if self.like is not None:  # the rows only: where pass 2 writes them
+                    frames = read_chunks(layout, self.rows_per_chunk, str, usecols=[0], source=source)
+                    return FileScan([[sum(len(df) for df in frames)]], None, None)
+                frames = read_chunks(layout, self.rows_per_chunk, str, source=source)
+                return scan_frames(layout, frames, labels)
+            except ValueError:  # a quoted field across a cut, or a malformed row: one stream decides
+                columns = None if self.like is not None else {j: ColumnScan() for j in layout.features}
+                fresh = None if labels is None else LabelScanner(self.whole.positive)
+                return FileScan([[0]], columns, fresh, stream_only=True)
+
+    def decide(self, scan: FileScan) -> Schema:
+        """The one stream's schema; with each range's first row (``spec = (csv spec, starts)``)."""
+        schema = self.whole.decide(scan)
+        starts, row = [], 0
+        for (n,) in scan.rows:
+            starts.append(row)
+            row += n
+        return replace(schema, spec=(schema.spec, starts))
+
+    def encode(self, loc: Location, part: int, schema: Schema):
+        spec, starts = schema.spec
+        return self.whole.encode(loc, part, replace(schema, spec=spec), layout=self.layout(part),
+                                 source=self.source(loc, part), first_row=starts[part])
+
+
+def several_blocks(src: Location, block_size: int | None) -> bool:
+    """Whether ``src`` is uncompressed and bigger than one block (read in byte ranges)."""
+    if block_size is None or compression_of(src) is not None:
+        return False
+    with storage_errors(src, "cannot be read"):
+        return src.fs.size(src.path) > block_size
+
+
+def plan(src: Location, options: dict, block_size: int | None) -> Plan | None:
+    """The plan of ``src`` read in byte ranges by tasks; None when it is one stream (one
+    block, compressed, or a header the cuts cannot find)."""
+    if not several_blocks(src, block_size):
+        return None
+    reader = CsvRanges(src, block_size, **options)
+    if len(reader.offsets) < 2:
+        return None
+    return parts_plan(reader, src, len(reader.offsets), reader.rows_per_chunk)

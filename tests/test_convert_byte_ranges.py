@@ -1,0 +1,262 @@
+"""One CSV file converted in byte ranges by Dask tasks (rfstream.io.csv_ranges) is the
+dataset of the sequential reader, bit for bit: the same X, y, attributes and chunks, on
+files with quoted fields, CRLF line ends, a header or none, comment and blank lines, a
+last line without a newline, missing values, categories, and either kind of label.
+
+Blocks of a few hundred bytes make dozens of ranges whose cuts fall inside lines, and
+rows per chunk that are no multiple of a range's rows make ranges share output chunks."""
+import dask
+import distributed
+import numpy as np
+import pandas as pd
+import pytest
+from dask.callbacks import Callback
+
+from rfstream.io import convert, dataset_info, open_dataset
+from rfstream.io import convert_tasks
+from rfstream.io.convert import runs_as_tasks
+from rfstream.io.csv_layout import sniff
+from rfstream.io.csv_ranges import range_offsets
+from rfstream.io.location import as_location
+
+BLOCK = 300  # bytes per range: every range holds a few lines, most cuts fall inside one
+R = 37       # rows per chunk
+
+
+def load(path):
+    X, y = open_dataset(path)
+    return X.compute(), None if y is None else y.compute(), dataset_info(path)["attrs"], X.chunks
+
+
+def assert_same(a, b):
+    """The same X, y, attributes (the source aside: one name each) and chunks, exactly."""
+    (Xa, ya, aa, ca), (Xb, yb, ab, cb) = load(a), load(b)
+    np.testing.assert_array_equal(Xa, Xb)
+    assert Xa.dtype == Xb.dtype and Xa.tobytes() == Xb.tobytes()  # bit for bit, NaN-free
+    if ya is None:
+        assert yb is None
+    else:
+        assert ya.dtype == yb.dtype and ya.tobytes() == yb.tobytes()
+    assert aa == ab and ca == cb
+
+
+class Keys(Callback):
+    """The keys of the tasks dask's local schedulers run."""
+
+    def __init__(self):
+        super().__init__()
+        self.keys = []
+
+    def _pretask(self, key, dsk, state):
+        self.keys.append(str(key))
+
+    def count(self, prefix):
+        return sum(k.startswith(prefix) for k in self.keys)
+
+
+def table(n, seed, regression=False):
+    rng = np.random.default_rng(seed)
+    df = pd.DataFrame({
+        "x": rng.normal(size=n) * 10.0 ** rng.integers(-3, 4, n),  # full-precision numbers
+        "city": rng.choice(["Paris, FR", "Rome", 'say "hi"', "Oslo, NO", "Lima"], n),  # quoted
+        "k": rng.integers(-5, 5, n),
+        "t": rng.choice(["a", "b", "c"], n),
+        "label": rng.normal(size=n).round(3) if regression else rng.choice(["yes.", "no", "maybe"], n),
+    })
+    df.loc[rng.random(n) < 0.1, "x"] = np.nan
+    df.loc[rng.random(n) < 0.1, "city"] = np.nan
+    df.loc[rng.random(n) < 0.1, "t"] = np.nan
+    return df
+
+
+def csv_text(df, *, header=True, crlf=False, comments=False, blanks=False, last_newline=True, seed=0):
+    text = df.to_csv(index=False, header=header, na_rep="")
+    rng = np.random.default_rng(seed)
+    lines = text.splitlines()
+    lines = [line.replace(",,", ",?,", 1) if rng.random() < 0.5 else line for line in lines]  # '?' or empty
+    if blanks:  # blank lines among the rows: skipped by both readers
+        for k in sorted(rng.choice(np.arange(2, len(lines)), 5, replace=False), reverse=True):
+            lines.insert(k, "")
+    if comments:
+        lines = ["# written by a test", "| a UCI-style comment", "", *lines]
+    end = "\r\n" if crlf else "\n"
+    return end.join(lines) + (end if last_newline else "")
+
+
+FILES = {
+    "quoted, header, classification": dict(),
+    "CRLF, no header, regression, no last newline": dict(header=False, crlf=True, last_newline=False,
+                                                         regression=True),
+    "comments, blank lines, header": dict(comments=True, blanks=True),
+    "CRLF, comments, header, no last newline": dict(crlf=True, comments=True, last_newline=False),
+}
+
+
+@pytest.mark.parametrize("name", FILES)
+def test_byte_ranges_equal_one_stream(tmp_path, name):
+    options = dict(FILES[name])
+    regression = options.pop("regression", False)
+    path = tmp_path / "data.csv"
+    path.write_bytes(csv_text(table(400, 1, regression), **options).encode())
+    seq = convert(path, tmp_path / "seq.zarr", rows_per_chunk=R, block_size=None)
+    keys = Keys()
+    with dask.config.set(scheduler="threads"), keys:
+        par = convert(path, tmp_path / "par.zarr", rows_per_chunk=R, block_size=BLOCK)
+    n_ranges = len(range_offsets(as_location(path), sniff(as_location(path)), BLOCK))
+    assert n_ranges > 30 and keys.count("rfstream-scan-") >= n_ranges  # the tasks read the ranges
+    assert keys.count("rfstream-encode-") == n_ranges
+    assert par["task"] == seq["task"] == ("regression" if regression else "classification")
+    assert par["shape"] == seq["shape"] == [400, seq["shape"][1]]
+    assert_same(tmp_path / "seq.zarr", tmp_path / "par.zarr")
+
+
+def test_arrow_reads_pass_1_as_pandas_does(tmp_path, monkeypatch):
+    """Ranges with no quote are parsed in pass 1 by Arrow, with pandas' rules applied:
+    spaces after the separator skipped, pandas' missing-value markers, blank lines and
+    lines of spaces skipped (Arrow refuses those: pandas reads that range), a short row
+    (Arrow refuses it too), tabs kept in values.  The label is the first column."""
+    rng = np.random.default_rng(6)
+    markers = ["NA", "nan", "NULL", "N/A", "None", "", "?", "-nan", "#N/A"]
+    lines = []
+    for k in range(500):
+        x = markers[k % len(markers)] if k % 4 == 0 else f"{rng.normal():.6g}"
+        cat = rng.choice(["a", "b\tc", "NA ", "d", "None"])
+        lines.append(f"{rng.choice(['yes', 'no'])}, {x},  {cat},{rng.integers(0, 9)}")
+    lines[300] = "   "          # a line of spaces: skipped by pandas
+    lines[200] = ""              # a blank line
+    lines[400] = "no, 1.5"       # a short row: the missing fields are missing
+    path = tmp_path / "data.csv"
+    path.write_text("\n".join(lines) + "\n")
+    from rfstream.io import csv_ranges
+
+    parsed = []
+    frames = csv_ranges.arrow_frames
+    monkeypatch.setattr(csv_ranges, "arrow_frames", lambda *a: parsed.append(list(frames(*a))) or parsed[-1])
+    convert(path, tmp_path / "seq.zarr", rows_per_chunk=R, label_column="first", block_size=None)
+    with dask.config.set(scheduler="threads"):
+        convert(path, tmp_path / "par.zarr", rows_per_chunk=R, label_column="first", block_size=BLOCK)
+    n_ranges = len(range_offsets(as_location(path), sniff(as_location(path)), BLOCK))
+    assert n_ranges - 4 <= len(parsed) < n_ranges  # all but the first and those Arrow refused
+    assert_same(tmp_path / "seq.zarr", tmp_path / "par.zarr")
+    assert load(tmp_path / "seq.zarr")[2]["missing_filled"]["c1"] > 50
+
+
+def test_pandas_missing_markers():
+    from pandas.io.parsers.readers import STR_NA_VALUES
+
+    from rfstream.io.csv_ranges import PANDAS_NA
+
+    assert set(PANDAS_NA) == set(STR_NA_VALUES)
+
+
+def test_like_a_training_set(tmp_path):
+    """A test file encoded with the training set's schema: unseen values counted alike."""
+    train = tmp_path / "train.csv"
+    train.write_text(csv_text(table(200, 2)))
+    convert(train, tmp_path / "train.zarr", rows_per_chunk=R)
+    test = table(300, 3)
+    test.loc[::7, "city"], test.loc[::11, "label"] = "Quito, EC", "never seen"
+    path = tmp_path / "test.csv"
+    path.write_bytes(csv_text(test, crlf=True, last_newline=False).encode())
+    like = tmp_path / "train.zarr"
+    seq = convert(path, tmp_path / "seq.zarr", rows_per_chunk=R, like=like, block_size=None)
+    with dask.config.set(scheduler="threads"):
+        par = convert(path, tmp_path / "par.zarr", rows_per_chunk=R, like=like, block_size=BLOCK)
+    assert par["n_unseen_categories"] == seq["n_unseen_categories"] > 0
+    assert par["n_unseen_labels"] == seq["n_unseen_labels"] > 0
+    assert_same(tmp_path / "seq.zarr", tmp_path / "par.zarr")
+
+
+def test_a_quoted_line_break_at_a_cut_reads_one_stream(tmp_path, monkeypatch):
+    """A cut inside a quoted field: that range ends inside quotes, pandas refuses it, and
+    the file is read as one stream.  Away from the cuts, quoted line breaks are read in
+    ranges."""
+    df = table(300, 4)
+    df["city"] = df["city"].astype(object)
+    df.loc[150, "city"] = "two\nlines"
+    text = csv_text(df)
+    path = tmp_path / "data.csv"
+    path.write_text(text)
+    streams = []
+    whole = convert_tasks.reader_plan
+    monkeypatch.setattr(convert_tasks, "reader_plan", lambda *a: streams.append(a) or whole(*a))
+    convert(path, tmp_path / "seq.zarr", rows_per_chunk=R, block_size=None)
+    inside = text.index("two\nlines") + 3  # the quoted newline
+    with dask.config.set(scheduler="threads"):
+        convert(path, tmp_path / "cut.zarr", rows_per_chunk=R, block_size=inside - 2)
+        assert len(streams) == 1
+        convert(path, tmp_path / "away.zarr", rows_per_chunk=R, block_size=inside + 5)
+        assert len(streams) == 1  # the cut after the quoted field: ranges
+        like = tmp_path / "seq.zarr"  # pass 1 only counts the rows: pandas still sees the quotes
+        convert(path, tmp_path / "cut_like.zarr", rows_per_chunk=R, block_size=inside - 2, like=like)
+        assert len(streams) == 2
+    assert_same(tmp_path / "seq.zarr", tmp_path / "cut.zarr")
+    assert_same(tmp_path / "seq.zarr", tmp_path / "away.zarr")
+    convert(path, tmp_path / "seq_like.zarr", rows_per_chunk=R, block_size=None, like=like)
+    assert_same(tmp_path / "seq_like.zarr", tmp_path / "cut_like.zarr")
+
+
+def test_a_file_at_a_url(tmp_path):
+    """A file on a store (memory://): ranges read with fsspec, CRLF through universal newlines."""
+    import fsspec
+
+    text = csv_text(table(300, 7), crlf=True, comments=True, last_newline=False).encode()
+    (tmp_path / "data.csv").write_bytes(text)
+    fs = fsspec.filesystem("memory")
+    fs.pipe("/ranges/data.csv", text)
+    try:
+        convert(tmp_path / "data.csv", tmp_path / "seq.zarr", rows_per_chunk=R, block_size=None)
+        keys = Keys()
+        with dask.config.set(scheduler="threads"), keys:
+            convert("memory://ranges/data.csv", tmp_path / "url.zarr", rows_per_chunk=R, block_size=BLOCK)
+        assert keys.count("rfstream-encode-") > 10
+    finally:
+        fs.rm("/ranges", recursive=True)
+    (Xa, ya, aa, ca), (Xb, yb, ab, cb) = load(tmp_path / "seq.zarr"), load(tmp_path / "url.zarr")
+    assert Xa.tobytes() == Xb.tobytes() and ya.tobytes() == yb.tobytes() and ca == cb
+    assert {k: v for k, v in aa.items() if k != "source"} == {k: v for k, v in ab.items() if k != "source"}
+
+
+def test_on_a_distributed_cluster(tmp_path):
+    """The ranges read and written by two worker processes."""
+    path = tmp_path / "data.csv"
+    path.write_bytes(csv_text(table(400, 5), crlf=True, comments=True).encode())
+    convert(path, tmp_path / "seq.zarr", rows_per_chunk=R, block_size=None)
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                  dashboard_address=None, host="127.0.0.1") as cluster, \
+            distributed.Client(cluster) as client, distributed.get_task_stream(client) as stream:
+        convert(path, tmp_path / "par.zarr", rows_per_chunk=R, block_size=BLOCK * 4)
+    assert sum(str(t["key"]).startswith("rfstream-encode") for t in stream.data) > 5
+    assert_same(tmp_path / "seq.zarr", tmp_path / "par.zarr")
+
+
+def test_which_files_are_cut(tmp_path):
+    """A header longer than a block stays in the first range; a compressed file, a small
+    one, or block_size=None is one stream; the CLI connects for several blocks."""
+    names = [f"column_{j}_with_a_long_name" for j in range(12)]
+    path = tmp_path / "wide.csv"
+    path.write_text(",".join(names) + "\n" + "".join(f"{k}," * 11 + "x\n" for k in range(50)))
+    loc = as_location(path)
+    offsets = range_offsets(loc, sniff(loc), 100)
+    header_end = len(",".join(names)) + 1
+    assert offsets[0] == 0 and offsets[1] >= header_end and len(offsets) > 3
+    assert range_offsets(loc, sniff(loc), None) == [0]
+    assert runs_as_tasks(path, block_size=100) and not runs_as_tasks(path)
+    import gzip
+
+    gz = tmp_path / "wide.csv.gz"
+    gz.write_bytes(gzip.compress(path.read_bytes()))
+    assert not runs_as_tasks(gz, block_size=100)
+    with pytest.raises(ValueError, match="block_size must be a positive int"):
+        convert(path, tmp_path / "x.zarr", block_size=0)
+
+
+def test_a_bad_number_names_its_row_in_the_file(tmp_path):
+    """Pass 2 errors count rows from the file's first, not the range's."""
+    convert_path = tmp_path / "train.csv"
+    convert_path.write_text("1,a,x\n2,b,y\n")
+    convert(convert_path, tmp_path / "train.zarr")
+    path = tmp_path / "test.csv"
+    path.write_text("1,a,x\n" * 150 + "1e400,a,x\n" + "2,b,y\n" * 20)
+    with dask.config.set(scheduler="threads"), pytest.raises(ValueError, match="data row 151: inf"):
+        convert(path, tmp_path / "test.zarr", like=tmp_path / "train.zarr", block_size=BLOCK)
