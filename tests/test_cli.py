@@ -31,28 +31,13 @@ from rfstream.cli.options import UserError, split_params
 from rfstream.cluster import set_progress
 from rfstream.datasets import source_paths
 from rfstream.io import dataset_info, open_dataset
+from _cli_helpers import one_error_line, run
 
 
 @pytest.fixture(autouse=True)
 def _no_progress():
     yield
     set_progress(False)  # main() switches progress bars on unless --quiet
-
-
-def run(argv):
-    """``rfstream.cli.main`` in process; argparse errors exit via SystemExit."""
-    try:
-        return cli.main([str(a) for a in argv])
-    except SystemExit as exc:
-        return exc.code
-
-
-def _stderr_line(capsys):
-    err = capsys.readouterr().err
-    lines = [line for line in err.splitlines() if line.strip()]
-    assert len(lines) == 1, err  # one line, no traceback, no usage block
-    assert "Traceback" not in err
-    return lines[0]
 
 
 def _write_csv(path, n=800, d=4, seed=0, label=True):
@@ -150,10 +135,10 @@ def test_demo(capsys):
 # ------------------------------------------------------------------ user errors
 def test_missing_input_file(tmp_path, capsys):
     assert run(["convert", tmp_path / "nope.csv", tmp_path / "out.zarr"]) == 2
-    assert "nope.csv" in _stderr_line(capsys)
+    assert "nope.csv" in one_error_line(capsys)
     assert run(["fit", tmp_path / "nope.zarr", "--out", tmp_path / "m", "--scheduler", "threads",
                 "--quiet"]) == 2
-    assert "nope.zarr" in _stderr_line(capsys)
+    assert "nope.zarr" in one_error_line(capsys)
     assert not (tmp_path / "out.zarr").exists() and not (tmp_path / "m").exists()
 
 
@@ -161,7 +146,7 @@ def test_missing_input_file(tmp_path, capsys):
 def test_bad_alpha(workdir, tmp_path, capsys, alpha):
     assert run(["fit", workdir / "train.zarr", "--out", tmp_path / "m", f"--alpha={alpha}",
                 "--scheduler", "threads", "--quiet"]) == 2
-    assert "--alpha" in _stderr_line(capsys)
+    assert "--alpha" in one_error_line(capsys)
     assert not (tmp_path / "m").exists()
 
 
@@ -171,7 +156,7 @@ def test_fit_without_labels(tmp_path, capsys):
                 "--quiet"]) == 0
     assert run(["fit", tmp_path / "x.zarr", "--out", tmp_path / "m", "--scheduler", "threads",
                 "--quiet"]) == 2
-    assert "no labels" in _stderr_line(capsys)
+    assert "no labels" in one_error_line(capsys)
     assert not (tmp_path / "m").exists()
 
 
@@ -180,11 +165,11 @@ def test_evaluate_wrong_width(workdir, tmp_path, capsys):
     assert run(["convert", tmp_path / "narrow.csv", tmp_path / "narrow.zarr", "--quiet"]) == 0
     assert run(["evaluate", workdir / "model", tmp_path / "narrow.zarr", "--scheduler", "threads",
                 "--quiet"]) == 2
-    line = _stderr_line(capsys)
+    line = one_error_line(capsys)
     assert "3 features" in line and "--like" in line
     assert run(["predict", workdir / "model", tmp_path / "narrow.zarr", "--out", tmp_path / "p.zarr",
                 "--scheduler", "threads", "--quiet"]) == 2
-    assert "--like" in _stderr_line(capsys)
+    assert "--like" in one_error_line(capsys)
     assert not (tmp_path / "p.zarr").exists()
 
 
@@ -199,7 +184,7 @@ def test_output_exists_without_overwrite(workdir, tmp_path, capsys):
         ["convert", workdir / "train.csv", existing, "--quiet"],
     ):
         assert run(argv) == 2
-        line = _stderr_line(capsys)
+        line = one_error_line(capsys)
         assert "already exists" in line and "--overwrite" in line
     assert (existing / "keep.txt").read_text() == "mine"  # untouched
 
@@ -212,7 +197,7 @@ def test_tampered_model(workdir, tmp_path, capsys):
     raw[-1] ^= 0xFF
     target.write_bytes(bytes(raw))
     assert run(["evaluate", model, workdir / "train.zarr", "--scheduler", "threads", "--quiet"]) == 2
-    assert "sha256" in _stderr_line(capsys)
+    assert "sha256" in one_error_line(capsys)
 
 
 def test_unreachable_scheduler(workdir, capsys):
@@ -222,7 +207,7 @@ def test_unreachable_scheduler(workdir, capsys):
     with dask.config.set({"rfstream.connect-timeout": "2s"}):
         assert run(["evaluate", workdir / "model", workdir / "train.zarr", "--scheduler",
                     "tcp://127.0.0.1:1", "--quiet"]) == 2
-    assert "tcp://127.0.0.1:1" in _stderr_line(capsys)
+    assert "tcp://127.0.0.1:1" in one_error_line(capsys)
     assert time.perf_counter() - t0 < 15
 
 

@@ -10,9 +10,10 @@ import numpy as np
 import pytest
 import zarr
 
-from rfstream import cli, io, train_test_split
+from rfstream import io, train_test_split
 from rfstream.cluster import set_progress
 from rfstream.jobs import FitJob
+from _cli_helpers import one_error_line, run
 
 N, P, SEED = 1200, 0.25, 3
 
@@ -21,20 +22,6 @@ N, P, SEED = 1200, 0.25, 3
 def _no_progress():
     yield
     set_progress(False)  # main() switches progress bars on unless --quiet
-
-
-def run(argv):
-    try:
-        return cli.main([str(a) for a in argv])
-    except SystemExit as exc:
-        return exc.code
-
-
-def _error_line(capsys):
-    err = capsys.readouterr().err
-    lines = [line for line in err.splitlines() if line.strip()]
-    assert len(lines) == 1 and "Traceback" not in err, err
-    return lines[0]
 
 
 def _rows(path):
@@ -161,21 +148,21 @@ def test_split_errors(data, tmp_path, capsys):
     ]
     for extra, message in cases:
         assert run(["split", data, tr, te, *extra, "--quiet"]) == 2
-        assert message in _error_line(capsys)
+        assert message in one_error_line(capsys)
     assert run(["split", data, tr, tr, "--quiet"]) == 2
-    assert "TRAIN and TEST are the same location" in _error_line(capsys)
+    assert "TRAIN and TEST are the same location" in one_error_line(capsys)
     assert run(["split", data, data, te, "--quiet"]) == 2
-    assert "is DATA itself" in _error_line(capsys)
+    assert "is DATA itself" in one_error_line(capsys)
     assert run(["split", tmp_path / "nope.zarr", tr, te, "--quiet"]) == 2
-    assert "nope.zarr does not exist" in _error_line(capsys)
+    assert "nope.zarr does not exist" in one_error_line(capsys)
     assert run(["split", data, tr, te, "--scheduler", "threads", "--quiet"]) == 0
     assert run(["split", data, tr, te, "--quiet"]) == 2
-    assert re.search(r"tr\.zarr already exists; pass --overwrite", _error_line(capsys))
+    assert re.search(r"tr\.zarr already exists; pass --overwrite", one_error_line(capsys))
     assert run(["split", data, tr, te, "--overwrite", "--scheduler", "threads", "--quiet"]) == 0
     X, y = _rows(data)
     io.write_dataset(tmp_path / "r.zarr", X, y.astype(np.float32))  # regression targets
     assert run(["split", tmp_path / "r.zarr", tmp_path / "a.zarr", tmp_path / "b.zarr", "--stratify", "--quiet"]) == 2
-    assert "--stratify keeps the proportions of classes" in _error_line(capsys)
+    assert "--stratify keeps the proportions of classes" in one_error_line(capsys)
     with pytest.raises(ValueError, match=r"test_size \(CLI: --test-size\) must be a fraction in \(0, 1\)"):
         io.split_dataset(data, tmp_path / "a.zarr", tmp_path / "b.zarr", test_size=1.0)
     assert not (tmp_path / "a.zarr").exists() and not (tmp_path / "b.zarr").exists()
@@ -218,5 +205,5 @@ def test_fit_holdout_in_the_fingerprint_and_errors(data, tmp_path, capsys):
         FitJob(data, solver=None, holdout=0.2)
     capsys.readouterr()
     assert run(["fit", data, "--out", tmp_path / "m", "--holdout", 0, "--quiet"]) == 2
-    assert "--holdout must be a fraction between 0 and 1" in _error_line(capsys)
+    assert "--holdout must be a fraction between 0 and 1" in one_error_line(capsys)
     assert not (tmp_path / "m").exists()
