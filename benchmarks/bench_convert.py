@@ -73,13 +73,13 @@ def write_kdd_copies(folder: Path, copies: int) -> tuple[Path, Path]:
     ``folder/whole.csv``, their concatenation."""
     import gzip
 
-    from rfstream.datasets.registry import datasets_folder
+    from rfstream.datasets import source_paths
 
     parts, whole = folder / "parts", folder / "whole.csv"
     if whole.exists() and parts.is_dir() and len(list(parts.glob("copy-*.csv"))) == copies:
         return parts, whole
     parts.mkdir(parents=True, exist_ok=True)
-    with gzip.open(datasets_folder() / "kddcup99" / "kddcup.data_10_percent.gz", "rb") as f:
+    with gzip.open(source_paths("kddcup99")[0], "rb") as f:  # the 10% file
         lines = f.read().splitlines(keepends=True)
     with open(whole, "wb") as out:
         for k in range(copies):

@@ -39,6 +39,7 @@ from pathlib import Path
 import numpy as np
 
 from rfstream.bench.measures import gemm_gflops, load
+from rfstream.datasets import source_paths
 
 
 def build_csv(source, copies, out):
@@ -138,13 +139,14 @@ def main():
     parser.add_argument("--alpha", default="0.01,0.1,1,10")
     parser.add_argument("--json", default=None, help="write the results here too")
     args = parser.parse_args()
-    folder, work = Path(args.datasets) / "kddcup99", Path(args.workdir)
+    train, test = source_paths("kddcup99", args.datasets)  # the 10% file and corrected
+    work = Path(args.workdir)
     work.mkdir(parents=True, exist_ok=True)
-    ten = build_csv(folder / "kddcup.data_10_percent.gz", 1, work / "kdd_10_percent.csv")
-    full = build_csv(folder / "kddcup.data_10_percent.gz", args.copies, work / f"kdd_x{args.copies}.csv")
+    ten = build_csv(train, 1, work / "kdd_10_percent.csv")
+    full = build_csv(train, args.copies, work / f"kdd_x{args.copies}.csv")
     result = {"load_at_start": load(), "worker_limit_gb": round(worker_limit() / 1e9, 2), "runs": []}
     for name, csv in (("ten_percent", ten), (f"x{args.copies}", full)):
-        result["runs"].append(one_size(name, csv, folder / "corrected.gz", work, args.n_components, args.alpha))
+        result["runs"].append(one_size(name, csv, test, work, args.n_components, args.alpha))
         print(json.dumps(result["runs"][-1]), flush=True)
     result["load_at_end"] = load()
     small, big = result["runs"]
