@@ -370,3 +370,17 @@ def test_bad_data_leaves_no_checkpoint(tmp_path, case):
         pipeline.fit_dataset(tmp_path / "bad.zarr", n_components=16, checkpoint=tmp_path / "ck",
                              out=tmp_path / "model")
     assert not (tmp_path / "ck").exists() and not (tmp_path / "model").exists()
+
+
+def test_a_pass_file_removed_under_a_replay_says_another_run_finished(tmp_path):
+    """Two runs of one job: the loser took the lock after the winner released it and read the
+    manifest just before the winner removed the checkpoint; the pass it then reads is gone."""
+    from rfstream.io.checkpoints import Checkpoint, step_name
+    from rfstream.io.job_lock import CheckpointBusy
+
+    first = Checkpoint(tmp_path / "ck", "job")
+    first.record("sig", [np.arange(3.0)])
+    second = Checkpoint(tmp_path / "ck", "job")  # reads the manifest: one stored pass
+    (tmp_path / "ck" / step_name(0)).unlink()  # the winner removes its checkpoint
+    with pytest.raises(CheckpointBusy, match="another run of the same job finished first"):
+        second.replay("sig", 1)

@@ -229,7 +229,12 @@ class Checkpoint:
         target = self.location.child(step_name(k))  # the name rfstream gives, checked against the manifest
         self._check_not_a_link(target)
         with storage_errors(target, "cannot be read"):
-            data = target.read_bytes()
+            try:
+                data = target.read_bytes()
+            except FileNotFoundError:  # named by the manifest this run read, gone since
+                raise CheckpointBusy(
+                    f"the checkpoint {self.location} was removed while this run replayed it: another run "
+                    "of the same job finished first and wrote its output.") from None
         if hashlib.sha256(data).hexdigest() != step.get("sha256"):
             raise CheckpointMismatch(f"{target} is damaged (its SHA-256 differs from the manifest's); "
                                      "pass restart=True (CLI: --restart) to start over.")
