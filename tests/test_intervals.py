@@ -7,7 +7,14 @@ from sklearn.linear_model import RidgeClassifier
 from sklearn.metrics import log_loss
 
 from rfstream import RandomFourierFeatures, StreamingRidge, StreamingRidgeClassifier
-from rfstream.solvers.calibration import SCORE_BINS, SCORE_EDGES, conformal_quantile
+from rfstream.solvers.calibration import (
+    SCORE_BINS,
+    SCORE_EDGES,
+    conformal_quantile,
+    leverage_and_decisions,
+    posterior_triangle,
+    triangular_product,
+)
 
 
 def make(n, seed, noise=0.3):
@@ -65,6 +72,34 @@ def test_intervals_cover_new_rows_at_their_level(fitted, select):
         coverage = np.mean((yt >= lo) & (yt <= hi))
         assert abs(coverage - level) < 0.025, (level, coverage)
     assert m.n_iter_ == (2 if select == "evidence" else 2)
+
+
+@pytest.mark.parametrize("D", [1, 7, 300])
+def test_triangular_product_is_the_full_product(D):
+    rng = np.random.default_rng(D)
+    L = np.tril(rng.standard_normal((D, D)))
+    c = rng.standard_normal((50, D))
+    out = np.full_like(c, np.nan)
+    np.testing.assert_allclose(triangular_product(c, L, out), c @ L, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("dtype, rtol", [(np.float64, 1e-12), (np.float32, 1e-5)])
+def test_leverages_and_decisions_in_the_features_dtype(dtype, rtol):
+    """``||(z - mu) L||^2`` with ``L L' = F F'`` against ``||(z - mu) F||^2``, and the
+    decisions from the centred rows against ``z W + b``."""
+    rng = np.random.default_rng(3)
+    D, m = 120, 64
+    A = rng.standard_normal((D, D))
+    F = np.linalg.cholesky(np.linalg.inv(A @ A.T / D + 0.1 * np.eye(D)))
+    mu, W, b = rng.uniform(0.5, 1, D), rng.standard_normal((D, 2)), rng.standard_normal(2)
+    z = (mu + 0.1 * rng.standard_normal((m, D))).astype(dtype)
+    spec = type("Spec", (), {"L": posterior_triangle(F, np.dtype(dtype)), "mu": mu.astype(dtype),
+                             "W": W.astype(dtype), "offset": b + mu @ W})
+    buffers = [np.empty((m, D), dtype) for _ in range(2)]
+    h, decisions = leverage_and_decisions(z, spec, buffers)
+    a = (z.astype(np.float64) - mu) @ F
+    np.testing.assert_allclose(h, np.einsum("ij,ij->i", a, a), rtol=rtol)
+    np.testing.assert_allclose(decisions, z.astype(np.float64) @ W + b, rtol=rtol, atol=rtol)
 
 
 def test_conformal_quantile_is_the_order_statistic_within_a_bin():
