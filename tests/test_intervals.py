@@ -94,12 +94,37 @@ def test_leverages_and_decisions_in_the_features_dtype(dtype, rtol):
     mu, W, b = rng.uniform(0.5, 1, D), rng.standard_normal((D, 2)), rng.standard_normal(2)
     z = (mu + 0.1 * rng.standard_normal((m, D))).astype(dtype)
     spec = type("Spec", (), {"L": posterior_triangle(F, np.dtype(dtype)), "mu": mu.astype(dtype),
-                             "W": W.astype(dtype), "offset": b + mu @ W})
+                             "W": W.astype(dtype), "intercept": b + mu @ W})
     buffers = [np.empty((m, D), dtype) for _ in range(2)]
     h, decisions = leverage_and_decisions(z, spec, buffers)
     a = (z.astype(np.float64) - mu) @ F
     np.testing.assert_allclose(h, np.einsum("ij,ij->i", a, a), rtol=rtol)
     np.testing.assert_allclose(decisions, z.astype(np.float64) @ W + b, rtol=rtol, atol=rtol)
+
+
+def test_a_large_fit_calibrates_on_a_row_sample(monkeypatch, fitted):
+    """Above CALIBRATION_ROWS rows the pass keeps a sample drawn from (seed, row): its
+    histograms are those of the kept rows' exact LOO scores, whatever the chunking, and
+    the intervals still cover new rows."""
+    from rfstream.random import STREAM_CALIBRATION, row_uniform
+    from rfstream.solvers import calibration
+
+    fmap, _, X, y = fitted
+    Z = fmap.transform(X)
+    full = StreamingRidge(alpha=[0.01, 0.1, 1, 10], select="evidence").fit(Z, y)
+    monkeypatch.setattr(calibration, "CALIBRATION_ROWS", 1000)
+    sampled = [StreamingRidge(alpha=[0.01, 0.1, 1, 10], select="evidence").fit(
+        da.from_array(Z, chunks=chunks), da.from_array(y, chunks=chunks)) for chunks in (3000, 700)]
+    kept = row_uniform(0, STREAM_CALIBRATION, 0, len(y)) < 1000 / len(y)
+    cdf = [np.cumsum(m.conformal_counts_[0]) for m in (*sampled, full)]
+    assert cdf[0][-1] == cdf[1][-1] == kept.sum() and 900 < kept.sum() < 1100 and cdf[2][-1] == len(y)
+    # the same rows whatever the chunking (a score may move a bin with the sums' order)
+    assert np.abs(cdf[0] - cdf[1]).max() <= 2
+    # a sample of the full pass's scores
+    assert np.abs(cdf[0] / cdf[0][-1] - cdf[2] / cdf[2][-1]).max() < 0.05
+    Xt, yt = make(6000, 1)
+    lo, hi = sampled[0].predict_interval(fmap.transform(Xt), level=0.9)
+    assert abs(np.mean((yt >= lo) & (yt <= hi)) - 0.9) < 0.03
 
 
 def test_conformal_quantile_is_the_order_statistic_within_a_bin():

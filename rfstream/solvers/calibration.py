@@ -40,6 +40,21 @@ residuals are the exact leave-one-out ones (n folds) at the chosen
 hyperparameters, for every route, in one extra pass that costs what the Gram
 pass costs.  The hyperparameters were chosen on the same rows, a small optimism
 that conformal prediction's exchangeability argument does not cover.
+
+Second deviation, for scale: with more than :data:`CALIBRATION_ROWS` (2^18) rows the
+pass keeps a random sample of about that many, row i when
+``row_uniform(seed, STREAM_CALIBRATION, i) < 2^18 / n`` (so the sample does not depend
+on the chunking), and makes the features of those rows only.  Each kept row's
+residual is still its exact leave-one-out residual of the fit on all n rows; the
+histograms are of the sample.  The rule, set before measuring: the cost of the
+calibration should not grow with n once its statistical error is below what the
+binning already allows.  A conformal quantile from m exchangeable scores has coverage
+within ``1 / (m + 1)`` of its level on average and a standard deviation of about
+``sqrt(L (1 - L) / m)``: at m = 2^18 and L = 0.9, 0.0006, about the coverage that the
+bins' 0.45% widening adds near a typical quantile; Platt's two parameters from 2^18
+decision values are as settled.  Without the sample, this pass cost what the Gram
+pass costs, O(n D^2): 68% of a 4.9-million-row fit before the factor was made
+triangular (docs/BENCHMARKS.md, "KDD99 at full size").
 """
 from __future__ import annotations
 
@@ -53,6 +68,7 @@ import scipy.sparse as sp
 from scipy.special import expit, log_expit
 
 from ..cluster import compute
+from ..random import STREAM_CALIBRATION, row_uniform
 from ..reductions import Layout
 from .grid_pass import FeatureGroups, group_chunk, group_spec
 from .passes import RowSpec, row_sum, sub_blocks, weight_fields
@@ -61,6 +77,8 @@ SCORE_BINS = 4096
 SCORE_EDGES = np.geomspace(1e-4, 1e4, SCORE_BINS + 1)
 DECISION_BINS = 4096
 DECISION_LIMIT = 8.0
+#: The calibration pass keeps about this many rows; more rows are sampled (module docstring).
+CALIBRATION_ROWS = 2**18
 #: Column blocks of the leverages' triangular product (:func:`triangular_product`).
 TRIANGLE_BLOCKS = 8
 
@@ -103,7 +121,7 @@ def leverage_and_decisions(zs, spec, buffers):
     m = zs.shape[0]
     centred, a = buffers[0][:m], buffers[1][:m]
     np.subtract(zs, spec.mu, out=centred)
-    decisions = (centred @ spec.W).astype(np.float64) + spec.offset
+    decisions = (centred @ spec.W).astype(np.float64) + spec.intercept
     triangular_product(centred, spec.L, a)
     np.multiply(a, a, out=a)
     return a.sum(axis=1, dtype=np.float64), decisions
@@ -117,18 +135,20 @@ def noise_variance(basis, yy, m, alpha):
 
 @dataclass(frozen=True, eq=False, kw_only=True)
 class CalibrationSpec(RowSpec):
-    """The calibration pass's spec: the chosen model ``W`` (D, T, the features' dtype), its decision values
-    ``offset = b + mu W`` at the centred rows (T,), the triangle
-    ``L`` (D, D) of :func:`posterior_triangle`, the column means ``mu``, ``inv_n`` (1/n, 0 without an intercept), the
-    noise variance ``noise`` (T,) and whether the targets are a classifier's coded ones."""
+    """The calibration pass's spec: the chosen model ``W`` (D, T, the features' dtype), its intercept
+    at the centred rows ``intercept = b + mu W`` (T,), the triangle ``L`` (D, D) of
+    :func:`posterior_triangle`, the column means ``mu``, ``inv_n`` (1/n, 0 without an
+    intercept), the noise variance ``noise`` (T,), whether the targets are a classifier's
+    coded ones, and the ``fraction`` of the rows the pass keeps (drawn from ``seed``)."""
 
     W: np.ndarray
-    offset: np.ndarray
+    intercept: np.ndarray
     L: np.ndarray
     mu: np.ndarray
     inv_n: float
     noise: np.ndarray
     classifier: bool
+    fraction: float = 1.0
 
 
 def calibration_layout(n_targets, classifier):
@@ -140,6 +160,8 @@ def calibration_layout(n_targets, classifier):
 def calibration_chunk(z, *rows, offset, spec):
     """The histograms of one row block (module docstring)."""
     out = spec.layout.empty()
+    if spec.fraction < 1.0:
+        z, rows = sampled_rows(z, rows, offset, spec)
     m = z.shape[0]
     if m == 0:
         return out
@@ -171,6 +193,13 @@ def calibration_chunk(z, *rows, offset, spec):
     return out
 
 
+def sampled_rows(z, rows, offset, spec):
+    """The block's rows (and its row arrays') that the calibration sample keeps: row i when
+    ``row_uniform(seed, STREAM_CALIBRATION, i) < fraction``, whatever the chunking."""
+    keep = np.flatnonzero(row_uniform(spec.seed, STREAM_CALIBRATION, offset, offset + z.shape[0]) < spec.fraction)
+    return z[keep], tuple(None if r is None else np.asarray(r)[keep] for r in rows)
+
+
 def _count_decisions(counts, decisions, coded, weights):
     scaled = (np.clip(decisions, -DECISION_LIMIT, DECISION_LIMIT) + DECISION_LIMIT) / (2 * DECISION_LIMIT)
     index = np.minimum((scaled * DECISION_BINS).astype(np.intp), DECISION_BINS - 1)
@@ -180,7 +209,7 @@ def _count_decisions(counts, decisions, coded, weights):
             counts[t, side] += np.bincount(index[rows, t], weights=weights[rows], minlength=DECISION_BINS)
 
 
-def calibration_pass(groups, chosen, y, target_fn, weights, model, *, classifier):
+def calibration_pass(groups, chosen, y, target_fn, weights, model, *, classifier, seed=0):
     """The histograms of the chosen gamma's rows (``groups``: the fit's
     :class:`rfstream.solvers.grid_pass.FeatureGroups`, ``chosen`` the gamma's index);
     ``model``: ``W``, ``b``, ``F`` (the posterior factor), ``mu``, ``inv_n``, ``noise``.
@@ -193,11 +222,13 @@ def calibration_pass(groups, chosen, y, target_fn, weights, model, *, classifier
     model = dict(model)
     dtype = np.dtype(groups.dtype)
     model["L"] = posterior_triangle(model.pop("F"), dtype)
-    model["offset"] = model.pop("b") + model["mu"] @ model["W"]
+    model["intercept"] = model.pop("b") + model["mu"] @ model["W"]
     model["W"] = model["W"].astype(dtype)
     w, weight_args = weights
     layout = calibration_layout(model["W"].shape[1], classifier)
-    spec = CalibrationSpec(layout=layout, targets=target_fn, classifier=classifier,
+    n_rows = one.rows.shape[0]  # NaN for unknown chunk sizes: every row is kept
+    fraction = CALIBRATION_ROWS / n_rows if n_rows > CALIBRATION_ROWS else 1.0
+    spec = CalibrationSpec(layout=layout, targets=target_fn, classifier=classifier, seed=seed, fraction=fraction,
                            **weight_fields(weight_args), **model)
     sums = compute(row_sum(group_chunk, layout.size, one.rows, group_spec(calibration_chunk, one, spec),
                            y=y, w=w))

@@ -131,7 +131,8 @@ class RidgeSearchMixin:
                                degrees_of_freedom(total, self.fit_intercept), self.alpha_)
         F = posterior_basis(basis, self.alpha_)
         model = {"W": W, "b": b, "F": F, "mu": basis["mu"], "inv_n": float(basis["inv_n"]), "noise": noise}
-        counts = calibration_pass(groups, chosen, y, target_fn, weights, model, classifier=classifier)
+        counts = calibration_pass(groups, chosen, y, target_fn, weights, model, classifier=classifier,
+                                  seed=check_seed(self.random_state))
         if classifier:
             self.platt_ = np.array([fit_platt(column) for column in counts])
         else:
