@@ -122,9 +122,15 @@ def leverage_and_decisions(zs, spec, buffers):
     centred, a = buffers[0][:m], buffers[1][:m]
     np.subtract(zs, spec.mu, out=centred)
     decisions = (centred @ spec.W).astype(np.float64) + spec.intercept
-    triangular_product(centred, spec.L, a)
-    np.multiply(a, a, out=a)
-    return a.sum(axis=1, dtype=np.float64), decisions
+    return leverages(centred, spec.L, a), decisions
+
+
+def leverages(centred, L, out):
+    """``||c L||^2`` of each row ``c`` of ``centred`` (float64 sums of squares made in
+    ``out``, an array of ``centred``'s shape and dtype)."""
+    triangular_product(centred, L, out)
+    np.multiply(out, out, out=out)
+    return out.sum(axis=1, dtype=np.float64)
 
 
 def noise_variance(basis, yy, m, alpha):

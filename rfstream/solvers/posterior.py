@@ -10,7 +10,8 @@ flat-prior intercept adding ``sigma^2 / n``), so a new row's predictive variance
 
 with ``z`` the row's features, ``mu`` their training mean and ``F`` the D x D
 factor the fitted model keeps (``posterior_factor_``): one more product of the
-features with a D x D matrix, made in the prediction's own tasks (for dask input
+features with a D x D matrix (a triangular one, ``L L' = F F'``, in the features'
+dtype: :func:`rfstream.solvers.calibration.leverages`), made in the prediction's own tasks (for dask input
 the features of ``X = map.transform(rows)`` are made there a sub-block at a
 time, as :mod:`rfstream.solvers.linear` does; never an n x D array).  The noise
 term is included: this is the spread of a new target, as
@@ -31,7 +32,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from .._validation import check_X
 from ..features.fused import feature_sub_blocks, fused_buffer, fused_rows
-from .calibration import check_level, conformal_quantile, platt_probabilities
+from .calibration import check_level, conformal_quantile, leverages, platt_probabilities, posterior_triangle
 
 
 def _moments(z, spec):
@@ -39,9 +40,10 @@ def _moments(z, spec):
     z = z.toarray() if hasattr(z, "toarray") else np.asarray(z)
     z = z if z.dtype in (np.float32, np.float64) else z.astype(np.float64)
     mean = (z @ spec["coef"].T.astype(z.dtype)).astype(np.float64) + spec["intercept"]  # as predict
-    z = z.astype(np.float64)
-    a = z @ spec["F"] - spec["mu"] @ spec["F"]
-    var = spec["noise"][None, :] * (1.0 + spec["inv_n"] + np.einsum("ij,ij->i", a, a))[:, None]
+    L = spec["L"]
+    centred = np.subtract(z, spec["mu"], dtype=L.dtype)  # the features' dtype (as the calibration)
+    h = leverages(centred, L, np.empty_like(centred))
+    var = spec["noise"][None, :] * (1.0 + spec["inv_n"] + h)[:, None]
     return np.hstack([mean, np.sqrt(var)])
 
 
@@ -110,12 +112,16 @@ class PosteriorPredictMixin:
                              "solver); refit with calibrate=True for return_std and predict_interval.")
         coef = np.atleast_2d(self.coef_)
         T = coef.shape[0]
-        spec = {"coef": coef, "intercept": np.atleast_1d(self.intercept_), "F": self.posterior_factor_,
-                "mu": self.feature_mean_, "noise": np.atleast_1d(self.noise_variance_),
-                "inv_n": float(self.inverse_weight_)}
+        spec = {"coef": coef, "intercept": np.atleast_1d(self.intercept_),
+                "noise": np.atleast_1d(self.noise_variance_), "inv_n": float(self.inverse_weight_)}
         if is_dask_collection(X):
             features, rows = fused_rows(X, even=False)
             X = check_X(self, X, reset=False)
+        else:
+            X = check_X(self, X, reset=False, accept_sparse="csr")
+        dtype = X.dtype if X.dtype in (np.float32, np.float64) else np.dtype(np.float64)
+        spec.update(L=posterior_triangle(self.posterior_factor_, dtype), mu=self.feature_mean_.astype(dtype))
+        if is_dask_collection(X):
             kwargs = {"dtype": np.float64, "chunks": (X.chunks[0], (2 * T,)), "drop_axis": [],
                       "meta": np.empty((0, 0), np.float64)}
             if features is not None:
@@ -123,7 +129,7 @@ class PosteriorPredictMixin:
             else:
                 both = X.map_blocks(_moments_block, spec, **kwargs)
         else:
-            both = _moments_block(check_X(self, X, reset=False, accept_sparse="csr"), spec)
+            both = _moments_block(X, spec)
         mean, std = both[:, :T], both[:, T:]
         if np.ndim(self.coef_) == 1:
             mean, std = mean[:, 0], std[:, 0]
