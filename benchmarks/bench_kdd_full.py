@@ -30,6 +30,7 @@ import argparse
 import gzip
 import json
 import os
+import re
 import subprocess
 import sys
 import threading
@@ -59,12 +60,13 @@ def build_csv(source, copies, out):
 
 
 def run_measured(argv):
-    """Run ``rfstream argv`` as its own process; ``(seconds, stdout, client peak, workers' peak)``:
-    the peaks in bytes, the workers' the largest of any one child process."""
+    """Run ``rfstream argv`` as its own process; ``(seconds, stdout, client peak, workers' peak,
+    pass seconds)``: the peaks in bytes, the workers' the largest of any one child process;
+    the seconds of each pass from its progress line (its stderr, passed on)."""
     import psutil
 
     proc = subprocess.Popen([sys.executable, "-m", "rfstream", *map(str, argv)], stdout=subprocess.PIPE,
-                            stderr=sys.stderr, text=True)
+                            stderr=subprocess.PIPE, text=True)
     parent = psutil.Process(proc.pid)
     peaks = {"client": 0, "workers": {}}
     stop = threading.Event()
@@ -83,13 +85,15 @@ def run_measured(argv):
     thread = threading.Thread(target=sample, daemon=True)
     t0 = time.perf_counter()
     thread.start()
-    out, _ = proc.communicate()
+    out, err = proc.communicate()
     seconds = time.perf_counter() - t0
+    sys.stderr.write(err)
+    passes = [float(m.group(1)) for m in re.finditer(r"pass \d+ done in ([0-9.]+) s", err)]
     stop.set()
     thread.join()
     if proc.returncode != 0:
         raise RuntimeError(f"rfstream {' '.join(map(str, argv))} exited with {proc.returncode}")
-    return seconds, out, peaks["client"], max(peaks["workers"].values(), default=0)
+    return seconds, out, peaks["client"], max(peaks["workers"].values(), default=0), passes
 
 
 def worker_limit():
@@ -103,7 +107,7 @@ def one_size(name, csv, test_csv, work, D, alphas):
     """Convert, fit and evaluate one training file; the measured figures."""
     data, test, model = work / f"{name}.zarr", work / f"{name}_test.zarr", work / f"{name}_model"
     row = {"name": name, "csv_bytes": csv.stat().st_size}
-    seconds, out, client, workers = run_measured(["convert", csv, data, "--positive", "normal", "--overwrite",
+    seconds, out, client, workers, _ = run_measured(["convert", csv, data, "--positive", "normal", "--overwrite",
                                                    "--scheduler", "cluster"])
     info = json.loads(out)
     row.update(rows=info["shape"][0], convert_seconds=round(seconds, 1),
@@ -111,7 +115,7 @@ def one_size(name, csv, test_csv, work, D, alphas):
                convert_client_peak_gb=round(client / 1e9, 2), convert_worker_peak_gb=round(workers / 1e9, 2))
     run_measured(["convert", test_csv, test, "--like", data, "--overwrite", "--quiet"])
     before = gemm_gflops(D)
-    seconds, out, client, workers = run_measured(
+    seconds, out, client, workers, passes = run_measured(
         ["fit", data, "--n-components", D, "--alpha", alphas, "--out", model, "--overwrite", "--no-checkpoint",
          "--scheduler", "cluster"])
     after = gemm_gflops(D)
@@ -119,10 +123,11 @@ def one_size(name, csv, test_csv, work, D, alphas):
     gemm = (before["median"] + after["median"]) / 2
     floor = 2.0 * row["rows"] * D * D / (gemm * 1e9)
     row.update(fit_seconds=round(seconds, 1), fit_inside_seconds=summary["fit_seconds"], passes=summary.get("passes"),
+               fit_pass_seconds=passes,
                gemm_gflops=round(gemm, 1), gram_floor_seconds=round(floor, 1),
                fit_over_floor=round(seconds / floor, 2), alpha=summary["alpha"],
                fit_client_peak_gb=round(client / 1e9, 2), fit_worker_peak_gb=round(workers / 1e9, 2))
-    seconds, out, client, workers = run_measured(["evaluate", model, test, "--format", "json",
+    seconds, out, client, workers, _ = run_measured(["evaluate", model, test, "--format", "json",
                                                    "--scheduler", "cluster"])
     result = json.loads(out)
     row.update(evaluate_seconds=round(seconds, 1), test_error=round(result["error_rate"], 5),
