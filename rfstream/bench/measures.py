@@ -1,4 +1,5 @@
-"""What the benchmark harness measures with: peak memory, the machine's GEMM rate, load, capped runs."""
+"""What the benchmark harness measures with: peak memory, the machine's GEMM rate, the
+features-only pass, load, capped runs."""
 from __future__ import annotations
 
 import json
@@ -84,6 +85,24 @@ def gemm_gflops(D, m=4096, repeats=5):
         a.T @ b
         rates.append(2.0 * m * D * D / (time.perf_counter() - t0) / 1e9)
     return {"best": max(rates), "median": float(np.median(rates))}
+
+
+def _discard(z, *rows, offset, out):
+    """A pass's chunk that keeps nothing: the pass costs what its features cost."""
+
+
+def features_only_pass(Z):
+    """Seconds of one pass that reads the rows of ``Z = map.transform(X)``, makes their
+    features a sub-block at a time as the fused passes do, and discards them: the floor
+    of any pass that makes the features and keeps nothing of size n (issue 32)."""
+    from ..cluster import compute
+    from ..features.fused import fused_pass
+    from ..reductions import sum_rows
+
+    fn, rows = fused_pass(Z, _discard, 1)
+    t0 = time.perf_counter()
+    compute(sum_rows(fn, 1, rows))
+    return time.perf_counter() - t0
 
 
 def load():
