@@ -48,6 +48,7 @@ import contextvars
 import os
 import sys
 import time
+import warnings
 from dataclasses import dataclass
 
 import dask
@@ -242,7 +243,11 @@ def compute(*collections):
         if client is not None:
             for hook in CLIENT_HOOKS:
                 hook(client)
-            futures = client.compute(lazy)
+            with warnings.catch_warnings():
+                # a pass's large arguments (a D x D factor, a map's weights) are one key of its
+                # graph (rfstream.reductions.shared), sent once: what the warning advises
+                warnings.filterwarnings("ignore", message="Sending large graph of size")
+                futures = client.compute(lazy)
             if style == "bar":
                 from distributed import progress
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 from functools import partial
 from math import prod
 
+import dask
 import dask.array as da
 import numpy as np
 
@@ -119,11 +120,22 @@ def even_rows(X, tolerance: float = 0.05):
     return X if rows == X.chunks[0] else X.rechunk({0: rows})
 
 
+def shared(value):
+    """``value`` as one key of the task graph (a pure ``dask.delayed``), for an argument of
+    ``map_blocks`` that every task of a pass takes: a chunk function with its spec (the
+    calibration's D x D triangle, a map's D-wide weights).  Embedded in the tasks, each
+    task carried its own copy: to the scheduler in the graph ("Sending large graph of size
+    33 MiB") and from it to a worker with every task.  As one key it is computed once
+    and fetched once per worker."""
+    return dask.delayed(value, pure=True, traverse=False)
+
+
 def block_partials(fn, size: int, X, *others, **kwargs):
     """Lazy ``(n_blocks, size)`` float64 array: ``fn(x, *o, offset=row0)`` per block.
 
     ``fn`` receives numpy row blocks of ``X`` and of each array in ``others``
-    (aligned by rows) and the global index of the block's first row.
+    (aligned by rows) and the global index of the block's first row; it travels as
+    one key of the graph (:func:`shared`).
     """
     arrays = [a for a in align_rows(X, *others) if a is not None]
     # 1-D arrays would broadcast against the column axis: lift them to 2-D
@@ -131,8 +143,9 @@ def block_partials(fn, size: int, X, *others, **kwargs):
     flat = tuple(a.ndim == 1 for a in arrays)
     arrays = [a[:, None] if f else a for a, f in zip(arrays, flat)]
     return da.map_blocks(
-        partial(_apply_block, fn=fn, size=size, flat=flat),
+        partial(_apply_block, size=size, flat=flat),
         *arrays,
+        fn=shared(fn),
         chunks=((1,) * arrays[0].numblocks[0], (size,)),
         dtype=np.float64,
         meta=np.empty((0, 0), dtype=np.float64),

@@ -56,7 +56,7 @@ from .._validation import check_X
 from ..cluster import compute
 from ..features.fused import feature_sub_blocks, fused_buffer, fused_rows
 from ..random import check_seed
-from ..reductions import Layout
+from ..reductions import Layout, shared
 from .memory import check_gram_memory, gram_fits
 from .passes import RowSpec, row_sum, sub_blocks
 
@@ -367,8 +367,8 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
         kwargs = dict(dtype=dtype, chunks=(rows.chunks[0], (k,)), meta=np.empty((0, k), dtype=dtype), name=name)
         if features is None:
             return Z.map_blocks(project_block, self.mean_, self.components_, **kwargs)
-        return rows.map_blocks(project_block, self.mean_, self.components_, features, dtype.name,
-                               **kwargs)
+        return rows.map_blocks(project_block, self.mean_, shared(self.components_), shared(features),
+                               dtype.name, **kwargs)
 
     @property
     def _n_features_out(self):

@@ -18,6 +18,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from .._validation import check_X
 from ..features.fused import feature_sub_blocks, fused_buffer, fused_rows
+from ..reductions import shared
 
 
 def _linear_block(x, coef, intercept, one):
@@ -60,7 +61,7 @@ class LinearPredictMixin:
             kwargs = {"dtype": np.float64, "chunks": chunks, "drop_axis": [1] if one else [],
                       "meta": np.empty((0,) * len(chunks), np.float64)}
             if features is not None:  # X = map.transform(rows): the features are made in the task
-                return rows.map_blocks(_fused_linear_block, coef, intercept, one, features, X.dtype,
+                return rows.map_blocks(_fused_linear_block, coef, intercept, one, shared(features), X.dtype,
                                        X.shape[1], **kwargs)
             return X.map_blocks(_linear_block, coef, intercept, one, **kwargs)
         X = check_X(self, X, reset=False, accept_sparse="csr")

@@ -32,6 +32,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from .._validation import check_X
 from ..features.fused import feature_sub_blocks, fused_buffer, fused_rows
+from ..reductions import shared
 from .calibration import check_level, conformal_quantile, leverages, platt_probabilities, posterior_triangle
 
 
@@ -125,9 +126,10 @@ class PosteriorPredictMixin:
             kwargs = {"dtype": np.float64, "chunks": (X.chunks[0], (2 * T,)), "drop_axis": [],
                       "meta": np.empty((0, 0), np.float64)}
             if features is not None:
-                both = rows.map_blocks(_moments_block, spec, features, X.dtype, X.shape[1], **kwargs)
+                both = rows.map_blocks(_moments_block, shared(spec), shared(features), X.dtype, X.shape[1],
+                                       **kwargs)
             else:
-                both = X.map_blocks(_moments_block, spec, **kwargs)
+                both = X.map_blocks(_moments_block, shared(spec), **kwargs)
         else:
             both = _moments_block(X, spec)
         mean, std = both[:, :T], both[:, T:]
