@@ -41,11 +41,26 @@ def _moments(z, spec):
     z = z.toarray() if hasattr(z, "toarray") else np.asarray(z)
     z = z if z.dtype in (np.float32, np.float64) else z.astype(np.float64)
     mean = (z @ spec["coef"].T.astype(z.dtype)).astype(np.float64) + spec["intercept"]  # as predict
-    L = spec["L"]
-    centred = np.subtract(z, spec["mu"], dtype=L.dtype)  # the features' dtype (as the calibration)
-    h = leverages(centred, L, np.empty_like(centred))
+    if spec["L"] is not None:  # the triangle, in the features' dtype (as the calibration pass)
+        centred = np.subtract(z, spec["mu"], dtype=spec["L"].dtype)
+        h = leverages(centred, spec["L"], np.empty_like(centred))
+    else:  # a few rows: the factor itself, in float64
+        a = (z.astype(np.float64) - spec["mu"]) @ spec["F"]
+        h = np.einsum("ij,ij->i", a, a)
     var = spec["noise"][None, :] * (1.0 + spec["inv_n"] + h)[:, None]
     return np.hstack([mean, np.sqrt(var)])
+
+
+def _leverage_factor(F, X):
+    """``{"L": triangle, "F": None}`` of :func:`rfstream.solvers.calibration.posterior_triangle`
+    in ``X``'s float dtype when ``X`` has more than ``2 D`` rows, else ``{"L": None, "F": F}``:
+    the triangle's QR costs about ``4/3 D^3`` flops once and saves about ``0.9 m D^2``, so for a
+    few rows (one row at a time, say) the product with ``F`` is cheaper."""
+    D = F.shape[0]
+    if X.shape[0] <= 2 * D:  # not for NaN rows (unknown chunks): they take the triangle
+        return {"L": None, "F": F}
+    dtype = X.dtype if X.dtype in (np.float32, np.float64) else np.dtype(np.float64)
+    return {"L": posterior_triangle(F, dtype), "F": None}
 
 
 def _moments_block(x, spec, features=None, dtype=None, n_features=None):
@@ -120,8 +135,7 @@ class PosteriorPredictMixin:
             X = check_X(self, X, reset=False)
         else:
             X = check_X(self, X, reset=False, accept_sparse="csr")
-        dtype = X.dtype if X.dtype in (np.float32, np.float64) else np.dtype(np.float64)
-        spec.update(L=posterior_triangle(self.posterior_factor_, dtype), mu=self.feature_mean_.astype(dtype))
+        spec.update(_leverage_factor(self.posterior_factor_, X), mu=self.feature_mean_)
         if is_dask_collection(X):
             kwargs = {"dtype": np.float64, "chunks": (X.chunks[0], (2 * T,)), "drop_axis": [],
                       "meta": np.empty((0, 0), np.float64)}
