@@ -1,6 +1,7 @@
-"""Peak memory of one task of the PCG statistics pass (rfstream.solvers.cg.stats_chunk) on
-one sub-block of float32 features, summed in float64 by column slices (now) against one
-float64 copy of the whole sub-block (before; STATS_COLUMNS = D reproduces it).
+"""Peak memory of one task of the PCG statistics pass (rfstream.solvers.cg.stats_chunk) and
+of the float64 phase of its product pass (rfstream.solvers.cg.product_chunk with a float64
+V) on one sub-block of float32 features, summed in float64 by column slices (now) against
+one float64 copy of the whole sub-block (before; STATS_COLUMNS = D reproduces it).
 
     python benchmarks/bench_stats_memory.py --rows 4096 --features 8192 50000
 
@@ -18,17 +19,24 @@ from rfstream.solvers import cg
 from rfstream.solvers.passes import RowSpec
 
 
-def peak_above_input(z, y, columns):
-    """MiB allocated at the peak of one stats_chunk call with ``columns`` per slice."""
+def peak_above_input(z, y, columns, chunk="stats"):
+    """MiB allocated at the peak of one ``chunk`` call ("stats", or "products" with a float64
+    V of one column) with ``columns`` per slice."""
     D = z.shape[1]
-    layout = Layout(n=(), m=(), s=(D,), d=(D,), t=(1,), C=(D, 1))
-    spec = RowSpec(layout=layout, targets=lambda v: v[:, None]).for_rows(y=y)
+    if chunk == "stats":
+        layout = Layout(n=(), m=(), s=(D,), d=(D,), t=(1,), C=(D, 1))
+        spec = RowSpec(layout=layout, targets=lambda v: v[:, None]).for_rows(y=y)
+        fn = cg.stats_chunk
+    else:
+        layout = Layout(p=(D,))
+        spec = cg.ProductSpec(layout=layout, V=np.ones((D, 1))).for_rows(y=y)
+        fn = cg.product_chunk
     out = np.zeros(layout.size)
     saved, cg.STATS_COLUMNS = cg.STATS_COLUMNS, columns
     try:
         tracemalloc.start()
         tracemalloc.reset_peak()
-        cg.stats_chunk(z, y, offset=0, spec=spec, out=out)
+        fn(z, y, offset=0, spec=spec, out=out)
         _, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
@@ -48,7 +56,9 @@ def main():
         y = rng.standard_normal(args.rows)
         rows.append({"D": D, "input_MiB": round(z.nbytes / 2**20, 1),
                      "slices_MiB": round(peak_above_input(z, y, cg.STATS_COLUMNS), 1),
-                     "whole_block_MiB": round(peak_above_input(z, y, D), 1)})
+                     "whole_block_MiB": round(peak_above_input(z, y, D), 1),
+                     "products_slices_MiB": round(peak_above_input(z, y, cg.STATS_COLUMNS, "products"), 1),
+                     "products_whole_block_MiB": round(peak_above_input(z, y, D, "products"), 1)})
         print(json.dumps(rows[-1]), flush=True)
         del z
 

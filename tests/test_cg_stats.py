@@ -35,3 +35,23 @@ def test_column_slices_give_the_whole_blocks_sums(monkeypatch, weighted, sparse)
     want = _whole_block_stats(z, np.c_[y, 2 * y], w)
     for name, value in want.items():
         np.testing.assert_allclose(got[name], value, rtol=1e-12, atol=1e-12, err_msg=name)
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_products_in_column_slices_give_the_whole_blocks_product(monkeypatch, weighted, dtype):
+    """The product pass's float64 phase converts the block STATS_COLUMNS columns at a time;
+    its Z'(C (Z V)) is the whole block's float64 product (float32 V: the float32 phase)."""
+    monkeypatch.setattr(cg, "STATS_COLUMNS", 7)
+    rng = np.random.default_rng(1)
+    z = rng.normal(size=(50, 37)).astype(np.float32)
+    y = rng.normal(size=50)
+    w = rng.uniform(0.5, 2, size=50) if weighted else None
+    V = rng.normal(size=(37, 3)).astype(dtype)
+    spec = cg.ProductSpec(layout=Layout(p=(37 * 3,)), V=V).for_rows(y=y, w=w)
+    out = np.zeros(37 * 3)
+    cg.product_chunk(z, *((y,) if w is None else (y, w)), offset=0, spec=spec, out=out)
+    z64, c = z.astype(np.float64), np.ones(50) if w is None else w
+    want = z64.T @ (c[:, None] * (z64 @ V.astype(np.float64)))
+    rtol = 1e-12 if dtype == np.float64 else 1e-5
+    np.testing.assert_allclose(out.reshape(37, 3), want, rtol=rtol, atol=rtol * np.abs(want).max())

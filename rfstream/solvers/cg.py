@@ -119,17 +119,31 @@ def product_chunk(z, *rows, offset, spec, out):
     """Adds Z'(Z V) of one block into ``out``; Z'(C (Z V)) when labels with class weights or
     sample weights travel in ``rows`` (:meth:`rfstream.solvers.passes.RowSpec.row_weights`).
     A float32 ``spec.V``: the products in the features' float32 (dense blocks), summed into
-    ``out`` in float64."""
+    ``out`` in float64; a float64 one: in float64, :data:`STATS_COLUMNS` columns of the
+    block converted at a time."""
     if z.shape[0] == 0:
         return
     V = spec.V
-    single = V.dtype == np.float32 and not sp.issparse(z)
-    z = np.asarray(z, dtype=np.float32) if single else _as_float64(z)
-    zv = z @ V
     c = spec.row_weights(rows, offset)
+    if V.dtype == np.float32 or sp.issparse(z):
+        z = np.asarray(z, dtype=np.float32) if not sp.issparse(z) else _as_float64(z)
+        zv = z @ V
+        if c is not None:
+            zv *= c[:, None]
+        out += np.asarray(z.T @ zv).ravel()
+        return
+    # float64 products of dense float32 features, STATS_COLUMNS columns at a time (as
+    # stats_chunk): the same sums, without a float64 copy of the whole sub-block (1.6 GB of
+    # a 4,096-row sub-block at D = 50,000)
+    slices = [slice(j, min(j + STATS_COLUMNS, z.shape[1])) for j in range(0, z.shape[1], STATS_COLUMNS)]
+    zv = np.zeros((z.shape[0], V.shape[1]))
+    for cols in slices:
+        zv += _as_float64(z[:, cols]) @ V[cols]
     if c is not None:
         zv *= c[:, None]
-    out += np.asarray(z.T @ zv).ravel()
+    product = out.reshape(z.shape[1], V.shape[1])
+    for cols in slices:
+        product[cols] += _as_float64(z[:, cols]).T @ zv
 
 
 def ridge_cg(Z, y, target_fn, n_targets, *, alpha, fit_intercept=True, tol=1e-4, max_iter=200,
