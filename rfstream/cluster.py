@@ -219,10 +219,8 @@ def signature(collections):
 
 
 def compute(*collections):
-    """Compute dask collections (numpy values pass through), with progress.
-
-    Returns a tuple when given several collections and a single value otherwise.
-    """
+    """Compute dask collections (numpy values pass through), with progress: a tuple for
+    several collections, a single value otherwise."""
     lazy = [c for c in collections if dask.is_dask_collection(c)]
     run = _RUN.get() or RunContext(progress=_DEFAULT["progress"])  # outside a run: a pass on its own
     checkpoint = run.store if lazy else None
@@ -243,9 +241,7 @@ def compute(*collections):
         if client is not None:
             for hook in CLIENT_HOOKS:
                 hook(client)
-            with warnings.catch_warnings():
-                # a pass's large arguments (a D x D factor, a map's weights) are one key of its
-                # graph (rfstream.reductions.shared), sent once: what the warning advises
+            with warnings.catch_warnings():  # a pass's large arguments are sent once (reductions.shared)
                 warnings.filterwarnings("ignore", message="Sending large graph of size")
                 futures = client.compute(lazy)
             if style == "bar":
