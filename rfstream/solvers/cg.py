@@ -78,6 +78,15 @@ def _as_float64(z):
 STATS_COLUMNS = 1024
 
 
+def float64_columns(z):
+    """``(cols, float64 copy of z[:, cols])`` over a block: :data:`STATS_COLUMNS` columns at
+    a time when dense, the whole block when sparse (its copy holds only the non-zeros)."""
+    step = z.shape[1] if sp.issparse(z) else STATS_COLUMNS
+    for j in range(0, z.shape[1], step):
+        zj = _as_float64(z if step == z.shape[1] else z[:, j:j + step])
+        yield slice(j, j + zj.shape[1]), zj
+
+
 def stats_chunk(z, *rows, offset, spec, out):
     """Adds n (the weight sum), m (rows), Z'c, diag(Z'CZ), Y'c and Z'CY of one block into ``out``;
     ``rows``: the labels, then the sample weights when they travel; ``spec`` a
@@ -93,11 +102,8 @@ def stats_chunk(z, *rows, offset, spec, out):
     parts["n"][...] += z.shape[0] if c is None else c.sum()
     parts["t"][:] += Y.sum(axis=0) if c is None else c @ Y
     cY = Y if c is None else c[:, None] * Y
-    step = z.shape[1] if sp.issparse(z) else STATS_COLUMNS
-    for j in range(0, z.shape[1], step):
-        zj = _as_float64(z if step == z.shape[1] else z[:, j:j + step])
+    for cols, zj in float64_columns(z):
         zz = zj.multiply(zj) if sp.issparse(zj) else zj * zj
-        cols = slice(j, j + zj.shape[1])
         if c is None:
             parts["s"][cols] += np.asarray(zj.sum(axis=0)).ravel()
             parts["d"][cols] += np.asarray(zz.sum(axis=0)).ravel()
@@ -125,25 +131,24 @@ def product_chunk(z, *rows, offset, spec, out):
         return
     V = spec.V
     c = spec.row_weights(rows, offset)
-    if V.dtype == np.float32 or sp.issparse(z):
-        z = np.asarray(z, dtype=np.float32) if not sp.issparse(z) else _as_float64(z)
+    if V.dtype == np.float32 and not sp.issparse(z):
+        z = np.asarray(z, dtype=np.float32)
         zv = z @ V
         if c is not None:
             zv *= c[:, None]
-        out += np.asarray(z.T @ zv).ravel()
+        out += (z.T @ zv).ravel()
         return
-    # float64 products of dense float32 features, STATS_COLUMNS columns at a time (as
-    # stats_chunk): the same sums, without a float64 copy of the whole sub-block (1.6 GB of
-    # a 4,096-row sub-block at D = 50,000)
-    slices = [slice(j, min(j + STATS_COLUMNS, z.shape[1])) for j in range(0, z.shape[1], STATS_COLUMNS)]
+    # float64 products, the block converted a few columns at a time (float64_columns, as the
+    # statistics pass): the same sums, without a float64 copy of the whole dense sub-block
+    # (1.6 GB of a 4,096-row sub-block at D = 50,000)
     zv = np.zeros((z.shape[0], V.shape[1]))
-    for cols in slices:
-        zv += _as_float64(z[:, cols]) @ V[cols]
+    for cols, zj in float64_columns(z):
+        zv += zj @ V[cols]
     if c is not None:
         zv *= c[:, None]
-    product = out.reshape(z.shape[1], V.shape[1])
-    for cols in slices:
-        product[cols] += _as_float64(z[:, cols]).T @ zv
+    product = out.reshape(z.shape[1], V.shape[1])  # a view: out is one flat partial
+    for cols, zj in float64_columns(z):
+        product[cols] += np.asarray(zj.T @ zv)
 
 
 def ridge_cg(Z, y, target_fn, n_targets, *, alpha, fit_intercept=True, tol=1e-4, max_iter=200,
