@@ -141,8 +141,8 @@ def noise_variance(basis, yy, m, alpha):
 
 @dataclass(frozen=True, eq=False, kw_only=True)
 class CalibrationSpec(RowSpec):
-    """The calibration pass's spec: the chosen model ``W`` (D, T, the features' dtype), its intercept
-    at the centred rows ``intercept = b + mu W`` (T,), the triangle ``L`` (D, D) of
+    """The calibration pass's spec: the chosen model ``W`` (D, T, the features' dtype), its
+    intercept at the centred rows ``intercept = b + mu W`` (T,), the triangle ``L`` (D, D) of
     :func:`posterior_triangle`, the column means ``mu``, ``inv_n`` (1/n, 0 without an
     intercept), the noise variance ``noise`` (T,), whether the targets are a classifier's
     coded ones, and the ``fraction`` of the rows the pass keeps (drawn from ``seed``)."""
@@ -202,7 +202,8 @@ def calibration_chunk(z, *rows, offset, spec):
 def sampled_rows(z, rows, offset, spec):
     """The block's rows (and its row arrays') that the calibration sample keeps: row i when
     ``row_uniform(seed, STREAM_CALIBRATION, i) < fraction``, whatever the chunking."""
-    keep = np.flatnonzero(row_uniform(spec.seed, STREAM_CALIBRATION, offset, offset + z.shape[0]) < spec.fraction)
+    u = row_uniform(spec.seed, STREAM_CALIBRATION, offset, offset + z.shape[0])
+    keep = np.flatnonzero(u < spec.fraction)
     return z[keep], tuple(None if r is None else np.asarray(r)[keep] for r in rows)
 
 
@@ -221,9 +222,10 @@ def calibration_pass(groups, chosen, y, target_fn, weights, model, *, classifier
     ``model``: ``W``, ``b``, ``F`` (the posterior factor), ``mu``, ``inv_n``, ``noise``.
 
     The leverages are made in the features' dtype (float32 by default), as the Gram
-    itself was, from the centred rows (so that no large mean cancels): their rounding error, about ``eps cond(G + alpha I)^(1/2)`` relative, is
-    below the float32 Gram's own, about ``eps cond(G + alpha I)``.  The triangle travels
-    in the graph once per task (half of ``F``'s bytes in float32; 16 MB at D = 2,000)."""
+    itself was, from the centred rows (so that no large mean cancels): their rounding
+    error, about ``eps cond(G + alpha I)^(1/2)`` relative, is below the float32 Gram's
+    own, about ``eps cond(G + alpha I)``.  The triangle (16 MB at D = 2,000 in float32)
+    is one key of the pass's graph (:func:`rfstream.reductions.shared`), sent once."""
     one = FeatureGroups(groups.rows, (groups.blocks[chosen],), groups.dtype)
     model = dict(model)
     dtype = np.dtype(groups.dtype)
@@ -234,8 +236,8 @@ def calibration_pass(groups, chosen, y, target_fn, weights, model, *, classifier
     layout = calibration_layout(model["W"].shape[1], classifier)
     n_rows = one.rows.shape[0]  # NaN for unknown chunk sizes: every row is kept
     fraction = CALIBRATION_ROWS / n_rows if n_rows > CALIBRATION_ROWS else 1.0
-    spec = CalibrationSpec(layout=layout, targets=target_fn, classifier=classifier, seed=seed, fraction=fraction,
-                           **weight_fields(weight_args), **model)
+    spec = CalibrationSpec(layout=layout, targets=target_fn, classifier=classifier, seed=seed,
+                           fraction=fraction, **weight_fields(weight_args), **model)
     sums = compute(row_sum(group_chunk, layout.size, one.rows, group_spec(calibration_chunk, one, spec),
                            y=y, w=w))
     return layout.unpack(sums)["counts"].copy()

@@ -10,10 +10,11 @@ flat-prior intercept adding ``sigma^2 / n``), so a new row's predictive variance
 
 with ``z`` the row's features, ``mu`` their training mean and ``F`` the D x D
 factor the fitted model keeps (``posterior_factor_``): one more product of the
-features with a D x D matrix (a triangular one, ``L L' = F F'``, in the features'
-dtype: :func:`rfstream.solvers.calibration.leverages`), made in the prediction's own tasks (for dask input
-the features of ``X = map.transform(rows)`` are made there a sub-block at a
-time, as :mod:`rfstream.solvers.linear` does; never an n x D array).  The noise
+features with a D x D matrix (for more than 2 D rows a triangular one, ``L L' = F F'``,
+in the features' dtype: :func:`rfstream.solvers.calibration.leverages`), made in the
+prediction's own tasks (for dask input the features of ``X = map.transform(rows)`` are
+made there a sub-block at a time, as :mod:`rfstream.solvers.linear` does; never an
+n x D array).  The noise
 term is included: this is the spread of a new target, as
 ``sklearn.linear_model.BayesianRidge.predict(return_std=True)`` gives it.
 
