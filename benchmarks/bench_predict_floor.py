@@ -58,7 +58,7 @@ def main():
         "evaluate": lambda: pipeline.evaluate_dataset(model, meta, args.data),
     }
     result = {"model": str(args.model), "data": str(args.data), "rows": int(X.shape[0]),
-              "n_features": int(meta.get("n_components") or 0) or None, "load_at_start": load()}
+              "n_features": int(model[:-1].transform(X).shape[1]), "load_at_start": load()}
     with connect(args.scheduler), run_context(progress="never"):
         steps["features"]()  # warm: the workers import what the passes need
         for _ in range(args.repeats):
