@@ -129,16 +129,66 @@ def test_arrow_reads_pass_1_as_pandas_does(tmp_path, monkeypatch):
     path.write_text("\n".join(lines) + "\n")
     from rfstream.io import csv_ranges
 
-    parsed = []
-    frames = csv_ranges.arrow_frames
-    monkeypatch.setattr(csv_ranges, "arrow_frames", lambda *a: parsed.append(list(frames(*a))) or parsed[-1])
+    parsed = arrow_parses(monkeypatch)
     convert(path, tmp_path / "seq.zarr", rows_per_chunk=R, label_column="first", block_size=None)
     with dask.config.set(scheduler="threads"):
         convert(path, tmp_path / "par.zarr", rows_per_chunk=R, label_column="first", block_size=BLOCK)
     n_ranges = len(range_offsets(as_location(path), sniff(as_location(path)), BLOCK))
-    assert n_ranges - 4 <= len(parsed) < n_ranges  # all but the first and those Arrow refused
+    assert n_ranges - 4 <= parsed.count("text") < n_ranges  # all but the first and those Arrow refused
     assert_same(tmp_path / "seq.zarr", tmp_path / "par.zarr")
     assert load(tmp_path / "seq.zarr")[2]["missing_filled"]["c1"] > 50
+
+
+def arrow_parses(monkeypatch) -> list:
+    """Each range Arrow parsed, as it returns: ``"text"`` (pass 1) or ``"numbers"`` (pass 2)."""
+    from rfstream.io import csv_ranges
+
+    parsed, parse = [], csv_ranges.arrow_table
+
+    def counted(data, layout, numeric=frozenset()):
+        table = parse(data, layout, numeric)
+        parsed.append("numbers" if numeric else "text")
+        return table
+
+    monkeypatch.setattr(csv_ranges, "arrow_table", counted)
+    return parsed
+
+
+def test_arrow_reads_numbers_as_pandas_does(tmp_path, monkeypatch):
+    """Pass 2 of a range parses its numeric columns with Arrow (pandas >= 3.1): the same
+    bits as pandas' parser on numbers of up to 25 digits, exponents to the subnormals,
+    -0, integers beyond 2**53, missing markers and a number in a column of text; a range
+    whose numeric column holds text is read by pandas.  Chunks are cut inside ranges."""
+    from rfstream.io import csv_ranges
+
+    rng = np.random.default_rng(8)
+    hard = ["-0", "-0.0", "4.9e-324", "2.2250738585072011e-308", "9007199254740993", "1e-320",
+            "0.1000000000000000055511151231257827", "3.4028234663852886e+38", "1.17549435e-38"]
+    lines = []
+    for k in range(600):
+        digits = str(rng.integers(10**17, 10**18)) + str(rng.integers(10**6, 10**7))
+        cut = int(rng.integers(0, len(digits)))
+        x = hard[k % len(hard)] if k % 5 == 0 else f"{digits[:cut]}.{digits[cut:]}e{rng.integers(-30, 12)}"
+        y = "NA" if k % 7 == 0 else f"{rng.normal():.17g}"
+        lines.append(f"{x},{y},{rng.choice(['a', 'b', '12'])},{rng.choice(['p', 'q'])}")
+    path = tmp_path / "data.csv"
+    path.write_text("\n".join(lines) + "\n")
+    parsed = arrow_parses(monkeypatch)
+    seq = convert(path, tmp_path / "seq.zarr", rows_per_chunk=R, block_size=None)
+    with dask.config.set(scheduler="threads"):
+        convert(path, tmp_path / "par.zarr", rows_per_chunk=R, block_size=BLOCK)
+    n_ranges = len(range_offsets(as_location(path), sniff(as_location(path)), BLOCK))
+    assert parsed.count("text") == n_ranges - 1
+    assert parsed.count("numbers") == (n_ranges - 1 if csv_ranges.ARROW_NUMBERS else 0)
+    assert seq["missing_filled"] == {"c1": 86}
+    assert_same(tmp_path / "seq.zarr", tmp_path / "par.zarr")
+    lines[450] = "1.5,x,a,p"  # text in a numeric column: the column is a category
+    path.write_text("\n".join(lines) + "\n")
+    seq = convert(path, tmp_path / "seq2.zarr", rows_per_chunk=R, block_size=None)
+    with dask.config.set(scheduler="threads"):
+        convert(path, tmp_path / "par2.zarr", rows_per_chunk=R, block_size=BLOCK)
+    assert "c1" in seq["categorical"]
+    assert_same(tmp_path / "seq2.zarr", tmp_path / "par2.zarr")
 
 
 def test_pandas_missing_markers():

@@ -88,25 +88,27 @@ def _parse(layout: Layout, source, compression, rows_per_chunk: int, dtype, usec
 
 
 # ----------------------------------------------------------------- pass 1
-def as_floats(s: pd.Series) -> np.ndarray:
+def as_floats(s: pd.Series | pa.ChunkedArray) -> np.ndarray:
     """``s.astype("float64")`` as numpy (NaN where missing), text parsed as Python's
-    ``float()`` parses it; ValueError where a value is not a number.
+    ``float()`` parses it; ValueError where a value is not a number.  ``s`` is a pandas
+    Series, or a column of text as Arrow parsed it (a byte range's, :mod:`rfstream.io.csv_ranges`).
 
     Text is cast by Arrow (fast_float: correctly rounded, as ``float()``, and 10x faster
     than ``float()`` value by value) when Arrow reads every value and each is finite;
     otherwise (spaces, underscores, non-ASCII digits, ``nan``, ``inf``: forms where the two
     may disagree on what is a number) by ``float()``.
     """
-    if s.dtype.kind == "O" or isinstance(s.dtype, pd.StringDtype):
+    arrow = isinstance(s, pa.ChunkedArray)
+    if arrow or s.dtype.kind == "O" or isinstance(s.dtype, pd.StringDtype):
         try:
-            v = pc.cast(pa.array(s, from_pandas=True), pa.float64())
+            v = pc.cast(s if arrow else pa.array(s, from_pandas=True), pa.float64())
         except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
             v = None
         if v is not None:
-            out = v.to_numpy(zero_copy_only=False)
+            out = v.to_numpy() if arrow else v.to_numpy(zero_copy_only=False)
             if int(np.isfinite(out).sum()) == len(out) - v.null_count:
                 return out
-    return s.astype("float64").to_numpy()
+    return (s.to_pandas() if arrow else s).astype("float64").to_numpy()
 
 
 @dataclass
@@ -119,8 +121,10 @@ class ColumnScan:
     values: set | None = field(default_factory=set)
     missing: int = 0  # empty or NA fields: filled with the mean (numbers) or all zeros (one-hot)
 
-    def update(self, s: pd.Series) -> None:
-        self.missing += int(s.isna().sum())
+    def update(self, s: pd.Series | pa.ChunkedArray) -> None:
+        """Add a column's values: a pandas Series, or text as Arrow parsed it (nulls missing)."""
+        arrow = isinstance(s, pa.ChunkedArray)
+        self.missing += s.null_count if arrow else int(s.isna().sum())
         if self.numeric:
             try:
                 v = as_floats(s)
@@ -131,7 +135,8 @@ class ColumnScan:
                 self.total.add(v[ok])
                 self.count += int(ok.sum())
         if self.values is not None:
-            self.values.update(str(u).strip() for u in pd.unique(s.dropna()))
+            uniques = pc.unique(s.drop_null()).to_pylist() if arrow else pd.unique(s.dropna())
+            self.values.update(str(u).strip() for u in uniques)
             if len(self.values) > MAX_CATEGORIES:
                 self.values = None
 
@@ -179,7 +184,7 @@ def scan_file(layout: Layout, rows_per_chunk: int, labels: LabelScanner | None) 
 
 
 def scan_frames(layout: Layout, frames, labels: LabelScanner | None) -> FileScan:
-    """Pass 1 over DataFrames of text (a file's, or a byte range's)."""
+    """Pass 1 over DataFrames of text (a file's), or Arrow tables of text (a byte range's)."""
     scans = {j: ColumnScan() for j in layout.features}
     n_rows = 0
     for df in frames:
@@ -187,7 +192,11 @@ def scan_frames(layout: Layout, frames, labels: LabelScanner | None) -> FileScan
         for j, st in scans.items():
             st.update(df[j])
         if labels is not None:
-            labels.update(df[layout.label_index])
+            label = df[layout.label_index]
+            if isinstance(label, pa.ChunkedArray):
+                labels.add(label.null_count, pc.unique(label.drop_null()).to_pylist())
+            else:
+                labels.update(label)
     return FileScan([[n_rows]], scans, labels)
 
 
@@ -360,20 +369,26 @@ class CsvReader:
         return Schema(n_features, y_dtype, attrs, (columns, labels))
 
     def encode(self, loc: Location, part: int, schema: Schema, *, layout: Layout | None = None,
-               source=None, first_row: int = 0) -> Encoding:
+               source=None, first_row: int = 0, frames=None) -> Encoding:
         """Pass 2 of a file; or of one byte range of it (:mod:`rfstream.io.csv_ranges`): its
         ``layout``, ``source()`` (a context manager giving its bytes as an open file) and the
-        index of its first row in the file (``first_row``, for messages)."""
+        index of its first row in the file (``first_row``, for messages); or, instead of
+        ``source``, ``frames``: its DataFrames as pandas reads them with :meth:`Encoder.dtypes`,
+        indexed by row of the file."""
         layout = layout or self.file_layout(loc)
         columns, label_schema = schema.spec
         enc = Encoder(layout, columns)
         labels = LabelEncoder(label_schema, loc) if label_schema else None
 
-        def blocks():
+        def parsed():
             with source() if source is not None else nullcontext() as f:
                 for df in read_chunks(layout, self.rows_per_chunk, enc.dtypes(), source=f):
                     df.index += first_row
-                    y = labels.encode(df[layout.label_index]) if labels else None
-                    yield enc.encode(df), y
+                    yield df
+
+        def blocks():
+            for df in parsed() if frames is None else frames:
+                y = labels.encode(df[layout.label_index]) if labels else None
+                yield enc.encode(df), y
 
         return Encoding(blocks(), encoding_stats(labels, enc))

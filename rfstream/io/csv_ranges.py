@@ -27,15 +27,19 @@ away from every cut is still read in parallel, and read right.  The leading comm
 lines and the header are found on the client: when they hold a bare carriage return, or
 a header name holds a line break, the file is read as one stream.
 
-Pass 1 of a range after the first (no header there) is parsed by Arrow's CSV reader
-when the range holds no double quote and no NUL byte and the separator is one
+Both passes of a range after the first (no header there) are parsed by Arrow's CSV
+reader when the range holds no double quote and no NUL byte and the separator is one
 character: text with no quoting is split at newlines and separators alike by both
 parsers, and pandas' reading (leading spaces skipped, its missing-value markers, blank
-lines skipped) is applied to Arrow's columns (:func:`arrow_frames`).  Anything Arrow
+lines skipped) is applied to Arrow's columns (:func:`arrow_table`).  Anything Arrow
 refuses (a row of another width, a line of spaces, bytes that are not UTF-8, an empty
-range) is parsed by pandas.  Arrow makes no Python string per field, which is most of
-what pandas' pass 1 costs (docs/BENCHMARKS.md, "One CSV file in byte ranges").  Pass 2
-parses numbers, and stays with pandas' parser, as the one stream does.
+range, text in a column pass 1 found numeric) is parsed by pandas.  Pass 1 summarises
+Arrow's columns of text in Arrow (casts, unique values), with no Python string per
+field, which was most of what pandas' pass 1 cost (docs/BENCHMARKS.md, "One CSV file in
+byte ranges").  Pass 2 has Arrow parse the numeric columns as float64: the same numbers
+as pandas' parser, bit for bit, from pandas 3.1 on (:data:`ARROW_NUMBERS`; before it,
+pass 2 stays with pandas), and the range's frames are cut at the output's chunks, so
+that each is written without a copy.
 
 A compressed file (gzip, bzip2, xz) cannot be cut: it is read as one stream
 (:mod:`rfstream.io.csv`); split big data into several files to convert them in
@@ -52,6 +56,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 from fsspec.utils import read_block
+from packaging.version import Version
 
 from .convert_tasks import Schema, parts_plan
 from .csv import ColumnScan, CsvReader, FileScan, read_chunks, scan_frames
@@ -96,36 +101,65 @@ PANDAS_NA = ("", "#N/A", "#N/A N/A", "#NA", "-1.#IND", "-1.#QNAN", "-NaN", "-nan
              "<NA>", "N/A", "NA", "NULL", "NaN", "None", "n/a", "nan", "null")
 """pandas' default missing-value markers (its ``read_csv`` docs; checked against pandas by a test)."""
 
-_MISSING = pa.array(sorted({*PANDAS_NA, *NA_VALUES}), pa.large_string())
+_MISSING_VALUES = sorted({*PANDAS_NA, *NA_VALUES})
+_MISSING = pa.array(_MISSING_VALUES, pa.large_string())
+
+ARROW_NUMBERS = Version(pd.__version__) >= Version("3.1")
+"""Whether pass 2 of a range may parse its numbers with Arrow: from pandas 3.1 on, pandas'
+parser reads numbers with fast_float (pandas-dev/pandas#64432), correctly rounded, as
+Arrow's CSV reader does, so the two give the same float64 for every number both accept.
+Before it, pandas' own parser may differ in the last bit on numbers of 16 digits or more,
+and the one stream's dataset would not be matched bit for bit."""
 
 
-def arrow_frames(data: bytes, layout: Layout, rows_per_chunk: int):
-    """DataFrames of text of a range with no header, no quote and no NUL, as pandas reads
-    them (leading spaces of a field skipped, missing-value markers missing, blank lines
-    skipped), parsed by Arrow; raises ``pyarrow.ArrowInvalid`` where Arrow cannot read it."""
-    n = len(layout.names)
-    names = [str(j) for j in range(n)]
+def arrow_table(data: bytes, layout: Layout, numeric=frozenset()) -> pa.Table:
+    """The rows of a range with no header, no quote and no NUL, as pandas reads them
+    (leading spaces of a field skipped, missing-value markers missing, blank lines
+    skipped), parsed by Arrow: columns ``"0"``, ``"1"``, ... of text, except the indices in
+    ``numeric``, parsed as float64 (a missing value null); raises ``pyarrow.ArrowInvalid``
+    where Arrow cannot read it (or a numeric column holds text)."""
+    names = [str(j) for j in range(len(layout.names))]
     text = pa.large_string()  # what pandas' "str" columns hold: taken without a copy
+    types = {name: pa.float64() if j in numeric else text for j, name in enumerate(names)}
     table = pacsv.read_csv(
         io.BytesIO(data), read_options=pacsv.ReadOptions(column_names=names, use_threads=False),
         parse_options=pacsv.ParseOptions(delimiter=layout.sep, quote_char=False, double_quote=False,
                                          escape_char=False, ignore_empty_lines=True),
-        convert_options=pacsv.ConvertOptions(column_types=dict.fromkeys(names, text), null_values=[],
-                                             strings_can_be_null=False, quoted_strings_can_be_null=False))
-    columns = []
-    for col in table.columns:
-        col = pc.utf8_ltrim(col, characters=" ") if b" " in data else col
-        missing = pc.is_in(col, value_set=_MISSING)
-        columns.append(pc.if_else(missing, pa.scalar(None, text), col) if pc.any(missing).as_py() else col)
-    for a in range(0, table.num_rows, rows_per_chunk):
-        yield pd.DataFrame({j: c.slice(a, rows_per_chunk).to_pandas() for j, c in enumerate(columns)})
+        convert_options=pacsv.ConvertOptions(column_types=types, null_values=_MISSING_VALUES,
+                                             strings_can_be_null=True, quoted_strings_can_be_null=False))
+    if b" " not in data:  # each field as pandas sees it: Arrow's nulls are pandas' markers
+        return table
+    columns = []  # pandas skips the spaces before a field, then looks for a marker
+    for j, col in enumerate(table.columns):
+        if j not in numeric:  # (a float column's " NA" is refused above: pandas reads that range)
+            col = pc.utf8_ltrim(col, characters=" ")
+            col = pc.if_else(pc.is_in(col, value_set=_MISSING), pa.scalar(None, text), col)
+        columns.append(col)
+    return pa.table(columns, names=names)
+
+
+def table_frames(table: pa.Table, first_row: int, rows_per_chunk: int):
+    """DataFrames of ``table``'s rows, cut where the file's chunks of ``rows_per_chunk``
+    rows are (its first row is row ``first_row`` of the file), indexed by row of the file."""
+    a, n = 0, table.num_rows
+    while a < n:
+        b = min(n, a + rows_per_chunk - (first_row + a) % rows_per_chunk)
+        df = pd.DataFrame({j: c.slice(a, b - a).to_pandas() for j, c in enumerate(table.columns)})
+        df.index = pd.RangeIndex(first_row + a, first_row + b)
+        yield df
+        a = b
 
 
 def by_arrow(layout: Layout, part: int) -> bool:
-    """Whether pass 1 of range ``part`` may be parsed by Arrow (:func:`arrow_frames`), as far
+    """Whether range ``part`` may be parsed by Arrow (:func:`arrow_table`), as far
     as the layout says: not the first range, one separator character, two columns or more."""
     sep = layout.sep
     return part > 0 and len(sep) == 1 and sep not in ' "\0' and len(layout.names) >= 2
+
+
+def plain(data: bytes) -> bool:
+    """Whether a range's bytes hold no double quote and no NUL byte (Arrow may parse it)."""
+    return b'"' not in data and b"\0" not in data
 
 
 def check_block_size(block_size) -> int | None:
@@ -182,15 +216,15 @@ class CsvRanges:
         layout = self.layout(part)
         labels = LabelScanner(self.whole.positive) if self.whole.labeled and self.like is None else None
         data = self.read(loc, part)
-        if by_arrow(layout, part) and b'"' not in data and b"\0" not in data:
+        if by_arrow(layout, part) and plain(data):
             try:
-                frames = list(arrow_frames(data, layout, self.rows_per_chunk))
+                table = arrow_table(data, layout)
             except pa.ArrowInvalid:  # a row of another width, a line of spaces, not UTF-8: pandas reads it
                 pass
             else:
                 if self.like is not None:
-                    return FileScan([[sum(len(df) for df in frames)]], None, None)
-                return scan_frames(layout, frames, labels)
+                    return FileScan([[table.num_rows]], None, None)
+                return scan_frames(layout, [table], labels)
         with self.source(loc, part, data)() as source:
             try:
                 if self.like is not None:  # the rows only: where pass 2 writes them
@@ -213,9 +247,22 @@ class CsvRanges:
         return replace(schema, spec=(schema.spec, starts))
 
     def encode(self, loc: Location, part: int, schema: Schema):
-        spec, starts = schema.spec
-        return self.whole.encode(loc, part, replace(schema, spec=spec), layout=self.layout(part),
-                                 source=self.source(loc, part), first_row=starts[part])
+        """Pass 2 over one range: parsed by Arrow where pass 1's rules allow and its numbers
+        are pandas' (:data:`ARROW_NUMBERS`), with the numeric columns parsed as float64 and
+        the frames cut at the output's chunks; by pandas otherwise, or where Arrow refuses."""
+        (spec, starts), layout = schema.spec, self.layout(part)
+        data = self.read(loc, part)
+        frames = None
+        if ARROW_NUMBERS and by_arrow(layout, part) and plain(data):
+            numeric = {j for j, (kind, _) in zip(layout.features, spec[0]) if kind == "num"}
+            try:
+                table = arrow_table(data, layout, numeric)
+            except pa.ArrowInvalid:  # text in a numeric column, a row of another width: pandas reads it
+                pass
+            else:
+                frames = table_frames(table, starts[part], self.rows_per_chunk)
+        return self.whole.encode(loc, part, replace(schema, spec=spec), layout=layout, frames=frames,
+                                 source=self.source(loc, part, data), first_row=starts[part])
 
 
 def several_blocks(src: Location, block_size: int | None) -> bool:

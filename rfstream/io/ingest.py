@@ -206,8 +206,11 @@ class LabelScanner:
     def update(self, values) -> None:
         s = pd.Series(values)
         missing = s.isna().to_numpy()
-        self.n_missing += int(missing.sum())
-        uniques = pd.unique(s[~missing])
+        self.add(int(missing.sum()), pd.unique(s[~missing]))
+
+    def add(self, n_missing: int, uniques) -> None:
+        """Count ``n_missing`` rows without a label, and take the distinct labels ``uniques``."""
+        self.n_missing += n_missing
         for u in uniques:
             name, v = canonical_label(u)
             if v is None:
