@@ -288,14 +288,15 @@ class RegionWriter:
             c = self.pos // self.R
             end = min((c + 1) * self.R, self.job.stop)
             take = min(len(X) - i, end - self.pos)
-            self.buffer.append((X[i:i + take], None if y is None else y[i:i + take]))
+            whole = i == 0 and take == len(X)  # the block itself, not a view of it
+            self.buffer.append((X, y) if whole else (X[i:i + take], None if y is None else y[i:i + take]))
             self.pos, i = self.pos + take, i + take
             if self.pos == end:
                 self._flush(c, end)
 
     def _flush(self, c: int, end: int) -> None:
-        X = np.concatenate([b[0] for b in self.buffer])  # a copy: no view keeps a block alive
-        y = None if self.buffer[0][1] is None else np.concatenate([b[1] for b in self.buffer])
+        X = _joined([b[0] for b in self.buffer])
+        y = None if self.buffer[0][1] is None else _joined([b[1] for b in self.buffer])
         self.buffer = []
         if c in self.job.shared:
             self.pieces[c] = (X, y)
@@ -306,6 +307,14 @@ class RegionWriter:
         if self.pos != self.job.stop:
             raise _changed(self.job, "fewer")
         return self.pieces
+
+
+def _joined(pieces: list) -> np.ndarray:
+    """The pieces as one array: a single block that owns its data as it is (a byte range's
+    blocks are cut at the chunks), else a copy, so that no view keeps a bigger block alive."""
+    if len(pieces) == 1 and pieces[0].base is None:
+        return pieces[0]
+    return np.concatenate(pieces)
 
 
 def _changed(job: Job, what: str) -> ValueError:
