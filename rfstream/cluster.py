@@ -67,25 +67,12 @@ CLIENT_HOOKS = []
 
 @dataclass
 class RunContext:
-    """What one run (a command, a fit) counts and keeps; see the module docstring.
+    """What one run (a command, a fit) counts and keeps; see the module docstring."""
 
-    Attributes
-    ----------
-    progress : {"auto", "always", "never"}
-        How :func:`compute` shows each pass.
-    passes : int
-        Passes finished (computed or taken from the store) in this run.
-    store : object or None
-        The pass store in use (:func:`using_pass_store`), e.g. a checkpoint.
-    last_store : object or None
-        The last pass store this run used, kept after its block ends (the CLI says
-        what a stopped fit's checkpoint keeps).
-    """
-
-    progress: str = "never"
-    passes: int = 0
-    store: object = None
-    last_store: object = None
+    progress: str = "never"  # how compute() shows each pass: "auto", "always" or "never"
+    passes: int = 0  # passes finished (computed or taken from the store) in this run
+    store: object = None  # the pass store in use (using_pass_store), e.g. a checkpoint
+    last_store: object = None  # the last store used, kept after its block (the CLI says what it keeps)
 
 
 _DEFAULT = {"progress": "never"}  # the process's display mode: a setting, not a run's state
@@ -318,12 +305,23 @@ EMBEDDED_CONFIG = {
 }
 
 
+#: Worker processes' C allocator (glibc), set before they start.  distributed sets
+#: ``MALLOC_TRIM_THRESHOLD_`` to 64 KiB, which also pins glibc's mmap threshold at 128 KiB: every
+#: array above it is mapped fresh from the kernel and unmapped when freed, so each task faults in its
+#: buffers page by page again (a third of a byte range's convert time was system time).  Arrays up to
+#: 32 MiB (glibc's largest threshold) are then reused from the heap, and a heap keeps at most 256 MiB
+#: free at its top.  docs/BENCHMARKS.md, "One CSV file in byte ranges".
+WORKER_MALLOC = {"MALLOC_MMAP_THRESHOLD_": str(32 * 2**20), "MALLOC_TRIM_THRESHOLD_": str(256 * 2**20)}
+_ENVIRON = "distributed.nanny.pre-spawn-environ"
+
+
 def _embedded_config():
-    """The :data:`EMBEDDED_CONFIG` keys whose current value is still distributed's default."""
+    """:data:`EMBEDDED_CONFIG` and :data:`WORKER_MALLOC`, where still distributed's defaults."""
     import distributed  # noqa: F401  (registers distributed's defaults)
 
     defaults = dask.config.merge(*dask.config.defaults)
-    return {key: value for key, value in EMBEDDED_CONFIG.items()
+    wanted = {**EMBEDDED_CONFIG, _ENVIRON: {**dask.config.get(_ENVIRON, {}, config=defaults), **WORKER_MALLOC}}
+    return {key: value for key, value in wanted.items()
             if dask.config.get(key, None) == dask.config.get(key, None, config=defaults)}
 
 
