@@ -1,4 +1,6 @@
 """Where computations run (rfstream.cluster): compute, connect, the embedded cluster's settings."""
+import os
+
 import dask
 import dask.array as da
 import numpy as np
@@ -6,6 +8,7 @@ import pytest
 
 from rfstream.cluster import (
     EMBEDDED_CONFIG,
+    WORKER_MALLOC,
     _embedded_config,
     _local_cluster_kwargs,
     _widest_layer,
@@ -85,8 +88,13 @@ def test_embedded_cluster_quiets_its_background_work_but_keeps_user_settings():
     with connect(None, n_workers=1) as c:
         seen = c.run(lambda: {k: dask.config.get(k) for k in EMBEDDED_CONFIG})
         assert list(seen.values()) == [EMBEDDED_CONFIG]  # the worker process took them
+        env = c.run(lambda: {k: os.environ.get(k) for k in WORKER_MALLOC})
+        assert list(env.values()) == [WORKER_MALLOC]  # set before the worker process started
     # the client's own config is left as it was
     assert dask.config.get("distributed.worker.profile.enabled") is True
     with dask.config.set({"distributed.admin.tick.interval": "50ms"}):
         assert "distributed.admin.tick.interval" not in _embedded_config()
         assert _embedded_config()["distributed.worker.profile.enabled"] is False
+    environ = {"MALLOC_TRIM_THRESHOLD_": 0}  # a user's choice of the workers' environment is kept
+    with dask.config.set({"distributed.nanny.pre-spawn-environ": environ}):
+        assert "distributed.nanny.pre-spawn-environ" not in _embedded_config()
