@@ -27,9 +27,9 @@ away from every cut is still read in parallel, and read right.  The leading comm
 lines and the header are found on the client: when they hold a bare carriage return, or
 a header name holds a line break, the file is read as one stream.
 
-Both passes of a range after the first (no header there) are parsed by Arrow's CSV
-reader when the range holds no double quote and no NUL byte and the separator is one
-character: text with no quoting is split at newlines and separators alike by both
+Both passes of a range (the first range's rows after its comment lines and header) are
+parsed by Arrow's CSV reader when its rows hold no double quote and no NUL byte and the
+separator is one character: text with no quoting is split at newlines and separators alike by both
 parsers, and pandas' reading (leading spaces skipped, its missing-value markers, blank
 lines skipped) is applied to Arrow's columns (:func:`arrow_table`).  Anything Arrow
 refuses (a row of another width, a line of spaces, bytes that are not UTF-8, an empty
@@ -87,14 +87,24 @@ def range_offsets(src: Location, layout: Layout, block_size: int | None) -> list
         size = src.fs.size(src.path)
     if size <= block_size or (layout.header and any("\n" in n or "\r" in n for n in layout.names)):
         return [0]
+    data_start = header_bytes(src, layout)
+    if data_start is None:
+        return [0]
+    return [0] + [o for o in range(block_size, size, block_size) if o >= data_start]
+
+
+def header_bytes(src: Location, layout: Layout) -> int | None:
+    """Bytes of the file's leading comment lines and header, the lines pandas skips before
+    the first row; None when one holds a bare carriage return (pandas counts lines there
+    that a cut at newlines would not)."""
     data_start = 0
-    with src.open("rb") as f:
+    with storage_errors(src, "cannot be read"), src.open("rb") as f:
         for _ in range(layout.skiprows + layout.header):
             line = f.readline()
             if b"\r" in line.removesuffix(b"\n").removesuffix(b"\r"):
-                return [0]
+                return None
             data_start += len(line)
-    return [0] + [o for o in range(block_size, size, block_size) if o >= data_start]
+    return data_start
 
 
 PANDAS_NA = ("", "#N/A", "#N/A N/A", "#NA", "-1.#IND", "-1.#QNAN", "-NaN", "-nan", "1.#IND", "1.#QNAN",
@@ -150,11 +160,11 @@ def table_frames(table: pa.Table, first_row: int, rows_per_chunk: int):
         a = b
 
 
-def by_arrow(layout: Layout, part: int) -> bool:
-    """Whether range ``part`` may be parsed by Arrow (:func:`arrow_table`), as far
-    as the layout says: not the first range, one separator character, two columns or more."""
+def by_arrow(layout: Layout) -> bool:
+    """Whether a range's rows may be parsed by Arrow (:func:`arrow_table`), as far as the
+    layout says: one separator character, two columns or more."""
     sep = layout.sep
-    return part > 0 and len(sep) == 1 and sep not in ' "\0' and len(layout.names) >= 2
+    return len(sep) == 1 and sep not in ' "\0' and len(layout.names) >= 2
 
 
 def plain(data: bytes) -> bool:
@@ -182,6 +192,7 @@ class CsvRanges:
         self.whole = CsvReader(src, **options)
         self.like, self.rows_per_chunk = self.whole.like, self.whole.rows_per_chunk
         self.offsets = range_offsets(src, self.whole.layout, block_size)
+        self.data_start = header_bytes(src, self.whole.layout) if len(self.offsets) > 1 else None
 
     def layout(self, part: int) -> Layout:
         """The first range is read as the file (comment lines, header); the others hold rows only."""
@@ -194,6 +205,12 @@ class CsvRanges:
         length = self.offsets[part + 1] - start if part + 1 < len(self.offsets) else None
         with storage_errors(loc, "cannot be read"), loc.open("rb") as f:
             return read_block(f, start, length, delimiter=b"\n")
+
+    def arrow_rows(self, part: int, data: bytes) -> bytes | None:
+        """The rows of a range's bytes that Arrow may parse (the first range's after its
+        comment lines and header), or None: pandas reads the range (:func:`by_arrow`, :func:`plain`)."""
+        rows = data[self.data_start:] if part == 0 else data
+        return rows if by_arrow(self.whole.layout) and plain(rows) else None
 
     def source(self, loc: Location, part: int, data: bytes | None = None):
         """A context manager: the range's bytes (``data``, else read) as a file, as the one
@@ -216,9 +233,10 @@ class CsvRanges:
         layout = self.layout(part)
         labels = LabelScanner(self.whole.positive) if self.whole.labeled and self.like is None else None
         data = self.read(loc, part)
-        if by_arrow(layout, part) and plain(data):
+        rows = self.arrow_rows(part, data)
+        if rows is not None:
             try:
-                table = arrow_table(data, layout)
+                table = arrow_table(rows, layout)
             except pa.ArrowInvalid:  # a row of another width, a line of spaces, not UTF-8: pandas reads it
                 pass
             else:
@@ -252,11 +270,11 @@ class CsvRanges:
         the frames cut at the output's chunks; by pandas otherwise, or where Arrow refuses."""
         (spec, starts), layout = schema.spec, self.layout(part)
         data = self.read(loc, part)
-        frames = None
-        if ARROW_NUMBERS and by_arrow(layout, part) and plain(data):
+        frames, rows = None, self.arrow_rows(part, data)
+        if ARROW_NUMBERS and rows is not None:
             numeric = {j for j, (kind, _) in zip(layout.features, spec[0]) if kind == "num"}
             try:
-                table = arrow_table(data, layout, numeric)
+                table = arrow_table(rows, layout, numeric)
             except pa.ArrowInvalid:  # text in a numeric column, a row of another width: pandas reads it
                 pass
             else:
