@@ -145,8 +145,6 @@ def test_arrow_reads_pass_1_as_pandas_does(tmp_path, monkeypatch):
     lines[400] = "no, 1.5"       # a short row: the missing fields are missing
     path = tmp_path / "data.csv"
     path.write_text("\n".join(lines) + "\n")
-    from rfstream.io import csv_ranges
-
     parsed = arrow_parses(monkeypatch)
     convert(path, tmp_path / "seq.zarr", rows_per_chunk=R, label_column="first", block_size=None)
     with dask.config.set(scheduler="threads"):
