@@ -81,30 +81,27 @@ def range_offsets(src: Location, layout: Layout, block_size: int | None) -> list
     block, its leading comment lines or header hold a bare carriage return (lines pandas
     counts that a cut at newlines would not), or a header name holds a line break.
     """
+    return ranges(src, layout, block_size)[0]
+
+
+def ranges(src: Location, layout: Layout, block_size: int | None) -> tuple[list[int], int]:
+    """``(range_offsets, data_start)``: the offsets of :func:`range_offsets`, and the bytes of
+    the leading comment lines and header, the lines pandas skips before the first row (0
+    for one stream), read once."""
     if block_size is None or layout.compression is not None:
-        return [0]
+        return [0], 0
     with storage_errors(src, "cannot be read"):
         size = src.fs.size(src.path)
     if size <= block_size or (layout.header and any("\n" in n or "\r" in n for n in layout.names)):
-        return [0]
-    data_start = header_bytes(src, layout)
-    if data_start is None:
-        return [0]
-    return [0] + [o for o in range(block_size, size, block_size) if o >= data_start]
-
-
-def header_bytes(src: Location, layout: Layout) -> int | None:
-    """Bytes of the file's leading comment lines and header, the lines pandas skips before
-    the first row; None when one holds a bare carriage return (pandas counts lines there
-    that a cut at newlines would not)."""
+        return [0], 0
     data_start = 0
     with storage_errors(src, "cannot be read"), src.open("rb") as f:
         for _ in range(layout.skiprows + layout.header):
             line = f.readline()
             if b"\r" in line.removesuffix(b"\n").removesuffix(b"\r"):
-                return None
+                return [0], 0
             data_start += len(line)
-    return data_start
+    return [0] + [o for o in range(block_size, size, block_size) if o >= data_start], data_start
 
 
 PANDAS_NA = ("", "#N/A", "#N/A N/A", "#NA", "-1.#IND", "-1.#QNAN", "-NaN", "-nan", "1.#IND", "1.#QNAN",
@@ -191,8 +188,7 @@ class CsvRanges:
     def __init__(self, src: Location, block_size: int | None, **options):
         self.whole = CsvReader(src, **options)
         self.like, self.rows_per_chunk = self.whole.like, self.whole.rows_per_chunk
-        self.offsets = range_offsets(src, self.whole.layout, block_size)
-        self.data_start = header_bytes(src, self.whole.layout) if len(self.offsets) > 1 else None
+        self.offsets, self.data_start = ranges(src, self.whole.layout, block_size)
 
     def layout(self, part: int) -> Layout:
         """The first range is read as the file (comment lines, header); the others hold rows only."""
