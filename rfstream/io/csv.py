@@ -31,7 +31,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .convert_tasks import Encoding, Schema
-from .csv_layout import NA_VALUES, Layout, sniff
+from .csv_layout import NA_VALUES, Layout, columns_from_attrs, sniff
 from .ingest import (
     ExactSum,
     LabelEncoder,
@@ -96,18 +96,23 @@ def as_floats(s: pd.Series | pa.ChunkedArray) -> np.ndarray:
     Text is cast by Arrow (fast_float: correctly rounded, as ``float()``, and 10x faster
     than ``float()`` value by value) when Arrow reads every value and each is finite;
     otherwise (spaces, underscores, non-ASCII digits, ``nan``, ``inf``: forms where the two
-    may disagree on what is a number) by ``float()``.
+    may disagree on what is a number) by ``float()``, after its distinct values (a column
+    of text fails on one of the first, without a float made per row).
     """
     arrow = isinstance(s, pa.ChunkedArray)
     if arrow or s.dtype.kind == "O" or isinstance(s.dtype, pd.StringDtype):
+        a = v = None
         try:
-            v = pc.cast(s if arrow else pa.array(s, from_pandas=True), pa.float64())
+            a = s if arrow else pa.array(s, from_pandas=True)
+            v = pc.cast(a, pa.float64())
         except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
-            v = None
+            pass
         if v is not None:
             out = v.to_numpy() if arrow else v.to_numpy(zero_copy_only=False)
             if int(np.isfinite(out).sum()) == len(out) - v.null_count:
                 return out
+        elif a is not None and (pa.types.is_string(a.type) or pa.types.is_large_string(a.type)):
+            [float(u) for u in pc.unique(a.drop_null()).to_pylist()]  # ValueError: text
     return (s.to_pandas() if arrow else s).astype("float64").to_numpy()
 
 
@@ -222,41 +227,11 @@ def schema_attrs(layout: Layout, columns) -> dict:
 
 
 def missing_filled(layout: Layout, scan: FileScan | None) -> dict:
-    """``{"missing_filled": {column: rows}}``: the feature columns pass 1 found fields missing
-    in, and how many (filled with the column's mean, or all zeros when one-hot); nothing
-    without a scan (``like=``: the schema is the other dataset's)."""
+    """``{"missing_filled": {column: rows}}``: the feature columns with fields missing, and how many
+    (filled with the mean, or zeros when one-hot); nothing without a scan (``like=``)."""
     if scan is None or scan.columns is None:
         return {}
     return {"missing_filled": {layout.names[j]: c.missing for j, c in scan.columns.items() if c.missing}}
-
-
-def like_columns(attrs: dict, names) -> list:
-    """``(kind, fill value or categories)`` of the named feature columns of a dataset."""
-    cat = attrs["categorical"]
-    return [("cat", cat[n]) if n in cat else ("num", attrs["fill_values"][n]) for n in names]
-
-
-def columns_from_attrs(attrs: dict, layout: Layout, like) -> list:
-    """Feature columns of a ``like=`` dataset, checked against this file's layout."""
-    if attrs.get("format") not in ("csv", "parquet"):
-        raise ValueError(f"like={like} was not converted from CSV or Parquet "
-                         f"(format={attrs.get('format')!r})")
-    names = attrs["columns"]
-    here = [layout.names[j] for j in layout.features]
-    if len(here) != len(names):
-        raise ValueError(
-            f"{layout.path} has {len(here)} feature columns ({len(layout.names)} fields per row) "
-            f"but like={like} has {len(names)}; the files must have the same columns"
-        )
-    if layout.header and attrs.get("header") and here != names:
-        bad = next(k for k in range(len(names)) if here[k] != names[k])
-        raise ValueError(f"{layout.path}: feature column {bad} is {here[bad]!r} but like={like} "
-                         f"has {names[bad]!r}; the files must have the same columns in order")
-    like_label = attrs.get("label_index")
-    if like_label is not None and layout.label_index not in (None, like_label):
-        raise ValueError(f"{layout.path}: label column is {layout.label_index} but like={like} "
-                         f"used column {like_label}; pass label_column={like_label}")
-    return like_columns(attrs, names)
 
 
 # ----------------------------------------------------------------- pass 2

@@ -2,7 +2,8 @@
 
 :func:`sniff` reads the first records of a file (a quoted field may span lines, as CSV
 allows) and returns its :class:`Layout`, which both passes of :mod:`rfstream.io.csv`
-(and the Parquet reader's encoding) use.
+(and the Parquet reader's encoding) use; :func:`columns_from_attrs` checks a layout
+against the dataset a conversion's ``like=`` names, and gives that dataset's columns.
 """
 from __future__ import annotations
 
@@ -102,3 +103,32 @@ def sniff(path: Location, sep="auto", header="auto", label_column="last") -> Lay
     names = _unique_names(rows[0]) if header else [f"c{j}" for j in range(len(rows[0]))]
     index = resolve_label_column(label_column, names, header, path)
     return Layout(path, sep, skip, bool(header), names, index, compression_of(path))
+
+
+def like_columns(attrs: dict, names) -> list:
+    """``(kind, fill value or categories)`` of the named feature columns of a dataset."""
+    cat = attrs["categorical"]
+    return [("cat", cat[n]) if n in cat else ("num", attrs["fill_values"][n]) for n in names]
+
+
+def columns_from_attrs(attrs: dict, layout: Layout, like) -> list:
+    """Feature columns of a ``like=`` dataset, checked against this file's layout."""
+    if attrs.get("format") not in ("csv", "parquet"):
+        raise ValueError(f"like={like} was not converted from CSV or Parquet "
+                         f"(format={attrs.get('format')!r})")
+    names = attrs["columns"]
+    here = [layout.names[j] for j in layout.features]
+    if len(here) != len(names):
+        raise ValueError(
+            f"{layout.path} has {len(here)} feature columns ({len(layout.names)} fields per row) "
+            f"but like={like} has {len(names)}; the files must have the same columns"
+        )
+    if layout.header and attrs.get("header") and here != names:
+        bad = next(k for k in range(len(names)) if here[k] != names[k])
+        raise ValueError(f"{layout.path}: feature column {bad} is {here[bad]!r} but like={like} "
+                         f"has {names[bad]!r}; the files must have the same columns in order")
+    like_label = attrs.get("label_index")
+    if like_label is not None and layout.label_index not in (None, like_label):
+        raise ValueError(f"{layout.path}: label column is {layout.label_index} but like={like} "
+                         f"used column {like_label}; pass label_column={like_label}")
+    return like_columns(attrs, names)
