@@ -145,7 +145,7 @@ def test_arrow_reads_pass_1_as_pandas_does(tmp_path, monkeypatch):
     lines[400] = "no, 1.5"       # a short row: the missing fields are missing
     path = tmp_path / "data.csv"
     path.write_text("\n".join(lines) + "\n")
-    parsed = arrow_parses(monkeypatch)
+    parsed = arrow_parses(monkeypatch, numbers_first=False)
     convert(path, tmp_path / "seq.zarr", rows_per_chunk=R, label_column="first", block_size=None)
     with dask.config.set(scheduler="threads"):
         convert(path, tmp_path / "par.zarr", rows_per_chunk=R, label_column="first", block_size=BLOCK)
@@ -155,10 +155,12 @@ def test_arrow_reads_pass_1_as_pandas_does(tmp_path, monkeypatch):
     assert load(tmp_path / "seq.zarr")[2]["missing_filled"]["c1"] > 50
 
 
-def arrow_parses(monkeypatch) -> list:
-    """Each range Arrow parsed, as it returns: ``"text"`` (pass 1) or ``"numbers"`` (pass 2)."""
+def arrow_parses(monkeypatch, numbers_first=True) -> list:
+    """Each range Arrow parsed, as it returns: ``"text"`` or ``"numbers"`` (pass 2, and pass 1
+    unless ``numbers_first`` is false: then pass 1 parses text only, once per range)."""
     from rfstream.io import csv_ranges
 
+    monkeypatch.setattr(csv_ranges.CsvRanges, "numbers_first", numbers_first)
     parsed, parse = [], csv_ranges.arrow_table
 
     def counted(data, layout, numeric=frozenset()):
@@ -189,7 +191,7 @@ def test_arrow_reads_numbers_as_pandas_does(tmp_path, monkeypatch):
         lines.append(f"{x},{y},{rng.choice(['a', 'b', '12'])},{rng.choice(['p', 'q'])}")
     path = tmp_path / "data.csv"
     path.write_text("\n".join(lines) + "\n")
-    parsed = arrow_parses(monkeypatch)
+    parsed = arrow_parses(monkeypatch, numbers_first=False)
     seq = convert(path, tmp_path / "seq.zarr", rows_per_chunk=R, block_size=None)
     with dask.config.set(scheduler="threads"):
         convert(path, tmp_path / "par.zarr", rows_per_chunk=R, block_size=BLOCK)
@@ -205,6 +207,78 @@ def test_arrow_reads_numbers_as_pandas_does(tmp_path, monkeypatch):
         convert(path, tmp_path / "par2.zarr", rows_per_chunk=R, block_size=BLOCK)
     assert "c1" in seq["categorical"]
     assert_same(tmp_path / "seq2.zarr", tmp_path / "par2.zarr")
+
+
+def number_scans(monkeypatch) -> dict:
+    """What pass 1's :func:`~rfstream.io.csv_ranges.scan_numbers` returned (``"numbers"``, or
+    ``"text"``: None), and how many times the file's pass 1 was read again (``"again"``)."""
+    from rfstream.io import csv_ranges
+
+    seen, scan, again = {"numbers": 0, "text": 0, "again": 0}, csv_ranges.scan_numbers, csv_ranges.CsvRanges.again
+
+    def counted_scan(*args):
+        out = scan(*args)
+        seen["text" if out is None else "numbers"] += 1
+        return out
+
+    def counted_again(self, s):
+        out = again(self, s)
+        seen["again"] += out is not None
+        return out
+
+    monkeypatch.setattr(csv_ranges, "scan_numbers", counted_scan)
+    monkeypatch.setattr(csv_ranges.CsvRanges, "again", counted_again)
+    return seen
+
+
+@pytest.mark.parametrize("case", ["numbers", "text in a later range", "text after the first lines",
+                                  "nan(1)", "spaces and tabs"])
+def test_pass_1_parses_numbers_first(tmp_path, monkeypatch, case):
+    """Pass 1 parses the columns that look numeric in a range's first lines as numbers
+    (:func:`~rfstream.io.csv_ranges.scan_numbers`); where one holds text further on (in
+    that range: the range is read as text; in another: the file's pass 1 is read again as
+    text, for the column's categories), or a number ``float()`` refuses, the dataset is
+    still the one stream's, bit for bit."""
+    from rfstream.io import csv_ranges
+
+    monkeypatch.setattr(csv_ranges, "SAMPLE_BYTES", 40)  # a range's first two lines or so
+    rng = np.random.default_rng(11)
+    lines = [f"{rng.normal():.17g},{rng.integers(0, 5)},{rng.choice(['a', 'b'])},{rng.choice(['y', 'n'])}"
+             for _ in range(500)]
+    odd = {"text in a later range": "x", "text after the first lines": "x", "nan(1)": "nan(1)"}.get(case)
+    if odd is not None:  # the second column's value on one line
+        at = 151 if case == "text in a later range" else 6  # 6: in the first range, past its sample
+        first, _, rest = lines[at].partition(",")
+        lines[at] = f"{first},{odd},{rest.partition(',')[2]}"
+    if case == "spaces and tabs":
+        lines = [line.replace(",", ", ", 1).replace(",", "\t,", 1) if k % 3 else line
+                 for k, line in enumerate(lines)]
+    path = tmp_path / "data.csv"
+    path.write_text("\n".join(lines) + "\n")
+    seen = number_scans(monkeypatch)
+    seq = convert(path, tmp_path / "seq.zarr", rows_per_chunk=R, block_size=None)
+    with dask.config.set(scheduler="threads"):
+        convert(path, tmp_path / "par.zarr", rows_per_chunk=R, block_size=BLOCK)
+    assert_same(tmp_path / "seq.zarr", tmp_path / "par.zarr")
+    n_ranges = len(range_offsets(as_location(path), sniff(as_location(path)), BLOCK))
+    if odd is None:
+        assert "c1" not in seq["categorical"] and seen["again"] == 0
+        assert seen["numbers"] >= n_ranges - 1  # a last range may hold no row
+    else:
+        assert "c1" in seq["categorical"] and seen["again"] == 1
+        read_as_text = 1 if case != "text in a later range" else seen["text"]  # 0 there: its sample held it
+        assert seen["text"] == read_as_text <= 1 and seen["numbers"] >= n_ranges - 2
+
+
+def test_a_partial_column_of_text_is_never_decided():
+    """A column some range parsed as numbers only, holding text in another, has categories
+    pass 1 did not collect: the schema refuses it rather than miss them."""
+    from rfstream.io.csv import ColumnScan
+
+    partial = ColumnScan(values={"1"}, partial=True).merge(ColumnScan(numeric=False, values={"a"}))
+    with pytest.raises(RuntimeError, match="as numbers only"):
+        partial.column("c1", "data.csv")
+    assert ColumnScan(values={"1"}, partial=True).column("c1", "data.csv")[0] == "num"
 
 
 def test_pandas_missing_markers():

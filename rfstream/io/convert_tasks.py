@@ -160,10 +160,15 @@ def parts_plan(reader, loc: Location, n_parts: int, rows_per_chunk: int) -> Plan
     A scan whose ``stream_only`` is true says the parts cannot be read apart (a CSV
     part that does not parse on its own: a quoted field across its end); the file is
     then read as one stream on the client by ``reader.whole`` (:func:`reader_plan`).
+    ``reader.again(scan)`` is a reader to run pass 1 again with when the summary lacks
+    what the schema needs (:meth:`~rfstream.io.csv_ranges.CsvRanges.again`), else None.
     """
-    token = uuid.uuid4().hex[:12]
     units = [Job(loc, k) for k in range(n_parts)]
+    token = uuid.uuid4().hex[:12]
     scan = scan_units(reader, units, _scan_part, token)
+    if (slower := reader.again(scan)) is not None:
+        reader, token = slower, uuid.uuid4().hex[:12]
+        scan = scan_units(reader, units, _scan_part, token)
     if scan.stream_only:
         return reader_plan(reader.whole, loc)
     return units_plan(reader, units, scan, rows_per_chunk, token, f"{loc}: no data rows after the header")

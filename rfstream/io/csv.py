@@ -125,10 +125,14 @@ class ColumnScan:
     count: int = 0
     values: set | None = field(default_factory=set)
     missing: int = 0  # empty or NA fields: filled with the mean (numbers) or all zeros (one-hot)
+    partial: bool = False  # some values came as numbers, their text not in ``values``
 
     def update(self, s: pd.Series | pa.ChunkedArray) -> None:
-        """Add a column's values: a pandas Series, or text as Arrow parsed it (nulls missing)."""
+        """Add a column's values: a pandas Series, or text as Arrow parsed it (nulls missing),
+        or float64 as Arrow parsed it (:func:`~rfstream.io.csv_ranges.scan_numbers`: ``partial``)."""
         arrow = isinstance(s, pa.ChunkedArray)
+        numbers = arrow and pa.types.is_float64(s.type)
+        self.partial |= numbers
         self.missing += s.null_count if arrow else int(s.isna().sum())
         if self.numeric:
             try:
@@ -139,7 +143,7 @@ class ColumnScan:
                 ok = np.isfinite(v)
                 self.total.add(v[ok])
                 self.count += int(ok.sum())
-        if self.values is not None:
+        if self.values is not None and not numbers:
             uniques = pc.unique(s.drop_null()).to_pylist() if arrow else pd.unique(s.dropna())
             self.values.update(str(u).strip() for u in uniques)
             if len(self.values) > MAX_CATEGORIES:
@@ -151,7 +155,8 @@ class ColumnScan:
         if values is not None and len(values) > MAX_CATEGORIES:
             values = None
         return ColumnScan(self.numeric and other.numeric, self.total.merge(other.total),
-                          self.count + other.count, values, self.missing + other.missing)
+                          self.count + other.count, values, self.missing + other.missing,
+                          self.partial or other.partial)
 
     def column(self, name, path):
         if self.numeric:
@@ -161,6 +166,8 @@ class ColumnScan:
                 f"{path}: column {name!r} is not numeric and has more than {MAX_CATEGORIES} "
                 "distinct values, too many to one-hot encode; drop the column or make it numeric"
             )
+        if self.partial:
+            raise RuntimeError(f"{path}: column {name!r}: pass 1 read some of its values as numbers only")
         return ("cat", sorted(self.values))
 
 

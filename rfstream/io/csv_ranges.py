@@ -47,6 +47,7 @@ parallel (:mod:`rfstream.io.convert_tasks`).
 """
 from __future__ import annotations
 
+import copy
 import io
 from contextlib import contextmanager
 from dataclasses import replace
@@ -145,6 +146,47 @@ def arrow_table(data: bytes, layout: Layout, numeric=frozenset()) -> pa.Table:
     return pa.table(columns, names=names)
 
 
+SAMPLE_BYTES = 64 * 2**10
+"""Bytes of a range's first lines that pass 1 reads as text to choose the columns it asks
+Arrow to parse as numbers (:func:`scan_numbers`)."""
+
+
+def scan_numbers(rows: bytes, layout: Layout, labels: LabelScanner | None) -> FileScan | None:
+    """Pass 1 over a range's rows with the feature columns whose first lines
+    (:data:`SAMPLE_BYTES`) all parse as numbers parsed by Arrow as float64; None where
+    that may differ from pass 1 over text (:func:`arrow_table`): a column of those holds
+    text further on, or a number that is not finite (text such as ``nan(1)`` that
+    ``float()`` refuses), or Arrow cannot read the rows.
+
+    Faster than text: no cast and no distinct values for those columns.  Their values
+    are not kept (the columns' scans are ``partial``); when a column turns out to hold
+    text in another range, the file's pass 1 is read again as text
+    (:meth:`CsvRanges.again`).  Where Arrow parses a field as a number, ``float()`` does
+    too, and to the same float64 (both round correctly), so the sums, counts and missing
+    fields are those of the text."""
+    head = rows[:rows.find(b"\n", SAMPLE_BYTES) + 1] or rows
+    try:
+        sample = arrow_table(head, layout)
+        numeric = {j for j in layout.features if _numbers(sample.column(j))}
+        table = arrow_table(rows, layout, numeric) if numeric else None
+    except pa.ArrowInvalid:
+        return None
+    if table is None or not all(_finite(table.column(j)) for j in numeric):
+        return None
+    return scan_frames(layout, [table], labels)
+
+
+def _numbers(column: pa.ChunkedArray) -> bool:
+    try:
+        return _finite(pc.cast(column, pa.float64()))
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        return False
+
+
+def _finite(column: pa.ChunkedArray) -> bool:
+    return pc.all(pc.is_finite(column), min_count=0).as_py()
+
+
 def table_frames(table: pa.Table, first_row: int, rows_per_chunk: int):
     """DataFrames of ``table``'s rows, cut where the file's chunks of ``rows_per_chunk``
     rows are (its first row is row ``first_row`` of the file), indexed by row of the file."""
@@ -184,6 +226,7 @@ class CsvRanges:
     over a :class:`~rfstream.io.csv.CsvReader` (``whole``, the reader of one stream)."""
 
     counts_are_free = False
+    numbers_first = True  # pass 1 tries :func:`scan_numbers` first (:meth:`again`: not)
 
     def __init__(self, src: Location, block_size: int | None, **options):
         self.whole = CsvReader(src, **options)
@@ -231,6 +274,9 @@ class CsvRanges:
         data = self.read(loc, part)
         rows = self.arrow_rows(part, data)
         if rows is not None:
+            scan = scan_numbers(rows, layout, labels) if self.numbers_first and self.like is None else None
+            if scan is not None:
+                return scan
             try:
                 table = arrow_table(rows, layout)
             except pa.ArrowInvalid:  # a row of another width, a line of spaces, not UTF-8: pandas reads it
@@ -250,6 +296,15 @@ class CsvRanges:
                 columns = None if self.like is not None else {j: ColumnScan() for j in layout.features}
                 fresh = None if labels is None else LabelScanner(self.whole.positive)
                 return FileScan([[0]], columns, fresh, stream_only=True)
+
+    def again(self, scan: FileScan) -> CsvRanges | None:
+        """A reader to read pass 1 again with, as text, where ``scan`` lacks the values of a
+        column that holds text (:func:`scan_numbers` parsed it as numbers in some range); else None."""
+        if scan.columns is None or all(c.numeric or not c.partial for c in scan.columns.values()):
+            return None
+        reader = copy.copy(self)
+        reader.numbers_first = False
+        return reader
 
     def decide(self, scan: FileScan) -> Schema:
         """The one stream's schema; with each range's first row (``spec = (csv spec, starts)``)."""
