@@ -270,6 +270,31 @@ def test_pass_1_parses_numbers_first(tmp_path, monkeypatch, case):
         assert seen["text"] == read_as_text <= 1 and seen["numbers"] >= n_ranges - 2
 
 
+def test_no_second_pass_1_when_the_file_is_read_as_one_stream(tmp_path, monkeypatch):
+    """A range that does not parse alone sends the file to one stream: pass 1 is not read
+    again as text for a column numbers-first left partial (the stream reads it whole)."""
+    from rfstream.io import csv_ranges
+    from rfstream.io.csv import FileScan
+
+    lines = [f"{k * 0.5},{k % 7},{'ab'[k % 2]},{'yn'[k % 3 == 0]}" for k in range(400)]
+    lines[300] = "1.5,x,a,y"  # text in the second column, in a late range only
+    path = tmp_path / "data.csv"
+    path.write_text("\n".join(lines) + "\n")
+    seen = number_scans(monkeypatch)
+    scan_part = csv_ranges.CsvRanges.scan_part
+
+    def one_refused(self, loc, part):  # as a quoted line break across its end would
+        out = scan_part(self, loc, part)
+        return FileScan([[0]], out.columns, out.labels, stream_only=True) if part == 2 else out
+
+    monkeypatch.setattr(csv_ranges.CsvRanges, "scan_part", one_refused)
+    with dask.config.set(scheduler="threads"):
+        convert(path, tmp_path / "par.zarr", rows_per_chunk=R, block_size=BLOCK)
+    convert(path, tmp_path / "seq.zarr", rows_per_chunk=R, block_size=None)
+    assert seen["numbers"] > 10 and seen["again"] == 0
+    assert_same(tmp_path / "seq.zarr", tmp_path / "par.zarr")
+
+
 def test_a_partial_column_of_text_is_never_decided():
     """A column some range parsed as numbers only, holding text in another, has categories
     pass 1 did not collect: the schema refuses it rather than miss them."""

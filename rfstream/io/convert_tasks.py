@@ -166,7 +166,7 @@ def parts_plan(reader, loc: Location, n_parts: int, rows_per_chunk: int) -> Plan
     units = [Job(loc, k) for k in range(n_parts)]
     token = uuid.uuid4().hex[:12]
     scan = scan_units(reader, units, _scan_part, token)
-    if (slower := reader.again(scan)) is not None:
+    if not scan.stream_only and (slower := reader.again(scan)) is not None:
         reader, token = slower, uuid.uuid4().hex[:12]
         scan = scan_units(reader, units, _scan_part, token)
     if scan.stream_only:

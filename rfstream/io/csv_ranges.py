@@ -37,10 +37,10 @@ range, text in a column pass 1 found numeric) is parsed by pandas.  Pass 1 summa
 Arrow's columns in Arrow, with no Python string per field, which was most of what
 pandas' pass 1 cost (docs/BENCHMARKS.md, "One CSV file in byte ranges"): the columns
 whose first lines hold numbers only are parsed as float64 (:func:`scan_numbers`), the
-others as text (casts, distinct values).  Pass 2 has Arrow parse the numeric columns as float64: the same numbers
-as pandas' parser, bit for bit, from pandas 3.1 on (:data:`ARROW_NUMBERS`; before it,
-pass 2 stays with pandas), and the range's frames are cut at the output's chunks, so
-that each is written without a copy.
+others as text (casts, distinct values).  Pass 2 has Arrow parse the numeric columns
+as float64: the same numbers as pandas' parser, bit for bit, from pandas 3.1 on
+(:data:`ARROW_NUMBERS`; before it, pass 2 stays with pandas), and the range's frames are
+cut at the output's chunks, so that each is written without a copy.
 
 A compressed file (gzip, bzip2, xz) cannot be cut: it is read as one stream
 (:mod:`rfstream.io.csv`); split big data into several files to convert them in
