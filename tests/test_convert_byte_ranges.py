@@ -332,6 +332,13 @@ def test_like_a_training_set(tmp_path):
     assert_same(tmp_path / "seq.zarr", tmp_path / "par.zarr")
 
 
+def cuts(path, block_size, a, b):
+    """Whether a cut of ``path`` in ranges of at most ``block_size`` bytes falls in ``[a, b]``
+    (None: it is one range)."""
+    offsets = range_offsets(as_location(path), sniff(as_location(path)), block_size)
+    return None if len(offsets) < 2 else any(a <= o <= b for o in offsets)
+
+
 def test_a_quoted_line_break_at_a_cut_reads_one_stream(tmp_path, monkeypatch):
     """A cut inside a quoted field: that range ends inside quotes, pandas refuses it, and
     the file is read as one stream.  Away from the cuts, quoted line breaks are read in
@@ -346,14 +353,17 @@ def test_a_quoted_line_break_at_a_cut_reads_one_stream(tmp_path, monkeypatch):
     whole = convert_tasks.reader_plan
     monkeypatch.setattr(convert_tasks, "reader_plan", lambda *a: streams.append(a) or whole(*a))
     convert(path, tmp_path / "seq.zarr", rows_per_chunk=R, block_size=None)
-    inside = text.index("two\nlines") + 3  # the quoted newline
+    newline = text.index("two\nlines") + 3  # the quoted line break; its line starts at `line`
+    line = text.rindex("\n", 0, newline - 3) + 1  # a cut from there to the break is inside it
+    cut = next(b for b in range(len(text), 20, -1) if cuts(path, b, line, newline))  # fewest ranges
+    away = next(b for b in range(BLOCK, len(text)) if cuts(path, b, line, newline) is False)
     with dask.config.set(scheduler="threads"):
-        convert(path, tmp_path / "cut.zarr", rows_per_chunk=R, block_size=inside - 2)
+        convert(path, tmp_path / "cut.zarr", rows_per_chunk=R, block_size=cut)
         assert len(streams) == 1
-        convert(path, tmp_path / "away.zarr", rows_per_chunk=R, block_size=inside + 5)
-        assert len(streams) == 1  # the cut after the quoted field: ranges
+        convert(path, tmp_path / "away.zarr", rows_per_chunk=R, block_size=away)
+        assert len(streams) == 1  # the cuts away from the quoted field: ranges
         like = tmp_path / "seq.zarr"  # pass 1 only counts the rows: pandas still sees the quotes
-        convert(path, tmp_path / "cut_like.zarr", rows_per_chunk=R, block_size=inside - 2, like=like)
+        convert(path, tmp_path / "cut_like.zarr", rows_per_chunk=R, block_size=cut, like=like)
         assert len(streams) == 2
     assert_same(tmp_path / "seq.zarr", tmp_path / "cut.zarr")
     assert_same(tmp_path / "seq.zarr", tmp_path / "away.zarr")

@@ -199,8 +199,8 @@ def convert(src, dst, *, label_column="last", positive_class=None, rows_per_chun
     separator and label column; ``header`` applies to each file.
 
     One uncompressed CSV file bigger than ``block_size`` bytes is converted by Dask
-    tasks too, a byte range of ``block_size`` bytes per task, cut at newlines as
-    ``dask.dataframe.read_csv`` cuts it (:mod:`rfstream.io.csv_ranges`); the dataset is
+    tasks too, in byte ranges of equal size, at most ``block_size`` bytes per task, cut at
+    newlines as ``dask.dataframe.read_csv`` cuts (:mod:`rfstream.io.csv_ranges`); the dataset is
     the one stream's, bit for bit.  A file whose quoted fields hold line breaks where
     it is cut is read as one stream.
 

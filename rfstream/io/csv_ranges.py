@@ -1,14 +1,17 @@
 """One large CSV file read in byte ranges by Dask tasks: the dataset of one stream, bit for bit.
 
 Behind :func:`rfstream.io.convert` when the source is one uncompressed CSV file bigger
-than ``block_size`` bytes (:data:`BLOCK_SIZE` by default).  The file is cut as
-``dask.dataframe.read_csv(blocksize=...)`` cuts it (``fsspec.utils.read_block`` with
-``delimiter=b"\\n"``): range ``k`` has the nominal bytes ``[k * block_size, (k + 1) *
-block_size)`` and reads from just after the first newline at or after its start (the
+than ``block_size`` bytes (:data:`BLOCK_SIZE` by default).  The file of ``size`` bytes is
+cut into ``n = ceil(size / block_size)`` ranges of equal nominal size, and each is read
+as ``dask.dataframe.read_csv(blocksize=...)`` reads its blocks (``fsspec.utils.read_block``
+with ``delimiter=b"\\n"``): range ``k`` has the nominal bytes ``[k * size // n, (k + 1) *
+size // n)`` and reads from just after the first newline at or after its start (the
 first range from byte 0) to just after the first newline at or after its end (or the end
-of the file), so every line is in exactly one range.  The first range also holds the
-leading comment lines and the header, which the sequential reader skips; it grows to
-take them whole.  Each range is a task of both passes
+of the file), so every line is in exactly one range.  Equal ranges, rather than
+read_csv's blocks of ``block_size`` bytes and a short last one, keep the workers busy to
+the end of each pass (docs/BENCHMARKS.md, "One CSV file in byte ranges").  The first
+range also holds the leading comment lines and the header, which the sequential reader
+skips; it grows to take them whole.  Each range is a task of both passes
 (:func:`~rfstream.io.convert_tasks.parts_plan`): pass 1's summaries merge exactly (exact
 sums, sets of categories and labels, in order), and pass 2 writes each range's rows at
 its row offset, the sum of the rows pass 1 counted before it.  The result equals
@@ -103,7 +106,8 @@ def ranges(src: Location, layout: Layout, block_size: int | None) -> tuple[list[
             if b"\r" in line.removesuffix(b"\n").removesuffix(b"\r"):
                 return [0], 0
             data_start += len(line)
-    return [0] + [o for o in range(block_size, size, block_size) if o >= data_start], data_start
+    n = -(-size // block_size)  # ranges of equal size, none bigger than a block
+    return [0] + [o for o in (k * size // n for k in range(1, n)) if o >= data_start], data_start
 
 
 PANDAS_NA = ("", "#N/A", "#N/A N/A", "#NA", "-1.#IND", "-1.#QNAN", "-NaN", "-nan", "1.#IND", "1.#QNAN",
