@@ -435,3 +435,77 @@ def test_a_bad_number_names_its_row_in_the_file(tmp_path):
     path.write_text("1,a,x\n" * 150 + "1e400,a,x\n" + "2,b,y\n" * 20)
     with dask.config.set(scheduler="threads"), pytest.raises(ValueError, match="data row 151: inf"):
         convert(path, tmp_path / "test.zarr", like=tmp_path / "train.zarr", block_size=BLOCK)
+
+
+def several_files(folder, rows, seed=0, **options):
+    """CSV files of the same columns and ``rows`` rows each (``csv_text`` options: with a
+    header each, unless told), in ``folder``; returns it."""
+    folder.mkdir()
+    for k, n in enumerate(rows):
+        text = csv_text(table(n, seed + k, quoted=False), seed=k, **options)
+        (folder / f"part-{k:02d}.csv").write_bytes(text.encode())
+    return folder
+
+
+@pytest.mark.parametrize("name", FILES)
+def test_several_files_in_byte_ranges(tmp_path, monkeypatch, name):
+    """Several files, each cut into its own byte ranges (one of a single range, one whole
+    because compressed): the dataset of the files read whole, one after the other."""
+    from rfstream.io import csv_files
+
+    options = dict(FILES[name])
+    options.pop("regression", None)
+    folder = several_files(tmp_path / "parts", [60, 6, 90, 50, 30], **options)  # 6 rows: one range
+    gz = folder / "part-03.csv"
+    (folder / "part-03.csv.gz").write_bytes(__import__("gzip").compress(gz.read_bytes()))
+    gz.unlink()
+    seq = convert(folder, tmp_path / "seq.zarr", rows_per_chunk=R, block_size=None)
+    made = []
+    monkeypatch.setattr(csv_files, "CsvRanges", lambda *a, **k: made.append(k) or csv_ranges_reader(*a, **k))
+    keys = Keys()
+    with dask.config.set(scheduler="threads"), keys:
+        par = convert(folder, tmp_path / "par.zarr", rows_per_chunk=R, block_size=BLOCK)
+    assert par["shape"] == seq["shape"]
+    assert keys.count("rfstream-encode-") > 10  # ranges, not files
+    assert any(k.get("one_range") for k in made) and any(not k.get("one_range") for k in made)
+    assert_same(tmp_path / "seq.zarr", tmp_path / "par.zarr")
+
+
+def csv_ranges_reader(*args, **kwargs):
+    from rfstream.io.csv_ranges import CsvRanges
+
+    return CsvRanges(*args, **kwargs)
+
+
+def test_several_files_read_again(tmp_path, monkeypatch):
+    """A numeric column holding text in one file's range reads pass 1 again as text; a
+    file whose range does not parse alone (a quoted line break at a cut) is read whole;
+    a file with a header and no row is refused, as when each file is read whole."""
+    from rfstream.io import csv_files
+
+    CsvFiles_again = csv_files.CsvFiles.again
+    folder = several_files(tmp_path / "parts", [40, 50, 60, 30], seed=3)
+    path = folder / "part-02.csv"
+    lines = path.read_text().splitlines()
+    lines[-2] = "1.5,Paris,x,a,yes."  # text in the numeric column "k"
+    lines[3] = '2.5,"Oslo\nNO",1,b,no'  # a quoted line break
+    path.write_text("\n".join(lines) + "\n")
+    seq = convert(folder, tmp_path / "seq.zarr", rows_per_chunk=R, block_size=None)
+    assert "k" in seq["categorical"]
+    text = path.read_text()
+    newline = text.index("Oslo\n") + 4
+    line = text.rindex("\n", 0, newline - 4) + 1
+    inside = next(b for b in range(BLOCK, 20, -1) if cuts(path, b, line, newline))
+    again = []
+    monkeypatch.setattr(csv_files.CsvFiles, "again", lambda self, scan: again.append(
+        (scan.refused, self.numbers_first)) or CsvFiles_again(self, scan))
+    for block_size in (BLOCK, inside):  # the second cuts inside the quoted field
+        with dask.config.set(scheduler="threads"):
+            convert(folder, tmp_path / f"par{block_size}.zarr", rows_per_chunk=R, block_size=block_size)
+        assert_same(tmp_path / "seq.zarr", tmp_path / f"par{block_size}.zarr")
+    refused = frozenset({str(path)})  # read again once: BLOCK as text; inside: part-02 whole, all as text
+    assert again == [(frozenset(), True), (frozenset(), False), (refused, True), (frozenset(), False)]
+    (folder / "part-04.csv").write_text("x,city,k,t,label\n")
+    for block_size in (None, BLOCK):
+        with pytest.raises(ValueError, match="part-04.csv: no data rows after the header"):
+            convert(folder, tmp_path / "empty.zarr", rows_per_chunk=R, block_size=block_size, header=True)

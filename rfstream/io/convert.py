@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from . import csv, csv_ranges, libsvm, npy, parquet
+from . import csv, csv_files, csv_ranges, libsvm, npy, parquet
 from .convert_tasks import files_plan, reader_plan
 from .dataset import (
     SCHEMA_VERSION,
@@ -84,7 +84,9 @@ class InputFormat:
 
     ``ranges``, when given, reads one big file in byte ranges as Dask tasks:
     ``ranges(src, options, block_size) -> Plan``, or None for one stream (CSV:
-    :func:`~rfstream.io.csv_ranges.plan`).  ``title`` names the format in messages.
+    :func:`~rfstream.io.csv_ranges.plan`); ``several``, several files in byte ranges:
+    ``several(files, options, block_size) -> Plan`` (CSV: :func:`~rfstream.io.csv_files.plan`).
+    ``title`` names the format in messages.
     """
 
     name: str
@@ -94,6 +96,7 @@ class InputFormat:
     reader: type | None = None
     planner: Callable[..., Plan] | None = None
     ranges: Callable[..., Plan | None] | None = None
+    several: Callable[..., Plan] | None = None
 
     def plan(self, src: Location, options: dict, block_size: int | None = None) -> Plan:
         """The plan of one file (in byte ranges when it has several blocks and the format allows)."""
@@ -117,7 +120,8 @@ FORMATS = (
                 libsvm.is_libsvm, reader=libsvm.LibsvmReader),
     InputFormat("npy", "NumPy .npy", (".npy",), planner=npy.plan),
     InputFormat("npz", "NumPy .npz", (".npz",), planner=npy.plan),
-    InputFormat("csv", "CSV", (), _any_content, reader=csv.CsvReader, ranges=csv_ranges.plan),
+    InputFormat("csv", "CSV", (), _any_content, reader=csv.CsvReader, ranges=csv_ranges.plan,
+                several=csv_files.plan),
 )
 """Every input format, in the order their content is sniffed (cheap magic bytes first)."""
 
@@ -202,7 +206,8 @@ def convert(src, dst, *, label_column="last", positive_class=None, rows_per_chun
     tasks too, in byte ranges of equal size, at most ``block_size`` bytes per task, cut at
     newlines as ``dask.dataframe.read_csv`` cuts (:mod:`rfstream.io.csv_ranges`); the dataset is
     the one stream's, bit for bit.  A file whose quoted fields hold line breaks where
-    it is cut is read as one stream.
+    it is cut is read as one stream.  Several uncompressed CSV files are read in byte
+    ranges the same way, each file's own (:mod:`rfstream.io.csv_files`).
 
     CSV: lines at the top that start with ``#`` or ``|`` and blank lines are skipped;
     ``?`` and pandas' usual markers (empty, ``NA``, ``nan`` ...) mean missing.  A column
@@ -277,9 +282,10 @@ def convert(src, dst, *, label_column="last", positive_class=None, rows_per_chun
                "like_attrs": like_attrs, "rows_per_chunk": rows_per_chunk, "header": header, "sep": sep}
     if len(files) == 1:
         plan = format_of(files[0]).plan(files[0], options, block_size)
+    elif (fmt := _files_format(files, src)).several is not None:
+        plan = fmt.several(files, options, block_size)
     else:
-        reader = _files_format(files, src).reader(files[0], **options)
-        plan = files_plan(reader, files, rows_per_chunk)
+        plan = files_plan(fmt.reader(files[0], **options), files, rows_per_chunk)
     with staging(dst, overwrite) as tmp:
         w = ChunkWriter(tmp, plan.n_features, plan.y_dtype, rows_per_chunk, plan.n_rows)
         if plan.write is not None:

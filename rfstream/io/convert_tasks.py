@@ -1,8 +1,9 @@
 """A source read in parts: many files (or Parquet row groups) converted as Dask tasks.
 
 Behind :func:`rfstream.io.convert` when the source is a directory or a glob of
-several files (:func:`files_plan`), or one uncompressed CSV file bigger than a block,
-read in byte ranges (:func:`parts_plan`, :mod:`rfstream.io.csv_ranges`).  Each
+several files (:func:`files_plan`; CSV files in byte ranges: :func:`readers_plan`,
+:mod:`rfstream.io.csv_files`), or one uncompressed CSV file bigger than a block, read
+in byte ranges (:func:`parts_plan`, :mod:`rfstream.io.csv_ranges`).  Each
 format's *reader* (the ``reader`` of its row in
 :data:`rfstream.io.convert.FORMATS`: :class:`~rfstream.io.csv.CsvReader`,
 :class:`~rfstream.io.libsvm.LibsvmReader`, :class:`~rfstream.io.parquet.ParquetReader`;
@@ -46,7 +47,7 @@ from ..cluster import compute
 from .ingest import Plan
 from .location import Location
 
-__all__ = ["Encoding", "Schema", "files_plan", "merge_stats", "parts_plan", "reader_plan"]
+__all__ = ["Encoding", "Schema", "files_plan", "merge_stats", "parts_plan", "reader_plan", "readers_plan"]
 
 SPLIT_EVERY = 8
 """Summaries merged per task of pass 1's reduction tree."""
@@ -172,6 +173,19 @@ def parts_plan(reader, loc: Location, n_parts: int, rows_per_chunk: int) -> Plan
     if scan.stream_only:
         return reader_plan(reader.whole, loc)
     return units_plan(reader, units, scan, rows_per_chunk, token, f"{loc}: no data rows after the header")
+
+
+def readers_plan(reader, rows_per_chunk: int, empty: str) -> Plan:
+    """Several files read in parts (``reader.units``: a :class:`Job` per part, in order;
+    :class:`~rfstream.io.csv_files.CsvFiles`): pass 1 a task per part, read again with
+    ``reader.again(scan)`` as long as that gives a reader (files to read whole, columns to
+    read as text); pass 2 as in :func:`files_plan`."""
+    token = uuid.uuid4().hex[:12]
+    scan = scan_units(reader, reader.units, _scan_part, token)
+    while (slower := reader.again(scan)) is not None:
+        reader, token = slower, uuid.uuid4().hex[:12]
+        scan = scan_units(reader, reader.units, _scan_part, token)
+    return units_plan(reader, reader.units, scan, rows_per_chunk, token, empty)
 
 
 def scan_units(reader, units: list[Job], scan_one, token: str):

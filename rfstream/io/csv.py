@@ -179,12 +179,14 @@ class FileScan:
     columns: dict | None        # feature index -> ColumnScan; None: rows counted only
     labels: LabelScanner | None
     stream_only: bool = False   # a byte range did not parse alone: read the file as one stream
+    refused: frozenset = frozenset()  # the paths of such files, of several (csv_files)
 
     def merge(self, other: FileScan) -> FileScan:
         columns = None if self.columns is None else {
             j: s.merge(other.columns[j]) for j, s in self.columns.items()}
         labels = None if self.labels is None else self.labels.merge(other.labels)
-        return FileScan(self.rows + other.rows, columns, labels, self.stream_only or other.stream_only)
+        return FileScan(self.rows + other.rows, columns, labels, self.stream_only or other.stream_only,
+                        self.refused | other.refused)
 
 
 def scan_file(layout: Layout, rows_per_chunk: int, labels: LabelScanner | None) -> FileScan:

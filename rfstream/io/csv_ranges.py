@@ -56,6 +56,7 @@ import io
 from contextlib import contextmanager
 from dataclasses import replace
 
+import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -89,24 +90,27 @@ def range_offsets(src: Location, layout: Layout, block_size: int | None) -> list
     return ranges(src, layout, block_size)[0]
 
 
-def ranges(src: Location, layout: Layout, block_size: int | None) -> tuple[list[int], int]:
+def ranges(src: Location, layout: Layout, block_size: int | None,
+           one_range: bool = False) -> tuple[list[int], int | None]:
     """``(range_offsets, data_start)``: the offsets of :func:`range_offsets`, and the bytes of
-    the leading comment lines and header, the lines pandas skips before the first row (0
-    for one stream), read once."""
+    the leading comment lines and header, the lines pandas skips before the first row,
+    read once (None: one stream).  With ``one_range``, a file of one block is one range
+    (several files, :mod:`rfstream.io.csv_files`) rather than one stream."""
     if block_size is None or layout.compression is not None:
-        return [0], 0
+        return [0], None
     with storage_errors(src, "cannot be read"):
         size = src.fs.size(src.path)
-    if size <= block_size or (layout.header and any("\n" in n or "\r" in n for n in layout.names)):
-        return [0], 0
+    if (size <= block_size and not one_range) or (layout.header and any("\n" in n or "\r" in n
+                                                                      for n in layout.names)):
+        return [0], None
     data_start = 0
     with storage_errors(src, "cannot be read"), src.open("rb") as f:
         for _ in range(layout.skiprows + layout.header):
             line = f.readline()
             if b"\r" in line.removesuffix(b"\n").removesuffix(b"\r"):
-                return [0], 0
+                return [0], None
             data_start += len(line)
-    n = -(-size // block_size)  # ranges of equal size, none bigger than a block
+    n = max(1, -(-size // block_size))  # ranges of equal size, none bigger than a block
     return [0] + [o for o in (k * size // n for k in range(1, n)) if o >= data_start], data_start
 
 
@@ -192,12 +196,13 @@ def _finite(column: pa.ChunkedArray) -> bool:
     return pc.all(pc.is_finite(column), min_count=0).as_py()
 
 
-def table_frames(table: pa.Table, first_row: int, rows_per_chunk: int):
-    """DataFrames of ``table``'s rows, cut where the file's chunks of ``rows_per_chunk``
-    rows are (its first row is row ``first_row`` of the file), indexed by row of the file."""
+def table_frames(table: pa.Table, first_row: int, rows_per_chunk: int, at: int):
+    """DataFrames of ``table``'s rows, cut where the output's chunks of ``rows_per_chunk``
+    rows are (its first row is row ``first_row`` of the file, row ``at`` of the output),
+    indexed by row of the file."""
     a, n = 0, table.num_rows
     while a < n:
-        b = min(n, a + rows_per_chunk - (first_row + a) % rows_per_chunk)
+        b = min(n, a + rows_per_chunk - (at + a) % rows_per_chunk)
         df = pd.DataFrame({j: c.slice(a, b - a).to_pandas() for j, c in enumerate(table.columns)})
         df.index = pd.RangeIndex(first_row + a, first_row + b)
         yield df
@@ -233,15 +238,18 @@ class CsvRanges:
     counts_are_free = False
     numbers_first = True  # pass 1 tries :func:`scan_numbers` first (:meth:`again`: not)
 
-    def __init__(self, src: Location, block_size: int | None, **options):
-        self.whole = CsvReader(src, **options)
+    def __init__(self, src: Location, block_size: int | None, *, whole: CsvReader | None = None,
+                 one_range: bool = False, **options):
+        """``whole``: the reader of the first of several files, whose rules this one follows
+        (:mod:`rfstream.io.csv_files`); ``one_range``: as for :func:`ranges`."""
+        self.whole = whole if whole is not None else CsvReader(src, **options)
         self.like, self.rows_per_chunk = self.whole.like, self.whole.rows_per_chunk
-        self.offsets, self.data_start = ranges(src, self.whole.layout, block_size)
+        self.file = self.whole.file_layout(src)
+        self.offsets, self.data_start = ranges(src, self.file, block_size, one_range)
 
     def layout(self, part: int) -> Layout:
         """The first range is read as the file (comment lines, header); the others hold rows only."""
-        first = self.whole.layout
-        return first if part == 0 else replace(first, skiprows=0, header=False)
+        return self.file if part == 0 else replace(self.file, skiprows=0, header=False)
 
     def read(self, loc: Location, part: int) -> bytes:
         """The bytes of range ``part``: whole lines, cut as ``read_block`` cuts them."""
@@ -254,7 +262,7 @@ class CsvRanges:
         """The rows of a range's bytes that Arrow may parse (the first range's after its
         comment lines and header), or None: pandas reads the range (:func:`by_arrow`, :func:`plain`)."""
         rows = data[self.data_start:] if part == 0 else data
-        return rows if by_arrow(self.whole.layout) and plain(rows) else None
+        return rows if by_arrow(self.file) and plain(rows) else None
 
     def source(self, loc: Location, part: int, data: bytes | None = None):
         """A context manager: the range's bytes (``data``, else read) as a file, as the one
@@ -312,19 +320,17 @@ class CsvRanges:
         return reader
 
     def decide(self, scan: FileScan) -> Schema:
-        """The one stream's schema; with each range's first row (``spec = (csv spec, starts)``)."""
+        """The one stream's schema; with each range's first row, in the file and in the output
+        (``spec = (csv spec, starts, starts)``; they differ where several files are converted)."""
         schema = self.whole.decide(scan)
-        starts, row = [], 0
-        for (n,) in scan.rows:
-            starts.append(row)
-            row += n
-        return replace(schema, spec=(schema.spec, starts))
+        starts = first_rows(scan.rows)
+        return replace(schema, spec=(schema.spec, starts, starts))
 
     def encode(self, loc: Location, part: int, schema: Schema):
         """Pass 2 over one range: parsed by Arrow where pass 1's rules allow and its numbers
         are pandas' (:data:`ARROW_NUMBERS`), with the numeric columns parsed as float64 and
         the frames cut at the output's chunks; by pandas otherwise, or where Arrow refuses."""
-        (spec, starts), layout = schema.spec, self.layout(part)
+        (spec, starts, outputs), layout = schema.spec, self.layout(part)
         data = self.read(loc, part)
         frames, rows = None, self.arrow_rows(part, data)
         if ARROW_NUMBERS and rows is not None:
@@ -334,9 +340,14 @@ class CsvRanges:
             except pa.ArrowInvalid:  # text in a numeric column, a row of another width: pandas reads it
                 pass
             else:
-                frames = table_frames(table, starts[part], self.rows_per_chunk)
+                frames = table_frames(table, starts[part], self.rows_per_chunk, outputs[part])
         return self.whole.encode(loc, part, replace(schema, spec=spec), layout=layout, frames=frames,
                                  source=self.source(loc, part, data), first_row=starts[part])
+
+
+def first_rows(rows) -> list[int]:
+    """The first row of each part, from pass 1's ``[[rows of the part]]`` in order."""
+    return [int(r) for r in np.cumsum([0] + [n for (n,) in rows[:-1]])]
 
 
 def several_blocks(src: Location, block_size: int | None) -> bool:
