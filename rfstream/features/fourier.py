@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import copy
 import math
+import threading
+from collections import OrderedDict
 
 import numpy as np
 import scipy.sparse as sp
@@ -210,7 +212,8 @@ class RandomFourierFeatures(GammaGridMixin, FeatureMap):
         W = self.random_weights_
         m = W.shape[1]
         if self.variant == "cos" and not sp.issparse(x):
-            proj = project_with_offset(np.asarray(x), W, self.random_offset_, out=out)
+            proj = project_with_offset(np.asarray(x), W, self.random_offset_, out=out,
+                                       Wb=stacked_weights(W, self.random_offset_))
             np.cos(proj, out=proj)
             proj *= math.sqrt(2.0 / m)  # a Python float keeps the float32 loop
             return proj
@@ -227,8 +230,40 @@ class RandomFourierFeatures(GammaGridMixin, FeatureMap):
         return out
 
 
-def project_with_offset(x, W, b, out=None):
-    """``x @ W + b`` as one GEMM, ``[x, 1] @ [W; b]``, in ``W``'s dtype.
+_STACKED = OrderedDict()  # (id(W), id(b)) -> (W, b, [W; b]): the last few pairs' stacks
+_STACKED_LOCK = threading.Lock()
+
+
+def stacked_weights(W, b):
+    """``[W; b]`` (:func:`stack_offset`), kept for the last few ``(W, b)`` pairs in this
+    process: a task makes the features of many sub-blocks (:func:`rfstream.features.fused.stream_rows`),
+    and the map itself stays unchanged, as scikit-learn asks of ``transform``.  Each pair is
+    held with its stack, so the ids that find it cannot name other arrays."""
+    key = (id(W), id(b))
+    with _STACKED_LOCK:
+        kept = _STACKED.get(key)
+        if kept is not None:
+            _STACKED.move_to_end(key)
+            return kept[2]
+    Wb = stack_offset(W, b)
+    with _STACKED_LOCK:
+        _STACKED[key] = (W, b, Wb)
+        while len(_STACKED) > 4:
+            _STACKED.popitem(last=False)
+    return Wb
+
+
+def stack_offset(W, b):
+    """``[W; b]``: the weights with the offsets as one more row, in ``W``'s dtype."""
+    Wb = np.empty((W.shape[0] + 1, W.shape[1]), dtype=W.dtype)
+    Wb[:-1] = W
+    Wb[-1] = b
+    return Wb
+
+
+def project_with_offset(x, W, b, out=None, Wb=None):
+    """``x @ W + b`` as one GEMM, ``[x, 1] @ [W; b]``, in ``W``'s dtype (``Wb``: ``[W; b]``
+    when the caller keeps it, :func:`stack_offset`).
 
     Adding ``b`` after the product is one more read and write of the whole
     ``rows x D`` block; folded into the GEMM it costs one extra inner-product
@@ -237,7 +272,4 @@ def project_with_offset(x, W, b, out=None):
     xa = np.empty((x.shape[0], x.shape[1] + 1), dtype=W.dtype)
     xa[:, :-1] = x
     xa[:, -1] = 1.0
-    Wb = np.empty((W.shape[0] + 1, W.shape[1]), dtype=W.dtype)
-    Wb[:-1] = W
-    Wb[-1] = b
-    return np.matmul(xa, Wb, out=out)
+    return np.matmul(xa, stack_offset(W, b) if Wb is None else Wb, out=out)
