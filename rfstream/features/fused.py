@@ -50,6 +50,10 @@ from ..reductions import even_chunks, even_rows
 #: (the sizes measured: docs/BENCHMARKS.md, "Measurements behind the solvers").
 FUSED_SUB_BLOCK = 4096
 
+#: The fewest features of a streaming pass's sub-block (:func:`stream_rows`): 2**20 (4 MiB
+#: in float32), so that a sub-block's fixed costs (its calls, its partials) stay small.
+STREAM_MIN_FEATURES = 2**20
+
 _ATTRIBUTE = "_rfstream_features"
 #: The graph-layer name prefix of the stacked features of a gamma grid
 #: (:mod:`rfstream.features.grid`): an array made from them (``rechunk``, ``astype``,
@@ -129,9 +133,27 @@ def even_sub_blocks(m, largest):
     return itertools.pairwise(np.cumsum((0, *even_chunks(m, -(-m // largest)))))
 
 
-def fused_buffer(m, width, dtype):
-    """A buffer for the largest of ``m`` rows' equal sub-blocks (:func:`feature_sub_blocks`)."""
-    rows = even_chunks(m, -(-m // FUSED_SUB_BLOCK))[0] if m else 0
+def stream_rows(n_inputs, width, size):
+    """Rows per sub-block of a streaming pass (:func:`fused_chunk`: features, a product with a
+    few columns, partials of ``size`` values): the fewest rows whose ``rows x width``
+    features are at least 4 times what each sub-block reads or adds whatever its rows --
+    the map's ``(n_inputs + 1) x width`` weights (BLAS packs them per call) and the partials
+    -- and :data:`STREAM_MIN_FEATURES`; at most :data:`FUSED_SUB_BLOCK`.
+
+    Few rows keep a wide sub-block in cache from the map's cosines to the products, where
+    4,096 rows at D = 50,000 (819 MB) go to memory and back at each step; measured in
+    docs/wide.md ("Streaming passes in smaller sub-blocks").  The Gram pass keeps its own
+    sub-blocks: its SYRK needs many rows.
+    """
+    width = max(int(width), 1)
+    fixed = 4 * ((n_inputs + 1) * width + size)
+    return int(min(FUSED_SUB_BLOCK, max(-(-fixed // width), -(-STREAM_MIN_FEATURES // width))))
+
+
+def fused_buffer(m, width, dtype, largest=FUSED_SUB_BLOCK):
+    """A buffer for the largest of ``m`` rows' equal sub-blocks of at most ``largest`` rows
+    (:func:`feature_sub_blocks`)."""
+    rows = even_chunks(m, -(-m // largest))[0] if m else 0
     return np.empty((rows, width), dtype=dtype)
 
 
@@ -148,15 +170,15 @@ def make_features(features, x, out):
     return z
 
 
-def feature_sub_blocks(x, features, buf):
+def feature_sub_blocks(x, features, buf, largest=FUSED_SUB_BLOCK):
     """``(start, stop, z)``: the features of ``x``'s equal sub-blocks of at most
-    :data:`FUSED_SUB_BLOCK` rows, each written into the first rows of ``buf``.
+    ``largest`` rows, each written into the first rows of ``buf``.
 
     The ``rows x D`` feature block of a task never exists, one buffer serves all
     its sub-blocks, and each sub-block is used while it is still in cache.
     ``z`` is overwritten by the next sub-block.
     """
-    for start, stop in even_sub_blocks(x.shape[0], FUSED_SUB_BLOCK):
+    for start, stop in even_sub_blocks(x.shape[0], largest):
         yield start, stop, make_features(features, x[start:stop], buf)
 
 
@@ -165,11 +187,13 @@ def fused_chunk(x, *others, offset, features, dtype, n_features, chunk, size):
 
     ``chunk(z, *others_rows, offset=, out=)`` adds the partials of feature rows
     ``z`` into ``out`` (a float64 vector of ``size``); ``others`` are arrays
-    aligned with ``x`` by rows (labels), sliced with each sub-block.
+    aligned with ``x`` by rows (labels), sliced with each sub-block of
+    :func:`stream_rows` rows.
     """
     out = np.zeros(size, dtype=np.float64)
-    buf = fused_buffer(x.shape[0], n_features, dtype)
-    for start, stop, z in feature_sub_blocks(x, features, buf):
+    rows = stream_rows(x.shape[1], n_features, size)
+    buf = fused_buffer(x.shape[0], n_features, dtype, rows)
+    for start, stop, z in feature_sub_blocks(x, features, buf, rows):
         chunk(z, *(o[start:stop] for o in others), offset=offset + start, out=out)
     return out
 
