@@ -21,6 +21,7 @@ def _whole_block_stats(z, Y, c):
 @pytest.mark.parametrize("sparse", [False, True])
 def test_column_slices_give_the_whole_blocks_sums(monkeypatch, weighted, sparse):
     monkeypatch.setattr(cg, "STATS_COLUMNS", 7)  # slices of 7 columns: 37 = 5 x 7 + 2
+    monkeypatch.setattr(cg, "STATS_ROWS", 50)
     rng = np.random.default_rng(0)
     z = rng.normal(size=(50, 37)).astype(np.float32)
     z[z < 0.3] = 0
@@ -43,6 +44,7 @@ def test_products_in_column_slices_give_the_whole_blocks_product(monkeypatch, we
     """The product pass's float64 phase converts the block STATS_COLUMNS columns at a time;
     its Z'(C (Z V)) is the whole block's float64 product (float32 V: the float32 phase)."""
     monkeypatch.setattr(cg, "STATS_COLUMNS", 7)
+    monkeypatch.setattr(cg, "STATS_ROWS", 50)
     rng = np.random.default_rng(1)
     z = rng.normal(size=(50, 37)).astype(np.float32)
     y = rng.normal(size=50)
@@ -55,3 +57,13 @@ def test_products_in_column_slices_give_the_whole_blocks_product(monkeypatch, we
     want = z64.T @ (c[:, None] * (z64 @ V.astype(np.float64)))
     rtol = 1e-12 if dtype == np.float64 else 1e-5
     np.testing.assert_allclose(out.reshape(37, 3), want, rtol=rtol, atol=rtol * np.abs(want).max())
+
+
+def test_fewer_rows_are_converted_in_wider_slices(monkeypatch):
+    """A sub-block of fewer rows than STATS_ROWS is converted in slices as many times wider:
+    the same float64 work per slice, not more calls per row."""
+    monkeypatch.setattr(cg, "STATS_COLUMNS", 7)
+    monkeypatch.setattr(cg, "STATS_ROWS", 50)
+    z = np.ones((25, 37), dtype=np.float32)
+    assert [c for c, _ in cg.float64_columns(z)] == [slice(0, 14), slice(14, 28), slice(28, 37)]
+    assert [c for c, _ in cg.float64_columns(np.ones((50, 37), np.float32))][0] == slice(0, 7)

@@ -72,16 +72,20 @@ def _as_float64(z):
     return sp.csr_matrix(z, dtype=np.float64) if sp.issparse(z) else np.asarray(z, dtype=np.float64)
 
 
-#: Columns of a dense sub-block converted to float64 at a time by :func:`stats_chunk`: its
-#: float64 work is 2 x rows x STATS_COLUMNS x 8 bytes (64 MiB for 4096 rows) instead of two
-#: float64 copies of the whole sub-block (3.2 GiB at D = 50,000: docs/wide.md).
+#: Columns of a dense sub-block of :data:`STATS_ROWS` rows converted to float64 at a time by
+#: :func:`stats_chunk`: its float64 work is 2 x rows x STATS_COLUMNS x 8 bytes (64 MiB for 4096
+#: rows) instead of two float64 copies of the whole sub-block (3.2 GiB at D = 50,000:
+#: docs/wide.md).  A sub-block of fewer rows (:func:`rfstream.features.fused.stream_rows`) is
+#: converted in proportionally wider slices: the same float64 work, and as many calls per row.
 STATS_COLUMNS = 1024
+STATS_ROWS = 4096
 
 
 def float64_columns(z):
-    """``(cols, float64 copy of z[:, cols])`` over a block: :data:`STATS_COLUMNS` columns at
-    a time when dense, the whole block when sparse (its copy holds only the non-zeros)."""
-    step = z.shape[1] if sp.issparse(z) else STATS_COLUMNS
+    """``(cols, float64 copy of z[:, cols])`` over a block: :data:`STATS_COLUMNS` columns per
+    :data:`STATS_ROWS` rows at a time when dense, the whole block when sparse (its copy holds
+    only the non-zeros)."""
+    step = z.shape[1] if sp.issparse(z) else STATS_COLUMNS * max(1, STATS_ROWS // max(z.shape[0], 1))
     for j in range(0, z.shape[1], step):
         zj = _as_float64(z if step == z.shape[1] else z[:, j:j + step])
         yield slice(j, j + zj.shape[1]), zj
