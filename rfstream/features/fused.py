@@ -52,7 +52,7 @@ FUSED_SUB_BLOCK = 4096
 
 #: The fewest features of a streaming pass's sub-block (:func:`stream_rows`): 2**20 (4 MiB
 #: in float32), so that a sub-block's fixed costs (its calls, its partials) stay small.
-STREAM_MIN_FEATURES = 2**20
+MIN_SUB_BLOCK_FEATURES = 2**20
 
 _ATTRIBUTE = "_rfstream_features"
 #: The graph-layer name prefix of the stacked features of a gamma grid
@@ -138,7 +138,7 @@ def stream_rows(n_inputs, width, size):
     few columns, partials of ``size`` values): the fewest rows whose ``rows x width``
     features are at least 4 times what each sub-block reads or adds whatever its rows --
     the map's ``(n_inputs + 1) x width`` weights (BLAS packs them per call) and the partials
-    -- and :data:`STREAM_MIN_FEATURES`; at most :data:`FUSED_SUB_BLOCK`.
+    -- and :data:`MIN_SUB_BLOCK_FEATURES`; at most :data:`FUSED_SUB_BLOCK`.
 
     Few rows keep a wide sub-block in cache from the map's cosines to the products, where
     4,096 rows at D = 50,000 (819 MB) go to memory and back at each step; measured in
@@ -147,7 +147,7 @@ def stream_rows(n_inputs, width, size):
     """
     width = max(int(width), 1)
     fixed = 4 * ((n_inputs + 1) * width + size)
-    return int(min(FUSED_SUB_BLOCK, max(-(-fixed // width), -(-STREAM_MIN_FEATURES // width))))
+    return int(min(FUSED_SUB_BLOCK, max(-(-fixed // width), -(-MIN_SUB_BLOCK_FEATURES // width))))
 
 
 def fused_buffer(m, width, dtype, largest=FUSED_SUB_BLOCK):
