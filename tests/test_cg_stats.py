@@ -67,3 +67,39 @@ def test_fewer_rows_are_converted_in_wider_slices(monkeypatch):
     z = np.ones((25, 37), dtype=np.float32)
     assert [c for c, _ in cg.float64_columns(z)] == [slice(0, 14), slice(14, 28), slice(28, 37)]
     assert [c for c, _ in cg.float64_columns(np.ones((50, 37), np.float32))][0] == slice(0, 7)
+
+
+def test_stream_rows_rule():
+    """Sub-blocks of streaming passes: the weights and partials at most a quarter of the
+    features, at least 2**20 features, at most FUSED_SUB_BLOCK rows (docs/wide.md)."""
+    from rfstream.features.fused import FUSED_SUB_BLOCK, stream_rows
+
+    assert stream_rows(8, 50_000, 50_000) == 40  # synthetic rows, one target
+    assert stream_rows(108, 50_000, 50_000) == 440  # adult
+    assert stream_rows(16, 50_000, 26 * 50_000) == 172  # letter, 26 targets
+    assert stream_rows(108, 2_000, 2_000) == 525  # 2**20 features at least
+    assert stream_rows(8, 8, 8) == FUSED_SUB_BLOCK and stream_rows(8, 2_000, 2_000**2) == FUSED_SUB_BLOCK
+
+
+def test_a_product_pass_is_the_same_in_any_sub_blocks(monkeypatch):
+    """Z'(Z V) of a task made in stream_rows' sub-blocks equals the one made in whole
+    4,096-row sub-blocks, to float32 rounding."""
+    from rfstream import RandomFourierFeatures
+    from rfstream.features import fused
+
+    rng = np.random.default_rng(2)
+    x = rng.normal(size=(3000, 5)).astype(np.float32)
+    fmap = RandomFourierFeatures(600, gamma=0.3, random_state=0).fit(x)
+    V = rng.normal(size=(600, 2)).astype(np.float32)
+    spec = cg.ProductSpec(layout=Layout(p=(600 * 2,)), V=V).for_rows()
+
+    def product():
+        return fused.fused_chunk(x, offset=0, features=fmap._block_into, dtype=np.float32, n_features=600,
+                                 chunk=lambda z, offset, out: cg.product_chunk(z, offset=offset, spec=spec, out=out),
+                                 size=600 * 2)
+
+    small = product()
+    assert fused.stream_rows(5, 600, 1200) < 3000  # several sub-blocks
+    monkeypatch.setattr(fused, "stream_rows", lambda *a: fused.FUSED_SUB_BLOCK)
+    whole = product()
+    np.testing.assert_allclose(small, whole, rtol=1e-4, atol=1e-4 * np.abs(whole).max())
