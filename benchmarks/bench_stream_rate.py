@@ -8,10 +8,11 @@ fits stopped after 2 and 6 iterations, over 4 (the statistics pass and the
 preconditioner cancel); the features-only pass is the median of 3
 (:func:`rfstream.bench.measures.features_only_pass`).  ``--scheduler``: ``threads``
 (dask's), ``cluster`` (a LocalCluster of two single-threaded workers with
-distributed's settings) or ``embedded`` (the same with rfstream's embedded-cluster
-settings).  docs/wide.md, "Streaming passes in smaller sub-blocks".
+distributed's settings) or ``embedded`` (rfstream's embedded cluster,
+``rfstream.cluster.connect("cluster")``: one worker per core, its settings).  docs/wide.md, "Streaming passes in smaller sub-blocks".
 """
 import argparse
+import contextlib
 import time
 import warnings
 
@@ -31,15 +32,16 @@ def main():
 
     from rfstream import RandomFourierFeatures, StreamingRidgeClassifier
     from rfstream.bench.measures import features_only_pass
-    from rfstream.cluster import _embedded_config
+    from rfstream.cluster import connect
 
-    client = cluster = None
+    stack, client, cluster = contextlib.ExitStack(), None, None
     if args.scheduler == "threads":
         dask.config.set(scheduler="threads")
+    elif args.scheduler == "embedded":
+        client = stack.enter_context(connect("cluster"))
     else:
-        with dask.config.set(_embedded_config() if args.scheduler == "embedded" else {}):
-            cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, memory_limit="8GiB",
-                                               host="127.0.0.1", dashboard_address=None)
+        cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, memory_limit="8GiB",
+                                           host="127.0.0.1", dashboard_address=None)
         client = distributed.Client(cluster)
     X = da.random.default_rng(0).standard_normal((args.rows, 8), chunks=(65536, 8), dtype=np.float32).persist()
     y = (da.sin(X[:, 0]) + X[:, 1] * X[:, 2] > 0).astype("int8").persist()
@@ -56,9 +58,10 @@ def main():
     floor = float(np.median([features_only_pass(Z) for _ in range(3)]))
     print(f"{args.scheduler}: rows={args.rows} D={args.d}: iteration {per:.3f} s, features-only pass "
           f"{floor:.3f} s, iteration / features-only {per / floor:.2f}", flush=True)
-    if client is not None:
+    if cluster is not None:
         client.close()
         cluster.close()
+    stack.close()
 
 
 if __name__ == "__main__":
