@@ -165,11 +165,7 @@ def parts_plan(reader, loc: Location, n_parts: int, rows_per_chunk: int) -> Plan
     what the schema needs (:meth:`~rfstream.io.csv_ranges.CsvRanges.again`), else None.
     """
     units = [Job(loc, k) for k in range(n_parts)]
-    token = uuid.uuid4().hex[:12]
-    scan = scan_units(reader, units, _scan_part, token)
-    if not scan.stream_only and (slower := reader.again(scan)) is not None:
-        reader, token = slower, uuid.uuid4().hex[:12]
-        scan = scan_units(reader, units, _scan_part, token)
+    reader, scan, token = _scan_parts(reader, lambda _: units)
     if scan.stream_only:
         return reader_plan(reader.whole, loc)
     return units_plan(reader, units, scan, rows_per_chunk, token, f"{loc}: no data rows after the header")
@@ -180,12 +176,20 @@ def readers_plan(reader, rows_per_chunk: int, empty: str) -> Plan:
     :class:`~rfstream.io.csv_files.CsvFiles`): pass 1 a task per part, read again with
     ``reader.again(scan)`` as long as that gives a reader (files to read whole, columns to
     read as text); pass 2 as in :func:`files_plan`."""
-    token = uuid.uuid4().hex[:12]
-    scan = scan_units(reader, reader.units, _scan_part, token)
-    while (slower := reader.again(scan)) is not None:
-        reader, token = slower, uuid.uuid4().hex[:12]
-        scan = scan_units(reader, reader.units, _scan_part, token)
+    reader, scan, token = _scan_parts(reader, lambda r: r.units)
     return units_plan(reader, reader.units, scan, rows_per_chunk, token, empty)
+
+
+def _scan_parts(reader, units_of):
+    """Pass 1 over the parts ``units_of(reader)``, read again with ``reader.again(scan)`` as
+    long as that gives a reader and no part sent the file to one stream:
+    ``(reader, scan, token)`` of the last reading."""
+    while True:
+        token = uuid.uuid4().hex[:12]
+        scan = scan_units(reader, units_of(reader), _scan_part, token)
+        if scan.stream_only or (slower := reader.again(scan)) is None:
+            return reader, scan, token
+        reader = slower
 
 
 def scan_units(reader, units: list[Job], scan_one, token: str):

@@ -188,6 +188,12 @@ class FileScan:
         return FileScan(self.rows + other.rows, columns, labels, self.stream_only or other.stream_only,
                         self.refused | other.refused)
 
+    @property
+    def lacks_categories(self) -> bool:
+        """Whether a column of text lacks values some part parsed as numbers only (``partial``):
+        pass 1 must be read again as text (:mod:`rfstream.io.csv_ranges`)."""
+        return self.columns is not None and any(c.partial and not c.numeric for c in self.columns.values())
+
 
 def scan_file(layout: Layout, rows_per_chunk: int, labels: LabelScanner | None) -> FileScan:
     """Pass 1 over one file (``labels`` is updated in place)."""

@@ -83,8 +83,7 @@ class CsvFiles:
         """A reader to read pass 1 again with: the files with a range that did not parse
         alone read whole, and every range as text if a column parsed as numbers in some
         range holds text (its categories were not all collected); None when neither."""
-        partial = self.numbers_first and scan.columns is not None and any(
-            c.partial and not c.numeric for c in scan.columns.values())
+        partial = self.numbers_first and scan.lacks_categories
         if not scan.refused and not partial:
             return None
         other = copy.copy(self)

@@ -313,7 +313,7 @@ class CsvRanges:
     def again(self, scan: FileScan) -> CsvRanges | None:
         """A reader to read pass 1 again with, as text, where ``scan`` lacks the values of a
         column that holds text (:func:`scan_numbers` parsed it as numbers in some range); else None."""
-        if scan.columns is None or all(c.numeric or not c.partial for c in scan.columns.values()):
+        if not scan.lacks_categories:
             return None
         reader = copy.copy(self)
         reader.numbers_first = False
