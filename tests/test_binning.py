@@ -146,8 +146,11 @@ def test_sparse_ridge_equals_dense_ridge(X):
     dense = StreamingRidgeClassifier(alpha=1.0, solver="gram").fit(Z, labels)
     cg = StreamingRidgeClassifier(alpha=1.0, solver="cg", tol=1e-10, max_iter=500).fit(Z, labels)
     np.testing.assert_allclose(cg.coef_, dense.coef_, atol=1e-6)
-    with pytest.raises(ValueError, match="single alpha"):
-        StreamingRidge(alpha=[1.0, 2.0], solver="cg").fit(Z, y)
+    # a list of alphas: every (fold, alpha) system in the same O(nnz) passes, the Gram route's choice
+    gram = StreamingRidge(alpha=[0.3, 3.0], solver="gram").fit(Z, y)
+    cv = StreamingRidge(alpha=[0.3, 3.0], solver="cg", tol=1e-10, max_iter=500).fit(Zd, yd)
+    np.testing.assert_allclose(cv.cv_mse_, gram.cv_mse_, rtol=1e-6)
+    assert cv.alpha_ == gram.alpha_
     from sklearn.exceptions import ConvergenceWarning
 
     with pytest.warns(ConvergenceWarning, match="CG stopped after max_iter=1"):

@@ -27,7 +27,7 @@ def test_column_slices_give_the_whole_blocks_sums(monkeypatch, weighted, sparse)
     z[z < 0.3] = 0
     y = rng.normal(size=50)
     w = rng.uniform(0.5, 2, size=50) if weighted else None
-    layout = Layout(n=(), m=(), s=(37,), d=(37,), t=(2,), C=(37, 2))
+    layout = cg.stats_layout(37, 2)
     spec = RowSpec(layout=layout, targets=lambda v: np.c_[v, 2 * v]).for_rows(y=y, w=w)
     out = np.zeros(layout.size)
     rows = (y,) if w is None else (y, w)
@@ -35,7 +35,53 @@ def test_column_slices_give_the_whole_blocks_sums(monkeypatch, weighted, sparse)
     got = layout.unpack(out)
     want = _whole_block_stats(z, np.c_[y, 2 * y], w)
     for name, value in want.items():
-        np.testing.assert_allclose(got[name], value, rtol=1e-12, atol=1e-12, err_msg=name)
+        np.testing.assert_allclose(got[name][0], value, rtol=1e-12, atol=1e-12, err_msg=name)
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.parametrize("sparse", [False, True])
+def test_each_fold_gets_the_sums_of_its_rows(monkeypatch, weighted, sparse):
+    """With folds, every row adds into its own fold's sums (the CV search by CG)."""
+    monkeypatch.setattr(cg, "STATS_COLUMNS", 7)
+    monkeypatch.setattr(cg, "STATS_ROWS", 60)
+    rng = np.random.default_rng(3)
+    z = rng.normal(size=(60, 23)).astype(np.float32)
+    z[z < 0.3] = 0
+    y, folds = rng.normal(size=60), rng.integers(0, 3, size=60)
+    w = rng.uniform(0.5, 2, size=60) if weighted else None
+    layout = cg.stats_layout(23, 1, 3)
+    spec = RowSpec(layout=layout, targets=lambda v: v[:, None], n_folds=3).for_rows(y=y, w=w, folds=folds)
+    out = np.zeros(layout.size)
+    rows = (y, folds) if w is None else (y, w, folds)
+    cg.stats_chunk(sp.csr_matrix(z) if sparse else z, *rows, offset=0, spec=spec, out=out)
+    got = layout.unpack(out)
+    for k in range(3):
+        mine = folds == k
+        c = np.ones(mine.sum()) if w is None else w[mine]
+        want = {**_whole_block_stats(z[mine], y[mine, None], None if w is None else w[mine]),
+                "B": c @ y[mine] ** 2}
+        for name, value in want.items():
+            np.testing.assert_allclose(got[name][k], value, rtol=1e-12, atol=1e-12, err_msg=f"{name}, fold {k}")
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_a_column_leaves_out_the_rows_of_its_fold(dtype):
+    """``held_out``: column j sums Z'(C (Z v_j)) over the rows outside fold ``held_out[j]``."""
+    rng = np.random.default_rng(4)
+    z = rng.normal(size=(80, 19)).astype(np.float32)
+    y, w, folds = rng.normal(size=80), rng.uniform(0.5, 2, size=80), rng.integers(0, 4, size=80)
+    V = rng.normal(size=(19, 5)).astype(dtype)
+    held_out = np.array([0, 1, 3, -1, 2])
+    spec = cg.ProductSpec(layout=Layout(p=(19 * 5,)), V=V, held_out=held_out,
+                          n_folds=4).for_rows(y=y, w=w, folds=folds)
+    out = np.zeros(19 * 5)
+    cg.product_chunk(z, y, w, folds, offset=0, spec=spec, out=out)
+    z64 = z.astype(np.float64)
+    for j, k in enumerate(held_out):
+        keep = folds != k
+        want = z64[keep].T @ (w[keep] * (z64[keep] @ V[:, j].astype(np.float64)))
+        rtol = 1e-12 if dtype == np.float64 else 1e-5
+        np.testing.assert_allclose(out.reshape(19, 5)[:, j], want, rtol=rtol, atol=rtol * np.abs(want).max())
 
 
 @pytest.mark.parametrize("weighted", [False, True])

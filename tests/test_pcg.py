@@ -102,17 +102,11 @@ def test_preconditioner_of_the_whole_gram_is_its_inverse():
     assert P.rank == 30 and P.sample_rows == 200
 
 
-def test_pcg_refuses_a_search():
-    Z, y = _features(D=100)
-    with pytest.raises(ValueError, match="solver='pcg' takes a single alpha"):
-        StreamingRidge(alpha=[0.1, 1.0], solver="pcg").fit(Z, y)
-
-
 def test_memory_errors_name_the_solver_to_use():
     with pytest.raises(ValueError, match=r"solver='pcg' with pcg_rank=100000 at D=1000000 needs about "
                                          r"\d+\.\d GiB on the client.*lower pcg_rank"):
         check_pcg_memory(1_000_000, 100_000, 1)
-    with pytest.raises(ValueError, match=r"or use solver='pcg' \(CLI: --ridge-solver pcg\) with one alpha"):
+    with pytest.raises(ValueError, match=r"or use solver='pcg' \(CLI: --ridge-solver pcg\), whose memory is D x pcg_rank"):
         check_gram_memory(1, 1, 200_000, 1)
 
 
@@ -126,9 +120,16 @@ def test_cli_pcg(tmp_path, capsys, prepared):
     assert summary["alpha"] == 0.01 and 2 <= summary["solver_passes"] <= 200  # the stats pass + iterations
     solver = json.loads((tmp_path / "m1" / "model.json").read_text())
     assert "pcg" in json.dumps(solver)
-    code = cli.main(["fit", str(train), "--out", str(tmp_path / "m2"), "--alpha", "0.01,0.1", *common])
+    # a list of alphas: every (fold, alpha) in the same passes, then the scoring pass
+    code = cli.main(["fit", str(train), "--out", str(tmp_path / "m2"), "--alpha", "0.01,0.1", "--cv", "3",
+                     "--pcg-rank", "64", "--cg-tol", "1e-3", *common])
+    assert code == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["alpha"] in (0.01, 0.1) and 3 <= summary["solver_passes"] <= 201
+    code = cli.main(["fit", str(train), "--out", str(tmp_path / "m3"), "--alpha", "0.01,0.1", "--cv", "loo",
+                     *common])
     err = capsys.readouterr().err.strip().splitlines()
-    assert code == 2 and len(err) == 1 and "--ridge-solver pcg takes a single alpha" in err[0]
+    assert code == 2 and len(err) == 1 and "--ridge-solver pcg searches a list of alphas by k-fold" in err[0]
 
 
 @pytest.mark.parametrize("D", [2048])

@@ -21,7 +21,7 @@ from sklearn.base import clone
 from sklearn.pipeline import Pipeline
 
 from ..features.grid import gamma_items, is_gamma_grid, item_label
-from ..solvers.cg import check_single_candidate
+from ..solvers.cg import check_iterative_search
 from .gamma_loop import fit_gamma_loop
 
 
@@ -39,7 +39,7 @@ def check_search(fmap, solver):
     """Refuse, before any pass, a search the solver cannot make: a gamma grid with a solver
     that does not search gammas (or with none), a list of alphas with one that does not search
     alphas (declared: ``searches_alpha``, ``searches_gamma``), a list of candidates for an iterative
-    ridge solver (:func:`rfstream.solvers.cg.check_single_candidate`)."""
+    ridge solver (:func:`rfstream.solvers.cg.check_iterative_search`)."""
     grid = has_gamma_grid(fmap)
     alphas = solver is not None and np.ndim(solver.get_params().get("alpha", 0.0)) > 0
     if alphas and not getattr(solver, "searches_alpha", False):
@@ -50,7 +50,7 @@ def check_search(fmap, solver):
         raise ValueError(f"a gamma grid (gamma={fmap.gamma!r}) is searched by cross-validation of the ridge "
                          "solver; use solver='ridge', or give one gamma.")
     if getattr(solver, "solves_by_gram", False):
-        check_single_candidate(solver, grid=grid)
+        check_iterative_search(solver, grid=grid)
 
 
 def gamma_candidates(fmap):

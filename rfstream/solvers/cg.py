@@ -12,7 +12,10 @@ O(nnz)).  A first pass gathers n, mu, nu, Z'Y and the diagonal of Z'Z, which
 gives the Jacobi preconditioner ``diag(A)`` (for random binning the diagonal
 of Z'Z holds the bin counts).  The T targets run as T independent CG
 recursions that share each pass (Hestenes & Stiefel 1952; Saad, "Iterative
-Methods for Sparse Linear Systems", 2003, Algorithm 9.1).
+Methods for Sparse Linear Systems", 2003, Algorithm 9.1); more generally the
+columns of :class:`Systems`, each with its own alpha, target and held-out CV
+fold (:mod:`rfstream.solvers.cg_search`), and only the columns not yet
+converged are multiplied.
 
 Only D x T arrays live on the client; the stopping rule is the relative
 residual ``||r|| <= tol ||b||`` of every target, or ``max_iter`` passes.
@@ -91,43 +94,68 @@ def float64_columns(z):
         yield slice(j, j + zj.shape[1]), zj
 
 
+def stats_layout(n_features, n_targets, n_folds=1):
+    """The statistics pass's partials, per fold (``n_folds`` 1: one): the weight sum ``n``, rows
+    ``m``, ``s = Z'c``, ``d = diag(Z'CZ)``, ``t = Y'c``, ``C = Z'CY`` and ``B = sum c ||y||^2``."""
+    K, D, T = n_folds, n_features, n_targets
+    return Layout(n=(K,), m=(K,), s=(K, D), d=(K, D), t=(K, T), C=(K, D, T), B=(K,))
+
+
 def stats_chunk(z, *rows, offset, spec, out):
-    """Adds n (the weight sum), m (rows), Z'c, diag(Z'CZ), Y'c and Z'CY of one block into ``out``;
-    ``rows``: the labels, then the sample weights when they travel; ``spec`` a
-    :class:`rfstream.solvers.passes.RowSpec` (targets, class weights, layout).  A dense block
-    is summed in float64 :data:`STATS_COLUMNS` columns at a time (each column's sums are
+    """Adds :func:`stats_layout`'s sums of one block into ``out``, each row into its fold's
+    (``spec.row_folds``; one fold when ``spec.n_folds`` is 1); ``rows``: the labels, then the
+    sample weights and fold indices when they travel; ``spec`` a
+    :class:`rfstream.solvers.passes.RowSpec` (targets, class weights, folds, layout).  A dense
+    block is summed in float64 :data:`STATS_COLUMNS` columns at a time (each column's sums are
     those of the whole block in float64: the same numbers, without its float64 copy)."""
-    if z.shape[0] == 0:
+    m = z.shape[0]
+    if m == 0:
         return
     Y = spec.targets(spec.take(rows)["y"])
     c = spec.row_weights(rows, offset)
     parts = spec.layout.unpack(out)
-    parts["m"][...] += z.shape[0]
-    parts["n"][...] += z.shape[0] if c is None else c.sum()
-    parts["t"][:] += Y.sum(axis=0) if c is None else c @ Y
+    K, T = parts["t"].shape
+    F = np.zeros((m, K))
+    F[np.arange(m), spec.row_folds(m, rows, offset)] = 1.0  # each row's fold, one-hot
+    Fc = F if c is None else F * c[:, None]
+    parts["m"][:] += F.sum(axis=0)
+    parts["n"][:] += Fc.sum(axis=0)
+    parts["t"][:] += Fc.T @ Y
+    parts["B"][:] += Fc.T @ np.einsum("ij,ij->i", Y, Y)
     cY = Y if c is None else c[:, None] * Y
+    FY = cY if K == 1 else (F[:, :, None] * cY[:, None, :]).reshape(m, K * T)
     for cols, zj in float64_columns(z):
         zz = zj.multiply(zj) if sp.issparse(zj) else zj * zj
-        if c is None:
-            parts["s"][cols] += np.asarray(zj.sum(axis=0)).ravel()
-            parts["d"][cols] += np.asarray(zz.sum(axis=0)).ravel()
+        if K == 1 and c is None:
+            parts["s"][0, cols] += np.asarray(zj.sum(axis=0)).ravel()
+            parts["d"][0, cols] += np.asarray(zz.sum(axis=0)).ravel()
         else:
-            parts["s"][cols] += np.asarray(zj.T @ c).ravel()
-            parts["d"][cols] += np.asarray(zz.T @ c).ravel()
-        parts["C"][cols] += zj.T @ cY
+            parts["s"][:, cols] += np.asarray(zj.T @ Fc).T
+            parts["d"][:, cols] += np.asarray(zz.T @ Fc).T
+        parts["C"][:, cols] += np.asarray(zj.T @ FY).reshape(-1, K, T).transpose(1, 0, 2)
 
 
 @dataclass(frozen=True, eq=False, kw_only=True)
 class ProductSpec(RowSpec):
-    """A CG product pass's :class:`rfstream.solvers.passes.RowSpec`: the block ``V`` (D, T)
-    that ``Z'(C (Z V))`` multiplies; the labels travel only for class weights."""
+    """A CG product pass's :class:`rfstream.solvers.passes.RowSpec`: the block ``V`` (D, P)
+    that ``Z'(C (Z V))`` multiplies; the labels travel only for class weights.  ``held_out``
+    (P,): the fold whose rows column j's system leaves out (-1: none; fold indices from
+    ``spec.row_folds``), or None when every system takes every row."""
 
     V: np.ndarray
+    held_out: np.ndarray | None = None
+
+
+def _mask_held_out(zv, rows, offset, spec):
+    """Zero ``zv[i, j]`` where row i is in the fold that column j's system leaves out."""
+    if spec.held_out is not None:
+        zv *= spec.row_folds(zv.shape[0], rows, offset)[:, None] != spec.held_out[None, :]
 
 
 def product_chunk(z, *rows, offset, spec, out):
     """Adds Z'(Z V) of one block into ``out``; Z'(C (Z V)) when labels with class weights or
-    sample weights travel in ``rows`` (:meth:`rfstream.solvers.passes.RowSpec.row_weights`).
+    sample weights travel in ``rows`` (:meth:`rfstream.solvers.passes.RowSpec.row_weights`),
+    each column without the rows of the fold its system leaves out (``spec.held_out``).
     A float32 ``spec.V``: the products in the features' float32 (dense blocks), summed into
     ``out`` in float64; a float64 one: in float64, :data:`STATS_COLUMNS` columns of the
     block converted at a time."""
@@ -140,6 +168,7 @@ def product_chunk(z, *rows, offset, spec, out):
         zv = z @ V
         if c is not None:
             zv *= c[:, None]
+        _mask_held_out(zv, rows, offset, spec)
         out += (z.T @ zv).ravel()
         return
     # float64 products, the block converted a few columns at a time (float64_columns, as the
@@ -150,9 +179,138 @@ def product_chunk(z, *rows, offset, spec, out):
         zv += zj @ V[cols]
     if c is not None:
         zv *= c[:, None]
+    _mask_held_out(zv, rows, offset, spec)
     product = out.reshape(z.shape[1], V.shape[1])  # a view: out is one flat partial
     for cols, zj in float64_columns(z):
         product[cols] += np.asarray(zj.T @ zv)
+
+
+def statistics(Z, y, target_fn, n_targets, *, sample_weight=None, weight_args=None, cv=(1, 1, None),
+               seed=0):
+    """The statistics pass (:func:`stats_chunk`): its partials per fold of ``cv``
+    (:func:`rfstream.solvers.folds.check_cv`'s ``(n_folds, scored, folds)``), checked."""
+    n_folds, _, folds = cv
+    layout = stats_layout(Z.shape[1], n_targets, n_folds)
+    spec = RowSpec(layout=layout, targets=target_fn, n_folds=n_folds, seed=seed, **weight_fields(weight_args))
+    vec = compute(fused_row_sum(stats_chunk, layout.size, Z, spec, y=y, w=sample_weight, folds=folds))
+    st = {k: np.array(v) for k, v in layout.unpack(vec).items()}
+    if float(st["m"].sum()) == 0:
+        raise ValueError("cannot fit on 0 rows: X is empty.")
+    if float(st["n"].sum()) == 0:
+        raise ValueError("every row has weight zero (sample_weight times class_weight): nothing "
+                         "to fit; give some rows a weight > 0.")
+    if not all(np.isfinite(v).all() for v in st.values()):
+        raise ValueError("X or y contains NaN or infinity (the reduction is not finite); remove or "
+                         "impute them before fitting.")
+    return st
+
+
+def _training_sums(v, held_out):
+    """Per-fold sums ``v`` (K, ...) -> the training sums (P, ...) of systems that leave out
+    the folds ``held_out`` (-1: none): the totals less the held-out fold's."""
+    drop = np.where(held_out >= 0, 1.0, 0.0).reshape((-1,) + (1,) * (v.ndim - 1))
+    return v.sum(axis=0)[None] - drop * v[np.maximum(held_out, 0)]
+
+
+@dataclass(frozen=True)
+class Systems:
+    """P ridge systems ``(Z_c' C Z_c + alpha_j I) w_j = Z_c' C y_j`` that share each pass, one per
+    column: column j trains on every row but those of fold ``held_out[j]`` (-1: every row),
+    with ``alpha[j]`` and target ``target[j]``.  ``n`` (P,), ``mu`` (D, P), ``nu`` (P,): each
+    system's weight sum and column means (zeros without an intercept); ``rhs`` (D, P) its
+    right-hand side and ``diag`` (D, P) the diagonal of its matrix."""
+
+    held_out: np.ndarray
+    alpha: np.ndarray
+    target: np.ndarray
+    n: np.ndarray
+    mu: np.ndarray
+    nu: np.ndarray
+    rhs: np.ndarray
+    diag: np.ndarray
+
+    @classmethod
+    def from_statistics(cls, st, held_out, alpha, target, fit_intercept):
+        """The systems of :func:`statistics`' partials: a fold's training sums are the totals
+        less that fold's."""
+        held_out, target = np.asarray(held_out, np.int64), np.asarray(target, np.int64)
+        n, s, d, t = (_training_sums(st[k], held_out) for k in ("n", "s", "d", "t"))
+        s, d = s.T, d.T  # (D, P)
+        C = st["C"].sum(axis=0)[:, target] - (held_out >= 0) * st["C"][np.maximum(held_out, 0), :, target].T
+        t = t[np.arange(target.size), target]
+        safe = np.where(n > 0, n, 1.0)
+        mu = s / safe if fit_intercept else np.zeros_like(s)
+        nu = t / safe if fit_intercept else np.zeros_like(t)
+        alpha = np.asarray(alpha, np.float64)
+        diag = np.maximum(d - n * mu**2, 0.0) + alpha
+        diag[diag <= 0] = 1.0  # alpha = 0 and an empty column: leave that coordinate alone
+        return cls(held_out, alpha, target, n, mu, nu, C - n * mu * nu, diag)
+
+    def jacobi(self, R, cols):
+        return R / self.diag[:, cols]
+
+    def intercepts(self, W):
+        return self.nu - np.sum(self.mu * W, axis=0)
+
+
+def solve_systems(Z, systems, precondition, *, labels, sample_weight, weight_args, cv=(1, 1, None),
+                  seed=0, tol=1e-4, max_iter=200):
+    """``(W (D, P), n_iter, residuals (P,))``: preconditioned CG on every column of ``systems``
+    at once, one pass per iteration for all of them (module docstring); ``precondition(R, cols)``
+    applies ``P^-1`` to the residuals of the columns ``cols``.  Only the columns not yet
+    converged are multiplied: a pass's products shrink as the systems converge."""
+    D, P = systems.rhs.shape
+    weights = weight_fields(weight_args)
+    n_folds, _, folds = cv
+
+    def apply(V, cols, single=False):
+        held = systems.held_out[cols]
+        product = ProductSpec(layout=Layout(ZV=(D, V.shape[1])), V=V.astype(np.float32) if single else V,
+                              held_out=held if np.any(held >= 0) else None, n_folds=n_folds, seed=seed,
+                              **weights)
+        ZZV = compute(fused_row_sum(product_chunk, product.layout.size, Z, product, y=labels, w=sample_weight,
+                                    folds=folds if product.held_out is not None else None)).reshape(D, -1)
+        mu, n = systems.mu[:, cols], systems.n[cols]
+        return ZZV - mu * (n * np.sum(mu * V, axis=0)) + systems.alpha[cols] * V
+
+    everything = np.arange(P)
+    W, R = np.zeros((D, P)), systems.rhs.copy()
+    norm_b = np.maximum(np.linalg.norm(R, axis=0), np.finfo(float).tiny)
+    res, n_iter = np.linalg.norm(R, axis=0) / norm_b, 0
+    single = (FLOAT32_UNTIL is not None and np.dtype(Z.dtype) == np.float32
+              and not sp.issparse(getattr(Z, "_meta", Z)))
+    Zr = precondition(R, everything)
+    Pd, rz = Zr, np.sum(R * Zr, axis=0)
+    while n_iter < max_iter:
+        goal = max(tol, FLOAT32_UNTIL) if single else tol
+        active = np.flatnonzero(res > goal)
+        if active.size == 0:
+            if not single:
+                break
+            single = False  # float32 has done its part: the true residual, in float64
+            if n_iter > 0:
+                R = systems.rhs - apply(W, everything)
+                n_iter += 1
+                res = np.linalg.norm(R, axis=0) / norm_b
+                Zr = precondition(R, everything)  # restart from W: the float32 recurrences end here
+                Pd, rz = Zr, np.sum(R * Zr, axis=0)
+            continue
+        AP = apply(Pd[:, active], active, single)
+        n_iter += 1
+        pap = np.sum(Pd[:, active] * AP, axis=0)
+        step = np.where(pap > 0, rz[active] / np.where(pap > 0, pap, 1.0), 0.0)
+        W[:, active] += Pd[:, active] * step  # converged columns stay put
+        R[:, active] -= AP * step
+        Zr = precondition(R[:, active], active)
+        rz_new = np.sum(R[:, active] * Zr, axis=0)
+        old = rz[active]
+        Pd[:, active] = Zr + Pd[:, active] * np.where(old > 0, rz_new / np.where(old > 0, old, 1.0), 0.0)
+        rz[active] = rz_new
+        res[active] = np.linalg.norm(R[:, active], axis=0) / norm_b[active]
+    if np.any(res > tol):
+        warnings.warn(f"CG stopped after max_iter={max_iter} passes with a relative residual of "
+                      f"{res.max():.2g} (tol={tol}); raise max_iter.", ConvergenceWarning, stacklevel=4)
+    return W, n_iter, res
 
 
 def ridge_cg(Z, y, target_fn, n_targets, *, alpha, fit_intercept=True, tol=1e-4, max_iter=200,
@@ -165,118 +323,70 @@ def ridge_cg(Z, y, target_fn, n_targets, *, alpha, fit_intercept=True, tol=1e-4,
     aligned with ``Z``: :func:`rfstream.solvers.weights.check_sample_weight`) times
     the class weights in ``weight_args`` (``classes``, ``class_weight``), or 1.
     ``preconditioner``: None for Jacobi (``diag(A)``), or ``make(mu, n_rows)`` returning
-    a function that applies ``P^-1`` to a D x T block, called once after the first pass
-    (:class:`rfstream.solvers.nystrom_pcg.NystromPreconditioner`).
+    a :class:`rfstream.solvers.nystrom_pcg.NystromPreconditioner`, called once after the
+    first pass.
     Returns ``(W (D, T), b (T,), stats)`` with ``stats`` holding ``n`` (the weight
     sum), ``m`` (rows), ``n_iter`` (passes after the first) and the final relative
     residuals.
     """
-    D, T = Z.shape[1], n_targets
-    weights = weight_fields(weight_args)
-    layout = Layout(n=(), m=(), s=(D,), d=(D,), t=(T,), C=(D, T))
-    spec = RowSpec(layout=layout, targets=target_fn, **weights)
-    vec = compute(fused_row_sum(stats_chunk, layout.size, Z, spec, y=y, w=sample_weight))
-    st = {k: np.array(v) for k, v in layout.unpack(vec).items()}
-    n = float(st["n"])
-    if float(st["m"]) == 0:
-        raise ValueError("cannot fit on 0 rows: X is empty.")
-    if n == 0:
-        raise ValueError("every row has weight zero (sample_weight times class_weight): nothing "
-                         "to fit; give some rows a weight > 0.")
-    if not all(np.isfinite(v).all() for v in st.values()):
-        raise ValueError("X or y contains NaN or infinity (the reduction is not finite); remove or "
-                         "impute them before fitting.")
-    mu = st["s"] / n if fit_intercept else np.zeros(D)
-    nu = st["t"] / n if fit_intercept else np.zeros(T)
-    rhs = st["C"] - n * np.outer(mu, nu)
-    if preconditioner is None:
-        diag = np.maximum(st["d"] - n * mu**2, 0.0) + alpha
-        diag[diag <= 0] = 1.0  # alpha = 0 and an empty column: leave that coordinate alone
-        precondition = lambda R: R / diag[:, None]  # noqa: E731
-    else:
-        precondition = preconditioner(mu, int(st["m"]))
-
-    labels = y if weights["class_weight"] is not None else None  # only class weights read them
-
-    def apply(V, single=False):
-        product = ProductSpec(layout=Layout(ZV=(D, T)), V=V.astype(np.float32) if single else V, **weights)
-        ZZV = compute(fused_row_sum(product_chunk, D * T, Z, product, y=labels, w=sample_weight)).reshape(D, T)
-        return ZZV - n * np.outer(mu, mu @ V) + alpha * V
-
-    W = np.zeros((D, T))
-    R = rhs.copy()
-    norm_b = np.maximum(np.linalg.norm(rhs, axis=0), np.finfo(float).tiny)
-    n_iter = 0
-    res = np.linalg.norm(R, axis=0) / norm_b
-    single = (FLOAT32_UNTIL is not None and np.dtype(Z.dtype) == np.float32
-              and not sp.issparse(getattr(Z, "_meta", Z)))
-
-    def first_direction(R):
-        Zr = precondition(R)
-        return Zr, np.sum(R * Zr, axis=0)
-
-    Pd, rz = first_direction(R)
-    while n_iter < max_iter:
-        goal = max(tol, FLOAT32_UNTIL) if single else tol
-        if not np.any(res > goal):
-            if not single:
-                break
-            single = False  # float32 has done its part: the true residual, in float64
-            if n_iter > 0:
-                R = rhs - apply(W)
-                n_iter += 1
-                res = np.linalg.norm(R, axis=0) / norm_b
-                Pd, rz = first_direction(R)  # restart from W: the float32 recurrences end here
-            continue
-        AP = apply(Pd, single)
-        n_iter += 1
-        pap = np.sum(Pd * AP, axis=0)
-        step = np.where(pap > 0, rz / np.where(pap > 0, pap, 1.0), 0.0)
-        step[res <= goal] = 0.0  # converged targets stay put
-        W += Pd * step
-        R -= AP * step
-        Zr = precondition(R)
-        rz_new = np.sum(R * Zr, axis=0)
-        Pd = Zr + Pd * np.where(rz > 0, rz_new / np.where(rz > 0, rz, 1.0), 0.0)
-        rz = rz_new
-        res = np.linalg.norm(R, axis=0) / norm_b
-    if np.any(res > tol):
-        warnings.warn(f"CG stopped after max_iter={max_iter} passes with a relative residual of "
-                      f"{res.max():.2g} (tol={tol}); raise max_iter.", ConvergenceWarning, stacklevel=3)
-    return W, nu - mu @ W, {"n": n, "m": float(st["m"]), "n_iter": n_iter, "residual": res}
+    st = statistics(Z, y, target_fn, n_targets, sample_weight=sample_weight, weight_args=weight_args)
+    T = n_targets
+    systems = Systems.from_statistics(st, np.full(T, -1), np.full(T, float(alpha)), np.arange(T), fit_intercept)
+    precondition = systems.jacobi
+    if preconditioner is not None:
+        precondition = preconditioner(systems.mu[:, 0], int(st["m"].sum())).columns(systems.alpha, np.ones(T))
+    labels = y if weight_fields(weight_args)["class_weight"] is not None else None  # only class weights read them
+    W, n_iter, res = solve_systems(Z, systems, precondition, labels=labels, sample_weight=sample_weight,
+                                   weight_args=weight_args, tol=tol, max_iter=max_iter)
+    return W, systems.intercepts(W), {"n": float(st["n"].sum()), "m": float(st["m"].sum()), "n_iter": n_iter,
+                                      "residual": res}
 
 
-def check_single_candidate(estimator, grid=False):
-    """Refuse, before any pass, a search (a list of alphas, or ``grid``: a gamma grid)
-    for a ridge ``estimator`` whose ``solver`` is "cg" or "pcg": their iterations solve
-    one system; cross-validation needs the Gram pass."""
-    if estimator.solver in ("cg", "pcg") and (np.ndim(estimator.alpha) > 0 or grid):
-        raise ValueError(
-            f"solver={estimator.solver!r} takes a single alpha and gamma (cross-validation needs "
-            f"the Gram pass); got alpha={estimator.alpha!r}{' and a gamma grid' if grid else ''}. "
-            "Pass one alpha and gamma, or solver='gram' (cv='loo' keeps one Gram).")
+def check_iterative_search(estimator, grid=False):
+    """Refuse, before any pass, what the iterations of a ridge ``estimator`` whose ``solver``
+    is "cg" or "pcg" cannot search: a gamma grid (``grid``) and exact leave-one-out (both need
+    the Gram pass).  A list of alphas is searched by k-fold CV (:mod:`rfstream.solvers.cg_search`)."""
+    if estimator.solver not in ("cg", "pcg"):
+        return
+    if grid:
+        raise ValueError(f"solver={estimator.solver!r} takes a single gamma (a gamma grid is searched "
+                         "from the Gram pass's per-gamma partials); pass one gamma, or solver='gram'.")
+    if np.ndim(estimator.alpha) > 0 and isinstance(estimator.cv, str):
+        raise ValueError(f"solver={estimator.solver!r} searches a list of alphas by k-fold "
+                         f"cross-validation; cv={estimator.cv!r} needs the Gram (its inverse). Pass an "
+                         "int cv, or solver='gram'.")
+
+
+def nystrom_factory(estimator, Z, y, alpha, n_targets, *, sample_weight=None, weight_args=None, columns=1):
+    """For ``solver="pcg"``: ``make(mu, n_rows)`` building the
+    :class:`rfstream.solvers.nystrom_pcg.NystromPreconditioner` of rank ``pcg_rank`` (its
+    rows drawn with ``random_state``) after the statistics pass, its client memory checked
+    for ``columns`` systems per target first; None for "cg" (Jacobi)."""
+    if estimator.solver != "pcg":
+        return None
+    rank = min(estimator.pcg_rank, Z.shape[1])
+    check_pcg_memory(Z.shape[1], rank, n_targets * columns)
+
+    def make(mu, n_rows):
+        return NystromPreconditioner.from_rows(
+            Z, y, alpha=alpha, mu=mu, n_rows=n_rows, m=ROWS_PER_RANK * rank, rank=rank,
+            seed=check_seed(estimator.random_state), sample_weight=sample_weight, weight_args=weight_args)
+
+    return make
 
 
 def fit_iterative(estimator, Z, y, target_fn, n_targets, alphas, groups, *, sample_weight=None,
                   weight_args=None):
     """:func:`ridge_cg` with a ridge estimator's parameters: ``solver`` "cg" (Jacobi) or
-    "pcg" (:class:`rfstream.solvers.nystrom_pcg.NystromPreconditioner` of rank
-    ``pcg_rank``, its rows drawn with ``random_state``); one alpha and one gamma only.
+    "pcg" (:func:`nystrom_factory`); one alpha and one gamma (a list of alphas:
+    :func:`rfstream.solvers.cg_search.cg_cross_validate`).
 
     Returns :func:`ridge_cg`'s ``(W, b, stats)``.
     """
-    check_single_candidate(estimator, grid=groups.gammas is not None)
-    alpha, preconditioner = float(alphas[0]), None
-    if estimator.solver == "pcg":
-        rank = min(estimator.pcg_rank, Z.shape[1])
-        check_pcg_memory(Z.shape[1], rank, n_targets)
-
-        def preconditioner(mu, n_rows):
-            return NystromPreconditioner.from_rows(
-                Z, y, alpha=alpha, mu=mu, n_rows=n_rows, m=ROWS_PER_RANK * rank, rank=rank,
-                seed=check_seed(estimator.random_state), sample_weight=sample_weight,
-                weight_args=weight_args)
-
+    check_iterative_search(estimator, grid=groups.gammas is not None)
+    alpha = float(alphas[0])
+    preconditioner = nystrom_factory(estimator, Z, y, alpha, n_targets, sample_weight=sample_weight,
+                                     weight_args=weight_args)
     return ridge_cg(Z, y, target_fn, n_targets, alpha=alpha, fit_intercept=estimator.fit_intercept,
                     tol=estimator.tol, max_iter=estimator.max_iter, sample_weight=sample_weight,
                     weight_args=weight_args, preconditioner=preconditioner)

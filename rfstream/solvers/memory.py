@@ -29,7 +29,7 @@ CG_MIN_FEATURES = 4096
 #: The share of this machine's memory the client may use for a solve.
 CLIENT_SHARE = 0.8
 
-PCG_HINT = "solver='pcg' (CLI: --ridge-solver pcg) with one alpha, whose memory is D x pcg_rank"
+PCG_HINT = "solver='pcg' (CLI: --ridge-solver pcg), whose memory is D x pcg_rank"
 LOO_HINT = "cv='loo' (CLI: --cv loo), which needs one Gram"
 
 
@@ -147,7 +147,7 @@ def check_ridge_memory(ridge, n_features, n_targets, *, n_groups=1, sparse=False
     ``alpha`` give (leave-one-out where an int ``cv``'s folds fall back to it); "cg"
     holds only D x T.  A ``cv`` whose folds only the data tell is left to the fit."""
     if ridge.solver == "pcg":
-        check_pcg_memory(n_features, min(ridge.pcg_rank, n_features), n_targets)
+        check_pcg_memory(n_features, min(ridge.pcg_rank, n_features), n_targets * iterative_systems(ridge))
         return
     if uses_iterations(ridge.solver, n_features, n_groups, sparse):  # "cg": D x T only
         return
@@ -158,6 +158,16 @@ def check_ridge_memory(ridge, n_features, n_targets, *, n_groups=1, sparse=False
     if searching and use_loo_instead(ridge.cv, n_groups, n_folds, n_features, n_targets):
         n_folds = 1
     check_gram_memory(n_groups, n_folds, n_features, n_targets)
+
+
+def iterative_systems(ridge):
+    """The systems per target that "cg" and "pcg" solve together: one, or for a list of A
+    alphas (K + 1) A, K the folds of ``cv`` (:mod:`rfstream.solvers.cg_search`; 5 when only
+    the data tell)."""
+    if np.ndim(ridge.alpha) == 0:
+        return 1
+    folds = planned_folds(ridge.cv)
+    return (5 if folds is None else folds + 1) * np.size(ridge.alpha)
 
 
 #: Copies of the D x T model an iterative pass holds at once (the iterate, its average or

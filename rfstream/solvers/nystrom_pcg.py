@@ -122,3 +122,17 @@ class NystromPreconditioner:
         """``P^-1 R`` for residuals ``R`` (D, T)."""
         UR = self.U.T @ R
         return R + self.U @ ((self._scale - 1.0)[:, None] * UR)
+
+    def columns(self, alphas, fractions):
+        """``precondition(R, cols)``: eq. 5.3 for systems of their own ``alphas`` (P,) whose
+        matrices are ``fractions`` (P,) of the sampled one (a CV fold's training rows: its
+        weight over the whole weight, :mod:`rfstream.solvers.cg_search`), applied to the
+        residuals ``R`` (D, len(cols)) of the columns ``cols``.  The eigenvectors are shared:
+        a fold's training Gram is, up to sampling, that fraction of the whole."""
+        lam, floor = self.lam[:, None] * fractions, (self.lam[-1] if self.lam.size else 0.0) * fractions
+        scale = (floor + alphas) / np.where(lam + alphas > 0, lam + alphas, 1.0) - 1.0  # (r, P)
+
+        def precondition(R, cols):
+            return R + self.U @ (scale[:, cols] * (self.U.T @ R))
+
+        return precondition

@@ -55,6 +55,7 @@ from ..cluster import compute
 from ..features.components import sizes_source
 from ..random import check_seed
 from .cg import fit_iterative
+from .cg_search import cg_cross_validate
 from .cv_scores import CLASSIFIER_SCORINGS, REGRESSOR_SCORINGS
 from .gram import gram_chunk, gram_layout
 from .grid_pass import feature_groups, group_chunk, group_spec
@@ -146,6 +147,9 @@ class _BaseStreamingRidge(RidgeSearchMixin, LinearPredictMixin, BaseEstimator):
                 raise ValueError(f"select='evidence' needs the Gram solver (its eigendecomposition); got "
                                  f"solver={self.solver!r}. Use solver='gram', or select='cv' with one alpha.")
             self._calibrates(False, n_features, iterative=True)  # calibrate=True: refused
+            if np.ndim(self.alpha) > 0:
+                return self._search_iterative(Z, y, target_fn, n_targets, alphas, groups, sample_weight,
+                                              weight_args)
             W, b, info = fit_iterative(self, Z, y, target_fn, n_targets, alphas, groups,
                                        sample_weight=sample_weight, weight_args=weight_args)
             self.alpha_, self.n_samples_seen_, self.n_iter_ = float(alphas[0]), int(info["m"]), 1 + info["n_iter"]
@@ -176,6 +180,21 @@ class _BaseStreamingRidge(RidgeSearchMixin, LinearPredictMixin, BaseEstimator):
                             totals[chosen])
         self.n_samples_seen_, self.n_iter_ = int(totals[0]["m"]), 1 + scoring_pass + calibrating
         return W, b
+
+    def _search_iterative(self, Z, y, target_fn, n_targets, alphas, groups, sample_weight, weight_args):
+        """(W, b) of the alpha chosen by :func:`rfstream.solvers.cg_search.cg_cross_validate`:
+        every (fold, alpha) solved in the same CG passes, then one scoring pass."""
+        table, cv_mse, best, W, b, info = cg_cross_validate(
+            self, Z, y, target_fn, n_targets, alphas, groups, sample_weight=sample_weight,
+            weight_args=weight_args)
+        self._record_choice(groups, alphas, table, best)
+        if cv_mse is not None:
+            self.cv_mse_ = cv_mse
+        elif hasattr(self, "cv_mse_"):
+            del self.cv_mse_
+        self.n_samples_seen_, self.n_iter_ = int(info["m"]), info["n_iter"]
+        cols = slice(best * n_targets, (best + 1) * n_targets)
+        return W[:, cols], b[cols]
 
     def _solve_stats(self, stats, alpha):
         G, C, mu, nu = normal_equations(stats, self.fit_intercept)
@@ -226,8 +245,10 @@ class StreamingRidge(PosteriorPredictMixin, MultiOutputMixin, RegressorMixin, _B
         "gram": the single Gram pass above.  "cg": Jacobi-preconditioned
         conjugate gradients on the implicit normal equations, one pass per
         iteration and only D x T arrays on the client, for wide (sparse)
-        features such as random binning (:mod:`rfstream.solvers.cg`); single
-        alpha only.  "pcg": the same iterations with a Nystrom preconditioner of
+        features such as random binning (:mod:`rfstream.solvers.cg`); a list of
+        alphas is searched by k-fold CV with every (fold, alpha) system in the same
+        passes, then one scoring pass (:mod:`rfstream.solvers.cg_search`; no gamma
+        grid, no ``cv="loo"``).  "pcg": the same iterations with a Nystrom preconditioner of
         rank ``pcg_rank`` built from a uniform sample of rows
         (:mod:`rfstream.solvers.nystrom_pcg`): memory O(D x pcg_rank) instead of the
         Gram's O(D^2), for dense features past the Gram's memory.  "auto": "cg" for

@@ -84,6 +84,14 @@ class RidgeSearchMixin:
             table, self.cv_mse_, best = grid_cross_validate(
                 groups, y, stats, totals, alphas, cv, weights, scoring=self.scoring, classes=classes,
                 fit_intercept=self.fit_intercept, seed=check_seed(self.random_state))
+        chosen = self._record_choice(groups, alphas, table, best)
+        return chosen, None if bases is None else bases[chosen]  # None: Cholesky, no eigh made
+
+    def _record_choice(self, groups, alphas, table, best):
+        """Set ``alphas_``, ``cv_results_``, ``alpha_`` and ``best_score_`` of the candidate
+        ``best`` of ``table`` (warning when it is on a grid's edge), with a gamma grid
+        ``gammas_``, ``gamma_`` and the map set to the chosen gamma, with a list of sizes
+        ``n_components_``; returns the chosen group's index."""
         self.alphas_, self.cv_results_ = alphas, table
         chosen, a = divmod(best, alphas.size)
         self.alpha_, self.best_score_ = float(alphas[a]), float(table["mean_score"][best])
@@ -103,7 +111,7 @@ class RidgeSearchMixin:
             del self.n_components_
         if groups.select is not None:
             groups.select(chosen)
-        return chosen, None if bases is None else bases[chosen]  # None: Cholesky, no eigh made
+        return chosen
 
     def _solution(self, basis, total, solve_stats):
         """``(W, b)`` at the chosen alpha: from the eigendecomposition the search made, else
