@@ -84,6 +84,10 @@ def test_check_ridge_memory(one_gib):
     check_ridge_memory(StreamingRidge(alpha=1.0, solver="cg"), 10**6, 1)  # D x T only
     check_ridge_memory(StreamingRidge(alpha=1.0), 10**5, 1, sparse=True)  # auto: CG for wide sparse
     check_ridge_memory(StreamingRidge(alpha=1.0, solver="pcg", pcg_rank=1024), 8192, 1)
+    # a list of alphas: (folds + 1) x alphas systems of D x T arrays on the client
+    check_ridge_memory(StreamingRidge(alpha=list(np.logspace(-3, 3, 10)), solver="pcg", pcg_rank=1024), 8192, 1)
+    with pytest.raises(ValueError, match=r"solver='pcg' with pcg_rank=1024 at D=8192 needs about 1.\d GiB"):
+        check_ridge_memory(StreamingRidge(alpha=list(np.logspace(-3, 3, 300)), solver="pcg", pcg_rank=1024), 8192, 1)
     with pytest.raises(ValueError, match=r"solver='pcg' with pcg_rank=8192 at D=8192 needs about 5.\d GiB"):
         check_ridge_memory(StreamingRidgeClassifier(alpha=1.0, solver="pcg", pcg_rank=8192), 8192, 1)
 
