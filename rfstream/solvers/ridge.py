@@ -282,7 +282,7 @@ class StreamingRidge(PosteriorPredictMixin, MultiOutputMixin, RegressorMixin, _B
     n_samples_seen_ : int
     n_iter_ : int
         Passes over the data: 1 for the Gram pass (2 with a scoring pass), 1 + the CG
-        iterations for "cg" and "pcg".
+        iterations for "cg" and "pcg" (one more, the scoring pass, for a list of alphas).
 
     Examples
     --------
