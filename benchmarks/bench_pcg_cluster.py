@@ -44,12 +44,19 @@ def main(argv=None):
     p.add_argument("--max-iter", type=int, default=100)
     p.add_argument("--workers", type=int, default=2)
     p.add_argument("--worker-memory", default="8GiB")
+    p.add_argument("--pass-times", action="store_true",
+                   help="print each pass's seconds to stderr (the statistics pass, the iterations, the "
+                        "float64 check; the fit's other seconds are the client's: the preconditioner)")
     args = p.parse_args(argv)
 
     from distributed import Client, LocalCluster
 
     from rfstream import RandomFourierFeatures, StreamingRidgeClassifier
     from rfstream.bench.measures import peak_rss
+    from rfstream.cluster import set_progress
+
+    if args.pass_times:
+        set_progress("auto")  # one line per pass when stderr is not a terminal
 
     limit = parse_bytes(args.worker_memory)
     X, y = synthetic(args.rows, seed=0)
