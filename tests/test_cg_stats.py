@@ -1,4 +1,4 @@
-"""The PCG statistics pass (:func:`rfstream.solvers.cg.stats_chunk`) sums a dense block in
+"""The PCG statistics pass (:func:`rfstream.solvers.cg_stats.stats_chunk`) sums a dense block in
 float64 a few columns at a time: the same numbers as the float64 copy of the whole block,
 without that copy (issue 32: the workers' peak at D = 50,000)."""
 import numpy as np
@@ -6,7 +6,7 @@ import pytest
 import scipy.sparse as sp
 
 from rfstream.reductions import Layout
-from rfstream.solvers import cg
+from rfstream.solvers import cg, cg_stats
 from rfstream.solvers.passes import RowSpec
 
 
@@ -20,18 +20,18 @@ def _whole_block_stats(z, Y, c):
 @pytest.mark.parametrize("weighted", [False, True])
 @pytest.mark.parametrize("sparse", [False, True])
 def test_column_slices_give_the_whole_blocks_sums(monkeypatch, weighted, sparse):
-    monkeypatch.setattr(cg, "STATS_COLUMNS", 7)  # slices of 7 columns: 37 = 5 x 7 + 2
-    monkeypatch.setattr(cg, "STATS_ROWS", 50)
+    monkeypatch.setattr(cg_stats, "STATS_COLUMNS", 7)  # slices of 7 columns: 37 = 5 x 7 + 2
+    monkeypatch.setattr(cg_stats, "STATS_ROWS", 50)
     rng = np.random.default_rng(0)
     z = rng.normal(size=(50, 37)).astype(np.float32)
     z[z < 0.3] = 0
     y = rng.normal(size=50)
     w = rng.uniform(0.5, 2, size=50) if weighted else None
-    layout = cg.stats_layout(37, 2)
+    layout = cg_stats.stats_layout(37, 2)
     spec = RowSpec(layout=layout, targets=lambda v: np.c_[v, 2 * v]).for_rows(y=y, w=w)
     out = np.zeros(layout.size)
     rows = (y,) if w is None else (y, w)
-    cg.stats_chunk(sp.csr_matrix(z) if sparse else z, *rows, offset=0, spec=spec, out=out)
+    cg_stats.stats_chunk(sp.csr_matrix(z) if sparse else z, *rows, offset=0, spec=spec, out=out)
     got = layout.unpack(out)
     want = _whole_block_stats(z, np.c_[y, 2 * y], w)
     for name, value in want.items():
@@ -42,18 +42,18 @@ def test_column_slices_give_the_whole_blocks_sums(monkeypatch, weighted, sparse)
 @pytest.mark.parametrize("sparse", [False, True])
 def test_each_fold_gets_the_sums_of_its_rows(monkeypatch, weighted, sparse):
     """With folds, every row adds into its own fold's sums (the CV search by CG)."""
-    monkeypatch.setattr(cg, "STATS_COLUMNS", 7)
-    monkeypatch.setattr(cg, "STATS_ROWS", 60)
+    monkeypatch.setattr(cg_stats, "STATS_COLUMNS", 7)
+    monkeypatch.setattr(cg_stats, "STATS_ROWS", 60)
     rng = np.random.default_rng(3)
     z = rng.normal(size=(60, 23)).astype(np.float32)
     z[z < 0.3] = 0
     y, folds = rng.normal(size=60), rng.integers(0, 3, size=60)
     w = rng.uniform(0.5, 2, size=60) if weighted else None
-    layout = cg.stats_layout(23, 1, 3)
+    layout = cg_stats.stats_layout(23, 1, 3)
     spec = RowSpec(layout=layout, targets=lambda v: v[:, None], n_folds=3).for_rows(y=y, w=w, folds=folds)
     out = np.zeros(layout.size)
     rows = (y, folds) if w is None else (y, w, folds)
-    cg.stats_chunk(sp.csr_matrix(z) if sparse else z, *rows, offset=0, spec=spec, out=out)
+    cg_stats.stats_chunk(sp.csr_matrix(z) if sparse else z, *rows, offset=0, spec=spec, out=out)
     got = layout.unpack(out)
     for k in range(3):
         mine = folds == k
@@ -89,8 +89,8 @@ def test_a_column_leaves_out_the_rows_of_its_fold(dtype):
 def test_products_in_column_slices_give_the_whole_blocks_product(monkeypatch, weighted, dtype):
     """The product pass's float64 phase converts the block STATS_COLUMNS columns at a time;
     its Z'(C (Z V)) is the whole block's float64 product (float32 V: the float32 phase)."""
-    monkeypatch.setattr(cg, "STATS_COLUMNS", 7)
-    monkeypatch.setattr(cg, "STATS_ROWS", 50)
+    monkeypatch.setattr(cg_stats, "STATS_COLUMNS", 7)
+    monkeypatch.setattr(cg_stats, "STATS_ROWS", 50)
     rng = np.random.default_rng(1)
     z = rng.normal(size=(50, 37)).astype(np.float32)
     y = rng.normal(size=50)
@@ -108,11 +108,11 @@ def test_products_in_column_slices_give_the_whole_blocks_product(monkeypatch, we
 def test_fewer_rows_are_converted_in_wider_slices(monkeypatch):
     """A sub-block of fewer rows than STATS_ROWS is converted in slices as many times wider:
     the same float64 work per slice, not more calls per row."""
-    monkeypatch.setattr(cg, "STATS_COLUMNS", 7)
-    monkeypatch.setattr(cg, "STATS_ROWS", 50)
+    monkeypatch.setattr(cg_stats, "STATS_COLUMNS", 7)
+    monkeypatch.setattr(cg_stats, "STATS_ROWS", 50)
     z = np.ones((25, 37), dtype=np.float32)
-    assert [c for c, _ in cg.float64_columns(z)] == [slice(0, 14), slice(14, 28), slice(28, 37)]
-    assert [c for c, _ in cg.float64_columns(np.ones((50, 37), np.float32))][0] == slice(0, 7)
+    assert [c for c, _ in cg_stats.float64_columns(z)] == [slice(0, 14), slice(14, 28), slice(28, 37)]
+    assert [c for c, _ in cg_stats.float64_columns(np.ones((50, 37), np.float32))][0] == slice(0, 7)
 
 
 def test_stream_rows_rule():

@@ -7,7 +7,7 @@ of its own; this module solves them all together, as columns of the block CG of
 :func:`rfstream.solvers.cg.solve_systems` (each column its own recursion:
 Hestenes & Stiefel 1952; Saad 2003, Algorithm 9.1), so they share every pass:
 
-* the statistics pass sums each fold's partials (:func:`rfstream.solvers.cg.stats_chunk`);
+* the statistics pass sums each fold's partials (:func:`rfstream.solvers.cg_stats.stats_chunk`);
   fold k's training sums are the totals less fold k's, as in the Gram route;
 * a product pass makes each row's features once and multiplies them by every
   column's direction, ``Z'(C (Z V))``, with the rows of fold k zeroed in the columns
@@ -41,7 +41,8 @@ import numpy as np
 from ..cluster import compute
 from ..random import check_seed
 from ..reductions import Layout
-from .cg import Systems, check_iterative_search, nystrom_factory, solve_systems, statistics
+from .cg import Systems, check_iterative_search, nystrom_factory, solve_systems
+from .cg_stats import statistics
 from .cv_scores import best_candidate, cv_table, fold_scores, score_pass
 from .folds import check_cv
 from .passes import RowSpec, fused_row_sum, weight_fields
