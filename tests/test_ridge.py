@@ -432,6 +432,7 @@ def test_cg_makes_the_features_in_its_tasks(Est, monkeypatch):
     # differ by a pass; the float64 finish meets tol on the true residual): equal to 1e-8,
     # and the CG solution equals the Gram pass's.
     import rfstream.solvers.cg as cg_module
+    import rfstream.solvers.cg_stats as cg_stats_module
     from rfstream.features.fused import FUSED_SUB_BLOCK
 
     rng = np.random.default_rng(11)
@@ -445,7 +446,8 @@ def test_cg_makes_the_features_in_its_tasks(Est, monkeypatch):
     Z = rff.transform(X)
     passes = []
     original = cg_module.compute
-    monkeypatch.setattr(cg_module, "compute", lambda *c: passes.extend(c) or original(*c))
+    for module in (cg_module, cg_stats_module):  # the iterations' passes, the statistics pass
+        monkeypatch.setattr(module, "compute", lambda *c: passes.extend(c) or original(*c))
     kw = {"alpha": 1.0, "solver": "cg", "tol": 1e-10, "max_iter": 300}
     fused = Est(**kw).fit(Z, yn)
     assert len(passes) == fused.n_iter_  # the statistics pass and one per CG iteration
