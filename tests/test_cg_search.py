@@ -33,8 +33,7 @@ def test_fold_columns_are_fold_by_fold_then_every_row():
     assert target.tolist() == [0, 1] * 9
 
 
-@pytest.mark.parametrize("solver", ["cg", "pcg"])
-@pytest.mark.parametrize("cv", [4, "predefined"])
+@pytest.mark.parametrize("solver, cv", [("cg", 4), ("pcg", "predefined")])
 def test_the_search_is_the_gram_routes(solver, cv):
     """Dask features made in the tasks, row weights, an int cv and splits with rows that only
     train: the held-out errors, the choice and the model of the Gram route, to the CG tolerance."""
