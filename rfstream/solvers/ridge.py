@@ -269,7 +269,8 @@ class StreamingRidge(PosteriorPredictMixin, MultiOutputMixin, RegressorMixin, _B
         The alpha used for ``coef_``.
     alphas_, cv_mse_ : ndarray
         Candidate alphas and the mean held-out squared error of every candidate (list
-        alpha or gamma grid only).
+        alpha or gamma grid only; with solver "cg" or "pcg" a classifier has ``cv_mse_``
+        only for ``scoring="squared_error"``: its scoring pass computes one metric).
     gammas_, gamma_ : ndarray, float
         The gammas of a grid and the chosen one (gamma grid only).
     cv_results_ : dict
