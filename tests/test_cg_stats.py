@@ -149,3 +149,17 @@ def test_a_product_pass_is_the_same_in_any_sub_blocks(monkeypatch):
     monkeypatch.setattr(fused, "stream_rows", lambda *a: fused.FUSED_SUB_BLOCK)
     whole = product()
     np.testing.assert_allclose(small, whole, rtol=1e-4, atol=1e-4 * np.abs(whole).max())
+
+
+def test_work_arrays_are_reused_until_released():
+    """The float64 passes' work memory: one array per name and thread, grown when too small,
+    the same memory for every smaller request, freed by release_work_arrays."""
+    cg_stats.release_work_arrays()
+    first = cg_stats.work_array("columns", (40, 100))
+    again = cg_stats.work_array("columns", (20, 50))
+    assert np.shares_memory(first, again) and again.shape == (20, 50)
+    bigger = cg_stats.work_array("columns", (80, 100))
+    assert not np.shares_memory(first, bigger)
+    assert not np.shares_memory(bigger, cg_stats.work_array("squares", (80, 100)))
+    cg_stats.release_work_arrays()
+    assert not np.shares_memory(bigger, cg_stats.work_array("columns", (80, 100)))
