@@ -43,7 +43,7 @@ from ..random import check_seed
 from ..reductions import Layout
 from .cg import Systems, check_iterative_search, nystrom_factory, solve_systems
 from .cg_stats import statistics
-from .cv_scores import best_candidate, cv_table, fold_scores, score_pass
+from .cv_scores import _held_out_decisions, best_candidate, cv_table, fold_scores, score_pass
 from .folds import check_cv
 from .passes import RowSpec, fused_row_sum, weight_fields
 
@@ -59,24 +59,23 @@ class HeldOutSpec(RowSpec):
 
 def held_out_sse_chunk(z, *rows, offset, spec, out):
     """Adds, per (scored fold k, alpha), the weighted squared error of the rows of fold k
-    predicted by fold k's models into ``out`` (``spec.layout``: ``sse`` (K, A)); rows of no
+    predicted by fold k's models (:func:`rfstream.solvers.cv_scores._held_out_decisions`, as
+    the scoring pass predicts them) into ``out`` (``spec.layout``: ``sse`` (K, A)); rows of no
     scored fold add nothing."""
     m = z.shape[0]
     if m == 0:
         return
-    K, _, AT = spec.W.shape
+    K = spec.W.shape[0]
     folds = spec.row_folds(m, rows, offset)
+    keep = folds < K
     c = spec.row_weights(rows, offset)
-    Y = spec.targets(spec.take(rows)["y"])
-    T = Y.shape[1]
-    sse = spec.layout.unpack(out)["sse"]
-    for k in range(K):
-        idx = np.flatnonzero(folds == k)
-        if idx.size == 0:
-            continue
-        err = np.asarray(z[idx] @ spec.W[k], dtype=np.float64) + spec.b[k] - np.tile(Y[idx], AT // T)
-        err = np.einsum("iat,iat->ia", err.reshape(idx.size, -1, T), err.reshape(idx.size, -1, T))
-        sse[k] += err.sum(axis=0) if c is None else c[idx] @ err
+    Y = spec.targets(spec.take(rows)["y"])[keep]
+    err = _held_out_decisions(z, folds, spec.W, spec.b)[keep] - np.tile(Y, spec.W.shape[2] // Y.shape[1])
+    err = np.square(err).reshape(Y.shape[0], -1, Y.shape[1]).sum(axis=2)  # (rows, A)
+    if c is not None:
+        err *= c[keep, None]
+    one_hot = folds[keep, None] == np.arange(K)
+    spec.layout.unpack(out)["sse"][:] += one_hot.T @ err
 
 
 def fold_columns(n_scored, n_alphas, n_targets):

@@ -76,9 +76,9 @@ def float64_columns(z):
 
 def stats_layout(n_features, n_targets, n_folds=1):
     """The statistics pass's partials, per fold (``n_folds`` 1: one): the weight sum ``n``, rows
-    ``m``, ``s = Z'c``, ``d = diag(Z'CZ)``, ``t = Y'c``, ``C = Z'CY`` and ``B = sum c ||y||^2``."""
+    ``m``, ``s = Z'c``, ``d = diag(Z'CZ)``, ``t = Y'c`` and ``C = Z'CY``."""
     K, D, T = n_folds, n_features, n_targets
-    return Layout(n=(K,), m=(K,), s=(K, D), d=(K, D), t=(K, T), C=(K, D, T), B=(K,))
+    return Layout(n=(K,), m=(K,), s=(K, D), d=(K, D), t=(K, T), C=(K, D, T))
 
 
 def stats_chunk(z, *rows, offset, spec, out):
@@ -101,7 +101,6 @@ def stats_chunk(z, *rows, offset, spec, out):
     parts["m"][:] += F.sum(axis=0)
     parts["n"][:] += Fc.sum(axis=0)
     parts["t"][:] += Fc.T @ Y
-    parts["B"][:] += Fc.T @ np.einsum("ij,ij->i", Y, Y)
     cY = Y if c is None else c[:, None] * Y
     FY = cY if K == 1 else (F[:, :, None] * cY[:, None, :]).reshape(m, K * T)
     G = np.column_stack([Fc, FY])  # s and C of every fold from one product per slice
