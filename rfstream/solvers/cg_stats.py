@@ -23,10 +23,6 @@ from ..reductions import Layout
 from .passes import RowSpec, fused_row_sum, weight_fields
 
 
-def _as_float64(z):
-    return sp.csr_matrix(z, dtype=np.float64) if sp.issparse(z) else np.asarray(z, dtype=np.float64)
-
-
 #: Columns of a dense sub-block of :data:`STATS_ROWS` rows converted to float64 at a time by
 #: :func:`stats_chunk`: its float64 work is 2 x rows x STATS_COLUMNS x 8 bytes (64 MiB for 4096
 #: rows) instead of two float64 copies of the whole sub-block (3.2 GiB at D = 50,000:
@@ -64,7 +60,7 @@ def float64_columns(z):
     :data:`STATS_ROWS` rows at a time when dense (each copy in the work array "columns": valid
     until the next step), the whole block when sparse (its copy holds only the non-zeros)."""
     if sp.issparse(z):
-        yield slice(0, z.shape[1]), _as_float64(z)
+        yield slice(0, z.shape[1]), sp.csr_matrix(z, dtype=np.float64)
         return
     step = STATS_COLUMNS * max(1, STATS_ROWS // max(z.shape[0], 1))
     for j in range(0, z.shape[1], step):
