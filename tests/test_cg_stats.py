@@ -17,9 +17,11 @@ def _whole_block_stats(z, Y, c):
     return {"n": c.sum(), "m": len(z), "s": z.T @ c, "d": (z * z).T @ c, "t": c @ Y, "C": z.T @ (c[:, None] * Y)}
 
 
+@pytest.mark.parametrize("diagonal", [True, False])
 @pytest.mark.parametrize("weighted", [False, True])
 @pytest.mark.parametrize("sparse", [False, True])
-def test_column_slices_give_the_whole_blocks_sums(monkeypatch, weighted, sparse):
+def test_column_slices_give_the_whole_blocks_sums(monkeypatch, weighted, sparse, diagonal):
+    """With or without the diagonal ``d`` (the Nystrom preconditioner needs none)."""
     monkeypatch.setattr(cg_stats, "STATS_COLUMNS", 7)  # slices of 7 columns: 37 = 5 x 7 + 2
     monkeypatch.setattr(cg_stats, "STATS_ROWS", 50)
     rng = np.random.default_rng(0)
@@ -27,13 +29,16 @@ def test_column_slices_give_the_whole_blocks_sums(monkeypatch, weighted, sparse)
     z[z < 0.3] = 0
     y = rng.normal(size=50)
     w = rng.uniform(0.5, 2, size=50) if weighted else None
-    layout = cg_stats.stats_layout(37, 2)
+    layout = cg_stats.stats_layout(37, 2, diagonal=diagonal)
     spec = RowSpec(layout=layout, targets=lambda v: np.c_[v, 2 * v]).for_rows(y=y, w=w)
     out = np.zeros(layout.size)
     rows = (y,) if w is None else (y, w)
     cg_stats.stats_chunk(sp.csr_matrix(z) if sparse else z, *rows, offset=0, spec=spec, out=out)
     got = layout.unpack(out)
     want = _whole_block_stats(z, np.c_[y, 2 * y], w)
+    if not diagonal:
+        assert "d" not in got and layout.size == out.size == 2 + 37 + 2 + 37 * 2
+        del want["d"]
     for name, value in want.items():
         np.testing.assert_allclose(got[name][0], value, rtol=1e-12, atol=1e-12, err_msg=name)
 

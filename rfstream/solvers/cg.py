@@ -138,7 +138,8 @@ class Systems:
     column: column j trains on every row but those of fold ``held_out[j]`` (-1: every row),
     with ``alpha[j]`` and target ``target[j]``.  ``n`` (P,), ``mu`` (D, P), ``nu`` (P,): each
     system's weight sum and column means (zeros without an intercept); ``rhs`` (D, P) its
-    right-hand side and ``diag`` (D, P) the diagonal of its matrix."""
+    right-hand side and ``diag`` (D, P) the diagonal of its matrix (None when the statistics
+    pass did not sum it: :meth:`jacobi` needs it)."""
 
     held_out: np.ndarray
     alpha: np.ndarray
@@ -154,16 +155,18 @@ class Systems:
         """The systems of :func:`rfstream.solvers.cg_stats.statistics`' partials: a fold's training sums are the totals
         less that fold's."""
         held_out, target = np.asarray(held_out, np.int64), np.asarray(target, np.int64)
-        n, s, d, t = (_training_sums(st[k], held_out) for k in ("n", "s", "d", "t"))
-        s, d = s.T, d.T  # (D, P)
+        n, s, t = (_training_sums(st[k], held_out) for k in ("n", "s", "t"))
+        s = s.T  # (D, P)
         C = st["C"].sum(axis=0)[:, target] - (held_out >= 0) * st["C"][np.maximum(held_out, 0), :, target].T
         t = t[np.arange(target.size), target]
         safe = np.where(n > 0, n, 1.0)
         mu = s / safe if fit_intercept else np.zeros_like(s)
         nu = t / safe if fit_intercept else np.zeros_like(t)
         alpha = np.asarray(alpha, np.float64)
-        diag = np.maximum(d - n * mu**2, 0.0) + alpha
-        diag[diag <= 0] = 1.0  # alpha = 0 and an empty column: leave that coordinate alone
+        diag = None  # without the statistics' "d": no Jacobi preconditioner (solver="pcg")
+        if "d" in st:
+            diag = np.maximum(_training_sums(st["d"], held_out).T - n * mu**2, 0.0) + alpha
+            diag[diag <= 0] = 1.0  # alpha = 0 and an empty column: leave that coordinate alone
         return cls(held_out, alpha, target, n, mu, nu, C - n * mu * nu, diag)
 
     def jacobi(self, R, cols):
@@ -249,7 +252,8 @@ def ridge_cg(Z, y, target_fn, n_targets, *, alpha, fit_intercept=True, tol=1e-4,
     sum), ``m`` (rows), ``n_iter`` (passes after the first) and the final relative
     residuals.
     """
-    st = statistics(Z, y, target_fn, n_targets, sample_weight=sample_weight, weight_args=weight_args)
+    st = statistics(Z, y, target_fn, n_targets, sample_weight=sample_weight, weight_args=weight_args,
+                    diagonal=preconditioner is None)
     T = n_targets
     systems = Systems.from_statistics(st, np.full(T, -1), np.full(T, float(alpha)), np.arange(T), fit_intercept)
     precondition = systems.jacobi

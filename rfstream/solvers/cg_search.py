@@ -104,12 +104,13 @@ def cg_cross_validate(estimator, Z, y, target_fn, n_targets, alphas, groups, *, 
     seed = check_seed(estimator.random_state)
     n_folds, scored, folds = cv
     A, T = alphas.size, n_targets
-    st = statistics(Z, y, target_fn, T, sample_weight=sample_weight, weight_args=weight_args, cv=cv, seed=seed)
+    make = nystrom_factory(estimator, Z, y, float(alphas[0]), T, sample_weight=sample_weight,
+                           weight_args=weight_args, columns=(scored + 1) * A)
+    st = statistics(Z, y, target_fn, T, sample_weight=sample_weight, weight_args=weight_args, cv=cv, seed=seed,
+                    diagonal=make is None)
     held_out, alpha_index, target = fold_columns(scored, A, T)
     systems = Systems.from_statistics(st, held_out, alphas[alpha_index], target, estimator.fit_intercept)
     precondition = systems.jacobi
-    make = nystrom_factory(estimator, Z, y, float(alphas[0]), T, sample_weight=sample_weight,
-                           weight_args=weight_args, columns=(scored + 1) * A)
     if make is not None:
         whole = systems.n[held_out < 0][0]
         precondition = make(systems.mu[:, -1], int(st["m"].sum())).columns(systems.alpha, systems.n / whole)
