@@ -32,15 +32,12 @@ the ``m`` input rows (one gather, no feature pass), their features on the client
 ``m^2 D`` flops and ``(m + r) D`` floats of memory; no pass over the data.
 
 **Precision.**  Float32 features (the maps' default) stay float32 here: ``B B'`` and
-``B' Q`` are float32 GEMMs and so is the m x m eigenproblem (about half the time and
-memory of float64: at m = 8,192 and D = 50,000, 18.6 + 33 + 18.2 s against
-36.3 + 63 + 34.5 s, docs/wide.md).  The Gram's rounding is measured (its diagonal
-against float64 row norms, at least float32's unit of its largest entry, which also
-bounds the eigensolver's error) and eigenvalues within ten times the bound it gives
-on ``||E||_2`` are dropped, so every kept pair is accurate to about 10% (Weyl) and
-``U`` close enough to orthonormal for eq. 5.3 to stay positive definite (its
-deviation on a pair is below a tenth of that pair's factor); the CG products
-themselves run in float32 down to
+``B' Q`` are float32 GEMMs (half the time and memory of float64: at m = 8,192 and
+D = 50,000, 18.6 + 18.2 s against 36.3 + 34.5 s, docs/wide.md), and only the m x m
+eigenproblem runs in float64.  The Gram's rounding is measured (its diagonal against
+float64 row norms) and eigenvalues within ten times its bound on ``||E||_2`` are
+dropped, so every kept pair is accurate to about 10% (Weyl) and ``U`` stays close
+to orthonormal; the CG products themselves run in float32 down to
 :data:`rfstream.solvers.cg.FLOAT32_UNTIL`, so a float32 preconditioner is no coarser
 than the iterations it serves.
 """
@@ -86,17 +83,13 @@ def sampled_features(Z, y, sample_weight, idx):
 
 
 def gram_rounding(B, G, rows=256):
-    """A bound on the rounding of ``G = B B'`` computed in float32 from float32 ``B``, per
-    entry: the largest error of its diagonal against float64 row norms (``rows`` rows of
-    ``B`` converted at a time), and at least float32's unit of its largest entry (which
-    also bounds a float32 eigensolver's error); 0 for float64 ``B``."""
+    """The largest error of the diagonal of ``G = B B'`` (computed in ``B``'s dtype) against
+    float64 row norms, ``rows`` rows of ``B`` converted at a time: 0 for float64 ``B``."""
     if B.dtype == np.float64:
         return 0.0
     exact = np.concatenate([np.einsum("ij,ij->i", b, b) for b in
                             (B[i:i + rows].astype(np.float64) for i in range(0, B.shape[0], rows))])
-    diag = np.diag(G).astype(np.float64)
-    unit = np.finfo(np.float32).eps * np.max(diag, initial=0.0)
-    return float(max(np.max(np.abs(diag - exact), initial=0.0), unit))
+    return float(np.max(np.abs(np.diag(G) - exact), initial=0.0))
 
 
 def nystrom_factor(B, rank):
@@ -109,8 +102,8 @@ def nystrom_factor(B, rank):
     """
     G = B @ B.T  # SYRK, in B's dtype
     floor = 10 * B.shape[0] * gram_rounding(B, G)
-    s, Q = scipy.linalg.eigh(G, overwrite_a=True, check_finite=False)  # in B's dtype too
-    s, Q, G = s.astype(np.float64), Q.astype(np.float64), None
+    s, Q = scipy.linalg.eigh(G.astype(np.float64), overwrite_a=True, check_finite=False)
+    del G
     order = np.argsort(s)[::-1][:rank]
     s, Q = s[order], Q[:, order]
     keep = (s > max(s[0] * B.shape[1] * np.finfo(float).eps, floor) if s.size and s[0] > 0
