@@ -90,21 +90,6 @@ def test_nystrom_factor_is_the_leading_eigenpairs():
     np.testing.assert_allclose(B.T @ B @ U, U * lam, atol=1e-8 * lam[0])
 
 
-def test_float32_rows_keep_only_the_eigenpairs_above_their_rounding():
-    """Float32 features: ``B B'`` and ``U`` in float32, the eigenpairs kept accurate and ``U``
-    orthonormal; those below the Gram's measured rounding (here rows scaled down to 1e-5,
-    eigenvalues to 1e-10 of the largest) are dropped, where float64 keeps them all."""
-    rng = np.random.default_rng(0)
-    B = (rng.normal(size=(60, 400)) * np.geomspace(1, 1e-5, 60)[:, None]).astype(np.float32)
-    U, lam = nystrom_factor(B.copy(), rank=60)
-    B64 = B.astype(np.float64)
-    exact = np.linalg.eigvalsh(B64.T @ B64)[::-1][:lam.size]
-    assert U.dtype == np.float64 and 10 <= lam.size < 60
-    np.testing.assert_allclose(lam, exact, rtol=1e-4)
-    np.testing.assert_allclose(U.T @ U, np.eye(lam.size), atol=1e-4)
-    assert nystrom_factor(B64.copy(), rank=60)[1].size == 60
-
-
 def test_preconditioner_of_the_whole_gram_is_its_inverse():
     """With every row sampled and full rank, P^-1 A = (lam_r + alpha) I (eq. 5.3)."""
     rng = np.random.default_rng(1)

@@ -29,17 +29,7 @@ and its eigendecomposition comes from the m x m matrix ``B B' = Q diag(s) Q'`` a
 (``|z_j| <= sqrt(2 / D)``), so no row has a large leverage and uniform sampling
 suffices (the argument of FALKON's Theorem 3 for uniform centres).  Cost: reading
 the ``m`` input rows (one gather, no feature pass), their features on the client,
-``m^2 D`` flops and ``(m + r) D`` floats of memory; no pass over the data.
-
-**Precision.**  Float32 features (the maps' default) stay float32 here: ``B B'`` and
-``B' Q`` are float32 GEMMs (half the time and memory of float64: at m = 8,192 and
-D = 50,000, 18.6 + 18.2 s against 36.3 + 34.5 s, docs/wide.md), and only the m x m
-eigenproblem runs in float64.  The Gram's rounding is measured (its diagonal against
-float64 row norms) and eigenvalues within ten times its bound on ``||E||_2`` are
-dropped, so every kept pair is accurate to about 10% (Weyl) and ``U`` stays close
-to orthonormal; the CG products themselves run in float32 down to
-:data:`rfstream.solvers.cg.FLOAT32_UNTIL`, so a float32 preconditioner is no coarser
-than the iterations it serves.
+``m^2 D`` flops and ``(m + r) D`` float64 of memory; no pass over the data.
 """
 from __future__ import annotations
 
@@ -67,8 +57,7 @@ def sample_rows(n_rows, m, seed):
 
 
 def sampled_features(Z, y, sample_weight, idx):
-    """``(features, labels, weights)`` of the rows ``idx`` of ``Z`` (dense m x D, float32 for
-    float32 features, else float64).
+    """``(features, labels, weights)`` of the rows ``idx`` of ``Z`` (dense float64, m x D).
 
     For ``Z = map.transform(X)`` only the m input rows are read and their features made
     here (:mod:`rfstream.features.fused`); otherwise the rows of ``Z`` are gathered.  The
@@ -79,38 +68,22 @@ def sampled_features(Z, y, sample_weight, idx):
     x, labels, weights = compute(*(None if a is None else a[idx] for a in (rows, y, sample_weight)))
     z = source.block(np.asarray(x)) if source is not None else x
     z = z.toarray() if sp.issparse(z) else np.asarray(z)
-    return np.asarray(z, dtype=np.float32 if z.dtype == np.float32 else np.float64), labels, weights
-
-
-def gram_rounding(B, G, rows=256):
-    """The largest error of the diagonal of ``G = B B'`` (computed in ``B``'s dtype) against
-    float64 row norms, ``rows`` rows of ``B`` converted at a time: 0 for float64 ``B``."""
-    if B.dtype == np.float64:
-        return 0.0
-    exact = np.concatenate([np.einsum("ij,ij->i", b, b) for b in
-                            (B[i:i + rows].astype(np.float64) for i in range(0, B.shape[0], rows))])
-    return float(np.max(np.abs(np.diag(G) - exact), initial=0.0))
+    return np.asarray(z, dtype=np.float64), labels, weights
 
 
 def nystrom_factor(B, rank):
     """``(U, lam)``: the ``rank`` leading eigenpairs of ``B'B`` from the m x m ``B B'``.
 
-    ``U`` (D x r, float64) has orthonormal columns; eigenvalues below the rounding level of
-    the largest are dropped (the rank then is smaller), and for float32 ``B`` those within
-    ten times the measured rounding of ``B B'`` (:func:`gram_rounding`; ``||E||_2 <= m
-    max|E_ij|``) too (module docstring, "Precision").
+    ``U`` (D x r) has orthonormal columns; eigenvalues below the rounding level of the
+    largest are dropped (the rank then is smaller).
     """
-    G = B @ B.T  # SYRK, in B's dtype
-    floor = 10 * B.shape[0] * gram_rounding(B, G)
-    s, Q = scipy.linalg.eigh(G.astype(np.float64), overwrite_a=True, check_finite=False)
-    del G
+    s, Q = scipy.linalg.eigh(B @ B.T, overwrite_a=True, check_finite=False)
     order = np.argsort(s)[::-1][:rank]
     s, Q = s[order], Q[:, order]
-    keep = (s > max(s[0] * B.shape[1] * np.finfo(float).eps, floor) if s.size and s[0] > 0
-            else np.zeros(0, bool))
+    keep = s > s[0] * B.shape[1] * np.finfo(float).eps if s.size and s[0] > 0 else np.zeros(0, bool)
     s, Q = s[keep], Q[:, keep]
-    U = B.T @ (Q / np.sqrt(s)).astype(B.dtype)
-    return np.asarray(U, dtype=np.float64), s
+    U = B.T @ (Q / np.sqrt(s))
+    return U, s
 
 
 class NystromPreconditioner:
