@@ -1,6 +1,7 @@
 """A fit whose memory cannot hold is refused before its first pass (rfstream.solvers.memory,
 rfstream.features.width): the planned width of every map, and the CLI's and fit_dataset's
 one-line refusals with not a task run."""
+import dask.array as da
 import numpy as np
 import pytest
 from _tasks import TaskCounter
@@ -90,6 +91,29 @@ def test_check_ridge_memory(one_gib):
         check_ridge_memory(StreamingRidge(alpha=list(np.logspace(-3, 3, 300)), solver="pcg", pcg_rank=1024), 8192, 1)
     with pytest.raises(ValueError, match=r"solver='pcg' with pcg_rank=8192 at D=8192 needs about 5.\d GiB"):
         check_ridge_memory(StreamingRidgeClassifier(alpha=1.0, solver="pcg", pcg_rank=8192), 8192, 1)
+    # "cg" (and "pcg"): the D x P arrays of their systems, P = 26 targets x (5 + 1) folds x 100 alphas
+    many = list(np.logspace(-3, 3, 100))
+    with pytest.raises(ValueError, match=r"solver='cg' solves 15600 systems together \(targets x alphas x "
+                                         r"\(folds \+ 1\)\) of D=4096: about 1.4 GiB per worker"):
+        check_ridge_memory(StreamingRidge(alpha=many, solver="cg"), 4096, 26)
+    with pytest.raises(ValueError, match=r"solver='cg' solves 48000 systems .* of D=256: about 1.1 GiB on the client"):
+        check_ridge_memory(StreamingRidge(alpha=list(range(1, 801)), cv=5, solver="cg"), 256, 10)
+    check_ridge_memory(StreamingRidge(alpha=many[:10], solver="cg"), 4096, 26)  # 1,560 systems fit (0.6 GiB on the client)
+
+
+def test_an_iterative_search_too_big_is_refused_before_a_pass(monkeypatch):
+    """The fit checks again with the features' width, before its statistics pass."""
+    monkeypatch.setattr(memory, "worker_memory", lambda: (2**19, 1))  # workers of 0.5 MiB
+    rng = np.random.default_rng(0)
+    X, y = da.from_array(rng.normal(size=(200, 64)), chunks=100), da.from_array(rng.normal(size=200), chunks=100)
+    tasks = TaskCounter()
+    with tasks, pytest.raises(ValueError, match=r"solver='cg' solves 600 systems together .* of D=64: about "
+                                                 r"0.0 GiB per worker, over its 0.0 GiB"):
+        StreamingRidge(alpha=list(np.logspace(-3, 3, 100)), solver="cg", cv=5).fit(X, y)
+    assert tasks.count == 0
+    with tasks:
+        StreamingRidge(alpha=list(np.logspace(-3, 3, 2)), solver="cg", cv=5).fit(X, y)  # 12 systems fit
+    assert tasks.count > 0
 
 
 @pytest.mark.parametrize("flags, message", [

@@ -59,7 +59,7 @@ from sklearn.exceptions import ConvergenceWarning
 from ..cluster import compute
 from ..random import check_seed
 from ..reductions import Layout
-from .memory import check_pcg_memory
+from .memory import check_cg_memory, check_pcg_memory
 from .nystrom_pcg import ROWS_PER_RANK, NystromPreconditioner
 from .cg_stats import float64_columns, statistics
 from .passes import RowSpec, fused_row_sum, weight_fields
@@ -308,6 +308,7 @@ def fit_iterative(estimator, Z, y, target_fn, n_targets, alphas, groups, *, samp
     Returns :func:`ridge_cg`'s ``(W, b, stats)``.
     """
     check_iterative_search(estimator, grid=groups.gammas is not None)
+    check_cg_memory(estimator.solver, Z.shape[1], n_targets)
     alpha = float(alphas[0])
     preconditioner = nystrom_factory(estimator, Z, y, alpha, n_targets, sample_weight=sample_weight,
                                      weight_args=weight_args)

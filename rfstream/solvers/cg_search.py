@@ -45,6 +45,7 @@ from .cg import Systems, check_iterative_search, nystrom_factory, solve_systems
 from .cg_stats import statistics
 from .cv_scores import _held_out_decisions, best_candidate, cv_table, fold_scores, score_pass
 from .folds import check_cv
+from .memory import check_cg_memory
 from .passes import RowSpec, fused_row_sum, weight_fields
 
 
@@ -104,6 +105,7 @@ def cg_cross_validate(estimator, Z, y, target_fn, n_targets, alphas, groups, *, 
     seed = check_seed(estimator.random_state)
     n_folds, scored, folds = cv
     A, T = alphas.size, n_targets
+    check_cg_memory(estimator.solver, Z.shape[1], T * (scored + 1) * A)
     make = nystrom_factory(estimator, Z, y, float(alphas[0]), T, sample_weight=sample_weight,
                            weight_args=weight_args, columns=(scored + 1) * A)
     st = statistics(Z, y, target_fn, T, sample_weight=sample_weight, weight_args=weight_args, cv=cv, seed=seed,

@@ -3,7 +3,8 @@
 The Gram solver keeps in every task's partial one float64 D x D Gram per fold and
 gamma (G x K x D^2 x 8 bytes, :mod:`rfstream.solvers.gram`), and the client holds the
 reduced partials plus the working copies of its eigendecompositions; "pcg" holds
-D x r on the client (:mod:`rfstream.solvers.nystrom_pcg`); "cg" only D x T.  The
+D x r on the client (:mod:`rfstream.solvers.nystrom_pcg`); "cg" D x P for its P systems
+(targets, and with a list of alphas their folds).  The
 models below are compared with measured peaks in docs/wide.md.
 
 :func:`check_ridge_memory` applies them to a ridge estimator's parameters and the
@@ -139,17 +140,45 @@ def uses_iterations(solver, n_features, n_groups=1, sparse=False):
                                        and n_features > CG_MIN_FEATURES)
 
 
+def cg_memory(n_features, n_systems):
+    """``(need, limit, client, client_max)``: the bytes of the D x P systems that "cg" and
+    "pcg" solve together (:mod:`rfstream.solvers.cg`): a worker holds each product pass's
+    float64 partial, D x P, once per running task plus the two being added in the tree
+    reduction, and the client about twelve D x P float64 arrays at its peak (the iterates,
+    residuals, directions, preconditioned residuals, right-hand sides, means and diagonals,
+    and inside a product the directions' copy, the reduced partial and the terms added to
+    it, :func:`rfstream.solvers.cg.solve_systems`)."""
+    partial = 8 * n_features * n_systems
+    limit, threads = worker_memory()
+    return partial * (threads + 2), limit, 12 * partial, client_limit()
+
+
+def check_cg_memory(solver, n_features, n_systems):
+    """Refuse ``n_systems`` CG systems (targets x alphas x (folds + 1),
+    :func:`iterative_systems`) whose D x P arrays cannot fit the workers or the client
+    (:func:`cg_memory`), naming the sizes and what to lower."""
+    need, limit, client, client_max = cg_memory(n_features, n_systems)
+    if need <= limit and client <= client_max:
+        return
+    where = (f"{need / 2**30:.1f} GiB per worker, over its {limit / 2**30:.1f} GiB" if need > limit else
+             f"{client / 2**30:.1f} GiB on the client, over its {client_max / 2**30:.1f} GiB")
+    raise ValueError(f"solver={solver!r} solves {n_systems} systems together (targets x alphas x "
+                     f"(folds + 1)) of D={n_features}: about {where}; lower the number of alphas, cv or "
+                     "n_components (or machines with more memory).")
+
+
 def check_ridge_memory(ridge, n_features, n_targets, *, n_groups=1, sparse=False):
     """Refuse what a ridge estimator's fit on ``n_features`` columns (per gamma of
     ``n_groups``) and ``n_targets`` targets cannot hold, as its own fit would just before
     its passes: "pcg"'s preconditioner on the client, the Gram pass's partials and solve
     for "gram" (and "auto" on dense or narrow features), with the folds its ``cv`` and
-    ``alpha`` give (leave-one-out where an int ``cv``'s folds fall back to it); "cg"
-    holds only D x T.  A ``cv`` whose folds only the data tell is left to the fit."""
+    ``alpha`` give (leave-one-out where an int ``cv``'s folds fall back to it); "cg" and
+    "pcg" the D x P arrays of their systems (:func:`check_cg_memory`; P = T for one alpha).
+    A ``cv`` whose folds only the data tell is left to the fit."""
     if ridge.solver == "pcg":
         check_pcg_memory(n_features, min(ridge.pcg_rank, n_features), n_targets * iterative_systems(ridge))
-        return
-    if uses_iterations(ridge.solver, n_features, n_groups, sparse):  # "cg": D x T only
+    if uses_iterations(ridge.solver, n_features, n_groups, sparse):
+        check_cg_memory(ridge.solver, n_features, n_targets * iterative_systems(ridge))
         return
     searching = np.ndim(ridge.alpha) > 0 or n_groups > 1
     n_folds = planned_folds(ridge.cv) if searching else 1
