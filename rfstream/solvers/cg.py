@@ -10,7 +10,8 @@ and ``A V = Z'(Z V) - n mu (mu' V) + alpha V`` costs one pass over the rows
 (a :func:`rfstream.reductions.sum_rows` reduction; for CSR blocks each pass is
 O(nnz)).  A first pass gathers n, mu, nu, Z'Y and the diagonal of Z'Z, which
 gives the Jacobi preconditioner ``diag(A)`` (for random binning the diagonal
-of Z'Z holds the bin counts).  The T targets run as T independent CG
+of Z'Z holds the bin counts; ``solver="pcg"`` skips the diagonal, half of that
+pass's float64 work).  The T targets run as T independent CG
 recursions that share each pass (Hestenes & Stiefel 1952; Saad, "Iterative
 Methods for Sparse Linear Systems", 2003, Algorithm 9.1); more generally the
 columns of :class:`Systems`, each with its own alpha, target and held-out CV
