@@ -30,6 +30,10 @@ CG_MIN_FEATURES = 4096
 #: The share of this machine's memory the client may use for a solve.
 CLIENT_SHARE = 0.8
 
+#: D x P float64 arrays the client holds at the peak of a CG solve of P systems
+#: (:func:`cg_memory`).
+CG_CLIENT_COPIES = 12
+
 PCG_HINT = "solver='pcg' (CLI: --ridge-solver pcg), whose memory is D x pcg_rank"
 LOO_HINT = "cv='loo' (CLI: --cv loo), which needs one Gram"
 
@@ -94,9 +98,10 @@ def check_gram_memory(n_groups, n_folds, n_features, n_targets):
 def pcg_memory(n_features, rank, n_targets):
     """``(need, limit)``: the client's bytes for "pcg" -- the sampled rows' features (m =
     ``ROWS_PER_RANK`` r rows of D float64), the factor ``U`` (D x r), the m x m
-    eigenproblem and about 8 D x T CG arrays -- and :func:`client_limit`."""
+    eigenproblem and the CG arrays of its ``n_targets`` systems (:func:`cg_memory`'s
+    :data:`CG_CLIENT_COPIES` D x T) -- and :func:`client_limit`."""
     D, r, m = n_features, rank, ROWS_PER_RANK * rank
-    return 8 * (D * (m + r) + 2 * m * m + 8 * D * n_targets), client_limit()
+    return 8 * (D * (m + r) + 2 * m * m + CG_CLIENT_COPIES * D * n_targets), client_limit()
 
 
 def check_pcg_memory(n_features, rank, n_targets):
@@ -147,10 +152,10 @@ def cg_memory(n_features, n_systems):
     reduction, and the client about twelve D x P float64 arrays at its peak (the iterates,
     residuals, directions, preconditioned residuals, right-hand sides, means and diagonals,
     and inside a product the directions' copy, the reduced partial and the terms added to
-    it, :func:`rfstream.solvers.cg.solve_systems`)."""
+    it, :func:`rfstream.solvers.cg.solve_systems`: :data:`CG_CLIENT_COPIES`)."""
     partial = 8 * n_features * n_systems
     limit, threads = worker_memory()
-    return partial * (threads + 2), limit, 12 * partial, client_limit()
+    return partial * (threads + 2), limit, CG_CLIENT_COPIES * partial, client_limit()
 
 
 def check_cg_memory(solver, n_features, n_systems):
