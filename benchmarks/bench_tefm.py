@@ -33,6 +33,7 @@ import dask
 import numpy as np
 
 from rfstream.datasets import DATASETS
+from tefm_figures import feature_maps, plot_gamma_cv, plot_kernel, plot_regression
 
 ROOT = Path(__file__).resolve().parents[1]
 CACHE = Path(os.environ.get("RFSTREAM_BENCH_CACHE", "/tmp/rfstream-bench"))
@@ -45,29 +46,6 @@ def dataset(name):
     from rfstream.io import open_dataset
 
     return open_dataset(prepare(name, CACHE, test=False)[0])
-
-
-def feature_maps(l, gamma, seed):
-    """The Figure 1 methods at l output features (d = 4 l for TEFM and compact maps)."""
-    from rfstream import TEFM
-    from rfstream.features import (
-        CompactRandomFeatures,
-        FastfoodFeatures,
-        RandomFourierFeatures,
-    )
-
-    return {
-        "RFF (MC)": RandomFourierFeatures(l, gamma=gamma, random_state=seed),
-        "ORF": RandomFourierFeatures(l, gamma=gamma, sampler="orthogonal", random_state=seed),
-        "QMC": RandomFourierFeatures(l, gamma=gamma, sampler="qmc", random_state=seed),
-        "Fastfood": FastfoodFeatures(l, gamma=gamma, random_state=seed),
-        "Compact": CompactRandomFeatures(l, gamma=gamma, random_state=seed),
-        "TEFM-G": TEFM(l, method="gaussian", gamma=gamma, random_state=seed),
-        "TEFM-S": TEFM(l, method="srht", gamma=gamma, random_state=seed),
-        # Algorithms 1 and 2 exactly as written in the paper (no power iteration)
-        "TEFM-G q=0": TEFM(l, method="gaussian", n_power_iter=0, gamma=gamma, random_state=seed),
-        "TEFM-S q=0": TEFM(l, method="srht", n_power_iter=0, gamma=gamma, random_state=seed),
-    }
 
 
 def cmd_kernel(args):
@@ -103,29 +81,7 @@ def cmd_kernel(args):
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     (out / "kernel_approximation.json").write_text(json.dumps(results, indent=1))
-    _plot_kernel(results, out / "figure1_kernel_approximation.png")
-
-
-def _plot_kernel(results, path):
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, axes = plt.subplots(1, len(results), figsize=(4.2 * len(results), 3.6), squeeze=False)
-    for ax, (name, res) in zip(axes[0], results.items()):
-        for method, errs in res["mean"].items():
-            ls = [int(k) for k in errs]
-            ax.semilogy(ls, list(errs.values()), marker="o", label=method,
-                        lw=2.2 if method.startswith("TEFM") else 1.2,
-                        ls="--" if "q=0" in method else "-")
-        ax.set_title(f"{name} (n={res['n_rows']}, d=4l)")
-        ax.set_xlabel("number of features l")
-        ax.grid(True, which="both", alpha=0.3)
-    axes[0][0].set_ylabel("||K - ZZ'||_F / ||K||_F")
-    axes[0][-1].legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    plot_kernel(results, out / "figure1_kernel_approximation.png")
 
 
 def cmd_regression(args):
@@ -167,7 +123,7 @@ def cmd_regression(args):
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     (out / "regression_cpusmall.json").write_text(json.dumps(results, indent=1))
-    _plot_regression(results, out)
+    plot_regression(results, out)
 
 
 def cmd_dsweep(args):
@@ -269,48 +225,7 @@ def cmd_gammacv(args):
     out.mkdir(parents=True, exist_ok=True)
     (out / "regression_gamma_cv.json").write_text(json.dumps(
         {"gamma_auto": gamma, "scales": scales, "alphas": alphas, "summary": summary, "runs": runs}, indent=1))
-    _plot_gamma_cv(summary, out)
-
-
-def _plot_gamma_cv(summary, out):
-    """Figures 2-3 from the gammacv summary: RFF as one curve over its feature counts."""
-    curves = {}
-    for key, v in summary.items():
-        l, method = key.split(" ", 1)
-        l = int(l)
-        name, features = ("RFF (MC)", 4 * l if method == "RFF 4l" else l) if method.startswith("RFF") \
-            else (method, l)
-        curves.setdefault(name, {})[features] = v
-    runs = [{"method": name, "l": f, "rmse": v["test_rmse_mean"], "seconds": v["seconds_median"]}
-            for name, pts in curves.items() for f, v in sorted(pts.items())]
-    _plot_regression({"runs": runs}, out, names=("figure2_gamma_cv_rmse_vs_features.png",
-                                                 "figure3_gamma_cv_rmse_vs_time.png"),
-                     title="cpusmall, gamma and alpha by 5-fold CV (mean of 5 seeds)")
-
-
-def _plot_regression(results, out, names=("figure2_rmse_vs_features.png", "figure3_rmse_vs_time.png"),
-                     title="cpusmall, ridge (alpha by 5-fold CV)"):
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    methods = list(dict.fromkeys(r["method"] for r in results["runs"]))
-    for key, xlabel, fname in (("l", "number of features", names[0]),
-                               ("seconds", "total time (standardize + features + ridge), s", names[1])):
-        fig, ax = plt.subplots(figsize=(5.2, 3.8))
-        for m in methods:
-            runs = [r for r in results["runs"] if r["method"] == m]
-            ax.plot([r[key] for r in runs], [r["rmse"] for r in runs], marker="o", label=m,
-                    lw=2.2 if m.startswith("TEFM") else 1.2)
-        ax.set_xscale("log")
-        ax.set_xlabel(xlabel)
-        ax.set_ylabel("relative RMSE ||y - y_hat|| / ||y||")
-        ax.set_title(title, fontsize=9)
-        ax.grid(True, which="both", alpha=0.3)
-        ax.legend(fontsize=8)
-        fig.tight_layout()
-        fig.savefig(out / fname, dpi=110)
+    plot_gamma_cv(summary, out)
 
 
 # ----------------------------------------------------------------- scale run
