@@ -32,6 +32,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_tefm import CACHE, dataset
+from eerf_figures import plot_arccos, plot_curves, summarize
 
 ROOT = Path(__file__).resolve().parents[1]
 ALPHAS = [10.0**k for k in range(-4, 5)]
@@ -152,24 +153,10 @@ def run_one(fmap, Xtr, ytr, Xte, yte):
             "n_features": len(fmap.get_feature_names_out()), "alpha": clf.alpha_}
 
 
-def summarize(runs, key="error"):
-    v = np.array([r[key] for r in runs])
-    return {"mean": float(v.mean()), "stderr": float(v.std(ddof=1) / np.sqrt(v.size)) if v.size > 1 else 0.0}
-
-
 def out_dir(args):
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     return out
-
-
-def _plot_style():
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
 
 
 # --------------------------------------------------------------- commands
@@ -260,39 +247,7 @@ def cmd_curves(args):
                 res["runs"][method][str(M)] = runs
                 print(name, method, M, summarize(runs), flush=True)
         (out_dir(args) / f"curves_{name}.json").write_text(json.dumps(res, indent=1))
-    plot_curves(args)
-
-
-def _error_axes(ax, runs, xlabel, title):
-    """Mean test error (%) +- standard error against M, one line per method."""
-    for method, by_m in runs.items():
-        ms = [int(m) for m in by_m]
-        s = [summarize(by_m[str(m)]) for m in ms]
-        ax.errorbar(ms, [100 * v["mean"] for v in s], yerr=[100 * v["stderr"] for v in s],
-                    marker="o", capsize=3, label=method)
-    ax.set_xscale("log")
-    ax.minorticks_off()
-    ax.set_xticks(ms, [str(m) for m in ms])
-    ax.set_xlabel(xlabel)
-    ax.set_ylabel("test error (%)")
-    ax.set_title(title)
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=8)
-
-
-def plot_curves(args):
-    for f in Path(args.out).glob("letter*_arccos.json"):
-        plot_arccos(f)
-    plt = _plot_style()
-    files = [Path(args.out) / f"curves_{n}.json" for n in SETTINGS]
-    files = [f for f in files if f.exists()]
-    fig, axes = plt.subplots(1, len(files), figsize=(5 * len(files), 4), squeeze=False)
-    for ax, f in zip(axes[0], files):
-        res = json.loads(f.read_text())
-        _error_axes(ax, res["runs"], "number of features M",
-                    f"{res['dataset']} (M0={res['M0']}, N0/N={res['subsample']})")
-    fig.tight_layout()
-    fig.savefig(Path(args.out) / "figure1_error_vs_M.png", dpi=110)
+    plot_curves(args.out, SETTINGS)
 
 
 def cmd_arccos(args):
@@ -320,20 +275,6 @@ def cmd_arccos(args):
     path.write_text(json.dumps(res, indent=1))
     plot_arccos(path)
     print(path)
-
-
-def plot_arccos(path):
-    """One panel per degree: plain arc-cosine features, LKRF and EERF against M."""
-    res = json.loads(Path(path).read_text())
-    plt = _plot_style()
-    degrees = sorted({k[-2] if k.endswith(")") else k[-1] for k in res["runs"]})
-    fig, axes = plt.subplots(1, len(degrees), figsize=(5 * len(degrees), 4), squeeze=False)
-    for ax, deg in zip(axes[0], degrees):
-        runs = {k: v for k, v in res["runs"].items() if f"arccos{deg}" in k}
-        _error_axes(ax, runs, "number of features M (M0 = 5 M, N0 = N)",
-                    f"{res['dataset']}, arc-cosine degree {deg}")
-    fig.tight_layout()
-    fig.savefig(Path(path).with_suffix(".png"), dpi=110)
 
 
 def cmd_report(args):
@@ -399,7 +340,7 @@ def main(argv=None):
     args = p.parse_args(argv)
     with dask.config.set(scheduler="threads"):
         {"table3": cmd_table3, "rho": cmd_rho, "sweep": cmd_sweep, "curves": cmd_curves, "arccos": cmd_arccos,
-         "plot": plot_curves, "report": cmd_report}[args.command](args)
+         "plot": lambda a: plot_curves(a.out, SETTINGS), "report": cmd_report}[args.command](args)
 
 
 if __name__ == "__main__":
