@@ -332,11 +332,17 @@ def test_like_a_training_set(tmp_path):
     assert_same(tmp_path / "seq.zarr", tmp_path / "par.zarr")
 
 
-def cuts(path, block_size, a, b):
-    """Whether a cut of ``path`` in ranges of at most ``block_size`` bytes falls in ``[a, b]``
-    (None: it is one range)."""
-    offsets = range_offsets(as_location(path), sniff(as_location(path)), block_size)
-    return None if len(offsets) < 2 else any(a <= o <= b for o in offsets)
+def cuts(path, a, b):
+    """``cut(block_size)``: whether a cut of ``path`` in ranges of at most ``block_size``
+    bytes falls in ``[a, b]`` (None: it is one range).  The file is sniffed once: the
+    tests try thousands of sizes."""
+    where = as_location(path)
+    layout = sniff(where)
+
+    def cut(block_size):
+        offsets = range_offsets(where, layout, block_size)
+        return None if len(offsets) < 2 else any(a <= o <= b for o in offsets)
+    return cut
 
 
 def test_a_quoted_line_break_at_a_cut_reads_one_stream(tmp_path, monkeypatch):
@@ -355,8 +361,9 @@ def test_a_quoted_line_break_at_a_cut_reads_one_stream(tmp_path, monkeypatch):
     convert(path, tmp_path / "seq.zarr", rows_per_chunk=R, block_size=None)
     newline = text.index("two\nlines") + 3  # the quoted line break; its line starts at `line`
     line = text.rindex("\n", 0, newline - 3) + 1  # a cut from there to the break is inside it
-    cut = next(b for b in range(len(text), 20, -1) if cuts(path, b, line, newline))  # fewest ranges
-    away = next(b for b in range(BLOCK, len(text)) if cuts(path, b, line, newline) is False)
+    cut_in_quotes = cuts(path, line, newline)
+    cut = next(b for b in range(len(text), 20, -1) if cut_in_quotes(b))  # fewest ranges
+    away = next(b for b in range(BLOCK, len(text)) if cut_in_quotes(b) is False)
     with dask.config.set(scheduler="threads"):
         convert(path, tmp_path / "cut.zarr", rows_per_chunk=R, block_size=cut)
         assert len(streams) == 1
@@ -495,7 +502,8 @@ def test_several_files_read_again(tmp_path, monkeypatch):
     text = path.read_text()
     newline = text.index("Oslo\n") + 4
     line = text.rindex("\n", 0, newline - 4) + 1
-    inside = next(b for b in range(BLOCK, 20, -1) if cuts(path, b, line, newline))
+    cut_in_quotes = cuts(path, line, newline)
+    inside = next(b for b in range(BLOCK, 20, -1) if cut_in_quotes(b))
     again = []
     monkeypatch.setattr(csv_files.CsvFiles, "again", lambda self, scan: again.append(
         (scan.refused, self.numbers_first)) or CsvFiles_again(self, scan))
