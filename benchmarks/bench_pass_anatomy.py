@@ -5,7 +5,7 @@ settings cost.
 
 KDD99 (the Zarr that ``rfstream bench`` converts), standardized, RFF with D features,
 ``StreamingRidgeClassifier(alpha=1).fit``: the pass that ``rfstream bench --parts fused``
-times.  Two parts, each repeated ``--repeats`` times:
+times.  Three parts, each repeated ``--repeats`` times (the third at least 7):
 
 1. ``tasks``: under dask threads (``dask.diagnostics.Profiler``) and under the embedded
    LocalCluster (``distributed.get_task_stream``), every task longer than 10 ms with its
@@ -16,11 +16,17 @@ times.  Two parts, each repeated ``--repeats`` times:
    distributed's defaults and with :data:`rfstream.cluster.EMBEDDED_CONFIG`: wall time,
    CPU seconds of the client process and of each worker process (its busiest thread is
    the task; the others are background work), and system-wide idle core-seconds.
+3. ``sub_block``: one sub-block of a row-block task, its steps timed apart with one BLAS
+   thread (as in a worker): the projection ``[x, 1] @ [W; b]``, the cosines, the scaling,
+   the SYRK of ``[Z, Y, 1]``, its float64 accumulation; and a GEMM of the SYRK's shape.
+   Their sum against the flops ``rfstream bench`` counts at that GEMM's rate is the
+   ceiling of the pass's share of GEMM before any scheduling.
 """
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import time
 from collections import defaultdict
@@ -133,13 +139,60 @@ def cluster_config(path, D, repeats):
     return {k: {"runs": v, "median_wall_s": float(np.median([r["wall_s"] for r in v]))} for k, v in out.items()}
 
 
+def _median_s(fn, repeats):
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return float(np.median(times))
+
+
+def sub_block(path, D, repeats):
+    from threadpoolctl import threadpool_limits
+
+    from rfstream import io
+    from rfstream.features.fused import FUSED_SUB_BLOCK, even_sub_blocks
+
+    X, _ = io.open_dataset(path)
+    start, stop = next(iter(even_sub_blocks(X.chunks[0][0], FUSED_SUB_BLOCK)))
+    m, d = int(stop - start), int(X.shape[1])
+    rng = np.random.default_rng(0)
+    xa = np.ones((m, d + 1), dtype=np.float32)
+    xa[:, :-1] = rng.standard_normal((m, d), dtype=np.float32)
+    Wb = (0.1 * rng.standard_normal((d + 1, D), dtype=np.float32))
+    buf = np.ones((m, D + 2), dtype=np.float32)  # [Z, Y, 1], one target
+    g = np.empty((D + 2, D + 2), dtype=np.float32)
+    G = np.zeros((D, D))
+    a, b = (rng.standard_normal((m, D + 2), dtype=np.float32) for _ in range(2))
+    steps = {
+        "projection": lambda: np.matmul(xa, Wb, out=buf[:, :D]),
+        "cosines": lambda: np.cos(buf[:, :D], out=buf[:, :D]),
+        "scaling": lambda: buf[:, :D].__imul__(math.sqrt(2.0 / D)),
+        "syrk": lambda: np.matmul(buf.T, buf, out=g),
+        "float64 accumulation": lambda: G.__iadd__(g[:D, :D]),
+    }
+    with threadpool_limits(1):
+        np.matmul(buf.T, buf, out=g)  # warm up
+        seconds = {name: _median_s(fn, max(repeats, 7)) for name, fn in steps.items()}
+        gemm_s = _median_s(lambda: np.matmul(a.T, b, out=g), max(repeats, 7))
+    gemm_rate = 2.0 * m * (D + 2) ** 2 / gemm_s
+    counted = 2.0 * m * d * D + 1.0 * m * D * (D + 1)  # the flops rfstream bench counts
+    total = sum(seconds.values())
+    return {"rows": m, "d": d, "ms": {k: round(v * 1e3, 2) for k, v in seconds.items()},
+            "sum_ms": round(total * 1e3, 2), "gemm_1_thread_gflops": round(float(gemm_rate) / 1e9, 1),
+            "syrk_vs_gemm": round(float(m * (D + 2) * (D + 3) / seconds["syrk"] / gemm_rate), 3),
+            "ceiling_vs_gemm": round(float(counted / gemm_rate / total), 3)}
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--kdd", default="runs/bench/kddcup99_train.zarr",
                    help="KDD99 training Zarr, as rfstream bench converts it")
     p.add_argument("--n-components", type=int, default=2000)
     p.add_argument("--repeats", type=int, default=2)
-    p.add_argument("--parts", nargs="+", default=["tasks", "cluster_config"], choices=["tasks", "cluster_config"])
+    p.add_argument("--parts", nargs="+", default=["tasks", "cluster_config", "sub_block"],
+                   choices=["tasks", "cluster_config", "sub_block"])
     p.add_argument("--json", default=None)
     args = p.parse_args(argv)
     result = {"D": args.n_components, "loadavg_start": list(os.getloadavg())}
@@ -147,6 +200,9 @@ def main(argv=None):
         result["tasks"] = tasks(args.kdd, args.n_components, args.repeats)
     if "cluster_config" in args.parts:
         result["cluster_config"] = cluster_config(args.kdd, args.n_components, args.repeats)
+    if "sub_block" in args.parts:
+        result["sub_block"] = sub_block(args.kdd, args.n_components, args.repeats)
+        print("sub_block", result["sub_block"], flush=True)
     result["loadavg_end"] = list(os.getloadavg())
     if args.json:
         Path(args.json).write_text(json.dumps(result, indent=2) + "\n")
