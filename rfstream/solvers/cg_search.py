@@ -43,7 +43,7 @@ from ..random import check_seed
 from ..reductions import Layout
 from .cg import Systems, check_iterative_search, nystrom_factory, solve_systems
 from .cg_stats import statistics
-from .cv_scores import _held_out_decisions, best_candidate, cv_table, fold_scores, score_pass
+from .cv_scores import best_candidate, cv_table, fold_scores, held_out_decisions, score_pass
 from .folds import check_cv
 from .memory import check_cg_memory
 from .passes import RowSpec, fused_row_sum, weight_fields
@@ -60,7 +60,7 @@ class HeldOutSpec(RowSpec):
 
 def held_out_sse_chunk(z, *rows, offset, spec, out):
     """Adds, per (scored fold k, alpha), the weighted squared error of the rows of fold k
-    predicted by fold k's models (:func:`rfstream.solvers.cv_scores._held_out_decisions`, as
+    predicted by fold k's models (:func:`rfstream.solvers.cv_scores.held_out_decisions`, as
     the scoring pass predicts them) into ``out`` (``spec.layout``: ``sse`` (K, A)); rows of no
     scored fold add nothing."""
     m = z.shape[0]
@@ -71,7 +71,7 @@ def held_out_sse_chunk(z, *rows, offset, spec, out):
     keep = folds < K
     c = spec.row_weights(rows, offset)
     Y = spec.targets(spec.take(rows)["y"])[keep]
-    err = _held_out_decisions(z, folds, spec.W, spec.b)[keep] - np.tile(Y, spec.W.shape[2] // Y.shape[1])
+    err = held_out_decisions(z, folds, spec.W, spec.b)[keep] - np.tile(Y, spec.W.shape[2] // Y.shape[1])
     err = np.square(err).reshape(Y.shape[0], -1, Y.shape[1]).sum(axis=2)  # (rows, A)
     if c is not None:
         err *= c[keep, None]

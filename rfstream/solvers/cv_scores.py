@@ -72,7 +72,7 @@ def score_layout(n_scored, n_candidates, n_classes, scoring):
     return Layout(**shapes)
 
 
-def _held_out_decisions(z, folds, W, b):
+def held_out_decisions(z, folds, W, b):
     """``z[i] W[k] + b[k]`` for each row i of fold k < len(W) (m, P); other rows NaN."""
     out = np.full((z.shape[0], W.shape[2]), np.nan)
     for k in range(W.shape[0]):
@@ -113,7 +113,7 @@ def score_chunk(z, *rows, offset, spec):
     parts = layout.unpack(out)
     for start, stop, zs in blocks:  # decisions of one sub-block at a time: (rows x A T) floats
         rows_s = slice(start, stop)
-        _add_counts(parts, _held_out_decisions(zs, folds[rows_s], W, b), folds[rows_s], codes[rows_s],
+        _add_counts(parts, held_out_decisions(zs, folds[rows_s], W, b), folds[rows_s], codes[rows_s],
                     c[rows_s], spec.scoring)
     return out
 
