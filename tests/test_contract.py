@@ -16,7 +16,9 @@ maps) and every solver of :data:`rfstream.pipeline.SOLVERS` for both tasks:
 
 The per-method files keep what is particular to a method: its mathematics, the
 paper's claims, accuracy floors.  A map or solver added to a registry is tested
-here without a line more than its small parameters in :data:`MAP_PARAMS`.
+here without a line more than its small parameters in :data:`MAP_PARAMS`.  This file
+holds the feature maps' half; tests/test_contract_solvers.py the solvers' and kernel
+PCA's; tests/_contract_cases.py the cases and helpers both use.
 
 Tolerances.  Within one process the same fitted map gives the same features on
 numpy and dask up to float32 GEMM rounding, which OpenBLAS makes depend on the
@@ -33,15 +35,40 @@ from __future__ import annotations
 from functools import partial
 
 import dask.array as da
-import dask.dataframe as dd
 import distributed
 import numpy as np
-import pandas as pd
 import pytest
 import scipy.sparse as sp
+from _contract_cases import (
+    CHECKS,
+    CHECK_PARAMS,
+    CHUNKINGS,
+    EXACT,
+    FIT_TOL,
+    KEEPS_SPARSE,
+    MAPS,
+    MAP_PARAMS,
+    PREDICTORS,
+    D,
+    N,
+    assert_same_fit,
+    assert_same_output,
+    assert_text_columns_refused,
+    assert_unknown_columns_refused,
+    dense,
+    fitted_state,
+    is_seeded,
+    make_map,
+    map_class,
+    map_data,
+    needs_y,
+    on_dask,
+    out_tol,
+    two_process_cluster,
+)
 from _contract_data import contract_data
 from _sklearn_checks import FLOAT32_ROW_GROUPING
-from sklearn.base import BaseEstimator, is_classifier, is_regressor
+from sklearn.base import BaseEstimator
 from sklearn.exceptions import NotFittedError
 from sklearn.utils.estimator_checks import (
     check_estimator,
@@ -52,111 +79,8 @@ from sklearn.utils.estimator_checks import (
 import rfstream
 from rfstream import Standardizer, load_model, save_model
 from rfstream.cluster import connect
-from rfstream.features import CompactRandomFeatures, FastfoodFeatures
-from rfstream.pipeline import FEATURES, SOLVERS, TASKS
+from rfstream.pipeline import FEATURES
 from rfstream.solvers.kpca import KernelPCA
-
-#: the predicting solvers, one estimator per task (a transformer entry, kpca, is one class:
-#: its contract is test_kpca_* below)
-PREDICTORS = {name: entry for name, entry in SOLVERS.items() if isinstance(entry, dict)}
-
-# ------------------------------------------------------------------ the cases
-#: CNM's loop lengths cut short: its defaults (200 rounds of 100 + 100 SGD steps) are the
-#: paper's, and a fit on a toy set takes 0.5 s of them (62 s of check_estimator's fits)
-CNM_SHORT = {"max_iter": 3, "n_steps_w": 10, "n_steps_theta": 10}
-CNM_FAST = {**CNM_SHORT, "batch_size": 100}
-
-#: small parameters for each registered map (random_state is set by the tests)
-MAP_PARAMS = {
-    "rff": dict(n_components=16, gamma=0.5),
-    "tefm-g": dict(n_components=8, gamma=0.3),
-    "tefm-s": dict(n_components=8, gamma=0.3),
-    "eerf": dict(n_components=8, subsample=0.5, gamma=0.3),
-    "lkrf": dict(n_components=8, subsample=0.5, gamma=0.3),
-    "arccos": dict(n_components=16),
-    "ses": dict(n_components=8, gamma=0.3, n_pairs=100),
-    "binning": dict(n_grids=6, n_bins=16, gamma=1.0),
-    "rff+binning": dict(n_components=8, n_grids=4, n_bins=8, gamma=1.0),
-    "cnm": dict(n_components=6, **CNM_FAST),
-    "circulant": dict(n_components=12, gamma=0.5),
-    "nystroem": dict(n_components=12, gamma=0.3),
-    "polysketch": dict(n_components=16, degree=2, coef0=1.0),
-    "chi2": dict(sample_steps=2),
-    "skewed-chi2": dict(n_components=16, skewedness=1.0),
-}
-#: maps outside the registry (baselines of the papers)
-OTHER_MAPS = {
-    "fastfood": (FastfoodFeatures, dict(n_components=16, gamma=0.3)),
-    "compact": (CompactRandomFeatures, dict(n_components=8, gamma=0.3)),
-}
-MAPS = sorted(FEATURES) + sorted(OTHER_MAPS)
-
-#: fitted arrays of a fit on dask vs one on numpy, or on another chunking (module docstring)
-FIT_TOL = {
-    "tefm-g": dict(rtol=0, atol=2e-5),
-    "tefm-s": dict(rtol=0, atol=2e-5),
-    "eerf": dict(rtol=1e-5, atol=1e-7),
-    "lkrf": dict(rtol=1e-5, atol=1e-7),
-}
-EXACT = dict(rtol=0, atol=0)
-#: the same fitted map on numpy and on dask (float32 GEMM rounding, module docstring):
-#: features bounded by ~1 (cosines times sqrt(2 / D), and projections of them)
-OUT_TOL = dict(rtol=0, atol=1e-6)
-#: per map: arc-cosine features grow with |x' w|^degree (relative rounding); the hybrid's
-#: Fourier half is Laplacian, whose Cauchy frequencies make arguments x'w of ~100, rounded
-#: to ~1e-5 in float32 (measured: 1.3e-6 on a feature); binning has no arithmetic on the
-#: way to a feature (a bin is floor((x - u) / delta)): exact
-OUT_TOLS = {"arccos": dict(rtol=1e-5, atol=1e-6), "rff+binning": dict(rtol=0, atol=1e-5),
-            "binning": EXACT}
-
-
-#: maps whose sparse input gives sparse output (dense input, dense output)
-KEEPS_SPARSE = {"chi2"}
-
-
-def out_tol(name):
-    return OUT_TOLS.get(name, OUT_TOL)
-
-
-#: check_estimator runs on every map with its DEFAULT parameters (as a user makes it), but
-#: for CNM's loop lengths (CHECK_PARAMS: the API is the same at any length); its
-#: expected failures, per map, only where a check's premise does not hold.  The float32
-#: maps' outputs go through a float32 GEMM (or FFT), which rounds a row by 1 ulp
-#: differently in another batch (FLOAT32_ROW_GROUPING): the two checks that compare
-#: batches at rtol 1e-7 then run on the float64 map (test_map_row_grouping_checks_in_float64)
-CHECKS = {
-    "rff": FLOAT32_ROW_GROUPING,
-    "tefm-g": FLOAT32_ROW_GROUPING,
-    "tefm-s": FLOAT32_ROW_GROUPING,
-    "eerf": FLOAT32_ROW_GROUPING,
-    "lkrf": FLOAT32_ROW_GROUPING,
-    "arccos": FLOAT32_ROW_GROUPING,
-    "ses": FLOAT32_ROW_GROUPING,
-    "binning": {},  # sparse output: no arithmetic on the way to a feature, exact
-    "rff+binning": FLOAT32_ROW_GROUPING,  # the Fourier half
-    "cnm": {},  # its phases are float64 whatever dtype (cnm.py, _features64)
-    "circulant": FLOAT32_ROW_GROUPING,
-    "nystroem": {},  # no float32 rounding to excuse: the block is float64, rounded once
-    "polysketch": {},  # count sketches and FFTs in float64, rounded once
-    "chi2": {},  # deterministic, float64, rounded once
-    "skewed-chi2": FLOAT32_ROW_GROUPING,  # a float32 GEMM, as rff
-    "fastfood": FLOAT32_ROW_GROUPING,
-    "compact": FLOAT32_ROW_GROUPING,
-}
-#: the only parameters check_estimator's maps do not take at their defaults (CHECKS above)
-CHECK_PARAMS = {"cnm": CNM_SHORT}
-
-#: small parameters for each solver (an alpha list: the CV folds use random_state; the
-#: SGD steps, which solver="auto" would replace by Newton passes on 5 columns)
-SOLVER_PARAMS = {"ridge": dict(alpha=[0.1, 1.0]), "sgd": dict(alpha=1e-3, max_iter=3, solver="sgd")}
-SOLVER_CASES = [(s, t) for s in sorted(PREDICTORS) for t in TASKS]
-SOLVER_IDS = [f"{s}-{t}" for s, t in SOLVER_CASES]
-SOLVER_CHECKS = {}
-
-N, D = 240, 5
-#: row chunkings of the N rows (with the column chunks): one block, equal blocks,
-#: a one-row and an empty block, and column chunks that the estimators merge
-CHUNKINGS = [((N,), (D,)), ((60,) * 4, (D,)), ((1, 99, 0, 140), (D,)), ((37,) * 6 + (18,), (2, 3))]
 
 
 @pytest.fixture(scope="module")
@@ -168,83 +92,8 @@ def data():
 @pytest.fixture(scope="module")
 def cluster():
     """One real LocalCluster for the module: 2 single-threaded worker processes."""
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                  dashboard_address=None, host="127.0.0.1") as c:
+    with two_process_cluster() as c:
         yield c
-
-
-# ------------------------------------------------------------------ helpers
-def map_class(name):
-    """The factory of the map ``name`` (a class, or a ``partial`` of one)."""
-    return FEATURES[name] if name in FEATURES else OTHER_MAPS[name][0]
-
-
-def make_map(name, **overrides):
-    """The map ``name`` with its small parameters, random_state=0 unless overridden (a map
-    without randomness, the additive chi-squared map, has no random_state)."""
-    factory, params = (FEATURES[name], MAP_PARAMS[name]) if name in FEATURES else OTHER_MAPS[name]
-    seeded = "random_state" in factory().get_params()
-    return factory(**{**params, **({"random_state": 0} if seeded else {}), **overrides})
-
-
-def is_seeded(name):
-    return "random_state" in map_class(name)().get_params()
-
-
-def map_data(data, name):
-    """``(X, y)`` for the map ``name``: the contract's rows, their absolute values for a map
-    of histograms (its declared ``input_floor``: the chi-squared maps)."""
-    X, y, _ = data
-    return (np.abs(X) if hasattr(map_class(name)(), "input_floor") else X), y
-
-
-def make_solver(name, task, **overrides):
-    """The solver ``name`` for ``task`` with its small parameters, random_state=0 unless overridden."""
-    return PREDICTORS[name][task](**{**SOLVER_PARAMS[name], "random_state": 0, **overrides})
-
-
-def needs_y(est):
-    return est.__sklearn_tags__().target_tags.required
-
-
-def on_dask(X, y, chunks):
-    """``X`` and ``y`` as dask arrays with the given (rows, columns) chunks."""
-    return da.from_array(X, chunks=chunks), da.from_array(y, chunks=(chunks[0],))
-
-
-def dense(Z):
-    return Z.toarray() if sp.issparse(Z) else np.asarray(Z)
-
-
-def fitted_state(est, prefix=""):
-    """Every fitted numeric attribute (``name_``), sub-estimators' included, as arrays."""
-    out = {}
-    for key, value in vars(est).items():
-        if not key.endswith("_") or key.startswith("_"):
-            continue
-        if isinstance(value, BaseEstimator):
-            out.update(fitted_state(value, f"{prefix}{key}."))
-            continue
-        try:
-            arr = np.asarray(value)
-        except (TypeError, ValueError):  # ragged lists
-            continue
-        if arr.dtype.kind in "biuf":
-            out[prefix + key] = arr
-    return out
-
-
-def assert_same_fit(est, ref, rtol=0, atol=0):
-    a, b = fitted_state(est), fitted_state(ref)
-    assert a.keys() == b.keys()
-    assert a, "no fitted arrays to compare"
-    for key in a:
-        np.testing.assert_allclose(a[key], b[key], rtol=rtol, atol=atol, err_msg=key)
-
-
-def assert_same_output(Z, ref, tol):
-    assert Z.shape == ref.shape and sp.issparse(Z) == sp.issparse(ref)
-    np.testing.assert_allclose(dense(Z), dense(ref), **tol)
 
 
 # ================================================================== feature maps
@@ -406,25 +255,6 @@ def test_every_public_estimator_is_checked():
                 if isinstance(obj, type) and issubclass(obj, BaseEstimator)}
     assert exported <= checked, exported - checked
 
-
-def _text_frame(X):
-    """A dask DataFrame of X with a text column (DataFrames are accepted: tests/test_dataframes.py)."""
-    return dd.from_pandas(pd.DataFrame(X).assign(city="Paris"), npartitions=2)
-
-
-def _assert_text_columns_refused(est, X, y):
-    # a DataFrame is converted lazily, but a text column must be encoded first; the message names it
-    with pytest.raises(ValueError, match=r"X has 1 non-numeric column\(s\): 'city' .*rfstream convert"):
-        est.fit(_text_frame(X), da.from_array(y, chunks=N // 2))
-
-
-def _assert_unknown_columns_refused(est, X, y):
-    unknown = da.from_array(X, chunks=(N // 2, 3)).map_blocks(
-        lambda b: b, chunks=((N // 2, N // 2), (np.nan, np.nan)))
-    with pytest.raises(ValueError, match="unknown number of columns"):
-        est.fit(unknown, da.from_array(y, chunks=N // 2))
-
-
 @pytest.mark.parametrize("name", MAPS)
 def test_map_bad_input(data, name):
     X, y = map_data(data, name)
@@ -437,8 +267,8 @@ def test_map_bad_input(data, name):
         make_map(name).fit(da.from_array(X[:, 0], chunks=60), da.from_array(y, chunks=60))
     with pytest.raises(ValueError, match=r"X must have a real numeric dtype; got dtype <U"):
         make_map(name).fit(da.from_array(X.astype(str), chunks=(60, D)), da.from_array(y, chunks=60))
-    _assert_text_columns_refused(make_map(name), X, y)
-    _assert_unknown_columns_refused(make_map(name), X, y)
+    assert_text_columns_refused(make_map(name), X, y)
+    assert_unknown_columns_refused(make_map(name), X, y)
     X_nan = X.copy()
     X_nan[7, 2] = np.nan
     with pytest.raises(ValueError, match=f"Input X contains NaN.\n{cls} does not accept missing values"):
@@ -457,199 +287,3 @@ def test_map_bad_input(data, name):
         for X_in in (X, da.from_array(X, chunks=60)):
             with pytest.raises(ValueError, match=r"X has 240 rows but y has 200; pass one target per row"):
                 make_map(name).fit(X_in, y[:200])
-
-
-# ================================================================== solvers
-@pytest.mark.parametrize("solver, task", SOLVER_CASES, ids=SOLVER_IDS)
-def test_every_solver_and_task_has_a_case(solver, task):
-    assert set(SOLVER_PARAMS) == set(PREDICTORS) and set(TASKS) == set(PREDICTORS[solver])
-    assert set(SOLVERS) - set(PREDICTORS) == {"kpca"}
-    est = make_solver(solver, task)
-    assert (is_classifier(est), is_regressor(est)) == (task == "classification", task == "regression")
-
-
-def _y(data, task):
-    X, y_class, y_reg = data
-    return X, (y_class if task == "classification" else y_reg)
-
-
-def _assert_same_predictions(pred, ref, task, rtol=1e-12):
-    if task == "classification":
-        np.testing.assert_array_equal(pred, ref)
-    else:
-        np.testing.assert_allclose(pred, ref, rtol=rtol, atol=rtol * np.abs(ref).max())
-
-
-#: fitted arrays of a dask fit vs a numpy fit: ridge sums the same float64 partials in
-#: another order (1e-13 relative, times the condition number); SGD on one chunk runs
-#: exactly the numpy computation (one block of NUMPY_BLOCK rows)
-SOLVER_TOL = {"ridge": dict(rtol=1e-10, atol=1e-12), "sgd": EXACT}
-
-
-@pytest.mark.parametrize("solver, task", SOLVER_CASES, ids=SOLVER_IDS)
-def test_solver_numpy_in_numpy_out_dask_in_lazy_dask_out(data, solver, task):
-    X, y = _y(data, task)
-    ref = make_solver(solver, task).fit(X, y)
-    est = make_solver(solver, task).fit(*on_dask(X, y, ((N,), (D,))))
-    assert_same_fit(est, ref, **SOLVER_TOL[solver])
-    pred = ref.predict(X)
-    assert isinstance(pred, np.ndarray) and pred.shape == (N,)
-    Xd = da.from_array(X, chunks=(60, D))
-    lazy = est.predict(Xd)
-    assert isinstance(lazy, da.Array) and lazy.chunks == (Xd.chunks[0],)
-    assert lazy.dtype == pred.dtype
-    assert lazy.name == est.predict(Xd).name  # deterministic graph name
-    _assert_same_predictions(lazy.compute(), pred, task)
-
-
-#: solver="sgd" averages per-chunk SGD runs, so its model depends on the chunking by
-#: design (docs/sgd.md; test_sgd.py::test_chunking_changes_the_model_but_not_its_quality);
-#: its Newton solver is a sum over all rows and is chunk-invariant.  The regressor has
-#: no Newton solver.
-CHUNK_INVARIANT = [("ridge", "classification", {}), ("ridge", "regression", {}),
-                   ("sgd", "classification", dict(solver="newton", loss="log_loss", tol=1e-10,
-                                                  max_iter=30))]
-
-
-@pytest.mark.parametrize("solver, task, params", CHUNK_INVARIANT,
-                         ids=["ridge-classification", "ridge-regression", "sgd-newton-classification"])
-def test_solver_fit_on_any_chunking_equals_numpy(data, solver, task, params):
-    # Newton: the same float64 sums in another order, to its tol 1e-10 (1e-8 relative)
-    X, y = _y(data, task)
-    ref = make_solver(solver, task, **params).fit(X, y)
-    tol = SOLVER_TOL["ridge"] if solver == "ridge" else dict(rtol=1e-8, atol=1e-10)
-    for chunks in CHUNKINGS:
-        est = make_solver(solver, task, **params).fit(*on_dask(X, y, chunks))
-        for attr in ("coef_", "intercept_"):
-            np.testing.assert_allclose(getattr(est, attr), getattr(ref, attr), **tol, err_msg=attr)
-        _assert_same_predictions(est.predict(da.from_array(X, chunks=chunks)).compute(),
-                                 ref.predict(X), task, rtol=1e-8)
-
-
-@pytest.mark.parametrize("solver, task", SOLVER_CASES, ids=SOLVER_IDS)
-def test_solver_deterministic_in_random_state(data, solver, task):
-    X, y = _y(data, task)
-    Xd, yd = on_dask(X, y, ((60,) * 4, (D,)))
-    a, b, c = (fitted_state(make_solver(solver, task, random_state=rs).fit(Xd, yd)) for rs in (3, 3, 4))
-    for key in a:
-        np.testing.assert_array_equal(a[key], b[key], err_msg=key)
-    # other CV folds (ridge) or another row order (SGD)
-    assert any(not np.array_equal(a[key], c[key]) for key in a)
-
-
-@pytest.mark.parametrize("solver, task", SOLVER_CASES, ids=SOLVER_IDS)
-def test_solver_threads_equal_processes(data, solver, task, cluster):
-    # the same float64 partials summed in the same tree; 1e-10 allows for BLAS
-    # differences between processes (none seen)
-    X, y = _y(data, task)
-    Xd, yd = on_dask(X, y, ((60,) * 4, (D,)))
-    with connect("threads"):
-        ref = make_solver(solver, task).fit(Xd, yd)
-        pred_ref = ref.predict(Xd).compute()
-    with distributed.Client(cluster) as client:
-        est = make_solver(solver, task).fit(Xd, yd)
-        pred = est.predict(Xd).compute()
-        assert len(client.scheduler_info()["workers"]) == 2
-    assert_same_fit(est, ref, rtol=1e-10, atol=1e-12)
-    _assert_same_predictions(pred, pred_ref, task, rtol=1e-10)
-
-
-@pytest.mark.parametrize("solver, task", SOLVER_CASES, ids=SOLVER_IDS)
-def test_solver_save_load_round_trip(data, solver, task, tmp_path):
-    X, y = _y(data, task)
-    est = make_solver(solver, task).fit(X, y)
-    loaded = load_model(save_model(est, tmp_path / "model"))
-    assert type(loaded) is type(est) and loaded.get_params() == est.get_params()
-    assert_same_fit(loaded, est)
-    np.testing.assert_array_equal(loaded.predict(X), est.predict(X))
-    Xd = da.from_array(X, chunks=(60, D))
-    np.testing.assert_array_equal(loaded.predict(Xd).compute(), est.predict(Xd).compute())
-
-
-@pytest.mark.filterwarnings("ignore::sklearn.exceptions.SkipTestWarning")
-@pytest.mark.parametrize("solver, task", SOLVER_CASES, ids=SOLVER_IDS)
-def test_solver_check_estimator(solver, task):
-    # the estimators' own defaults, as a user makes them
-    check_estimator(PREDICTORS[solver][task](), expected_failed_checks=SOLVER_CHECKS.get((solver, task), {}))
-
-
-@pytest.mark.parametrize("solver, task", SOLVER_CASES, ids=SOLVER_IDS)
-def test_solver_bad_input(data, solver, task):
-    X, y = _y(data, task)
-    cls = type(make_solver(solver, task)).__name__
-    for X_in in (X, da.from_array(X, chunks=60)):
-        with pytest.raises(NotFittedError, match="not fitted yet"):
-            make_solver(solver, task).predict(X_in)
-    with pytest.raises(ValueError, match="Expected 2D array, got 1D array"):
-        make_solver(solver, task).fit(X[:, 0], y)
-    with pytest.raises(ValueError, match=r"Expected a 2-d dask array for X; got ndim=1"):
-        make_solver(solver, task).fit(da.from_array(X[:, 0], chunks=60), da.from_array(y, chunks=60))
-    _assert_unknown_columns_refused(make_solver(solver, task), X, y)
-    X_nan = X.copy()
-    X_nan[7, 2] = np.nan
-    with pytest.raises(ValueError, match=f"Input X contains NaN.\n{cls} does not accept missing values"):
-        make_solver(solver, task).fit(X_nan, y)
-    with pytest.raises(ValueError, match=r"X has 240 rows but y has 200; pass one target per row"):
-        make_solver(solver, task).fit(da.from_array(X, chunks=60), y[:200])
-    with pytest.raises(ValueError, match=r"inconsistent numbers of samples: \[240, 200\]"):
-        make_solver(solver, task).fit(X, y[:200])
-    est = make_solver(solver, task).fit(X, y)
-    wrong = f"X has 4 features, but {cls} is expecting 5 features as input"
-    with pytest.raises(ValueError, match=wrong):
-        est.predict(X[:, :4])
-    with pytest.raises(ValueError, match=wrong):
-        est.predict(da.from_array(X[:, :4], chunks=60))
-    if task == "classification":
-        with pytest.raises(ValueError, match="at least 2 classes"):
-            make_solver(solver, task).fit(X, np.zeros(N, dtype=int))
-        with pytest.raises(ValueError, match="at least 2 classes"):
-            make_solver(solver, task).fit(da.from_array(X, chunks=60), da.zeros(N, chunks=60, dtype=int))
-
-
-@pytest.mark.parametrize("solver, task", SOLVER_CASES, ids=SOLVER_IDS)
-def test_solver_refuses_nan_in_dask_input(data, solver, task):
-    X, y = _y(data, task)
-    X_nan = X.copy()
-    X_nan[7, 2] = np.nan
-    with pytest.raises(ValueError, match="NaN or infinity"):
-        make_solver(solver, task).fit(da.from_array(X_nan, chunks=60), da.from_array(y, chunks=60))
-
-
-@pytest.mark.parametrize("solver, task", SOLVER_CASES, ids=SOLVER_IDS)
-def test_solver_refuses_text_columns_of_a_dask_dataframe(data, solver, task):
-    X, y = _y(data, task)
-    _assert_text_columns_refused(make_solver(solver, task), X, y)
-    fitted = make_solver(solver, task).fit(X, y)
-    with pytest.raises(ValueError, match=r"non-numeric column\(s\): 'city'"):
-        fitted.predict(_text_frame(X[:, :-1]))
-
-
-# ================================================================== kernel PCA (a transformer)
-@pytest.mark.filterwarnings("ignore::sklearn.exceptions.SkipTestWarning")
-def test_kpca_check_estimator():
-    check_estimator(KernelPCA())
-
-
-def test_kpca_then_ridge_pipeline_numpy_dask_threads_processes_and_files(data, cluster, tmp_path):
-    # rff -> KernelPCA -> ridge: the transformer in the middle keeps every contract of a step
-    from sklearn.pipeline import make_pipeline
-
-    X, y, _ = data
-
-    def model():
-        return make_pipeline(make_map("rff"), KernelPCA(4), make_solver("ridge", "classification"))
-
-    ref = model().fit(X, y)
-    Xd, yd = on_dask(X, y, ((60,) * 4, (D,)))
-    with connect("threads"):
-        est = model().fit(Xd, yd)
-    np.testing.assert_allclose(est[1].components_, ref[1].components_, rtol=1e-5, atol=1e-6)
-    lazy = est.predict(Xd)
-    assert isinstance(lazy, da.Array) and lazy.chunks == (Xd.chunks[0],)
-    np.testing.assert_array_equal(lazy.compute(), est.predict(X))
-    with distributed.Client(cluster):
-        far = model().fit(Xd, yd)
-    np.testing.assert_allclose(far[1].components_, est[1].components_, rtol=1e-10, atol=1e-12)
-    loaded = load_model(save_model(est, tmp_path / "model"))
-    np.testing.assert_array_equal(loaded.predict(X), est.predict(X))
-    np.testing.assert_array_equal(loaded[1].transform(loaded[0].transform(X)), est[1].transform(est[0].transform(X)))

@@ -22,9 +22,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import scipy.sparse as sp
-from _contract_data import contract_data
-from dask.callbacks import Callback
-from test_contract import (
+from _contract_cases import (
     SOLVER_CASES,
     SOLVER_IDS,
     D,
@@ -34,6 +32,8 @@ from test_contract import (
     make_solver,
     map_data,
 )
+from _contract_data import contract_data
+from dask.callbacks import Callback
 
 from rfstream import Standardizer
 from rfstream.pipeline import FEATURES, make_model
@@ -278,7 +278,7 @@ def test_nullable_and_boolean_columns_are_numbers(data):
     values[:, 2] = X[:, 2] > 0
     ref = make_solver("ridge", "classification").fit(values, y)
     for f in (frame, dd.from_pandas(frame, npartitions=PARTS)):
-        # the same float64 sums in another order (test_contract's SOLVER_TOL)
+        # the same float64 sums in another order (test_contract_solvers's SOLVER_TOL)
         assert_same_fit(make_solver("ridge", "classification").fit(f, y), ref, rtol=1e-10, atol=1e-12)
     missing = frame.assign(x0=frame["x0"].mask(frame.index == 3))
     with pytest.raises(ValueError, match="NaN or infinity"):  # a missing value is a NaN

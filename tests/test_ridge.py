@@ -5,7 +5,7 @@ Gram reduction must reproduce it.  Cross-validation over an alpha list is checke
 against a brute-force K-fold on the same folds, and the pass itself against its
 graph: one reduction with the feature map fused into it.  The contract every solver
 keeps (numpy/dask, chunkings, determinism, processes, save/load, check_estimator,
-bad input) is tested in test_contract.py.
+bad input) is tested in test_contract_solvers.py.
 """
 import collections
 

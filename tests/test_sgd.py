@@ -6,7 +6,7 @@ LogisticRegression(solver="liblinear") with C = 1/(alpha n) and the same
 intercept_scaling; Ridge(alpha = alpha n) on [X, s] for the squared loss.  The
 objective of any (coef, intercept) is measured by the estimator's own exact
 one-pass ``objective``.  The contract every solver keeps (numpy/dask, determinism,
-processes, save/load, check_estimator, bad input) is tested in test_contract.py.
+processes, save/load, check_estimator, bad input) is tested in test_contract_solvers.py.
 """
 from functools import partial
 
