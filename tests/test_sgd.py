@@ -8,44 +8,18 @@ objective of any (coef, intercept) is measured by the estimator's own exact
 one-pass ``objective``.  The contract every solver keeps (numpy/dask, determinism,
 processes, save/load, check_estimator, bad input) is tested in test_contract_solvers.py.
 """
-from functools import partial
-
 import dask.array as da
 import distributed
 import numpy as np
 import pytest
+from _sgd_cases import StreamingSGDClassifier, StreamingSGDRegressor, blobs, objective_of
 from sklearn.linear_model import LogisticRegression, Ridge
 from sklearn.svm import LinearSVC
 
-import rfstream
 from rfstream import RandomFourierFeatures, Standardizer
 from rfstream.cluster import compute, connect
 from rfstream.solvers import sgd_steps
 from rfstream.solvers.losses import LOSSES, ball_radius
-
-#: These tests are about the SGD steps, so they ask for solver="sgd" (the default
-#: "auto" runs Newton passes on inputs as narrow as these); Newton's tests name
-#: solver="newton", and "auto" has its own tests below.
-StreamingSGDClassifier = partial(rfstream.StreamingSGDClassifier, solver="sgd")
-StreamingSGDRegressor = partial(rfstream.StreamingSGDRegressor, solver="sgd")
-
-
-def _blobs(n=2000, d=8, n_classes=2, seed=0, noise=1.0):
-    rng = np.random.default_rng(seed)
-    X = rng.normal(size=(n, d))
-    scores = X[:, :n_classes] + noise * rng.normal(size=(n, n_classes))
-    y = np.argmax(scores, axis=1) if n_classes > 2 else (X[:, 0] - 0.5 * X[:, 1] + noise * rng.normal(size=n) > 0.3)
-    return X, y.astype(np.int64)
-
-
-def _objective_of(est, X, y, coef, intercept):
-    """The estimator's exact objective evaluated at someone else's weights."""
-    saved = est.coef_, est.intercept_
-    est.coef_, est.intercept_ = np.asarray(coef, dtype=np.float64).reshape(np.shape(saved[0])), intercept
-    try:
-        return est.objective(X, y)
-    finally:
-        est.coef_, est.intercept_ = saved
 
 
 # ------------------------------------------------------------------ the losses
@@ -78,7 +52,7 @@ def test_loss_derivatives_match_finite_differences(loss):
 def test_dask_one_chunk_equals_numpy(loss):
     # numpy input runs as blocks of NUMPY_BLOCK rows: one block here, exactly the
     # dask single-chunk computation (same rows, same order, same float64 steps).
-    X, y = _blobs()
+    X, y = blobs()
     ref = StreamingSGDClassifier(loss, alpha=1e-3, max_iter=3).fit(X, y)
     for y_in in (y, da.from_array(y, chunks=500)):
         est = StreamingSGDClassifier(loss, alpha=1e-3, max_iter=3).fit(da.from_array(X, chunks=(-1, 4)), y_in)
@@ -97,12 +71,12 @@ def test_chunking_changes_the_model_but_not_its_quality():
     # SGD sees only its rows).  The objective reached depends on it only mildly:
     # 4 blocks make 4x fewer steps on the 1/(alpha t) schedule per epoch than
     # one block (measured: 0.03% vs 1.1% above the optimum after 8 epochs).
-    X, y = _blobs(n=4000)
+    X, y = blobs(n=4000)
     f = [StreamingSGDClassifier("log_loss", alpha=1e-3, max_iter=8, tol=None).fit(
         da.from_array(X, chunks=(rows, -1)), y).objective_ for rows in (4000, 1000)]
     ref = LogisticRegression(C=1 / (1e-3 * 4000), solver="liblinear", tol=1e-8).fit(X, y)
     est = StreamingSGDClassifier("log_loss", alpha=1e-3, max_iter=1).fit(X, y)
-    f_opt = _objective_of(est, X, y, ref.coef_, ref.intercept_)
+    f_opt = objective_of(est, X, y, ref.coef_, ref.intercept_)
     assert f[0] != f[1]
     assert f_opt < f[0] < f_opt * 1.005 and f_opt < f[1] < f_opt * 1.02
 
@@ -121,18 +95,18 @@ def test_close_to_sklearn_optimum(loss, ref):
     # solvers reach it to ~1e-6, SGD must come within 1% in 15 epochs (the
     # acceptance bar of the benchmark on Adult/KDD99).  The iterate cannot go
     # below the optimum: f(sgd) >= f(opt) - 1e-9 catches a wrong objective.
-    X, y = _blobs(n=3000, d=10)
+    X, y = blobs(n=3000, d=10)
     alpha = 1e-3
     est = StreamingSGDClassifier(loss, alpha=alpha, max_iter=15, tol=None).fit(X, y)
     opt = ref(1 / (alpha * X.shape[0])).fit(X, y)
-    f_opt = _objective_of(est, X, y, opt.coef_, opt.intercept_)
+    f_opt = objective_of(est, X, y, opt.coef_, opt.intercept_)
     assert f_opt - 1e-9 <= est.objective_ < f_opt * 1.01, (est.objective_, f_opt)
     assert est.objective_ == pytest.approx(est.objective(X, y), rel=1e-12)
     assert np.mean(est.predict(X) == opt.predict(X)) > 0.97
 
 
 def test_objective_decreases():
-    X, y = _blobs(n=3000)
+    X, y = blobs(n=3000)
     est = StreamingSGDClassifier(alpha=1e-3, max_iter=8, tol=None).fit(X, y)
     path = est.objective_path_
     assert path[0] == pytest.approx(1.0)  # f(0) = mean hinge at 0 = 1
@@ -150,7 +124,7 @@ def test_regressor_close_to_ridge():
     alpha = 1e-3
     est = StreamingSGDRegressor(alpha=alpha, max_iter=15, tol=None).fit(X, y)
     ridge = Ridge(alpha=alpha * 3000, fit_intercept=False).fit(np.c_[X, np.ones(3000)], y)
-    f_opt = _objective_of(est, X, y, ridge.coef_[:-1], ridge.coef_[-1])
+    f_opt = objective_of(est, X, y, ridge.coef_[:-1], ridge.coef_[-1])
     assert f_opt - 1e-9 <= est.objective_ < f_opt * 1.01
     assert est.score(X, y) > 0.95
     assert isinstance(est.intercept_, float) and est.coef_.shape == (6,)
@@ -178,7 +152,7 @@ def test_pegasos_first_step_and_ball():
 
 @pytest.mark.parametrize("average", [True, False])
 def test_fitted_model_in_pegasos_ball(average):
-    X, y = _blobs(n=1500)
+    X, y = blobs(n=1500)
     X = X * 5  # large scores: the ball matters
     alpha = 1e-2
     est = StreamingSGDClassifier(alpha=alpha, max_iter=3, average=average).fit(da.from_array(X, chunks=500), y)
@@ -203,7 +177,7 @@ def test_sgd_steps_multiclass_api():
 
 # ------------------------------------------------------------------ multiclass, weights
 def test_multiclass_ovr_and_multinomial():
-    X, y = _blobs(n=3000, n_classes=4, noise=0.5)
+    X, y = blobs(n=3000, n_classes=4, noise=0.5)
     labels = np.array(["a", "b", "c", "d"])[y]
     alpha = 1e-3
     ovr = StreamingSGDClassifier("log_loss", alpha=alpha, max_iter=10).fit(X, labels)
@@ -215,7 +189,7 @@ def test_multiclass_ovr_and_multinomial():
     mn = StreamingSGDClassifier("log_loss", alpha=alpha, multi_class="multinomial", fit_intercept=False,
                                 max_iter=15, tol=None).fit(X, labels)
     ref = LogisticRegression(C=1 / (alpha * 3000), fit_intercept=False, tol=1e-10, max_iter=1000).fit(X, labels)
-    f_opt = _objective_of(mn, X, labels, ref.coef_, np.zeros(4))
+    f_opt = objective_of(mn, X, labels, ref.coef_, np.zeros(4))
     assert f_opt - 1e-9 <= mn.objective_ < f_opt * 1.01
     assert np.mean(mn.predict(X) == ref.predict(X)) > 0.97
     # dask labels and predictions
@@ -225,7 +199,7 @@ def test_multiclass_ovr_and_multinomial():
 
 
 def test_class_weight():
-    X, y = _blobs(n=3000, noise=1.5)
+    X, y = blobs(n=3000, noise=1.5)
     plain = StreamingSGDClassifier(alpha=1e-3, max_iter=5).fit(X, y)
     heavy = StreamingSGDClassifier(alpha=1e-3, max_iter=5, class_weight={1: 5.0}).fit(X, y)
     # weighting class 1 up must raise its recall (and predict it more often)
@@ -242,7 +216,7 @@ def test_class_weight():
 
 # ------------------------------------------------------------------ partial_fit, stopping
 def test_partial_fit():
-    X, y = _blobs(n=4000)
+    X, y = blobs(n=4000)
     est = StreamingSGDClassifier("log_loss", alpha=1e-3)
     with pytest.raises(ValueError, match="classes must be passed"):
         est.partial_fit(X[:10], y[:10])
@@ -257,7 +231,7 @@ def test_partial_fit():
 
 
 def test_early_stopping_on_held_out_rows():
-    X, y = _blobs(n=3000)
+    X, y = blobs(n=3000)
     est = StreamingSGDClassifier(alpha=1e-3, max_iter=30, early_stopping=True, validation_fraction=0.2,
                                  n_iter_no_change=2).fit(X, y)
     assert est.n_epochs_ < 30  # it stopped
@@ -266,7 +240,7 @@ def test_early_stopping_on_held_out_rows():
 
 
 def test_chunks_per_round_culls_and_is_deterministic():
-    X, y = _blobs(n=4000)
+    X, y = blobs(n=4000)
     Xd = da.from_array(X, chunks=(500, -1))
     a = StreamingSGDClassifier(alpha=1e-3, max_iter=2, chunks_per_round=3).fit(Xd, y)
     b = StreamingSGDClassifier(alpha=1e-3, max_iter=2, chunks_per_round=3).fit(Xd, y)
@@ -286,7 +260,7 @@ def _rff_pipeline_fit(X, y):
 
 
 def test_threads_equal_two_process_cluster():
-    X, y = _blobs(n=6000, d=5, noise=0.5)
+    X, y = blobs(n=6000, d=5, noise=0.5)
     X = X + 3.0
     Xd, yd = da.from_array(X, chunks=(1000, -1)), da.from_array(y, chunks=1000)
     with connect("threads"):
@@ -324,7 +298,7 @@ def test_threads_equal_two_process_cluster():
     ],
 )
 def test_bad_parameters(params, match):
-    X, y = _blobs(n=100)
+    X, y = blobs(n=100)
     with pytest.raises(ValueError, match=match):
         StreamingSGDClassifier(**params).fit(X, y)
 
@@ -355,190 +329,9 @@ def test_adult_accuracy_floor(adult_train_zarr, adult_test_zarr):
 def test_other_learning_rates(learning_rate, eta0):
     # Bottou's 1/(alpha (t + t0)) and a constant step: both fit, the constant
     # step only to a neighbourhood of the optimum (its noise does not vanish)
-    X, y = _blobs(n=2000)
+    X, y = blobs(n=2000)
     est = StreamingSGDClassifier("log_loss", alpha=1e-3, learning_rate=learning_rate, eta0=eta0,
                                  max_iter=5, tol=None).fit(X, y)
     ref = LogisticRegression(C=1 / (1e-3 * 2000), solver="liblinear", tol=1e-8).fit(X, y)
-    f_opt = _objective_of(est, X, y, ref.coef_, ref.intercept_)
+    f_opt = objective_of(est, X, y, ref.coef_, ref.intercept_)
     assert f_opt - 1e-9 <= est.objective_ < f_opt * 1.05
-
-
-# ------------------------------------------------------------------ solver="newton"
-@pytest.mark.parametrize("loss", ["log_loss", "squared_hinge", "hinge"])
-def test_second_order_derivatives(loss):
-    # d1 and d2 against central differences of the value and of d1, away from
-    # the kinks (margin 0, and margin h for the smoothed hinge)
-    from rfstream.solvers.losses import second_order
-
-    rng = np.random.default_rng(0)
-    y = rng.choice([-1.0, 1.0], size=(200, 2))
-    p = rng.normal(size=(200, 2)) * 2
-    margin = 1 - y * p
-    p[(np.abs(margin) < 1e-2) | (np.abs(margin - 0.5) < 1e-2)] += 0.05
-    h, eps = 0.5, 1e-6
-    value, d1, d2 = second_order(loss, p, y, smoothing=h)
-    up, down = second_order(loss, p + eps, y, h), second_order(loss, p - eps, y, h)
-    np.testing.assert_allclose(d1, (up[0] - down[0]) / (2 * eps), rtol=1e-5, atol=1e-6)
-    np.testing.assert_allclose(d2, (up[1] - down[1]) / (2 * eps), rtol=1e-5, atol=1e-5)
-    if loss == "hinge":  # below the hinge, by at most h/2
-        hinge = np.maximum(1 - y * p, 0)
-        assert np.all(value <= hinge + 1e-12) and np.all(value >= hinge - h / 2 - 1e-12)
-
-
-@pytest.mark.parametrize(
-    "loss,ref,rel",
-    [
-        ("log_loss", lambda C: LogisticRegression(C=C, solver="liblinear", tol=1e-10), 1e-7),
-        ("squared_hinge", lambda C: LinearSVC(C=C, loss="squared_hinge", dual=False, tol=1e-10), 1e-7),
-        ("hinge", lambda C: LinearSVC(C=C, loss="hinge", dual=True, tol=1e-10, max_iter=200000), 1e-3),
-    ],
-)
-def test_newton_reaches_sklearn_optimum(loss, ref, rel):
-    # The Newton solver is exact: it reaches the optimum to `rel` (the smoothed
-    # hinge to its tol 1e-3 relative estimated gap) in a few passes.
-    X, y = _blobs(n=3000, d=10)
-    alpha = 1e-3
-    est = StreamingSGDClassifier(loss, alpha=alpha, solver="newton", max_iter=60,
-                                 tol=1e-9 if rel < 1e-3 else 1e-3).fit(X, y)
-    opt = ref(1 / (alpha * X.shape[0])).fit(X, y)
-    f_opt = _objective_of(est, X, y, opt.coef_, opt.intercept_)
-    assert f_opt * (1 - 1e-9) <= est.objective_ * (1 + 1e-9) and est.objective_ <= f_opt * (1 + rel), (
-        est.objective_, f_opt)
-    assert est.objective_ == pytest.approx(est.objective(X, y), rel=1e-12)
-    assert est.objective_path_[-1] == est.objective_ and est.n_iter_ == len(est.objective_path_)
-    assert est.n_iter_ <= (8 if loss != "hinge" else 30)
-    assert 0 <= est.gap_ <= max(1e-9, 1e-3 if loss == "hinge" else 1e-9) * est.objective_ * 1.0001
-
-
-def test_newton_ignores_row_order_and_chunking():
-    # Rows sorted by label, in 4 chunks (one class per chunk, as KDD99's runs of
-    # one attack type): parameter averaging is biased there (docs/sgd.md), the
-    # Newton passes are sums over all rows and give the numpy model again.
-    X, y = _blobs(n=4000, d=6)
-    order = np.argsort(y, kind="stable")
-    X, y = X[order], y[order]
-    kw = {"alpha": 1e-3, "solver": "newton", "tol": 1e-10, "max_iter": 30}
-    ref = StreamingSGDClassifier("log_loss", **kw).fit(X, y)
-    est = StreamingSGDClassifier("log_loss", **kw).fit(da.from_array(X, chunks=(1000, -1)), y)
-    np.testing.assert_allclose(est.coef_, ref.coef_, rtol=1e-8, atol=1e-10)
-    np.testing.assert_allclose(est.intercept_, ref.intercept_, rtol=1e-8, atol=1e-10)
-    sgd = StreamingSGDClassifier("log_loss", alpha=1e-3, max_iter=6, tol=None).fit(
-        da.from_array(X, chunks=(1000, -1)), y)
-    assert est.objective_ < sgd.objective_
-
-
-@pytest.mark.parametrize("loss", ["log_loss", "hinge"])
-def test_newton_makes_the_features_in_its_tasks(loss, monkeypatch):
-    # Z = rff.transform(X): each Newton pass reduces over X, the features made in
-    # FUSED_SUB_BLOCK-row sub-blocks inside the task; same model as over the stored
-    # blocks of Z + 0 up to the float32 rounding of the sub-block products
-    from rfstream.features.fused import FUSED_SUB_BLOCK
-
-    X, y = _blobs(n=3 * FUSED_SUB_BLOCK + 700, d=5, noise=0.5)
-    Xd = da.from_array(X, chunks=(len(X) // 2 + 1, -1))  # 2 blocks of 2 sub-blocks each
-    rff = RandomFourierFeatures(90, gamma=0.3, random_state=4).fit(Xd)
-    Z = rff.transform(Xd)
-    import rfstream.features.fused as fused_module
-
-    calls = []
-    original = fused_module.fused_chunk
-    monkeypatch.setattr(fused_module, "fused_chunk",
-                        lambda *a, **k: calls.append(len(a[0])) or original(*a, **k))
-    kw = {"alpha": 1e-3, "solver": "newton", "max_iter": 8, "tol": None, "class_weight": "balanced"}
-    with connect("threads"):
-        fused = StreamingSGDClassifier(loss, **kw).fit(Z, y)
-        assert calls and max(calls) > FUSED_SUB_BLOCK  # row blocks of several sub-blocks
-        n_calls = len(calls)
-        plain = StreamingSGDClassifier(loss, **kw).fit(Z + 0, y)
-        assert len(calls) == n_calls  # stored features: the plain chunk function
-    # (near the optimum, whether one more step still decreases f is float rounding:
-    # the paths may differ in length by a pass, not in value)
-    assert abs(fused.n_iter_ - plain.n_iter_) <= 1
-    np.testing.assert_allclose(fused.objective_path_[:4], plain.objective_path_[:4], rtol=1e-6)
-    np.testing.assert_allclose(fused.objective_, plain.objective_, rtol=1e-6)
-    np.testing.assert_allclose(fused.coef_, plain.coef_, rtol=1e-3, atol=1e-5)
-
-
-@pytest.mark.parametrize("kw", [
-    {"loss": "hinge"},
-    {"loss": "log_loss", "early_stopping": True},  # held-out rows: features made apart
-    {"loss": "squared_hinge", "chunks_per_round": 1, "average": False},
-    {"regression": True},
-])
-def test_sgd_epochs_make_the_features_in_their_tasks(kw, monkeypatch):
-    # Z = rff.transform(X): each epoch reduces over X (with Z's row chunks: the averaged
-    # model depends on them) and makes the features of each mini-batch in the task; the
-    # held-out rows and the evaluation pass are made in sub-blocks.  Same model as over
-    # the stored blocks of Z + 0: the same block function per row, the same steps.  Only
-    # float32 rounding can differ (the map's GEMM on a 16-row batch against a whole
-    # block), about 1e-7 of each feature, and the incoming model is scored per batch
-    # instead of per block (the objective's float64 sum in another order).
-    from rfstream.features.fused import FUSED_SUB_BLOCK
-    import rfstream.solvers.epochs as epochs_module
-
-    kw = dict(kw)
-    regression = kw.pop("regression", False)
-    X, y = _blobs(n=2 * FUSED_SUB_BLOCK + 900, d=5, noise=0.5)
-    Xd = da.from_array(X, chunks=(FUSED_SUB_BLOCK + 1000, -1))  # a short last block, kept
-    rff = RandomFourierFeatures(90, gamma=0.3, random_state=4).fit(Xd)
-    Z = rff.transform(Xd)
-    target = X[:, 0] - X[:, 1] ** 2 if regression else y
-    passes = []
-    original = epochs_module.compute
-    monkeypatch.setattr(epochs_module, "compute", lambda *c: passes.extend(c) or original(*c))
-    make = (lambda: StreamingSGDRegressor(alpha=1e-3, max_iter=3, tol=None)) if regression else (
-        lambda: StreamingSGDClassifier(alpha=1e-3, max_iter=3, tol=None, **kw))
-    with connect("threads"):
-        fused = make().fit(Z, target)
-        assert passes and all(Z.name not in p.__dask_graph__().layers for p in passes)
-        assert all(Xd.name in p.__dask_graph__().layers for p in passes)  # X as chunked, no rechunk
-        plain = make().fit(Z + 0, target)
-    np.testing.assert_allclose(fused.coef_, plain.coef_, rtol=1e-5, atol=1e-7)
-    np.testing.assert_allclose(fused.intercept_, plain.intercept_, rtol=1e-5, atol=1e-7)
-    np.testing.assert_allclose(fused.objective_path_, plain.objective_path_, rtol=1e-6)
-    assert fused.t_ == plain.t_ and fused.n_samples_seen_ == plain.n_samples_seen_
-    if kw.get("early_stopping"):
-        assert np.isfinite(fused.validation_score_)
-        assert fused.validation_score_ == pytest.approx(plain.validation_score_, abs=1e-3)
-
-
-def test_newton_ovr_class_weight_and_no_intercept():
-    # OvR: K independent binary problems, each row weighted by its own class's
-    # weight: the sum of K weighted binary logistic regressions.
-    X, y = _blobs(n=1500, d=5, n_classes=3)
-    alpha, cw = 1e-3, {0: 2.0, 1: 1.0, 2: 0.5}
-    C = 1 / (alpha * X.shape[0])
-    est = StreamingSGDClassifier("log_loss", alpha=alpha, class_weight=cw, solver="newton",
-                                 tol=1e-10, max_iter=30).fit(X, y)
-    sw = np.array([cw[c] for c in y])
-    refs = [LogisticRegression(C=C, solver="liblinear", tol=1e-10).fit(X, y == k, sample_weight=sw)
-            for k in range(3)]
-    f_opt = _objective_of(est, X, y, np.vstack([r.coef_ for r in refs]),
-                          np.concatenate([r.intercept_ for r in refs]))
-    assert f_opt * (1 - 1e-7) <= est.objective_ <= f_opt * (1 + 1e-7)
-    assert np.mean(est.predict(X) == y) > 0.5  # 3 classes, noisy
-    # without intercept: LogisticRegression(fit_intercept=False) with the same C
-    est = StreamingSGDClassifier("log_loss", alpha=alpha, fit_intercept=False, solver="newton",
-                                 tol=1e-12, max_iter=30).fit(X, y == 1)
-    ref = LogisticRegression(C=C, fit_intercept=False, tol=1e-12, max_iter=1000).fit(X, y == 1)
-    np.testing.assert_allclose(est.coef_, ref.coef_, rtol=1e-5, atol=1e-7)
-    assert np.all(est.intercept_ == 0)
-
-
-def test_newton_errors():
-    X, y = _blobs(n=200, n_classes=3)
-    with pytest.raises(ValueError, match="solver"):
-        StreamingSGDClassifier(solver="lbfgs").fit(X, y)
-    with pytest.raises(ValueError, match="solver='newton' supports.*multinomial"):
-        StreamingSGDClassifier("log_loss", multi_class="multinomial", solver="newton").fit(X, y)
-    with pytest.raises(ValueError, match="early_stopping=True needs solver='sgd'"):
-        StreamingSGDClassifier(early_stopping=True, solver="newton").fit(X, y)
-    with pytest.raises(ValueError, match="partial_fit needs solver='sgd'"):
-        StreamingSGDClassifier(solver="newton").partial_fit(X, y, classes=[0, 1, 2])
-    from sklearn.exceptions import ConvergenceWarning
-
-    with pytest.warns(ConvergenceWarning, match="Newton stopped after max_iter=1"):
-        StreamingSGDClassifier("log_loss", solver="newton", max_iter=1, tol=1e-12).fit(X, y)
-    X[7, 1] = np.nan  # dask input skips sklearn's check: the pass itself names the problem
-    with pytest.raises(ValueError, match="X or y contains NaN or infinity"):
-        StreamingSGDClassifier(solver="newton").fit(da.from_array(X, chunks=50), da.from_array(y, chunks=50))
