@@ -16,7 +16,7 @@ import test_cnm
 import test_cnm_multiclass
 import test_tefm
 import zarr
-from test_sgd import _blobs
+from _sgd_cases import blobs
 
 from rfstream import (
     TEFM,
@@ -386,7 +386,7 @@ def test_cli_fit_sgd_and_evaluate(tmp_path, capsys):
     from rfstream import cli, load_model, save_model
     from rfstream.io import write_dataset
 
-    X, y = _blobs(n=3000, d=4, noise=0.5)
+    X, y = blobs(n=3000, d=4, noise=0.5)
     write_dataset(tmp_path / "d.zarr", X, y, attrs={"classes": ["no", "yes"]}, rows_per_chunk=1000)
     rc = cli.main(["fit", str(tmp_path / "d.zarr"), "--out", str(tmp_path / "m"), "--solver", "sgd",
                    "--loss", "log_loss", "--epochs", "3", "--alpha", "1e-3", "--n-components", "64",
@@ -426,7 +426,7 @@ def test_cli_fit_newton(tmp_path):
     from rfstream import cli, load_model
     from rfstream.io import write_dataset
 
-    X, y = _blobs(n=2000, d=4, noise=0.5)
+    X, y = blobs(n=2000, d=4, noise=0.5)
     write_dataset(tmp_path / "d.zarr", X, y, attrs={"classes": ["no", "yes"]}, rows_per_chunk=500)
     args = ["fit", str(tmp_path / "d.zarr"), "--solver", "sgd", "--sgd-solver", "newton", "--loss",
             "squared_hinge", "--alpha", "1e-3", "--n-components", "32", "--scheduler", "threads", "--quiet"]
