@@ -61,6 +61,7 @@ def test_pcg_equals_cholesky_regression(fit_intercept, weighted):
 
 def test_pcg_equals_cholesky_classifier_and_beats_jacobi():
     Z, y = _features(classes=4)
+    Z = Z.persist()  # some 600 passes read the features from memory (7 MB)
     kw = dict(alpha=0.01, class_weight="balanced")
     Zn = np.asarray(Z, dtype=np.float64)
     exact = RidgeClassifier(solver="cholesky", **kw).fit(Zn, y)
