@@ -32,8 +32,8 @@ from rfstream.io.staging import COMMIT
 KEY, SECRET = "AKIARFSTREAMLEAKCHECK7", "rfS3cret/Leak+Check0123456789abcdefghijkLMNOP"
 ROTATED_KEY, ROTATED_SECRET = "AKIAROTATEDKEYNUMBER02", "r0tated/Secret+9876543210zyxwvutsrqponMLKJ"
 BUCKET = "rfstream-secrets"
-FIT = ["--n-components", "48", "--gamma", "0.3", "--alpha", "0.01", "--ridge-solver", "pcg",
-       "--pcg-rank", "8", "--random-state", "1", "--scheduler", "threads"]
+#: three passes (moments, labels, Gram), each stored in the checkpoint on the object store
+FIT = ["--n-components", "48", "--gamma", "0.3", "--alpha", "0.01", "--random-state", "1", "--scheduler", "threads"]
 AWS_ENV = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_ENDPOINT_URL",
            "AWS_PROFILE")
 
