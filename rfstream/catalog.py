@@ -103,6 +103,7 @@ PARAMETERS = _table(
                                    "multiclass", "coef0", "sample_steps", "sample_interval", "skewedness",
                                    "landmarks")),
     Parameter("power_iter", "n_power_iter"),
+    Parameter("cnm_max_iter", "max_iter"),
     Parameter("alpha", target="solver"),
     Parameter("loss", target="solver", solvers=("sgd",)),
     Parameter("epochs", "max_iter", target="solver", solvers=("sgd",)),

@@ -130,14 +130,16 @@ def test_cli_fit_cnm_and_circulant(magic, tmp_path, capsys):
     src = tmp_path / "small.zarr"
     write_dataset(src, Xtr[::10], ytr[::10], attrs={"task": "classification", "classes": [0, 1]})
     try:
-        for extra in (["--features", "cnm", "--structure", "circulant", "--theta-step", "0.3"],
-                      ["--features", "circulant"]):
+        for extra in (["--features", "cnm", "--structure", "circulant", "--theta-step", "0.3",
+                       "--cnm-max-iter", "5"], ["--features", "circulant"]):
             out = tmp_path / extra[1]
             code = cli.main(["fit", str(src), "--out", str(out), "--n-components", "16", "--quiet",
                              "--scheduler", "threads", *extra])
             assert code == 0, capsys.readouterr().err
             model = load_model(out)
             assert model.named_steps["features"].n_components == 16
+            if extra[1] == "cnm":  # --cnm-max-iter: CNM's max_iter, its rounds
+                assert model.named_steps["features"].max_iter == 5 >= model.named_steps["features"].n_iter_
         code = cli.main(["fit", str(src), "--out", str(tmp_path / "bad"), "--features", "rff",
                          "--theta-step", "0.1", "--scheduler", "threads", "--quiet"])
         assert code == 2 and "--theta-step does not apply" in capsys.readouterr().err

@@ -54,6 +54,7 @@ HELP_DEFAULTS = {
     "structure": "dense",
     "theta_schedule": "constant",
     "theta_t0": "100.0",
+    "cnm_max_iter": "200",
     "multiclass": "crammer-singer",
     "alpha": "ridge: 1.0; sgd: 0.0001",
     "loss": "hinge",

@@ -186,6 +186,8 @@ FIT_OPTIONS = (
     Option("theta_schedule", "cnm: a constant map step, or decay: "
            "theta_step / (1 + t / theta_t0), t counted in map steps", choices=("constant", "decay")),
     Option("theta_t0", "cnm: t0 of --theta-schedule decay", type=float),
+    Option("cnm_max_iter", "cnm: most rounds of w-steps and map steps (early stopping may end "
+           "sooner)", type=int),
     Option("multiclass", "cnm, more than two classes: multi-class hinge, one-vs-rest "
            "hinge or softmax loss", choices=("crammer-singer", "ovr", "multinomial")),
     Option("alpha", "regularization: ridge, a value or a comma-separated list (K-fold CV "
