@@ -54,13 +54,6 @@ def _fit_on(address, data, out, flags):
     return _coef(out)
 
 
-def _undisturbed(address, data, out, flags):
-    """The model of an undisturbed fit on the cluster, made in this process (the command's
-    own code, without another interpreter's start)."""
-    assert main(["fit", str(data), "--out", str(out), "--scheduler", address, *FIT, *flags]) == 0
-    return _coef(out)
-
-
 @pytest.fixture(scope="module")
 def reference(kdd_train_zarr, tmp_path_factory):
     """The embedded default (an in-process LocalCluster of worker processes)."""
@@ -80,7 +73,7 @@ def test_fit_survives_a_killed_worker(cluster, kdd_train_zarr, reference, tmp_pa
     address, client, workers = cluster
     # the undisturbed model: ridge's is the embedded default's (equal to the cluster's, see
     # above); the others from an undisturbed run on the same cluster
-    expected = reference if method == "ridge" else _undisturbed(address, kdd_train_zarr, tmp_path / "ref", flags)
+    expected = reference if method == "ridge" else _fit_on(address, kdd_train_zarr, tmp_path / "ref", flags)
     for attempt, moment in enumerate(moments):
         while len(client.scheduler_info()["workers"]) < 2:  # replace the worker killed last time
             workers.append(start_worker(address))
