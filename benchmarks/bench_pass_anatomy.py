@@ -149,6 +149,7 @@ def _median_s(fn, repeats):
 
 
 def sub_block(path, D, repeats):
+    """Part 3 (module docstring): the steps of one sub-block as a task of ``path`` cuts it."""
     from threadpoolctl import threadpool_limits
 
     from rfstream import io
@@ -160,7 +161,7 @@ def sub_block(path, D, repeats):
     rng = np.random.default_rng(0)
     xa = np.ones((m, d + 1), dtype=np.float32)
     xa[:, :-1] = rng.standard_normal((m, d), dtype=np.float32)
-    Wb = (0.1 * rng.standard_normal((d + 1, D), dtype=np.float32))
+    Wb = 0.1 * rng.standard_normal((d + 1, D), dtype=np.float32)
     buf = np.ones((m, D + 2), dtype=np.float32)  # [Z, Y, 1], one target
     g = np.empty((D + 2, D + 2), dtype=np.float32)
     G = np.zeros((D, D))
