@@ -56,6 +56,13 @@ class Layout:
     def unpack(self, vec: np.ndarray) -> dict:
         return {name: self.view(vec, name) for name in self.shapes}
 
+    def scale_parts(self, vec: np.ndarray, factor: float, **degrees) -> None:
+        """Multiply each named part of ``vec`` in place by ``factor ** degree``: the partials
+        of features ``factor`` times the ones summed (degree 1 for sums of the features, 2
+        for their products with each other)."""
+        for name, degree in degrees.items():
+            self.view(vec, name)[...] *= factor**degree
+
 
 def _offset_of(block_info) -> int:
     return int(block_info[0]["array-location"][0][0])

@@ -98,7 +98,9 @@ def test_loo_when_the_folds_grams_do_not_fit(monkeypatch):
 
     D = 300
     one_gram = 8 * (D * D + 2 * D + 3)  # a partial of one fold, 1 target
-    monkeypatch.setattr(memory, "worker_memory", lambda: (4 * one_gram, 1))  # 3 Grams fit, 15 not
+    task = 4 * (memory.SUB_BLOCK + D + 2) * (D + 2)  # a running task's [Z, Y, 1] and its SYRK
+    # 3 Grams (one per thread, plus two in the tree) and the task fit, 15 not
+    monkeypatch.setattr(memory, "worker_memory", lambda: (4 * one_gram + task, 1))
     X, y = _regression(n=200, d=3)
     Z = RandomFourierFeatures(D, gamma=0.5, random_state=0).fit(X).transform(X)
     with pytest.warns(UserWarning, match="5-fold cross-validation needs 5 Grams of D=300.*cv='loo'"):
@@ -106,7 +108,7 @@ def test_loo_when_the_folds_grams_do_not_fit(monkeypatch):
     assert est.cv_results_["cv"] == "loo"
     ref = StreamingRidge(alpha=ALPHAS, cv="loo").fit(Z, y)
     np.testing.assert_allclose(est.cv_results_["mean_score"], ref.cv_results_["mean_score"], rtol=1e-12)
-    monkeypatch.setattr(memory, "worker_memory", lambda: (2 * one_gram, 1))  # not even one Gram
+    monkeypatch.setattr(memory, "worker_memory", lambda: (2 * one_gram + task, 1))  # not even one Gram
     with pytest.raises(ValueError, match=r"5 fold\(s\) x D\^2 \(D=300\).*lower cv or n_components, or use solver='pcg'"):
         StreamingRidge(alpha=ALPHAS).fit(Z, y)
 

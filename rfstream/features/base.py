@@ -33,6 +33,10 @@ the class's ``_y_purpose``); the checks on ``X`` (``n_features_in_``);
 ``_block_into(self, x, out=None) -> ndarray`` (optional)
     The same block written into a preallocated ``out`` when the map can;
     solvers that compute features in sub-blocks inside a task call it.
+``_fused_block(self)`` (optional)
+    The block function a pass calls inside its tasks (:mod:`rfstream.features.fused`):
+    ``_block_into``, or a :class:`~rfstream.features.fused.ScaledBlock` of it when the
+    features are a constant times cheaper ones.
 ``_n_features_out`` (property)
     Number of output columns, available once fitted.
 ``_check_params(self, n_features)`` (optional)
@@ -299,7 +303,7 @@ class FeatureMap(ComponentListMixin, PrefixMixin, ClassNamePrefixFeaturesOutMixi
             name=name,
         )
         if not self._sparse_output:  # passes over Z make the features in their tasks
-            attach_source(Z, self._block_into, X)
+            attach_source(Z, self._fused_block(), X)
         return Z
 
     def block(self, x):
@@ -318,6 +322,11 @@ class FeatureMap(ComponentListMixin, PrefixMixin, ClassNamePrefixFeaturesOutMixi
         default ignores ``out``.
         """
         return self._block(x)
+
+    def _fused_block(self):
+        """The block function of passes that make the features inside their tasks
+        (:class:`~rfstream.features.fused.FeatureSource`): ``_block_into`` by default."""
+        return self._block_into
 
     # --------------------------------------------------------------- helpers
     def _output_dtype(self) -> np.dtype:

@@ -13,6 +13,7 @@ from sklearn.utils._param_validation import StrOptions
 from ..kernels import frequency_scale
 from ..samplers import SAMPLERS, check_sampler, sample_weights
 from .base import KERNEL_PARAMETERS, FeatureMap
+from .fused import ScaledBlock
 from .grid import GammaGridMixin
 
 __all__ = ["FOURIER_PARAMETERS", "RandomFourierFeatures", "project_with_offset"]
@@ -211,23 +212,36 @@ class RandomFourierFeatures(GammaGridMixin, FeatureMap):
     def _block_into(self, x, out=None):
         W = self.random_weights_
         m = W.shape[1]
-        if self.variant == "cos" and not sp.issparse(x):
-            proj = project_with_offset(np.asarray(x), W, self.random_offset_, out=out,
-                                       Wb=stacked_weights(W, self.random_offset_))
-            np.cos(proj, out=proj)
+        if self.variant == "cos":
+            proj = self._cosines_into(x, out)
             proj *= math.sqrt(2.0 / m)  # a Python float keeps the float32 loop
             return proj
         proj = np.asarray(x.astype(W.dtype) @ W) if sp.issparse(x) else np.asarray(x, W.dtype) @ W
-        if self.variant == "cos":
-            proj += self.random_offset_
-            np.cos(proj, out=proj)
-            proj *= math.sqrt(2.0 / m)  # a Python float keeps the float32 loop
-            return proj
         out = np.empty((proj.shape[0], 2 * m), dtype=W.dtype)
         np.cos(proj, out=out[:, :m])
         np.sin(proj, out=out[:, m:])
         out *= math.sqrt(1.0 / m)
         return out
+
+    def _cosines_into(self, x, out=None):
+        """``cos(W' x + b)`` ("cos" variant), written into ``out`` for dense rows ``x``: the
+        features before their ``sqrt(2/D)``."""
+        W = self.random_weights_
+        if sp.issparse(x):
+            proj = np.asarray(x.astype(W.dtype) @ W)
+            proj += self.random_offset_
+        else:
+            proj = project_with_offset(np.asarray(x), W, self.random_offset_, out=out,
+                                       Wb=stacked_weights(W, self.random_offset_))
+        np.cos(proj, out=proj)
+        return proj
+
+    def _fused_block(self):
+        """``sqrt(2/D)`` times the cosines (:class:`~rfstream.features.fused.ScaledBlock`) for the
+        "cos" variant, so that a pass may apply the constant to its partials; else ``_block_into``."""
+        if self.variant != "cos":
+            return self._block_into
+        return ScaledBlock(self._cosines_into, math.sqrt(2.0 / self.random_weights_.shape[1]))
 
 
 _STACKED = OrderedDict()  # (id(W), id(b)) -> (W, b, [W; b]): the last few pairs' stacks

@@ -21,6 +21,9 @@ The accessor:
   ``(None, Z)``;
 * :func:`fused_pass` -- a chunk function of a sum over rows (``chunk(z, *others,
   offset=, out=)``) wrapped to run over the rows' features sub-block by sub-block;
+* :class:`ScaledBlock`, :func:`unscaled_block` -- a block function that is a constant
+  times another, so that a pass can apply the constant to its partials instead of to
+  every feature;
 * :func:`feature_sub_blocks`, :func:`fused_buffer`, :func:`make_features` -- the
   sub-block loop and the one buffer that passes with their own loop use (the
   Gram's ``[Z, Y, 1]`` buffer, prediction, SGD's mini-batches).
@@ -67,7 +70,8 @@ class FeatureSource(NamedTuple):
     Attributes
     ----------
     block : callable ``(x, out=None) -> ndarray``
-        The map's block function (``FeatureMap._block_into``): the features of
+        The map's block function (``FeatureMap._fused_block()``, often a
+        :class:`ScaledBlock`): the features of
         input rows ``x``, written into ``out`` where the map can.  Pure numpy and
         picklable: it runs inside the pass's tasks.
     rows : dask array of shape (n_samples, n_features_in)
@@ -76,6 +80,33 @@ class FeatureSource(NamedTuple):
 
     block: Callable
     rows: da.Array
+
+
+class ScaledBlock(NamedTuple):
+    """A block function whose features are a constant ``scale`` times those of ``unscaled``.
+
+    Calling it gives the scaled features, as the map's ``_block_into`` would.  A pass whose
+    partials are homogeneous in the features can instead make the unscaled ones and apply
+    ``scale`` (or its square) once to the task's partials (:func:`unscaled_block`): the Gram
+    pass does, for random Fourier features' ``sqrt(2/D)`` (an elementwise product over every
+    sub-block, some 2% of that pass, docs/BENCHMARKS.md).
+    """
+
+    unscaled: Callable
+    scale: float
+
+    def __call__(self, x, out=None):
+        z = self.unscaled(x, out)
+        z *= self.scale  # a Python float keeps the float32 loop
+        return z
+
+
+def unscaled_block(block):
+    """``(features, scale)``: ``block``'s unscaled block function and the scale that makes its
+    features, for a :class:`ScaledBlock`; ``(block, 1.0)`` for any other block function."""
+    if isinstance(block, ScaledBlock):
+        return block.unscaled, block.scale
+    return block, 1.0
 
 
 def attach_source(Z, block, rows):
@@ -182,36 +213,44 @@ def feature_sub_blocks(x, features, buf, largest=FUSED_SUB_BLOCK):
         yield start, stop, make_features(features, x[start:stop], buf)
 
 
-def fused_chunk(x, *others, offset, features, dtype, n_features, chunk, size):
+def fused_chunk(x, *others, offset, features, dtype, n_features, chunk, size, rescale=None):
     """Partials of a sum over rows, with the features of input rows ``x`` made in sub-blocks.
 
     ``chunk(z, *others_rows, offset=, out=)`` adds the partials of feature rows
     ``z`` into ``out`` (a float64 vector of ``size``); ``others`` are arrays
     aligned with ``x`` by rows (labels), sliced with each sub-block of
-    :func:`stream_rows` rows.
+    :func:`stream_rows` rows.  ``rescale(out, scale)``, when given, applies a
+    constant factor of the features to the partials (each homogeneous in the
+    features: :meth:`rfstream.reductions.Layout.scale_parts`); then the
+    features of a :class:`ScaledBlock` are made without their ``scale`` and
+    ``rescale`` applies it to ``out`` once.
     """
     out = np.zeros(size, dtype=np.float64)
+    features, scale = unscaled_block(features) if rescale is not None else (features, 1.0)
     rows = stream_rows(x.shape[1], n_features, size)
     buf = fused_buffer(x.shape[0], n_features, dtype, rows)
     for start, stop, z in feature_sub_blocks(x, features, buf, rows):
         chunk(z, *(o[start:stop] for o in others), offset=offset + start, out=out)
+    if scale != 1.0:
+        rescale(out, scale)
     return out
 
 
-def fused_pass(Z, chunk, size):
+def fused_pass(Z, chunk, size, rescale=None):
     """``(fn, rows)`` for a sum over the rows of ``Z`` of ``chunk`` partials.
 
     ``chunk(z, *others, offset=, out=)`` adds one block's partials into ``out``.
     For ``Z = map.transform(X)``, ``fn`` runs ``chunk`` over the features of each
     block of ``X`` (equal row blocks), made in sub-blocks inside the task
-    (:func:`fused_chunk`); otherwise ``fn`` is ``chunk`` on ``Z``'s stored blocks,
-    with a fresh ``out``.  Hand both to :func:`rfstream.reductions.sum_rows`.
+    (:func:`fused_chunk`, which takes ``rescale``); otherwise ``fn`` is ``chunk`` on
+    ``Z``'s stored blocks, with a fresh ``out``.  Hand both to
+    :func:`rfstream.reductions.sum_rows`.
     """
     features, rows = fused_rows(Z)
     if features is None:
         return partial(_stored_chunk, chunk=chunk, size=size), rows
     return partial(fused_chunk, features=features, dtype=Z.dtype, n_features=Z.shape[1],
-                   chunk=chunk, size=size), rows
+                   chunk=chunk, size=size, rescale=rescale), rows
 
 
 def _stored_chunk(z, *others, offset, chunk, size):

@@ -207,6 +207,6 @@ class GammaGridMixin:
                          meta=(sp.csr_matrix((0, width), dtype=dtype) if fmt else np.empty((0, width), dtype)),
                          name=f"{GRID_LAYER}{type(self).__name__.lower()}-{tokenize(self, X)}")
         labels = getattr(self, "_grid_labels", tuple(f"{g:g}" for g in self.gamma_grid_))
-        source = GridSource(tuple(m._block_into for m in maps), self._sparse_output, X,
+        source = GridSource(tuple(m._fused_block() for m in maps), self._sparse_output, X,
                             self.gamma_grid_.copy(), labels, self.select_gamma)
         return attach_grid(Z, source)

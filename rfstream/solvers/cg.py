@@ -192,8 +192,9 @@ def solve_systems(Z, systems, precondition, *, labels, sample_weight, weight_arg
         product = ProductSpec(layout=Layout(ZV=(D, V.shape[1])), V=V.astype(np.float32) if single else V,
                               held_out=held if np.any(held >= 0) else None, n_folds=n_folds, seed=seed,
                               **weights)
-        ZZV = compute(fused_row_sum(product_chunk, product.layout.size, Z, product, y=labels, w=sample_weight,
-                                    folds=folds if product.held_out is not None else None)).reshape(D, -1)
+        ZZV = compute(fused_row_sum(product_chunk, product.layout.size, Z, product, {"ZV": 2}, y=labels,
+                                    w=sample_weight, folds=folds if product.held_out is not None else None))
+        ZZV = ZZV.reshape(D, -1)
         mu, n = systems.mu[:, cols], systems.n[cols]
         return ZZV - mu * (n * np.sum(mu * V, axis=0)) + systems.alpha[cols] * V
 

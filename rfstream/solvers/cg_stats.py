@@ -32,6 +32,9 @@ STATS_COLUMNS = 1024
 STATS_ROWS = 4096
 
 
+#: The degree in the features of each part of :func:`stats_layout` that holds them.
+FEATURE_DEGREES = {"s": 1, "d": 2, "C": 1}
+
 _WORK = threading.local()
 
 
@@ -127,7 +130,9 @@ def statistics(Z, y, target_fn, n_targets, *, sample_weight=None, weight_args=No
     n_folds, _, folds = cv
     layout = stats_layout(Z.shape[1], n_targets, n_folds, diagonal)
     spec = RowSpec(layout=layout, targets=target_fn, n_folds=n_folds, seed=seed, **weight_fields(weight_args))
-    vec = compute(fused_row_sum(stats_chunk, layout.size, Z, spec, y=y, w=sample_weight, folds=folds))
+    # the products pass applies random Fourier features' constant to its partials: so does this one
+    degrees = {name: d for name, d in FEATURE_DEGREES.items() if name in layout.shapes}
+    vec = compute(fused_row_sum(stats_chunk, layout.size, Z, spec, degrees, y=y, w=sample_weight, folds=folds))
     st = {k: np.array(v) for k, v in layout.unpack(vec).items()}
     if float(st["m"].sum()) == 0:
         raise ValueError("cannot fit on 0 rows: X is empty.")

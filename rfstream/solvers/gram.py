@@ -36,7 +36,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from ..features.fused import even_sub_blocks, feature_sub_blocks, fused_buffer
+from ..features.fused import even_sub_blocks, feature_sub_blocks, fused_buffer, unscaled_block
 from ..reductions import Layout
 
 SUB_BLOCK = 8192
@@ -69,6 +69,7 @@ def gram_chunk(z, *rows, offset, spec):
         z = np.ascontiguousarray(z if z.dtype in (np.float32, np.float64) else z.astype(np.float64))
     parts = layout.unpack(out)
     buffers = {}  # reused by every sub-block and fold of the chunk
+    features, scale = unscaled_block(spec.features)
     every = n_folds == 1 and "folds" not in spec.columns
     for k in range(n_folds):
         rows_k = slice(None) if every else np.flatnonzero(folds == k)
@@ -79,7 +80,9 @@ def gram_chunk(z, *rows, offset, spec):
         if spec.features is None:
             _stored_fold(zk, yk, fold, buffers, root)
         else:
-            _fused_fold(zk, yk, fold, buffers, spec.features, np.dtype(spec.dtype), root)
+            _fused_fold(zk, yk, fold, buffers, features, np.dtype(spec.dtype), root)
+    if scale != 1.0:  # the features were made without their constant factor
+        layout.scale_parts(out, scale, G=2, C=1, s=1)
     return out
 
 
@@ -121,24 +124,27 @@ def _stored_fold(z, Y, fold, buffers, root=None):
 def _fused_fold(x, Y, fold, buffers, features, dtype, root=None):
     """G, C and s of one fold when the task computes the features of its rows ``x``.
 
-    The features are made a sub-block at a time
-    (:func:`rfstream.features.fused.feature_sub_blocks`) into the first D
+    The features are made a sub-block of at most :data:`SUB_BLOCK` rows at a time
+    (:func:`rfstream.features.fused.feature_sub_blocks`; twice the rows of the other
+    fused passes, which halves the float64 additions of the D x D partial) into the first D
     columns of one reused buffer ``[Z_s, Y_s, 1]`` (m x (D + T + 1)); one SYRK of
     that buffer gives ``Z_s'Z_s``, ``Z_s'Y_s`` and ``Z_s'1`` together, so each
     sub-block is read by a single BLAS call instead of a SYRK and then a narrow
     GEMM that streams it again (no slower, docs/BENCHMARKS.md; kept for the one
     read).  ``Y'Y``, ``Y'1`` and the count are not taken from this product: they
     stay exact in float64.  With row weights the buffer holds
-    ``[r Z_s, r Y_s, r]`` with ``r = root = sqrt(c)``.
+    ``[r Z_s, r Y_s, r]`` with ``r = root = sqrt(c)``.  ``features`` may be a map's
+    unscaled block function (:func:`rfstream.features.fused.unscaled_block`): then
+    :func:`gram_chunk` scales the task's partials once.
     """
     D, T = fold["G"].shape[0], Y.shape[1]
     width = D + T + 1
-    needed = fused_buffer(x.shape[0], 0, dtype).shape[0]
+    needed = fused_buffer(x.shape[0], 0, dtype, SUB_BLOCK).shape[0]
     if buffers.get("Z") is None or buffers["Z"].shape[0] < needed:
-        buffers["Z"] = fused_buffer(x.shape[0], width, dtype)
+        buffers["Z"] = fused_buffer(x.shape[0], width, dtype, SUB_BLOCK)
         buffers["G"] = np.empty((width, width), dtype=dtype)
     zbuf, gbuf = buffers["Z"], buffers["G"]
-    for start, stop, _ in feature_sub_blocks(x, features, zbuf[:, :D]):
+    for start, stop, _ in feature_sub_blocks(x, features, zbuf[:, :D], SUB_BLOCK):
         zs = zbuf[: stop - start]
         zs[:, D:-1] = Y[start:stop]
         zs[:, -1] = 1.0

@@ -21,6 +21,7 @@ import numpy as np
 import psutil
 
 from ..cluster import worker_memory
+from .gram import SUB_BLOCK
 from .nystrom_pcg import ROWS_PER_RANK
 
 #: solver="auto" switches from the D x D Gram pass to conjugate gradients for sparse
@@ -46,12 +47,15 @@ def client_limit():
 def gram_memory(n_groups, n_folds, n_features, n_targets):
     """``(need, limit, threads, partial)``: the bytes a worker needs for the Gram pass's
     partials (G x K x D^2 float64 each; about ``threads + 2`` of them at once: one per
-    running task plus the two being added in the tree reduction), the smallest worker's
-    memory limit and threads (:func:`rfstream.cluster.worker_memory`), and one partial's bytes."""
+    running task plus the two being added in the tree reduction) and each running task's
+    float32 buffers (a :data:`rfstream.solvers.gram.SUB_BLOCK`-row sub-block of
+    ``[Z, Y, 1]`` and its SYRK), the smallest worker's memory limit and threads
+    (:func:`rfstream.cluster.worker_memory`), and one partial's bytes."""
     G, K, D, T = n_groups, n_folds, n_features, n_targets
     partial = 8 * G * K * (D * D + D * (T + 1) + T * T + 2)
+    buffers = 4 * (SUB_BLOCK + D + T + 1) * (D + T + 1)
     limit, threads = worker_memory()
-    return partial * (threads + 2), limit, threads, partial
+    return partial * (threads + 2) + buffers * threads, limit, threads, partial
 
 
 def client_memory(n_groups, n_folds, n_features, n_targets):

@@ -130,10 +130,15 @@ def row_sum(chunk, size, X, spec, *, blocks=None, **arrays):
                     *(arrays[name] for name in names), blocks=blocks)
 
 
-def fused_row_sum(chunk, size, Z, spec, **arrays):
+def fused_row_sum(chunk, size, Z, spec, degrees=None, **arrays):
     """:func:`row_sum` of an in-place ``chunk(z, *rows, offset, spec, out)`` over the rows of
     ``Z`` through :func:`rfstream.features.fused.fused_pass`: for ``Z = map.transform(X)``
-    the tasks make the features of ``X``'s rows a sub-block at a time."""
+    the tasks make the features of ``X``'s rows a sub-block at a time.  ``degrees``: each
+    part of ``spec.layout`` that is homogeneous in the features, by name, with its degree
+    (``{"ZV": 2}`` for ``Z'(Z V)``); given, a constant factor of the features (random
+    Fourier features' ``sqrt(2/D)``) is applied to the task's partials instead of to every
+    feature (:func:`rfstream.features.fused.fused_chunk`)."""
     names = present(arrays)
-    fn, rows = fused_pass(Z, partial(chunk, spec=spec.for_rows(**arrays)), size)
+    rescale = None if degrees is None else partial(spec.layout.scale_parts, **degrees)
+    fn, rows = fused_pass(Z, partial(chunk, spec=spec.for_rows(**arrays)), size, rescale)
     return sum_rows(fn, size, rows, *(arrays[name] for name in names))
