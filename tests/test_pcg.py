@@ -81,6 +81,29 @@ def test_pcg_on_stored_features_matches_fused():
     assert abs(stored.n_iter_ - fused.n_iter_) <= 2  # the same rows sampled: the same preconditioner
 
 
+@pytest.mark.parametrize("solver", ["cg", "pcg"])
+def test_a_float32_fit_meets_tol_on_the_true_residual(solver, monkeypatch):
+    # tol = 1e-3 >= FLOAT32_UNTIL: the iterations and the pass that checks the residual
+    # multiply in float32; the residual of the returned weights, in float64 on the
+    # materialized features, is within tol all the same
+    import rfstream.solvers.cg as cg_module
+
+    single = []
+    original = cg_module.fused_row_sum
+    monkeypatch.setattr(cg_module, "fused_row_sum",
+                        lambda chunk, size, Z, spec, *a, **k: single.append(spec.V.dtype == np.float32)
+                        or original(chunk, size, Z, spec, *a, **k))
+    Z, y = _features(D=300)
+    tol, alpha = 1e-3, 0.05
+    est = StreamingRidge(solver=solver, alpha=alpha, tol=tol, pcg_rank=32).fit(Z, y)
+    assert len(single) == est.n_iter_ - 1 and all(single)  # n_iter_: the statistics pass and the products
+    Zc = np.asarray(Z, dtype=np.float64)
+    Zc -= Zc.mean(axis=0)
+    b = Zc.T @ (y - y.mean())
+    residual = b - (Zc.T @ (Zc @ est.coef_) + alpha * est.coef_)
+    assert np.linalg.norm(residual) <= tol * np.linalg.norm(b)
+
+
 def test_nystrom_factor_is_the_leading_eigenpairs():
     rng = np.random.default_rng(0)
     B = rng.normal(size=(40, 25)) * np.geomspace(10, 0.1, 25)
@@ -89,6 +112,11 @@ def test_nystrom_factor_is_the_leading_eigenpairs():
     np.testing.assert_allclose(lam, exact, rtol=1e-10)
     np.testing.assert_allclose(U.T @ U, np.eye(6), atol=1e-10)
     np.testing.assert_allclose(B.T @ B @ U, U * lam, atol=1e-8 * lam[0])
+    # float32 rows: the products in float32, the eigenproblem in float64; U float64
+    U32, lam32 = nystrom_factor(B.astype(np.float32), rank=6)
+    assert U32.dtype == np.float64
+    np.testing.assert_allclose(lam32, exact, rtol=1e-5)
+    np.testing.assert_allclose(U32.T @ U32, np.eye(6), atol=1e-5)
 
 
 def test_preconditioner_of_the_whole_gram_is_its_inverse():

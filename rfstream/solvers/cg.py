@@ -32,7 +32,11 @@ above :data:`FLOAT32_UNTIL`, a product with about 1e-7 relative error, summed ov
 tasks in float64; below it, one float64 pass computes the true residual ``b - A W``
 and CG restarts from ``W`` with float64 products until ``tol``.  The restart is
 iterative refinement: whatever the float32 phase's rounding, the returned ``W``
-meets ``tol`` on the true residual (measured in docs/wide.md).
+meets ``tol`` on the true residual (measured in docs/wide.md).  When ``tol`` is at
+least :data:`FLOAT32_UNTIL` that pass multiplies in float32 too: its 1e-7 of ``A W``
+is some 1e-4 of a residual of ``tol >= 1e-4``, and it costs an iteration instead of
+two (the float64 pass converts each sub-block).  A residual it finds above ``tol``
+still restarts in float64.
 
 Row weights ``c_i`` (``sample_weight`` times ``class_weight``,
 :mod:`rfstream.solvers.weights`) give weighted least squares,
@@ -212,9 +216,9 @@ def solve_systems(Z, systems, precondition, *, labels, sample_weight, weight_arg
         if active.size == 0:
             if not single:
                 break
-            single = False  # float32 has done its part: the true residual, in float64
+            single = False  # float32 has done its part: the true residual, in float64 (module docstring)
             if n_iter > 0:
-                R = systems.rhs - apply(W, everything)
+                R = systems.rhs - apply(W, everything, tol >= FLOAT32_UNTIL)
                 n_iter += 1
                 res = np.linalg.norm(R, axis=0) / norm_b
                 Zr = precondition(R, everything)  # restart from W: the float32 recurrences end here

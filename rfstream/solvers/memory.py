@@ -101,9 +101,10 @@ def check_gram_memory(n_groups, n_folds, n_features, n_targets):
 
 def pcg_memory(n_features, rank, n_targets):
     """``(need, limit)``: the client's bytes for "pcg" -- the sampled rows' features (m =
-    ``ROWS_PER_RANK`` r rows of D float64), the factor ``U`` (D x r), the m x m
-    eigenproblem and the CG arrays of its ``n_targets`` systems (:func:`cg_memory`'s
-    :data:`CG_CLIENT_COPIES` D x T) -- and :func:`client_limit`."""
+    ``ROWS_PER_RANK`` r rows of D, counted as float64: float32 features take half), the
+    float64 factor ``U`` (D x r), the m x m eigenproblem and the CG arrays of its
+    ``n_targets`` systems (:func:`cg_memory`'s :data:`CG_CLIENT_COPIES` D x T) -- and
+    :func:`client_limit`."""
     D, r, m = n_features, rank, ROWS_PER_RANK * rank
     return 8 * (D * (m + r) + 2 * m * m + CG_CLIENT_COPIES * D * n_targets), client_limit()
 
