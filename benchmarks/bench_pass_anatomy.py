@@ -16,17 +16,18 @@ times.  Three parts, each repeated ``--repeats`` times (the third at least 7):
    distributed's defaults and with :data:`rfstream.cluster.EMBEDDED_CONFIG`: wall time,
    CPU seconds of the client process and of each worker process (its busiest thread is
    the task; the others are background work), and system-wide idle core-seconds.
-3. ``sub_block``: one sub-block of a row-block task, its steps timed apart with one BLAS
-   thread (as in a worker): the projection ``[x, 1] @ [W; b]``, the cosines, the scaling,
-   the SYRK of ``[Z, Y, 1]``, its float64 accumulation; and a GEMM of the SYRK's shape.
-   Their sum against the flops ``rfstream bench`` counts at that GEMM's rate is the
-   ceiling of the pass's share of GEMM before any scheduling.
+3. ``sub_block``: one sub-block of a row-block task (``rfstream.solvers.gram.SUB_BLOCK``
+   rows at most, as the pass cuts it), its steps timed apart with one BLAS thread (as in a
+   worker): the projection ``[x, 1] @ [W; b]``, the cosines, the SYRK of ``[Z, Y, 1]``, its
+   float64 accumulation, and the sub-block's share of the task's one scaling of its
+   partials by ``sqrt(2/D)`` (``G *= 2/D``; the features themselves are not scaled); and a
+   GEMM of the SYRK's shape.  Their sum against the flops ``rfstream bench`` counts at that
+   GEMM's rate is the ceiling of the pass's share of GEMM before any scheduling.
 """
 from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import time
 from collections import defaultdict
@@ -153,10 +154,12 @@ def sub_block(path, D, repeats):
     from threadpoolctl import threadpool_limits
 
     from rfstream import io
-    from rfstream.features.fused import FUSED_SUB_BLOCK, even_sub_blocks
+    from rfstream.features.fused import even_sub_blocks
+    from rfstream.solvers.gram import SUB_BLOCK
 
     X, _ = io.open_dataset(path)
-    start, stop = next(iter(even_sub_blocks(X.chunks[0][0], FUSED_SUB_BLOCK)))
+    per_task = list(even_sub_blocks(X.chunks[0][0], SUB_BLOCK))
+    start, stop = per_task[0]
     m, d = int(stop - start), int(X.shape[1])
     rng = np.random.default_rng(0)
     xa = np.ones((m, d + 1), dtype=np.float32)
@@ -169,18 +172,20 @@ def sub_block(path, D, repeats):
     steps = {
         "projection": lambda: np.matmul(xa, Wb, out=buf[:, :D]),
         "cosines": lambda: np.cos(buf[:, :D], out=buf[:, :D]),
-        "scaling": lambda: buf[:, :D].__imul__(math.sqrt(2.0 / D)),
         "syrk": lambda: np.matmul(buf.T, buf, out=g),
         "float64 accumulation": lambda: G.__iadd__(g[:D, :D]),
+        "scaling of the partials": lambda: G.__imul__(2.0 / D),
     }
     with threadpool_limits(1):
         np.matmul(buf.T, buf, out=g)  # warm up
         seconds = {name: _median_s(fn, max(repeats, 7)) for name, fn in steps.items()}
         gemm_s = _median_s(lambda: np.matmul(a.T, b, out=g), max(repeats, 7))
+    seconds["scaling of the partials"] /= len(per_task)  # once per task
     gemm_rate = 2.0 * m * (D + 2) ** 2 / gemm_s
     counted = 2.0 * m * d * D + 1.0 * m * D * (D + 1)  # the flops rfstream bench counts
     total = sum(seconds.values())
-    return {"rows": m, "d": d, "ms": {k: round(v * 1e3, 2) for k, v in seconds.items()},
+    return {"rows": m, "sub_blocks_per_task": len(per_task), "d": d,
+            "ms": {k: round(v * 1e3, 2) for k, v in seconds.items()},
             "sum_ms": round(total * 1e3, 2), "gemm_1_thread_gflops": round(float(gemm_rate) / 1e9, 1),
             "syrk_vs_gemm": round(float(m * (D + 2) * (D + 3) / seconds["syrk"] / gemm_rate), 3),
             "ceiling_vs_gemm": round(float(counted / gemm_rate / total), 3)}

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable
-from numbers import Integral
 from typing import NamedTuple
 
 import dask.array as da
