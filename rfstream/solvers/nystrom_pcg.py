@@ -87,12 +87,13 @@ def nystrom_factor(B, rank):
     **Deviation (precision).**  For float32 features ``B`` the two products, ``B B'``
     (m^2 D flops) and ``B' Q`` (m r D), run in float32, and only the m x m eigenproblem in
     float64 (LAPACK's float32 one took 4 times longer at m = 8,192).  At m = 8,192,
-    D = 50,000, r = 4,096 that took the client's factor from 136 s to 104 s and ``B`` from
-    3.3 to 1.6 GB; the eigenvalues moved by at most 1.2e-7 of the largest, ``U``'s columns
-    are orthonormal to 2e-5 (docs/wide.md).  A preconditioner need not be exact (the CG
-    residuals are the true system's), so the rounding level for float32 is
-    ``eps32 sqrt(D)`` of the largest eigenvalue, that of random rounding in sums of D
-    products.
+    D = 50,000, r = 4,096 that took the client's factor from 135 s to 92 s and ``B`` from
+    3.3 to 1.6 GB; the eigenvalues moved by at most 3e-10 of the largest, ``U``'s columns
+    are orthonormal to 1e-8 (``benchmarks/bench_nystrom_factor.py``, docs/wide.md).  A
+    preconditioner need not be exact (the CG residuals are the true system's), and the
+    rounding level for float32 is taken as ``eps32 sqrt(D)`` of the largest eigenvalue,
+    that of random rounding in sums of D products: a conservative floor, which there kept
+    2,024 of the 4,096 eigenpairs (those above alpha = 1).
     """
     D = B.shape[1]
     gram = B @ B.T
