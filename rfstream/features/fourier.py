@@ -213,9 +213,7 @@ class RandomFourierFeatures(GammaGridMixin, FeatureMap):
         W = self.random_weights_
         m = W.shape[1]
         if self.variant == "cos":
-            proj = self._cosines_into(x, out)
-            proj *= math.sqrt(2.0 / m)  # a Python float keeps the float32 loop
-            return proj
+            return self._fused_block()(x, out)  # the cosines times sqrt(2/m)
         proj = np.asarray(x.astype(W.dtype) @ W) if sp.issparse(x) else np.asarray(x, W.dtype) @ W
         out = np.empty((proj.shape[0], 2 * m), dtype=W.dtype)
         np.cos(proj, out=out[:, :m])

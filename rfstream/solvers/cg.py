@@ -216,7 +216,7 @@ def solve_systems(Z, systems, precondition, *, labels, sample_weight, weight_arg
         if active.size == 0:
             if not single:
                 break
-            single = False  # float32 has done its part: the true residual, in float64 (module docstring)
+            single = False  # float32 has done its part: the true residual (in float32 only if tol allows it)
             if n_iter > 0:
                 R = systems.rhs - apply(W, everything, tol >= FLOAT32_UNTIL)
                 n_iter += 1
