@@ -84,7 +84,12 @@ def test_local_cluster_kwargs_split_the_machine(monkeypatch):
     assert (kw["n_workers"], kw["threads_per_worker"]) == (2, 4)
 
 
-def test_embedded_cluster_quiets_its_background_work_but_keeps_user_settings():
+def test_embedded_cluster_quiets_its_background_work_but_keeps_user_settings(monkeypatch):
+    # The process's environment wins over the config (distributed's rule), and distributed writes its
+    # own pre-spawn environment into os.environ when a plain LocalCluster starts: clear what an
+    # earlier test's cluster in this process may have left there.
+    for name in WORKER_MALLOC:
+        monkeypatch.delenv(name, raising=False)
     with connect(None, n_workers=1) as c:
         seen = c.run(lambda: {k: dask.config.get(k) for k in EMBEDDED_CONFIG})
         assert list(seen.values()) == [EMBEDDED_CONFIG]  # the worker process took them
