@@ -15,18 +15,8 @@ from __future__ import annotations
 
 import argparse
 import json
-import time
 
 import numpy as np
-
-
-def _median_s(fn, repeats):
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return float(np.median(times))
 
 
 def main(argv=None):
@@ -40,13 +30,14 @@ def main(argv=None):
 
     from threadpoolctl import threadpool_limits
 
+    from rfstream.bench.measures import median_seconds
     from rfstream.features.fused import stream_rows
 
     rng = np.random.default_rng(0)
     a = rng.standard_normal((args.square, args.square), dtype=np.float32)
     out = {"D": args.d, "n_inputs": args.n_inputs, "products": []}
     with threadpool_limits(1):
-        gemm = 2.0 * args.square ** 3 / _median_s(lambda: a @ a, args.repeats) / 1e9
+        gemm = 2.0 * args.square ** 3 / median_seconds(lambda: a @ a, args.repeats) / 1e9
         out["square_gemm_gflops"] = round(gemm, 1)
         for T in args.targets:
             rows = stream_rows(args.n_inputs, args.d, args.d * T + args.d)  # as a CG pass's sub-block
@@ -54,8 +45,8 @@ def main(argv=None):
             V = rng.standard_normal((args.d, T), dtype=np.float32)
             u, back = np.empty((rows, T), dtype=np.float32), np.empty((args.d, T), dtype=np.float32)
             flops = 2.0 * rows * args.d * T
-            zv = flops / _median_s(lambda: np.matmul(Z, V, out=u), args.repeats) / 1e9
-            ztu = flops / _median_s(lambda: np.matmul(Z.T, u, out=back), args.repeats) / 1e9
+            zv = flops / median_seconds(lambda: np.matmul(Z, V, out=u), args.repeats) / 1e9
+            ztu = flops / median_seconds(lambda: np.matmul(Z.T, u, out=back), args.repeats) / 1e9
             out["products"].append({"T": T, "rows": rows, "ZV_gflops": round(zv, 1), "Ztu_gflops": round(ztu, 1),
                                     "ZV_vs_gemm": round(zv / gemm, 2), "Ztu_vs_gemm": round(ztu / gemm, 2)})
             print(f"T = {T}: Z V {zv:.1f}, Z'u {ztu:.1f} GFLOP/s (square GEMM {gemm:.1f})", flush=True)

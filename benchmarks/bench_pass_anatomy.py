@@ -140,20 +140,12 @@ def cluster_config(path, D, repeats):
     return {k: {"runs": v, "median_wall_s": float(np.median([r["wall_s"] for r in v]))} for k, v in out.items()}
 
 
-def _median_s(fn, repeats):
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return float(np.median(times))
-
-
 def sub_block(path, D, repeats):
     """Part 3 (module docstring): the steps of one sub-block as a task of ``path`` cuts it."""
     from threadpoolctl import threadpool_limits
 
     from rfstream import io
+    from rfstream.bench.measures import median_seconds
     from rfstream.features.fused import even_sub_blocks
     from rfstream.solvers.gram import SUB_BLOCK
 
@@ -178,8 +170,8 @@ def sub_block(path, D, repeats):
     }
     with threadpool_limits(1):
         np.matmul(buf.T, buf, out=g)  # warm up
-        seconds = {name: _median_s(fn, max(repeats, 7)) for name, fn in steps.items()}
-        gemm_s = _median_s(lambda: np.matmul(a.T, b, out=g), max(repeats, 7))
+        seconds = {name: median_seconds(fn, max(repeats, 7)) for name, fn in steps.items()}
+        gemm_s = median_seconds(lambda: np.matmul(a.T, b, out=g), max(repeats, 7))
     seconds["scaling of the partials"] /= len(per_task)  # once per task
     gemm_rate = 2.0 * m * (D + 2) ** 2 / gemm_s
     counted = 2.0 * m * d * D + 1.0 * m * D * (D + 1)  # the flops rfstream bench counts

@@ -67,6 +67,18 @@ class PeakRSS:
         self._sample()
 
 
+def median_seconds(fn, repeats):
+    """The median wall time of ``repeats`` calls of ``fn()``, in seconds."""
+    import numpy as np
+
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return float(np.median(times))
+
+
 def gemm_gflops(D, m=4096, repeats=5):
     """float32 GEMM rate on (D x m) @ (m x D): ``{"best": ..., "median": ...}`` in GFLOP/s.
 
