@@ -108,6 +108,34 @@ def test_features_computed_in_the_pass_equal_reducing_over_z(Est):
     np.testing.assert_allclose(fused.cv_mse_, plain.cv_mse_, rtol=1e-4)
 
 
+def test_the_cosines_over_whole_rows_give_the_same_partials():
+    # random Fourier features tell the Gram their projection and np.cos apart (whole_rows): it
+    # projects into its [Z, Y, 1] buffer and takes the cosines of whole rows, [Y, 1] written
+    # after: bit for bit the partials of the map's own cosines; weighted rows, sub-blocks of
+    # two sizes, a sparse block (whose projection is a fresh array, copied in)
+    import scipy.sparse as sp
+
+    from rfstream.features.fused import unscaled_block, whole_rows
+    from rfstream.solvers.gram import SUB_BLOCK, _fused_fold
+
+    rng = np.random.default_rng(11)
+    x = rng.normal(size=(2 * SUB_BLOCK + 5, 7))
+    Y = rng.normal(size=(x.shape[0], 3)).astype(np.float32)
+    root = np.sqrt(rng.uniform(0.5, 2.0, size=x.shape[0]))
+    block = RandomFourierFeatures(300, gamma=0.2, random_state=0).fit(x)._fused_block()
+    features, _ = unscaled_block(block)
+    project, ufunc = whole_rows(block)
+    assert ufunc is np.cos and whole_rows(ArcCosineFeatures(8).fit(x)._fused_block()) is None
+    for rows in (x, sp.csr_matrix(np.where(np.abs(x) > 1, x, 0.0))):
+        folds = []
+        for split in (None, (project, ufunc)):
+            fold = {"G": np.zeros((300, 300)), "C": np.zeros((300, 3)), "s": np.zeros(300)}
+            _fused_fold(rows, Y, fold, {}, features, np.dtype("float32"), root, split)
+            folds.append(fold)
+        for name in ("G", "C", "s"):
+            np.testing.assert_array_equal(folds[1][name], folds[0][name])
+
+
 @pytest.mark.parametrize("make_map, dtype", [
     (RandomFourierFeatures, "float64"),  # writes into the buffer; float64 buffer
     (ArcCosineFeatures, "float32"),  # returns a fresh block, copied into the buffer

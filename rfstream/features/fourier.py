@@ -221,25 +221,31 @@ class RandomFourierFeatures(GammaGridMixin, FeatureMap):
         out *= math.sqrt(1.0 / m)
         return out
 
-    def _cosines_into(self, x, out=None):
-        """``cos(W' x + b)`` ("cos" variant), written into ``out`` for dense rows ``x``: the
-        features before their ``sqrt(2/D)``."""
+    def _projection_into(self, x, out=None):
+        """``W' x + b`` ("cos" variant), written into ``out`` for dense rows ``x``."""
         W = self.random_weights_
         if sp.issparse(x):
             proj = np.asarray(x.astype(W.dtype) @ W)
             proj += self.random_offset_
-        else:
-            proj = project_with_offset(np.asarray(x), W, self.random_offset_, out=out,
-                                       Wb=stacked_weights(W, self.random_offset_))
+            return proj
+        return project_with_offset(np.asarray(x), W, self.random_offset_, out=out,
+                                   Wb=stacked_weights(W, self.random_offset_))
+
+    def _cosines_into(self, x, out=None):
+        """``cos(W' x + b)`` ("cos" variant), written into ``out`` for dense rows ``x``: the
+        features before their ``sqrt(2/D)``."""
+        proj = self._projection_into(x, out)
         np.cos(proj, out=proj)
         return proj
 
     def _fused_block(self):
         """``sqrt(2/D)`` times the cosines (:class:`~rfstream.features.fused.ScaledBlock`) for the
-        "cos" variant, so that a pass may apply the constant to its partials; else ``_block_into``."""
+        "cos" variant, so that a pass may apply the constant to its partials (and the cosines to
+        its buffer's whole rows); else ``_block_into``."""
         if self.variant != "cos":
             return self._block_into
-        return ScaledBlock(self._cosines_into, math.sqrt(2.0 / self.random_weights_.shape[1]))
+        return ScaledBlock(self._cosines_into, math.sqrt(2.0 / self.random_weights_.shape[1]),
+                           (self._projection_into, np.cos))
 
 
 _STACKED = OrderedDict()  # (id(W), id(b)) -> (W, b, [W; b]): the last few pairs' stacks

@@ -21,9 +21,10 @@ The accessor:
   ``(None, Z)``;
 * :func:`fused_pass` -- a chunk function of a sum over rows (``chunk(z, *others,
   offset=, out=)``) wrapped to run over the rows' features sub-block by sub-block;
-* :class:`ScaledBlock`, :func:`unscaled_block` -- a block function that is a constant
-  times another, so that a pass can apply the constant to its partials instead of to
-  every feature;
+* :class:`ScaledBlock`, :func:`unscaled_block`, :func:`whole_rows` -- a block function
+  that is a constant times another, so that a pass can apply the constant to its partials
+  instead of to every feature (and, where the map says how, the elementwise step to its
+  buffer's whole rows);
 * :func:`feature_sub_blocks`, :func:`fused_buffer`, :func:`make_features` -- the
   sub-block loop and the one buffer that passes with their own loop use (the
   Gram's ``[Z, Y, 1]`` buffer, prediction, SGD's mini-batches).
@@ -90,10 +91,17 @@ class ScaledBlock(NamedTuple):
     ``scale`` (or its square) once to the task's partials (:func:`unscaled_block`): the Gram
     pass does, for random Fourier features' ``sqrt(2/D)`` (an elementwise product over every
     sub-block, some 2% of that pass, docs/BENCHMARKS.md).
+
+    ``parts``, when given, is ``(project, ufunc)`` with ``unscaled(x, out)`` equal to
+    ``project(x, out)`` followed by ``ufunc`` in place (random Fourier features: the
+    projection and ``np.cos``).  A pass whose buffer holds more columns than the features can
+    then apply ``ufunc`` to its whole rows, one contiguous run, where numpy takes the features'
+    columns of each row apart (:func:`whole_rows`).
     """
 
     unscaled: Callable
     scale: float
+    parts: tuple | None = None
 
     def __call__(self, x, out=None):
         z = self.unscaled(x, out)
@@ -107,6 +115,17 @@ def unscaled_block(block):
     if isinstance(block, ScaledBlock):
         return block.unscaled, block.scale
     return block, 1.0
+
+
+def whole_rows(block):
+    """``(project, ufunc)`` of a :class:`ScaledBlock` that has its ``parts``, else None.
+
+    numpy runs an elementwise function on a view whose rows are a part of its buffer's rows
+    one row at a time, about a microsecond a row: ``np.cos`` of the 7,720 x 2,000 features in
+    the Gram's 2,024-column buffer took 13.6 ms, and 8.8 ms on the whole rows
+    (docs/BENCHMARKS.md, "Where the LocalCluster's last points go").
+    """
+    return block.parts if isinstance(block, ScaledBlock) else None
 
 
 def attach_source(Z, block, rows):

@@ -36,7 +36,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from ..features.fused import even_sub_blocks, feature_sub_blocks, fused_buffer, unscaled_block
+from ..features.fused import even_sub_blocks, feature_sub_blocks, fused_buffer, unscaled_block, whole_rows
 from ..reductions import Layout
 
 SUB_BLOCK = 8192
@@ -70,6 +70,7 @@ def gram_chunk(z, *rows, offset, spec):
     parts = layout.unpack(out)
     buffers = {}  # reused by every sub-block and fold of the chunk
     features, scale = unscaled_block(spec.features)
+    split = whole_rows(spec.features)  # (projection, ufunc) of random Fourier features, else None
     every = n_folds == 1 and "folds" not in spec.columns
     for k in range(n_folds):
         rows_k = slice(None) if every else np.flatnonzero(folds == k)
@@ -80,7 +81,7 @@ def gram_chunk(z, *rows, offset, spec):
         if spec.features is None:
             _stored_fold(zk, yk, fold, buffers, root)
         else:
-            _fused_fold(zk, yk, fold, buffers, features, np.dtype(spec.dtype), root)
+            _fused_fold(zk, yk, fold, buffers, features, np.dtype(spec.dtype), root, split)
     if scale != 1.0:  # the features were made without their constant factor
         layout.scale_parts(out, scale, G=2, C=1, s=1)
     return out
@@ -121,7 +122,7 @@ def _stored_fold(z, Y, fold, buffers, root=None):
         fold["s"] += zy[:, -1]
 
 
-def _fused_fold(x, Y, fold, buffers, features, dtype, root=None):
+def _fused_fold(x, Y, fold, buffers, features, dtype, root=None, split=None):
     """G, C and s of one fold when the task computes the features of its rows ``x``.
 
     The features are made a sub-block of at most :data:`SUB_BLOCK` rows at a time
@@ -135,7 +136,11 @@ def _fused_fold(x, Y, fold, buffers, features, dtype, root=None):
     stay exact in float64.  With row weights the buffer holds
     ``[r Z_s, r Y_s, r]`` with ``r = root = sqrt(c)``.  ``features`` may be a map's
     unscaled block function (:func:`rfstream.features.fused.unscaled_block`): then
-    :func:`gram_chunk` scales the task's partials once.
+    :func:`gram_chunk` scales the task's partials once.  With ``split``, the map's parts
+    (:func:`rfstream.features.fused.whole_rows`: random Fourier features' projection and
+    ``np.cos``) the projection goes into the buffer and the cosines over its whole rows, the
+    ``[Y, 1]`` columns zeroed first and written after: the same numbers, in one contiguous run
+    instead of row by row.
     """
     D, T = fold["G"].shape[0], Y.shape[1]
     width = D + T + 1
@@ -144,8 +149,12 @@ def _fused_fold(x, Y, fold, buffers, features, dtype, root=None):
         buffers["Z"] = fused_buffer(x.shape[0], width, dtype, SUB_BLOCK)
         buffers["G"] = np.empty((width, width), dtype=dtype)
     zbuf, gbuf = buffers["Z"], buffers["G"]
-    for start, stop, _ in feature_sub_blocks(x, features, zbuf[:, :D], SUB_BLOCK):
+    project, ufunc = split if split is not None else (features, None)
+    for start, stop, _ in feature_sub_blocks(x, project, zbuf[:, :D], SUB_BLOCK):
         zs = zbuf[: stop - start]
+        if ufunc is not None:
+            zs[:, D:] = 0.0  # what the last sub-block left there: finite for the ufunc
+            ufunc(zs, out=zs)
         zs[:, D:-1] = Y[start:stop]
         zs[:, -1] = 1.0
         if root is not None:
