@@ -18,10 +18,10 @@ times.  Three parts, each repeated ``--repeats`` times (the third at least 7):
    the task; the others are background work), and system-wide idle core-seconds.
 3. ``sub_block``: one sub-block of a row-block task (``rfstream.solvers.gram.SUB_BLOCK``
    rows at most, as the pass cuts it), its steps timed apart with one BLAS thread (as in a
-   worker): the projection ``[x, 1] @ [W; b]``, the cosines, the SYRK of ``[Z, Y, 1]``, its
-   float64 accumulation, and the sub-block's share of the task's one scaling of its
-   partials by ``sqrt(2/D)`` (``G *= 2/D``; the features themselves are not scaled); and a
-   GEMM of the SYRK's shape.  Their sum against the flops ``rfstream bench`` counts at that
+   worker): the projection ``[x, 1] @ [W; b]``, the cosines (over the buffer's whole rows,
+   as the pass takes them), the SYRK of ``[Z, Y, 1]``, its float64 accumulation, and the
+   sub-block's share of the task's one scaling of its partials by ``sqrt(2/D)``
+   (``G *= 2/D``; the features themselves are not scaled); and a GEMM of the SYRK's shape.  Their sum against the flops ``rfstream bench`` counts at that
    GEMM's rate is the ceiling of the pass's share of GEMM before any scheduling.
 """
 from __future__ import annotations
@@ -140,6 +140,12 @@ def cluster_config(path, D, repeats):
     return {k: {"runs": v, "median_wall_s": float(np.median([r["wall_s"] for r in v]))} for k, v in out.items()}
 
 
+def _whole_row_cosines(buf, D):
+    """The cosines as the Gram pass takes them: over the buffer's whole rows, ``[Y, 1]`` zeroed."""
+    buf[:, D:] = 0.0
+    np.cos(buf, out=buf)
+
+
 def sub_block(path, D, repeats):
     """Part 3 (module docstring): the steps of one sub-block as a task of ``path`` cuts it."""
     from threadpoolctl import threadpool_limits
@@ -163,7 +169,7 @@ def sub_block(path, D, repeats):
     a, b = (rng.standard_normal((m, D + 2), dtype=np.float32) for _ in range(2))
     steps = {
         "projection": lambda: np.matmul(xa, Wb, out=buf[:, :D]),
-        "cosines": lambda: np.cos(buf[:, :D], out=buf[:, :D]),
+        "cosines": lambda: _whole_row_cosines(buf, D),
         "syrk": lambda: np.matmul(buf.T, buf, out=g),
         "float64 accumulation": lambda: G.__iadd__(g[:D, :D]),
         "scaling of the partials": lambda: G.__imul__(2.0 / D),
