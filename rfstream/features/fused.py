@@ -121,9 +121,9 @@ def whole_rows(block):
     """``(project, ufunc)`` of a :class:`ScaledBlock` that has its ``parts``, else None.
 
     numpy runs an elementwise function on a view whose rows are a part of its buffer's rows
-    one row at a time, about a microsecond a row: ``np.cos`` of the 7,720 x 2,000 features in
-    the Gram's 2,024-column buffer took 13.6 ms, and 8.8 ms on the whole rows
-    (docs/BENCHMARKS.md, "Where the LocalCluster's last points go").
+    one row at a time, more than half a microsecond a row: ``np.cos`` of the 7,720 x 2,000
+    features in the Gram's 2,024-column buffer took 13.6 ms, and 8.8 ms on the whole rows
+    (docs/BENCHMARKS.md, "The cosines over the buffer's whole rows").
     """
     return block.parts if isinstance(block, ScaledBlock) else None
 
