@@ -47,7 +47,8 @@ def main(argv=None):
             flops = 2.0 * rows * args.d * T
             zv = flops / median_seconds(lambda: np.matmul(Z, V, out=u), args.repeats) / 1e9
             ztu = flops / median_seconds(lambda: np.matmul(Z.T, u, out=back), args.repeats) / 1e9
-            out["products"].append({"T": T, "rows": rows, "ZV_gflops": round(zv, 1), "Ztu_gflops": round(ztu, 1),
+            out["products"].append({"T": T, "rows": rows,
+                                    "ZV_gflops": round(zv, 1), "Ztu_gflops": round(ztu, 1),
                                     "ZV_vs_gemm": round(zv / gemm, 2), "Ztu_vs_gemm": round(ztu / gemm, 2)})
             print(f"T = {T}: Z V {zv:.1f}, Z'u {ztu:.1f} GFLOP/s (square GEMM {gemm:.1f})", flush=True)
     print(json.dumps(out))

@@ -21,8 +21,9 @@ times.  Three parts, each repeated ``--repeats`` times (the third at least 7):
    worker): the projection ``[x, 1] @ [W; b]``, the cosines (over the buffer's whole rows,
    as the pass takes them), the SYRK of ``[Z, Y, 1]``, its float64 accumulation, and the
    sub-block's share of the task's one scaling of its partials by ``sqrt(2/D)``
-   (``G *= 2/D``; the features themselves are not scaled); and a GEMM of the SYRK's shape.  Their sum against the flops ``rfstream bench`` counts at that
-   GEMM's rate is the ceiling of the pass's share of GEMM before any scheduling.
+   (``G *= 2/D``; the features themselves are not scaled); and a GEMM of the SYRK's shape.
+   Their sum against the flops ``rfstream bench`` counts at that GEMM's rate is the
+   ceiling of the pass's share of GEMM before any scheduling.
 """
 from __future__ import annotations
 

@@ -153,7 +153,7 @@ def _fused_fold(x, Y, fold, buffers, features, dtype, root=None, split=None):
     for start, stop, _ in feature_sub_blocks(x, project, zbuf[:, :D], SUB_BLOCK):
         zs = zbuf[: stop - start]
         if ufunc is not None:
-            zs[:, D:] = 0.0  # what the last sub-block left there: finite for the ufunc
+            zs[:, D:] = 0.0  # the last sub-block's [Y, 1], or a new buffer's garbage: finite for the ufunc
             ufunc(zs, out=zs)
         zs[:, D:-1] = Y[start:stop]
         zs[:, -1] = 1.0
