@@ -13,7 +13,7 @@ times.  Three parts, each repeated ``--repeats`` times (the third at least 7):
    per-row-block task times; and the time from the last row-block task's end to the end
    of the fit (the combine steps, the transfer to the client, the solve).
 2. ``cluster_config``: interleaved passes on an embedded LocalCluster with
-   distributed's defaults and with :data:`rfstream.cluster.EMBEDDED_CONFIG`: wall time,
+   distributed's defaults and with :data:`rfstream.embedded.EMBEDDED_CONFIG`: wall time,
    CPU seconds of the client process and of each worker process (its busiest thread is
    the task; the others are background work), and system-wide idle core-seconds.
 3. ``sub_block``: one sub-block of a row-block task (``rfstream.solvers.gram.SUB_BLOCK``
@@ -111,16 +111,16 @@ def _thread_cpu():
 def cluster_config(path, D, repeats):
     import psutil
 
-    from rfstream import cluster, io
+    from rfstream import cluster, embedded as settings, io
     from rfstream.solvers import StreamingRidgeClassifier
 
     X, y = io.open_dataset(path)
-    embedded = dict(cluster.EMBEDDED_CONFIG)
+    embedded = dict(settings.EMBEDDED_CONFIG)
     out = {"distributed defaults": [], "EMBEDDED_CONFIG": []}
     try:
         for r in range(repeats):
             for key in (list(out) if r % 2 == 0 else list(out)[::-1]):
-                cluster.EMBEDDED_CONFIG = embedded if key == "EMBEDDED_CONFIG" else {}
+                settings.EMBEDDED_CONFIG = embedded if key == "EMBEDDED_CONFIG" else {}
                 with cluster.connect(None) as client:
                     Z = _pipeline(X, D)
                     StreamingRidgeClassifier(alpha=1.0).fit(Z, y)  # warm the workers
@@ -137,7 +137,7 @@ def cluster_config(path, D, repeats):
                                  "idle_core_s": sys1.idle - sys0.idle})
                 print(key, f"wall {wall:.2f} s", out[key][-1], flush=True)
     finally:
-        cluster.EMBEDDED_CONFIG = embedded
+        settings.EMBEDDED_CONFIG = embedded
     return {k: {"runs": v, "median_wall_s": float(np.median([r["wall_s"] for r in v]))} for k, v in out.items()}
 
 

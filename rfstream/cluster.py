@@ -54,6 +54,8 @@ from dataclasses import dataclass
 import dask
 from dask.base import named_schedulers
 
+from .embedded import EMBEDDED_CONFIG, WORKER_MALLOC, local_cluster  # noqa: F401  (also cluster.EMBEDDED_CONFIG)
+
 LOCAL_SCHEDULERS = ("threads", "synchronous", "processes")
 PROGRESS_MODES = ("auto", "always", "never")
 #: Data at most this large (X's bytes) run on threads when no scheduler is named ...
@@ -287,60 +289,6 @@ def _widest_layer(collections):
     return widest
 
 
-#: Settings of the embedded LocalCluster, a batch job on the user's own cores, where every background
-#: wake-up is taken from a compute task and an idle worker is an idle core.  ``worker-saturation`` 1.0:
-#: a worker holds only the task it runs, and takes the next from the scheduler when it finishes; at
-#: the default 1.1 a worker holds a second task, and near the end of a pass its idle peer waited for
-#: work stealing (every second) to move it.  The workers' statistical profiler (a stack sample every 10
-#: ms) only feeds the dashboard's "Profile" page; the event-loop check and the system monitor are
-#: polled less often.  The effect on one KDD99 pass is in docs/BENCHMARKS.md ("Measurements behind the
-#: code"; ``benchmarks/bench_pass_anatomy.py --parts cluster_config``).  The memory monitor that guards
-#: a worker's memory limit is left as it is.  A key the user set otherwise (in dask's config files or
-#: environment) is kept.
-EMBEDDED_CONFIG = {
-    "distributed.scheduler.worker-saturation": 1.0,
-    "distributed.worker.profile.enabled": False,
-    "distributed.admin.tick.interval": "1s",
-    "distributed.admin.system-monitor.interval": "5s",
-}
-
-
-#: Worker processes' C allocator (glibc), set before they start.  distributed sets
-#: ``MALLOC_TRIM_THRESHOLD_`` to 64 KiB, which also pins glibc's mmap threshold at 128 KiB: every
-#: array above it is mapped fresh from the kernel and unmapped when freed, so each task faults in its
-#: buffers page by page again (a third of a byte range's convert time was system time).  Arrays up to
-#: 32 MiB (glibc's largest threshold) are then reused from the heap, and a heap keeps at most 256 MiB
-#: free at its top.  docs/BENCHMARKS.md, "One CSV file in byte ranges".
-WORKER_MALLOC = {"MALLOC_MMAP_THRESHOLD_": str(32 * 2**20), "MALLOC_TRIM_THRESHOLD_": str(256 * 2**20)}
-_ENVIRON = "distributed.nanny.pre-spawn-environ"
-
-
-def _embedded_config():
-    """:data:`EMBEDDED_CONFIG` and :data:`WORKER_MALLOC`, where still distributed's defaults."""
-    import distributed  # noqa: F401  (registers distributed's defaults)
-
-    defaults = dask.config.merge(*dask.config.defaults)
-    wanted = {**EMBEDDED_CONFIG, _ENVIRON: {**dask.config.get(_ENVIRON, {}, config=defaults), **WORKER_MALLOC}}
-    return {key: value for key, value in wanted.items()
-            if dask.config.get(key, None) == dask.config.get(key, None, config=defaults)}
-
-
-def _local_cluster_kwargs(n_workers=None):
-    import psutil
-
-    cores = os.cpu_count() or 1
-    n_workers = n_workers or cores
-    memory = psutil.virtual_memory().total
-    return {
-        "n_workers": n_workers,
-        "threads_per_worker": max(1, cores // n_workers),
-        "processes": True,
-        "host": "127.0.0.1",
-        "dashboard_address": "127.0.0.1:0",
-        "memory_limit": int(0.8 * memory / n_workers),
-    }
-
-
 def choose_scheduler(scheduler=None, data_bytes=None):
     """The scheduler :func:`connect` uses: ``scheduler``, else ``$RFSTREAM_SCHEDULER``,
     else "threads" for small data (``data_bytes`` at most :func:`small_data_limit`),
@@ -372,12 +320,10 @@ def connect(scheduler=None, *, n_workers=None, data_bytes=None):
         with dask.config.set(scheduler=scheduler):
             yield None
         return
-    from distributed import Client, LocalCluster
+    from distributed import Client
 
     if scheduler is None:
-        with dask.config.set(_embedded_config()):  # the workers take the config they start with
-            cluster = LocalCluster(**_local_cluster_kwargs(n_workers))
-        with cluster, Client(cluster) as client:
+        with local_cluster(n_workers) as cluster, Client(cluster) as client:
             yield client
         return
     if "://" not in scheduler and ":" not in scheduler:

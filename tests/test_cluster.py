@@ -6,15 +6,8 @@ import dask.array as da
 import numpy as np
 import pytest
 
-from rfstream.cluster import (
-    EMBEDDED_CONFIG,
-    WORKER_MALLOC,
-    _embedded_config,
-    _local_cluster_kwargs,
-    _widest_layer,
-    compute,
-    connect,
-)
+from rfstream.cluster import _widest_layer, compute, connect
+from rfstream.embedded import EMBEDDED_CONFIG, WORKER_MALLOC, embedded_config, local_cluster_kwargs
 
 
 def _blas_threads(x):
@@ -76,11 +69,11 @@ def test_local_cluster_kwargs_split_the_machine(monkeypatch):
     import psutil
 
     monkeypatch.setattr("os.cpu_count", lambda: 8)
-    kw = _local_cluster_kwargs()
+    kw = local_cluster_kwargs()
     assert (kw["n_workers"], kw["threads_per_worker"], kw["processes"]) == (8, 1, True)
     assert kw["memory_limit"] == int(0.8 * psutil.virtual_memory().total / 8)
     assert kw["host"] == "127.0.0.1" and kw["dashboard_address"] == "127.0.0.1:0"
-    kw = _local_cluster_kwargs(2)
+    kw = local_cluster_kwargs(2)
     assert (kw["n_workers"], kw["threads_per_worker"]) == (2, 4)
 
 
@@ -88,18 +81,23 @@ def test_embedded_cluster_quiets_its_background_work_but_keeps_user_settings(mon
     # The process's environment wins over the config (distributed's rule), and distributed writes its
     # own pre-spawn environment into os.environ when a plain LocalCluster starts: clear what an
     # earlier test's cluster in this process may have left there.
-    for name in WORKER_MALLOC:
+    for name in (*WORKER_MALLOC, "OPENBLAS_NUM_THREADS"):
         monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("OMP_NUM_THREADS", "3")
+    client_env = {k: os.environ.get(k) for k in (*WORKER_MALLOC, "OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS")}
     with connect(None, n_workers=1) as c:
         seen = c.run(lambda: {k: dask.config.get(k) for k in EMBEDDED_CONFIG})
         assert list(seen.values()) == [EMBEDDED_CONFIG]  # the worker process took them
-        env = c.run(lambda: {k: os.environ.get(k) for k in WORKER_MALLOC})
-        assert list(env.values()) == [WORKER_MALLOC]  # set before the worker process started
+        env = c.run(lambda: {k: os.environ.get(k) for k in (*WORKER_MALLOC, "OPENBLAS_NUM_THREADS")})
+        assert list(env.values()) == [{**WORKER_MALLOC, "OPENBLAS_NUM_THREADS": "1"}]  # set before it started
+        # the nanny wrote them into this process's environment too: put back once the workers started
+        assert {k: os.environ.get(k) for k in client_env} == client_env
+    assert {k: os.environ.get(k) for k in client_env} == client_env
     # the client's own config is left as it was
     assert dask.config.get("distributed.worker.profile.enabled") is True
     with dask.config.set({"distributed.admin.tick.interval": "50ms"}):
-        assert "distributed.admin.tick.interval" not in _embedded_config()
-        assert _embedded_config()["distributed.worker.profile.enabled"] is False
+        assert "distributed.admin.tick.interval" not in embedded_config()
+        assert embedded_config()["distributed.worker.profile.enabled"] is False
     environ = {"MALLOC_TRIM_THRESHOLD_": 0}  # a user's choice of the workers' environment is kept
     with dask.config.set({"distributed.nanny.pre-spawn-environ": environ}):
-        assert "distributed.nanny.pre-spawn-environ" not in _embedded_config()
+        assert "distributed.nanny.pre-spawn-environ" not in embedded_config()
