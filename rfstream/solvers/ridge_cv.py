@@ -54,12 +54,18 @@ def check_totals(totals):
 
 
 def normal_equations(stats, fit_intercept):
-    """(G, C, mu, nu): Z'Z and Z'Y, centred on the row means mu, nu if fitting an intercept."""
+    """(G, C, mu, nu): Z'Z and Z'Y, centred on the row means mu, nu if fitting an intercept.
+
+    The centred Gram ``G - n mu mu'`` is made in place of its outer product: the same operations and
+    the same numbers as ``G - n * np.outer(mu, mu)``, whose temporaries put two new D x D arrays on
+    the client at once (256 MB against 128 MB at D = 4096, tracemalloc)."""
     if not fit_intercept:
         return stats["G"], stats["C"], np.zeros(stats["G"].shape[0]), np.zeros(stats["C"].shape[1])
     n = max(stats["n"], 1.0)
     mu, nu = stats["s"] / n, stats["t"] / n
-    G = stats["G"] - n * np.outer(mu, mu)
+    G = np.outer(mu, mu)
+    G *= n
+    np.subtract(stats["G"], G, out=G)
     C = stats["C"] - n * np.outer(mu, nu)
     return G, C, mu, nu
 
