@@ -54,7 +54,8 @@ from dataclasses import dataclass
 import dask
 from dask.base import named_schedulers
 
-from .embedded import EMBEDDED_CONFIG, WORKER_MALLOC, local_cluster  # noqa: F401  (also cluster.EMBEDDED_CONFIG)
+# EMBEDDED_CONFIG and WORKER_MALLOC: named rfstream.cluster's in the docs too
+from .embedded import EMBEDDED_CONFIG, WORKER_MALLOC, local_cluster  # noqa: F401
 
 LOCAL_SCHEDULERS = ("threads", "synchronous", "processes")
 PROGRESS_MODES = ("auto", "always", "never")

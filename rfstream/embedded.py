@@ -48,7 +48,8 @@ def embedded_config():
     import distributed  # noqa: F401  (registers distributed's defaults)
 
     defaults = dask.config.merge(*dask.config.defaults)
-    wanted = {**EMBEDDED_CONFIG, PRE_SPAWN: {**dask.config.get(PRE_SPAWN, {}, config=defaults), **WORKER_MALLOC}}
+    environ = {**dask.config.get(PRE_SPAWN, {}, config=defaults), **WORKER_MALLOC}
+    wanted = {**EMBEDDED_CONFIG, PRE_SPAWN: environ}
     return {key: value for key, value in wanted.items()
             if dask.config.get(key, None) == dask.config.get(key, None, config=defaults)}
 
