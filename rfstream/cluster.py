@@ -7,7 +7,8 @@
   dataset's metadata before connecting) and it is *small*, dask's threaded
   scheduler in this process; otherwise an embedded :class:`distributed.LocalCluster`
   sized to the machine (one single-threaded worker process per core, memory split
-  between them), dashboard bound to 127.0.0.1 on a free port;
+  between them), dashboard bound to 127.0.0.1 on a free port (:mod:`rfstream.embedded`:
+  its settings, and the client's environment kept as it was);
 * ``"threads"`` or ``"synchronous"``: dask's local schedulers, no distributed;
 * ``"cluster"``: the embedded LocalCluster whatever the data's size;
 * anything else: the address of an existing scheduler (``tcp://host:8786``),
