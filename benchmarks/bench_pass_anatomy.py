@@ -115,12 +115,12 @@ def cluster_config(path, D, repeats):
     from rfstream.solvers import StreamingRidgeClassifier
 
     X, y = io.open_dataset(path)
-    embedded = dict(settings.EMBEDDED_CONFIG)
+    ours = dict(settings.EMBEDDED_CONFIG)
     out = {"distributed defaults": [], "EMBEDDED_CONFIG": []}
     try:
         for r in range(repeats):
             for key in (list(out) if r % 2 == 0 else list(out)[::-1]):
-                settings.EMBEDDED_CONFIG = embedded if key == "EMBEDDED_CONFIG" else {}
+                settings.EMBEDDED_CONFIG = ours if key == "EMBEDDED_CONFIG" else {}
                 with cluster.connect(None) as client:
                     Z = _pipeline(X, D)
                     StreamingRidgeClassifier(alpha=1.0).fit(Z, y)  # warm the workers
@@ -137,7 +137,7 @@ def cluster_config(path, D, repeats):
                                  "idle_core_s": sys1.idle - sys0.idle})
                 print(key, f"wall {wall:.2f} s", out[key][-1], flush=True)
     finally:
-        settings.EMBEDDED_CONFIG = embedded
+        settings.EMBEDDED_CONFIG = ours
     return {k: {"runs": v, "median_wall_s": float(np.median([r["wall_s"] for r in v]))} for k, v in out.items()}
 
 
