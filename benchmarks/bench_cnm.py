@@ -204,7 +204,7 @@ def probe(args):
     """
     from rfstream.datadriven.cnm_sgd import features, map_gradient
     from rfstream.kernels import sample_frequencies
-    from rfstream.solvers.losses import multinomial
+    from rfstream.solvers.sgd.losses import multinomial
 
     path = OUT / f"probe_{args.dataset}.json"
     res = json.loads(path.read_text()) if path.exists() else {"dataset": args.dataset, "runs": []}

@@ -163,7 +163,7 @@ def sub_block_ab(x, D, repeats):
     import dask.array as da
 
     import rfstream.features.fused as fused_module
-    import rfstream.solvers.gram as gram
+    import rfstream.solvers.ridge.gram as gram
     from rfstream.solvers.passes import RowSpec
     from rfstream.features import RandomFourierFeatures, feature_source
 
@@ -211,7 +211,7 @@ def augmented_ab(x, D, repeats):
 
     import dask.array as da
 
-    import rfstream.solvers.gram as gram
+    import rfstream.solvers.ridge.gram as gram
     from rfstream.features import RandomFourierFeatures, feature_source
     from rfstream.solvers.passes import RowSpec
     from rfstream.features.fused import FUSED_SUB_BLOCK, even_sub_blocks, fused_buffer

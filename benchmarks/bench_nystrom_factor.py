@@ -2,7 +2,7 @@
 
     python benchmarks/bench_nystrom_factor.py --rows 8192 --d 50000 --rank 4096
 
-``rfstream.solvers.nystrom_pcg.nystrom_factor`` of ``--rows`` sampled rows of random Fourier
+``rfstream.solvers.ridge.nystrom_pcg.nystrom_factor`` of ``--rows`` sampled rows of random Fourier
 features (8 Gaussian input columns, as ``bench_pcg_cluster.py``'s, centred and scaled as
 ``NystromPreconditioner.from_rows`` scales a million rows' sample), once from float64 rows
 (every step in float64) and once from the same rows in float32 (``B B'`` and ``B' Q`` in
@@ -29,7 +29,7 @@ def main(argv=None):
     args = p.parse_args(argv)
 
     from rfstream import RandomFourierFeatures
-    from rfstream.solvers.nystrom_pcg import nystrom_factor
+    from rfstream.solvers.ridge.nystrom_pcg import nystrom_factor
 
     x = np.random.default_rng(0).standard_normal((args.rows, 8), dtype=np.float32)
     rff = RandomFourierFeatures(args.d, gamma=args.gamma, random_state=0, dtype="float64").fit(x)

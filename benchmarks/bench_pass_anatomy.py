@@ -16,7 +16,7 @@ times.  Three parts, each repeated ``--repeats`` times (the third at least 7):
    distributed's defaults and with :data:`rfstream.embedded.EMBEDDED_CONFIG`: wall time,
    CPU seconds of the client process and of each worker process (its busiest thread is
    the task; the others are background work), and system-wide idle core-seconds.
-3. ``sub_block``: one sub-block of a row-block task (``rfstream.solvers.gram.SUB_BLOCK``
+3. ``sub_block``: one sub-block of a row-block task (``rfstream.solvers.ridge.gram.SUB_BLOCK``
    rows at most, as the pass cuts it), its steps timed apart with one BLAS thread (as in a
    worker): the projection ``[x, 1] @ [W; b]``, the cosines (over the buffer's whole rows,
    as the pass takes them), the SYRK of ``[Z, Y, 1]``, its float64 accumulation, and the
@@ -154,7 +154,7 @@ def sub_block(path, D, repeats):
     from rfstream import io
     from rfstream.bench.measures import median_seconds
     from rfstream.features.fused import even_sub_blocks
-    from rfstream.solvers.gram import SUB_BLOCK
+    from rfstream.solvers.ridge.gram import SUB_BLOCK
 
     X, _ = io.open_dataset(path)
     per_task = list(even_sub_blocks(X.chunks[0][0], SUB_BLOCK))

@@ -8,7 +8,7 @@ The rows are bench_pcg_cluster.py's synthetic ones (8 Gaussian columns, a nonlin
 label, made inside the tasks).  On one ``LocalCluster`` of ``--workers`` one-thread
 processes, in one run: ``StreamingRidgeClassifier(solver="pcg")`` fitted once per alpha
 (no cross-validation: what a user would otherwise run by hand), then once with the alpha
-list and ``cv`` folds (:mod:`rfstream.solvers.cg_search`: the (cv + 1) x A systems share
+list and ``cv`` folds (:mod:`rfstream.solvers.ridge.cg_search`: the (cv + 1) x A systems share
 every pass).  Prints one JSON line: per fit its passes, seconds and seconds per pass, the
 search's choice and cross-validated errors, and each model's error on ``--test-rows``
 further rows.

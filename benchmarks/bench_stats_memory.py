@@ -1,5 +1,5 @@
-"""Peak memory of one task of the PCG statistics pass (rfstream.solvers.cg_stats.stats_chunk) and
-of the float64 phase of its product pass (rfstream.solvers.cg.product_chunk with a float64
+"""Peak memory of one task of the PCG statistics pass (rfstream.solvers.ridge.cg.stats_chunk) and
+of the float64 phase of its product pass (rfstream.solvers.ridge.cg.product_chunk with a float64
 V) on one sub-block of float32 features, summed in float64 by column slices (now) against
 one float64 copy of the whole sub-block (before; STATS_COLUMNS = D reproduces it).
 

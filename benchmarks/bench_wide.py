@@ -41,7 +41,7 @@ def one_fit(dataset, D, cv, workdir, solver="gram", pcg_alpha=1e-3, pcg_rank=204
     ``cv`` "5" or "loo": the Gram pass and a cross-validated alpha from :data:`ALPHAS`;
     "pcg": ``solver="pcg"`` at ``pcg_alpha`` (the alpha the cross-validation chose at
     large D) with a preconditioner of rank ``pcg_rank``, its products "mixed" (float32,
-    then float64: :data:`rfstream.solvers.cg.FLOAT32_UNTIL`) or "float64" throughout."""
+    then float64: :data:`rfstream.solvers.ridge.cg.FLOAT32_UNTIL`) or "float64" throughout."""
     import dask
     import numpy as np
 

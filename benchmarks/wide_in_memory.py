@@ -45,7 +45,7 @@ def precond(args):
     Jacobi; rfstream's row-sample Nystrom preconditioner (m rows, rank r); the Gaussian
     sketch of Frangella, Tropp & Udell's Algorithm 2.1 (rank r, a pass of 2 n D r flops
     over the data that the row sample avoids).  Also d_eff(alpha) = tr(G (G + alpha I)^-1)."""
-    from rfstream.solvers.nystrom_pcg import NystromPreconditioner
+    from rfstream.solvers.ridge.nystrom_pcg import NystromPreconditioner
 
     Z, y, Y = features_and_targets(args)
     Z = Z.astype(np.float64)
@@ -82,7 +82,7 @@ def precision(args):
     precision: the iterations to reach each of ``--tols``, the floor (the lowest true
     residual in ``--max-iter`` iterations: where float32 stalls), and the relative distance
     of the float32 solution from the float64 one at the first tolerance."""
-    from rfstream.solvers.nystrom_pcg import NystromPreconditioner
+    from rfstream.solvers.ridge.nystrom_pcg import NystromPreconditioner
 
     Z32, y, Y = features_and_targets(args)
     Z64 = Z32.astype(np.float64)

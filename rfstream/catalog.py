@@ -26,7 +26,7 @@ from . import solvers as sv
 from .features.width import check_draw_size, nominal_width, planned_features
 from .preprocess import Standardizer
 from .selection import check_search, gamma_candidates
-from .solvers.evidence import check_evidence_alphas
+from .solvers.ridge.evidence import check_evidence_alphas
 from .solvers.kpca import KernelPCA, check_kpca_memory
 from .solvers.memory import check_pass_memory, check_ridge_memory
 

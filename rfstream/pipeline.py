@@ -291,7 +291,7 @@ def posterior_outputs(model, X, level=None):
     """``(prediction, std, (lower, upper) or None)`` of every row of ``X`` (each shaped as
     ``predict``'s output; lazy for dask) from one ``predict(X, return_std=True)`` of a
     ridge regressor fitted with ``calibrate``: the prediction equals ``predict``'s, and
-    the conformal bounds at ``level`` (:mod:`rfstream.solvers.calibration`) reuse its std."""
+    the conformal bounds at ``level`` (:mod:`rfstream.solvers.ridge.calibration`) reuse its std."""
     final, Z = _final_step(model, X)
     _check_posterior(final, Z)
     mean, std = final.predict(Z, return_std=True)

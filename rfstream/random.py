@@ -27,7 +27,7 @@ STREAM_SAMPLE = 3
 STREAM_SGD_ORDER = 4  # SGD: order of the rows inside a chunk (one stream per epoch)
 STREAM_SGD_HOLDOUT = 5  # SGD: held-out rows for early stopping
 STREAM_SGD_CHUNKS = 6  # SGD: order of the chunks in an epoch
-STREAM_CALIBRATION = 7  # ridge: the rows of the calibration pass's sample (rfstream.solvers.calibration)
+STREAM_CALIBRATION = 7  # ridge: the rows of the calibration pass's sample (rfstream.solvers.ridge.calibration)
 # TEFM (rfstream.datadriven.tefm): Gaussian test matrix, block-SRHT signs and row samples.
 STREAM_TEFM_GAUSSIAN = 10
 STREAM_SRHT_SIGNS = 11

@@ -11,7 +11,7 @@ Four rules, each a test whose failure names the file and the offending import:
       < solvers < datadriven < selection < catalog < jobs < pipeline < bench, cli
 
   (``rfstream/__init__.py`` is the facade and may import anything);
-* no module over 400 lines;
+* no module over 800 lines (cut by concept, not by size);
 * nothing in benchmarks/, examples/ or deploy/ imports a private name of rfstream
   (a module or attribute whose name starts with one underscore), nor reaches one
   through a module it imported.
@@ -26,7 +26,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "rfstream"
 OUTSIDE = ("benchmarks", "examples", "deploy")  # tests/ may unit-test a module's private helpers
-MAX_LINES = 400
+MAX_LINES = 800
 
 #: the flat modules at the top of rfstream/: numerics that know no estimator, file or CLI
 CORE = {"kernels", "samplers", "random", "reductions", "hadamard", "cluster", "embedded", "preprocess",
@@ -184,7 +184,7 @@ def test_no_import_cycles():
     assert not problems, "\n".join(problems)
 
 
-def test_no_module_over_400_lines():
+def test_no_module_over_800_lines():
     long = [f"{relative(p)}: {n} lines (at most {MAX_LINES})"
             for p in MODULES.values() if (n := len(p.read_text().splitlines())) > MAX_LINES]
     assert not long, "\n".join(long)

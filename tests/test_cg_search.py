@@ -1,4 +1,4 @@
-"""A list of alphas searched by CG (:mod:`rfstream.solvers.cg_search`): every (fold, alpha) system
+"""A list of alphas searched by CG (:mod:`rfstream.solvers.ridge.cg_search`): every (fold, alpha) system
 in the same passes gives the Gram route's cross-validation, its choice and its model."""
 import warnings
 
@@ -8,7 +8,7 @@ import pytest
 from sklearn.model_selection import PredefinedSplit
 
 from rfstream import RandomFourierFeatures, StreamingRidge, StreamingRidgeClassifier
-from rfstream.solvers import cg_search
+from rfstream.solvers.ridge import cg_search
 
 ALPHAS = [0.03, 0.3, 3.0]
 

@@ -1,4 +1,4 @@
-"""The PCG statistics pass (:func:`rfstream.solvers.cg_stats.stats_chunk`) sums a dense block in
+"""The PCG statistics pass (:func:`rfstream.solvers.ridge.cg.stats_chunk`) sums a dense block in
 float64 a few columns at a time: the same numbers as the float64 copy of the whole block,
 without that copy (issue 32: the workers' peak at D = 50,000)."""
 import numpy as np
@@ -6,7 +6,8 @@ import pytest
 import scipy.sparse as sp
 
 from rfstream.reductions import Layout
-from rfstream.solvers import cg, cg_stats
+from rfstream.solvers.ridge import cg
+from rfstream.solvers.ridge import cg as cg_stats
 from rfstream.solvers.passes import RowSpec
 
 

@@ -87,7 +87,7 @@ def _table(name, value):
 
 def test_the_names_and_defaults_written_for_the_parser_are_the_librarys():
     from rfstream import catalog, cluster, kernels, samplers
-    from rfstream.solvers import ridge_search
+    from rfstream.solvers.ridge import estimators as ridge_search
 
     library = {"FEATURES": tuple(sorted(catalog.FEATURES)), "SOLVERS": tuple(sorted(catalog.SOLVERS)),
                "TASKS": catalog.TASKS, "KERNELS": tuple(sorted(kernels.KERNELS)),

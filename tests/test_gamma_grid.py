@@ -1,4 +1,4 @@
-"""A bandwidth grid in one pass (rfstream.features.grid, rfstream.solvers.grid_pass).
+"""A bandwidth grid in one pass (rfstream.features.grid, rfstream.solvers.ridge.gram).
 
 The oracles: a map fitted with a list of gammas makes, for each gamma, exactly
 the features of the map fitted with that gamma alone (same seed); the grid's

@@ -7,7 +7,7 @@ from sklearn.linear_model import RidgeClassifier
 from sklearn.metrics import log_loss
 
 from rfstream import RandomFourierFeatures, StreamingRidge, StreamingRidgeClassifier
-from rfstream.solvers.calibration import (
+from rfstream.solvers.ridge.calibration import (
     SCORE_BINS,
     SCORE_EDGES,
     conformal_quantile,
@@ -109,7 +109,7 @@ def test_a_large_fit_calibrates_on_a_row_sample(monkeypatch, fitted):
     histograms are those of the kept rows' exact LOO scores, whatever the chunking, and
     the intervals still cover new rows."""
     from rfstream.random import STREAM_CALIBRATION, row_uniform
-    from rfstream.solvers import calibration
+    from rfstream.solvers.ridge import calibration
 
     fmap, _, X, y = fitted
     Z = fmap.transform(X)

@@ -1,4 +1,4 @@
-"""Exact leave-one-out from one Gram (rfstream.solvers.loo, cv="loo").
+"""Exact leave-one-out from one Gram (rfstream.solvers.ridge.loo, cv="loo").
 
 The oracle is brute force: for every row, refit scikit-learn's Ridge (or
 RidgeClassifier, the same +-1 least squares) on all other rows and predict the

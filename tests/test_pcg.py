@@ -1,4 +1,4 @@
-"""Nystrom-preconditioned conjugate gradients (solver="pcg", rfstream.solvers.nystrom_pcg).
+"""Nystrom-preconditioned conjugate gradients (solver="pcg", rfstream.solvers.ridge.nystrom_pcg).
 
 The oracle is a Cholesky solve in float64 of the same problem on the same
 features (scikit-learn's Ridge / RidgeClassifier, solver="cholesky"): PCG run to
@@ -24,7 +24,7 @@ from rfstream import (
 )
 from rfstream.datasets import train_test
 from rfstream.solvers.memory import check_gram_memory, check_pcg_memory
-from rfstream.solvers.nystrom_pcg import NystromPreconditioner, nystrom_factor
+from rfstream.solvers.ridge.nystrom_pcg import NystromPreconditioner, nystrom_factor
 
 
 def _features(n=3000, d=8, D=600, seed=0, classes=None):
@@ -86,7 +86,7 @@ def test_a_float32_fit_meets_tol_on_the_true_residual(solver, monkeypatch):
     # tol = 1e-3 >= FLOAT32_UNTIL: the iterations and the pass that checks the residual
     # multiply in float32; the residual of the returned weights, in float64 on the
     # materialized features, is within tol all the same
-    import rfstream.solvers.cg as cg_module
+    import rfstream.solvers.ridge.cg as cg_module
 
     single = []
     original = cg_module.fused_row_sum

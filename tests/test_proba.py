@@ -1,4 +1,4 @@
-"""predict_proba / predict_log_proba of log-loss models (rfstream.solvers.proba).
+"""predict_proba / predict_log_proba of log-loss models (rfstream.solvers.sgd.losses).
 
 The oracle is scikit-learn's LogisticRegression on the same features with the same
 regularization.  StreamingSGDClassifier(loss="log_loss") minimizes

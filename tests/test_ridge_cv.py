@@ -1,4 +1,4 @@
-"""Cross-validation of the ridge solvers by the task's metric (rfstream.solvers.cv_scores).
+"""Cross-validation of the ridge solvers by the task's metric (rfstream.solvers.ridge.cv).
 
 The oracle is the explicit loop: for each fold, fit scikit-learn's RidgeClassifier
 (the same +-1 least-squares objective, Cholesky) on the fold's training rows,

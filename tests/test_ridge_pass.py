@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from _ridge_data import classification_data, rel
 
-import rfstream.solvers.ridge as ridge_module
+import rfstream.solvers.ridge.estimators as ridge_module
 import rfstream.solvers.targets as targets_module
 from rfstream import (
     RandomFourierFeatures,
@@ -86,7 +86,7 @@ def test_features_computed_in_the_pass_equal_reducing_over_z(Est):
     # up to float32 rounding of the sub-block sums.  Chunks wide enough for several
     # sub-blocks in each of the 5 CV folds (whose sizes differ).
     from rfstream.features.fused import FUSED_SUB_BLOCK
-    from rfstream.solvers.gram import SUB_BLOCK
+    from rfstream.solvers.ridge.gram import SUB_BLOCK
 
     rng = np.random.default_rng(3)
     n = 12 * max(SUB_BLOCK, FUSED_SUB_BLOCK) + 123
@@ -116,7 +116,7 @@ def test_the_cosines_over_whole_rows_give_the_same_partials():
     import scipy.sparse as sp
 
     from rfstream.features.fused import unscaled_block, whole_rows
-    from rfstream.solvers.gram import SUB_BLOCK, _fused_fold
+    from rfstream.solvers.ridge.gram import SUB_BLOCK, _fused_fold
 
     rng = np.random.default_rng(11)
     x = rng.normal(size=(2 * SUB_BLOCK + 5, 7))
@@ -199,8 +199,8 @@ def test_cg_makes_the_features_in_its_tasks(Est, monkeypatch):
     # rounding of that product: features equal to 6e-8, summed in another order (the
     # float32 phase's rounding may differ by a few passes; the float64 finish meets tol on
     # the true residual): solutions equal to 1e-7, and the CG solution equals the Gram pass's.
-    import rfstream.solvers.cg as cg_module
-    import rfstream.solvers.cg_stats as cg_stats_module
+    import rfstream.solvers.ridge.cg as cg_module
+    import rfstream.solvers.ridge.cg as cg_stats_module
     from rfstream.features.fused import FUSED_SUB_BLOCK
 
     rng = np.random.default_rng(11)

@@ -15,7 +15,7 @@ from rfstream.jobs import FitJob
 from rfstream.metrics import classification_metrics, regression_metrics
 from rfstream.selection import selection_summary
 from rfstream.selection.heatmap import have_matplotlib, surface_title
-from rfstream.solvers.calibration import SCORE_BINS
+from rfstream.solvers.ridge.calibration import SCORE_BINS
 
 THREADS = ("--scheduler", "threads", "--progress", "never")
 

@@ -1,7 +1,7 @@
 """StreamingSGDClassifier / StreamingSGDRegressor: Pegasos and friends as data passes.
 
 The oracles are scikit-learn's exact solvers of the *same* objective
-(rfstream.solvers.sgd module docstring): LinearSVC (hinge, squared hinge) and
+(rfstream.solvers.sgd.estimators module docstring): LinearSVC (hinge, squared hinge) and
 LogisticRegression(solver="liblinear") with C = 1/(alpha n) and the same
 intercept_scaling; Ridge(alpha = alpha n) on [X, s] for the squared loss.  The
 objective of any (coef, intercept) is measured by the estimator's own exact
@@ -19,7 +19,7 @@ from sklearn.svm import LinearSVC
 from rfstream import RandomFourierFeatures, Standardizer
 from rfstream.cluster import compute, connect
 from rfstream.solvers import sgd_steps
-from rfstream.solvers.losses import LOSSES, ball_radius
+from rfstream.solvers.sgd.losses import LOSSES, ball_radius
 
 
 # ------------------------------------------------------------------ the losses

@@ -21,7 +21,7 @@ from rfstream.cluster import connect
 def test_second_order_derivatives(loss):
     # d1 and d2 against central differences of the value and of d1, away from
     # the kinks (margin 0, and margin h for the smoothed hinge)
-    from rfstream.solvers.losses import second_order
+    from rfstream.solvers.sgd.losses import second_order
 
     rng = np.random.default_rng(0)
     y = rng.choice([-1.0, 1.0], size=(200, 2))
@@ -127,7 +127,7 @@ def test_sgd_epochs_make_the_features_in_their_tasks(kw, monkeypatch):
     # block), about 1e-7 of each feature, and the incoming model is scored per batch
     # instead of per block (the objective's float64 sum in another order).
     from rfstream.features.fused import FUSED_SUB_BLOCK
-    import rfstream.solvers.epochs as epochs_module
+    import rfstream.solvers.sgd.epochs as epochs_module
 
     kw = dict(kw)
     regression = kw.pop("regression", False)

@@ -1,7 +1,7 @@
 """sample_weight and class_weight in every solver, and their routing through a Pipeline.
 
 The oracles: scikit-learn's Ridge / RidgeClassifier with the same weights on the same
-feature matrix (the same weighted least squares, rfstream.solvers.ridge); the data
+feature matrix (the same weighted least squares, rfstream.solvers.ridge.estimators); the data
 with rows dropped (weight 0) or repeated (integer weights), which every exact solver
 (the ridge Gram pass, CG, Newton) must reproduce; sklearn's LogisticRegression with
 C = 1 / (alpha sum(w)) for the weighted logistic objective (docs/sgd.md, "Weights").

@@ -23,7 +23,7 @@ KERNELS = ("cauchy", "gaussian", "laplacian")
 SAMPLERS = ("mc", "orthogonal", "qmc")
 #: :data:`rfstream.cluster.PROGRESS_MODES`
 PROGRESS_MODES = ("auto", "always", "never")
-#: :data:`rfstream.solvers.ridge_search.CALIBRATE_MAX_FEATURES`
+#: :data:`rfstream.solvers.ridge.estimators.CALIBRATE_MAX_FEATURES`
 CALIBRATE_MAX_FEATURES = 4096
 #: :data:`rfstream.catalog.FIT_DEFAULTS`: the defaults of ``rfstream fit`` that are not the estimators'
 FIT_DEFAULTS = {"n_components": 1000, "gamma": "auto", "random_state": 0}

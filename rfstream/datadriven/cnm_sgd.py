@@ -22,7 +22,7 @@ from ..features.circulant import circulant_grad, circulant_project, dense_rows
 from ..kernels import kernel_matrix
 from ..solvers import sgd_steps
 from ..solvers.linear import scores_to_labels
-from ..solvers.losses import crammer_singer, hinge, multinomial
+from ..solvers.sgd.losses import crammer_singer, hinge, multinomial
 
 __all__ = ["Iterate", "classification_objective", "features", "gather_rows", "hinge_objective",
            "kernel_objective", "map_gradient", "theta_step_size", "train_index"]

@@ -56,7 +56,7 @@ def pilot_gram_chunk(x, *, offset, pilot):
     """``Z'Z`` of the pilot features of rows ``x``, raveled, float64.
 
     One float32 SYRK per sub-block of at most ``FUSED_SUB_BLOCK`` rows, added in float64
-    (as the ridge Gram, :mod:`rfstream.solvers.gram`).  ``offset`` is unused: a row's
+    (as the ridge Gram, :mod:`rfstream.solvers.ridge.gram`).  ``offset`` is unused: a row's
     features depend on the row alone.
     """
     D = int(pilot.n_components)

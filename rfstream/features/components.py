@@ -7,7 +7,7 @@ of the largest size and records the sizes (``component_sizes_``); until a solver
 has chosen, ``transform`` gives the largest map's features (always a lazy dask
 array) carrying a :class:`SizesSource`.  The ridge solver reads it: the Gram of
 size n is ``prefix_scale(n)^2`` times the leading block of the largest Gram on
-``prefix_columns(n)`` (:mod:`rfstream.solvers.size_search`), so every size is
+``prefix_columns(n)`` (:mod:`rfstream.solvers.ridge.gram`), so every size is
 searched from the same single pass, and the solver then calls
 :meth:`ComponentListMixin.select_components`: the map becomes the ordinary
 fitted map of the chosen size, ``n_components`` included (as a gamma grid's map

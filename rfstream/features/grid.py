@@ -11,7 +11,7 @@ its parameters once and makes the map of each gamma by scaling them
 (``at_gamma``, :class:`GammaGridMixin`): the features of gamma g are exactly those of a map fitted
 with ``gamma=g`` and the same seed.  A pass over the data then computes, in
 each task, the features of every gamma from the same rows: G bandwidths cost
-one read of the data (:mod:`rfstream.solvers.grid_pass`).
+one read of the data (:mod:`rfstream.solvers.ridge.gram`).
 
 A grid item is a number > 0, ``"auto"`` (the papers' nearest-neighbour rule,
 :func:`rfstream.kernels.auto_gamma`, computed once for the whole grid) or

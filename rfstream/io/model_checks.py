@@ -52,7 +52,7 @@ PARAM_NAME = re.compile(r"[a-z][a-z0-9_]{0,63}")
 ARRAY_KINDS = "biufUS"
 SHA256 = re.compile(r"[0-9a-f]{64}")
 #: bins of a calibrated ridge regressor's histogram of conformity scores per target
-#: (``rfstream.solvers.calibration.SCORE_BINS`` + one below + one above; io cannot import
+#: (``rfstream.solvers.ridge.calibration.SCORE_BINS`` + one below + one above; io cannot import
 #: the solvers, a test ties the two)
 CONFORMAL_BINS = 4098
 #: the fitted attributes of a calibrated ridge regressor's posterior: all of them or none

@@ -8,8 +8,8 @@
   summary and the model's metadata;
 * :mod:`~rfstream.selection.heatmap`: the CV table as a heat map (``report=True``).
 
-The alphas and folds of a search are the ridge solver's (:mod:`rfstream.solvers.ridge_cv`,
-:mod:`rfstream.solvers.loo`, :mod:`rfstream.solvers.cv_scores`): they run inside its
+The alphas and folds of a search are the ridge solver's (:mod:`rfstream.solvers.ridge.cv`,
+:mod:`rfstream.solvers.ridge.loo`, :mod:`rfstream.solvers.ridge.cv`): they run inside its
 passes, which this room only chooses and reads.
 """
 from .gamma_loop import fit_gamma_loop

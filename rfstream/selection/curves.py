@@ -7,7 +7,7 @@
 * :func:`coverage_png`: for a calibrated regressor, the coverage that Gaussian
   intervals ``prediction -+ z_(1+L)/2 std(x)`` reach on the exact leave-one-out
   residuals of the training rows (from ``conformal_counts_``,
-  :mod:`rfstream.solvers.calibration`), against the nominal level L; the conformal
+  :mod:`rfstream.solvers.ridge.calibration`), against the nominal level L; the conformal
   intervals reach their level by construction, up to the histogram's bin (0.45%),
   and are drawn as the diagonal.  A Gaussian curve below the diagonal means the
   model's standard deviation is too small (heavy tails); above, too large.
@@ -93,7 +93,7 @@ def size_curve_png(table, gamma=None, title=""):
 def gaussian_coverage(counts, levels):
     """The share of leave-one-out scores ``|r| / s`` within ``z_(1+L)/2`` for each level L:
     the coverage of Gaussian intervals on the training rows (bin edges: the score's upper edge)."""
-    from ..solvers.calibration import SCORE_EDGES
+    from ..solvers.ridge.calibration import SCORE_EDGES
 
     counts = np.asarray(counts, dtype=np.float64)
     upper = np.append(SCORE_EDGES, np.inf)  # bin i holds scores below upper[i]

@@ -2,7 +2,7 @@
 
 The maps that scale one draw to every gamma (``shares_draw_across_gamma``) search a
 grid in the ridge solver's two passes (:mod:`rfstream.features.grid`,
-:mod:`rfstream.solvers.grid_pass`).  A data-driven map cannot share its passes between gammas: TEFM's range finder,
+:mod:`rfstream.solvers.ridge.gram`).  A data-driven map cannot share its passes between gammas: TEFM's range finder,
 SES's sketch, EERF's and LKRF's scores of a candidate pool are computed on the
 features of one gamma, so the passes that fit the map depend on gamma.  Here a
 Pipeline (standardizer, map, ridge) is fitted once per gamma, each fit with the
@@ -19,15 +19,15 @@ import numpy as np
 from sklearn.base import clone
 
 from ..features.grid import gamma_items, item_label
-from ..solvers.cv_scores import GREATER_IS_BETTER
-from ..solvers.ridge_cv import warn_on_edge
+from ..solvers.ridge.cv import GREATER_IS_BETTER
+from ..solvers.ridge.cv import warn_on_edge
 
 
 def fit_gamma_loop(model, X, y, **fit_params):
     """Fit ``model`` (a Pipeline with steps "features" and "solver", the map's ``gamma`` a
     grid, the solver a ridge estimator) once per gamma; returns the best fitted Pipeline,
     its solver's ``cv_results_`` holding every (gamma, alpha) as a grid searched in one
-    pass would (:func:`rfstream.solvers.cv_scores.cv_table`)."""
+    pass would (:func:`rfstream.solvers.ridge.cv.cv_table`)."""
     solver = model.named_steps["solver"]
     items, _ = gamma_items(model.named_steps["features"].gamma)
     labels = [item_label(item) for item in items]

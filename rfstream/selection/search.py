@@ -1,14 +1,14 @@
 """What a fit searches, and which route the search takes.
 
 A fit searches when its solver is given a list of alphas (cross-validation in the
-solver's own passes, :mod:`rfstream.solvers.ridge_cv`) or its map a list of gammas
+solver's own passes, :mod:`rfstream.solvers.ridge.cv`) or its map a list of gammas
 (:func:`rfstream.features.grid.is_gamma_grid`, the one predicate).  A gamma grid takes
 one of two routes, chosen by the map's declared capability:
 
 * ``shares_draw_across_gamma`` (random Fourier features, random binning): the map
   draws once and scales the draw to every gamma, and the ridge solver's passes make
   every gamma's features from the same rows (:mod:`rfstream.features.grid`,
-  :mod:`rfstream.solvers.grid_pass`): two passes for the whole grid;
+  :mod:`rfstream.solvers.ridge.gram`): two passes for the whole grid;
 * otherwise (TEFM, SES, EERF, LKRF, CNM, Nystroem): one fit per gamma
   (:func:`rfstream.selection.gamma_loop.fit_gamma_loop`).
 
@@ -21,7 +21,7 @@ from sklearn.base import clone
 from sklearn.pipeline import Pipeline
 
 from ..features.grid import gamma_items, is_gamma_grid, item_label
-from ..solvers.cg import check_iterative_search
+from ..solvers.ridge.cg import check_iterative_search
 from .gamma_loop import fit_gamma_loop
 
 
@@ -39,7 +39,7 @@ def check_search(fmap, solver):
     """Refuse, before any pass, a search the solver cannot make: a gamma grid with a solver
     that does not search gammas (or with none), a list of alphas with one that does not search
     alphas (declared: ``searches_alpha``, ``searches_gamma``), a list of candidates for an iterative
-    ridge solver (:func:`rfstream.solvers.cg.check_iterative_search`)."""
+    ridge solver (:func:`rfstream.solvers.ridge.cg.check_iterative_search`)."""
     grid = has_gamma_grid(fmap)
     alphas = solver is not None and np.ndim(solver.get_params().get("alpha", 0.0)) > 0
     if alphas and not getattr(solver, "searches_alpha", False):

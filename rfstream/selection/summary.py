@@ -6,10 +6,10 @@ import math
 
 import numpy as np
 
-from ..solvers.ridge_cv import grid_edge
+from ..solvers.ridge.cv import grid_edge
 from .curves import smallest_within_one_se
 
-#: the columns of an evidence table (``select="evidence"``, :mod:`rfstream.solvers.evidence`)
+#: the columns of an evidence table (``select="evidence"``, :mod:`rfstream.solvers.ridge.evidence`)
 #: shown besides the scores: per candidate, the noise variance at its maximum and the
 #: effective number of parameters
 EVIDENCE_COLUMNS = ("log_evidence", "noise_variance", "effective_parameters")

@@ -1,20 +1,12 @@
-"""Solvers: ridge through one Gram reduction (or CG); streaming SGD (Pegasos, logistic, ...) and Newton.
+"""Solvers: ``ridge/`` (one Gram pass, or CG past its memory), ``sgd/`` (SGD and Newton), ``kpca``.
 
-Modules: ``ridge`` (estimators), ``gram`` (the one-pass statistics), ``ridge_cv``
-(the (gamma, alpha) path scored per fold), ``cv_scores`` (the scoring pass),
-``grid_pass`` (one pass over every gamma of a grid), ``cg``
-(conjugate gradients), ``folds`` (the CV folds of the Gram pass), ``sgd``
-(estimators), ``sgd_base`` (their training loop), ``epochs`` (one
-parameter-averaging pass), ``pegasos`` (the step kernel, ``sgd_steps``),
-``newton``, ``losses``, ``proba`` (``predict_proba`` of log-loss models),
-``targets`` (label checks and encodings), ``weights`` (``sample_weight`` checks
-and the weight of each row), ``passes`` (the one shape of a pass's chunk function,
-``chunk(x, *rows, offset, spec)``, and its ``RowSpec``).  Every pass computes the features inside its tasks through
-:mod:`rfstream.features.fused`.
+What both solver families share: ``passes`` (the one shape of a pass's chunk function and its
+``RowSpec``), ``targets`` (label checks and encodings), ``weights`` (``sample_weight`` and each
+row's weight), ``folds`` (the CV folds), ``linear`` (prediction of a fitted linear model) and
+``memory`` (the memory plan and the refusals made before the first pass).
 """
-from .pegasos import sgd_steps
 from .ridge import StreamingRidge, StreamingRidgeClassifier
-from .sgd import StreamingSGDClassifier, StreamingSGDRegressor
+from .sgd import StreamingSGDClassifier, StreamingSGDRegressor, sgd_steps
 
 __all__ = [
     "StreamingRidge",

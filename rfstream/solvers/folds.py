@@ -1,6 +1,6 @@
 """The cross-validation folds of the ridge pass: k folds from (seed, row), or the user's splits.
 
-The single Gram pass (:mod:`rfstream.solvers.gram`) accumulates one set of
+The single Gram pass (:mod:`rfstream.solvers.ridge.gram`) accumulates one set of
 partials per fold and scores fold k with the model fitted on "all partials but
 fold k".  So a fold structure fits when the test sets are disjoint and each
 split trains on every row outside its test set: ``KFold``, ``GroupKFold``,
@@ -77,7 +77,7 @@ def row_folds(m, given=None, *, offset, n_folds, seed):
     ``given``: the block's explicit fold indices (:func:`check_cv`'s ``folds``), or
     None to draw from (``seed``, global row index) (``offset`` is the block's first
     row); one fold: all zeros.  The Gram pass and the scoring pass
-    (:mod:`rfstream.solvers.cv_scores`) call this, so a row is held out by the same
+    (:mod:`rfstream.solvers.ridge.cv`) call this, so a row is held out by the same
     fold in both.
     """
     if given is not None:

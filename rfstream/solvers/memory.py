@@ -1,9 +1,9 @@
 """What ridge's solvers hold in memory, and the refusals made before the first pass.
 
 The Gram solver keeps in every task's partial one float64 D x D Gram per fold and
-gamma (G x K x D^2 x 8 bytes, :mod:`rfstream.solvers.gram`), and the client holds the
+gamma (G x K x D^2 x 8 bytes, :mod:`rfstream.solvers.ridge.gram`), and the client holds the
 reduced partials plus the working copies of its eigendecompositions; "pcg" holds
-D x r on the client (:mod:`rfstream.solvers.nystrom_pcg`); "cg" D x P for its P systems
+D x r on the client (:mod:`rfstream.solvers.ridge.nystrom_pcg`); "cg" D x P for its P systems
 (targets, and with a list of alphas their folds).  The
 models below are compared with measured peaks in docs/wide.md.
 
@@ -21,8 +21,8 @@ import numpy as np
 import psutil
 
 from ..cluster import worker_memory
-from .gram import SUB_BLOCK
-from .nystrom_pcg import ROWS_PER_RANK
+from .ridge.gram import SUB_BLOCK
+from .ridge.nystrom_pcg import ROWS_PER_RANK
 
 #: solver="auto" switches from the D x D Gram pass to conjugate gradients for sparse
 #: features wider than this (a float64 Gram of 4096 x 4096 is 128 MiB per partial);
@@ -48,7 +48,7 @@ def gram_memory(n_groups, n_folds, n_features, n_targets):
     """``(need, limit, threads, partial)``: the bytes a worker needs for the Gram pass's
     partials (G x K x D^2 float64 each; about ``threads + 2`` of them at once: one per
     running task plus the two being added in the tree reduction) and each running task's
-    float32 buffers (a :data:`rfstream.solvers.gram.SUB_BLOCK`-row sub-block of
+    float32 buffers (a :data:`rfstream.solvers.ridge.gram.SUB_BLOCK`-row sub-block of
     ``[Z, Y, 1]`` and its SYRK), the smallest worker's memory limit and threads
     (:func:`rfstream.cluster.worker_memory`), and one partial's bytes."""
     G, K, D, T = n_groups, n_folds, n_features, n_targets
@@ -62,7 +62,7 @@ def client_memory(n_groups, n_folds, n_features, n_targets):
     """``(need, limit)``: the client's bytes for the solve (the reduced partials, plus for
     K folds a fold's training Gram, its centred copy, its eigenvectors and LAPACK's
     workspace, 4 D^2; for leave-one-out the eigenvectors of every gamma and one D^2 more,
-    :func:`rfstream.solvers.loo.loo_basis`) and :func:`client_limit`."""
+    :func:`rfstream.solvers.ridge.loo.loo_basis`) and :func:`client_limit`."""
     D = n_features
     extra = 8 * D * D * (4 if n_folds > 1 else n_groups + 1)
     return gram_memory(n_groups, n_folds, n_features, n_targets)[3] + extra, client_limit()
@@ -152,12 +152,12 @@ def uses_iterations(solver, n_features, n_groups=1, sparse=False):
 
 def cg_memory(n_features, n_systems):
     """``(need, limit, client, client_max)``: the bytes of the D x P systems that "cg" and
-    "pcg" solve together (:mod:`rfstream.solvers.cg`): a worker holds each product pass's
+    "pcg" solve together (:mod:`rfstream.solvers.ridge.cg`): a worker holds each product pass's
     float64 partial, D x P, once per running task plus the two being added in the tree
     reduction, and the client about twelve D x P float64 arrays at its peak (the iterates,
     residuals, directions, preconditioned residuals, right-hand sides, means and diagonals,
     and inside a product the directions' copy, the reduced partial and the terms added to
-    it, :func:`rfstream.solvers.cg.solve_systems`: :data:`CG_CLIENT_COPIES`)."""
+    it, :func:`rfstream.solvers.ridge.cg.solve_systems`: :data:`CG_CLIENT_COPIES`)."""
     partial = 8 * n_features * n_systems
     limit, threads = worker_memory()
     return partial * (threads + 2), limit, CG_CLIENT_COPIES * partial, client_limit()
@@ -201,7 +201,7 @@ def check_ridge_memory(ridge, n_features, n_targets, *, n_groups=1, sparse=False
 
 def iterative_systems(ridge):
     """The systems per target that "cg" and "pcg" solve together: one, or for a list of A
-    alphas (K + 1) A, K the folds of ``cv`` (:mod:`rfstream.solvers.cg_search`; 5 when only
+    alphas (K + 1) A, K the folds of ``cv`` (:mod:`rfstream.solvers.ridge.cg_search`; 5 when only
     the data tell)."""
     if np.ndim(ridge.alpha) == 0:
         return 1

@@ -1,6 +1,6 @@
 """A low-rank preconditioner of the ridge normal equations from a sample of rows.
 
-Conjugate gradients on ``A = Z_c' C Z_c + alpha I`` (:mod:`rfstream.solvers.cg`)
+Conjugate gradients on ``A = Z_c' C Z_c + alpha I`` (:mod:`rfstream.solvers.ridge.cg`)
 need as many passes as the spread of A's eigenvalues allows; for dense random
 features the Gram's spectrum decays steeply and the Jacobi preconditioner
 (``diag(A)``) hardly narrows it.  This module builds the randomized Nystrom
@@ -40,9 +40,9 @@ import numpy as np
 import scipy.linalg
 import scipy.sparse as sp
 
-from ..cluster import compute
-from ..features.fused import feature_source
-from .weights import row_weights
+from ...cluster import compute
+from ...features.fused import feature_source
+from ..weights import row_weights
 
 #: Default rank r of the preconditioner (at most D), and the rows sampled per unit of
 #: rank: the sampled Gram's trailing eigenpairs are noisy, so its leading half is
@@ -152,7 +152,7 @@ class NystromPreconditioner:
     def columns(self, alphas, fractions):
         """``precondition(R, cols)``: eq. 5.3 for systems of their own ``alphas`` (P,) whose
         matrices are ``fractions`` (P,) of the sampled one (a CV fold's training rows: its
-        weight over the whole weight, :mod:`rfstream.solvers.cg_search`), applied to the
+        weight over the whole weight, :mod:`rfstream.solvers.ridge.cg_search`), applied to the
         residuals ``R`` (D, len(cols)) of the columns ``cols``.  The eigenvectors are shared:
         a fold's training Gram is, up to sampling, that fraction of the whole."""
         lam, floor = self.lam[:, None] * fractions, (self.lam[-1] if self.lam.size else 0.0) * fractions

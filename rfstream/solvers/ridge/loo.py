@@ -19,9 +19,9 @@ Z_c' C Y`` for every alpha at the cost of one D-vector per row.  So after the
 Gram pass (one fold: memory O(D^2), not K-fold's O(K D^2)), one more pass
 computes ``a_i`` for every row, a sub-block at a time (one GEMM of the
 sub-block's features with U, in float64), and scores every alpha, and with a
-bandwidth grid every gamma (:mod:`rfstream.solvers.grid_pass`), exactly: the
+bandwidth grid every gamma (:mod:`rfstream.solvers.ridge.gram`), exactly: the
 leave-one-out decision values ``y_i - r_i`` are counted as the K-fold scoring
-pass counts its held-out decisions (:mod:`rfstream.solvers.cv_scores`), and
+pass counts its held-out decisions (:mod:`rfstream.solvers.ridge.cv`), and
 the squared error sums ``c_i r_i^2``.  Two passes in all, as K-fold.
 
 For a classifier the targets are the +-1 columns ridge fits
@@ -37,12 +37,12 @@ import numpy as np
 import scipy.linalg
 import scipy.sparse as sp
 
-from ..cluster import compute
-from ..reductions import Layout
-from .cv_scores import _add_counts, best_candidate, cv_table, fold_scores, score_layout
-from .grid_pass import group_chunk, group_spec
-from .passes import RowSpec, row_sum, sub_blocks, weight_fields
-from .targets import encode_classes
+from ...cluster import compute
+from ...reductions import Layout
+from ..passes import RowSpec, row_sum, sub_blocks, weight_fields
+from ..targets import encode_classes
+from .cv import _add_counts, best_candidate, cv_table, fold_scores, score_layout
+from .gram import group_chunk, group_spec
 
 
 def loo_basis(total, fit_intercept):
@@ -74,7 +74,7 @@ def loo_solution(basis, alpha):
 
 def loo_layout(n_alphas, n_classes, scoring):
     """Squared-error sums (``sse``, ``sse2``: sum c r^2 and sum c r^4, per alpha), the
-    weight, and for a classifier the counts of :func:`rfstream.solvers.cv_scores.score_layout`."""
+    weight, and for a classifier the counts of :func:`rfstream.solvers.ridge.cv.score_layout`."""
     shapes = {"sse": (n_alphas,), "sse2": (n_alphas,), "n": (1,)}
     if n_classes:
         shapes.update(score_layout(1, n_alphas, n_classes, scoring).shapes)
@@ -96,7 +96,7 @@ def loo_chunk(z, *rows, offset, spec):
     """The leave-one-out sums of one row block (module docstring) for every alpha.
 
     ``z`` and ``rows`` (labels, then sample weights when they travel) as
-    :func:`rfstream.solvers.gram.gram_chunk`; ``spec`` a :class:`LooSpec`.
+    :func:`rfstream.solvers.ridge.gram.gram_chunk`; ``spec`` a :class:`LooSpec`.
     """
     basis, layout, scoring = spec.basis, spec.layout, spec.scoring
     out = layout.empty()
@@ -136,7 +136,7 @@ def loo_chunk(z, *rows, offset, spec):
 def loo_cross_validate(groups, y, totals, alphas, weights, *, target_fn, scoring, classes,
                        fit_intercept):
     """``(table, cv_mse, best, bases)`` of exact leave-one-out: the first three as
-    :func:`rfstream.solvers.ridge_cv.grid_cross_validate` gives them for K folds (one
+    :func:`rfstream.solvers.ridge.cv.grid_cross_validate` gives them for K folds (one
     eigendecomposition per gamma on the client, one pass over the rows), and the
     eigendecomposition of each gamma (:func:`loo_basis`), from which :func:`loo_solution`
     gives the full-data fit.  ``totals[g]["G"]`` is consumed."""

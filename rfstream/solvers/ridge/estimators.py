@@ -1,10 +1,26 @@
-"""Ridge regression and ridge classification as one distributed reduction.
+"""What the ridge estimators choose after their Gram pass: (gamma, alpha) and the calibration.
+
+:class:`RidgeSearchMixin` holds the steps of ``StreamingRidge``'s fit that follow
+the statistics of the Gram pass (:mod:`rfstream.solvers.ridge.estimators`):
+
+* ``select="cv"``: K-fold cross-validation from the per-fold partials
+  (:mod:`rfstream.solvers.ridge.cv`, with a scoring pass for a classifier's
+  metric) or exact leave-one-out (:mod:`rfstream.solvers.ridge.loo`, one more pass);
+* ``select="evidence"``: the log marginal likelihood of every (gamma, alpha) from
+  one eigendecomposition per gamma and no further pass
+  (:mod:`rfstream.solvers.ridge.evidence`);
+* ``calibrate``: one pass of exact leave-one-out residuals at the chosen model,
+  kept as histograms, for a regressor's conformal intervals and posterior
+  standard deviation, a classifier's Platt probabilities
+  (:mod:`rfstream.solvers.ridge.calibration`, :mod:`rfstream.solvers.ridge.calibration`).
+
+Ridge regression and ridge classification as one distributed reduction.
 
 Rahimi & Recht (2007) train "Fourier+LS": regularized least squares on random
 features, one-vs-rest with +-1 targets for classes.  Here the features Z
 arrive as a (lazy) dask array, usually ``RandomFourierFeatures().transform(X)``;
 the solver makes one pass that accumulates Z'Z, Z'Y and per-fold partials
-(:mod:`rfstream.solvers.gram`), then solves on the client with D x D
+(:mod:`rfstream.solvers.ridge.gram`), then solves on the client with D x D
 matrices only.  When Z is exactly what a feature map's ``transform(X)``
 returned, the pass runs over ``X`` (cut into equal row blocks) and each task
 computes its features itself, a sub-block at a time
@@ -23,17 +39,18 @@ W(alpha) = V diag(1/(e + alpha)) V' Z'Y is scored on the held-out fold from
 that fold's partials (the weighted held-out squared error).  A classifier
 scores by its metric instead (``scoring``, default "error_rate"): one more
 pass predicts every held-out row with every (alpha, fold) model at once
-(:mod:`rfstream.solvers.cv_scores`), two passes in all whatever the number of
+(:mod:`rfstream.solvers.ridge.cv`), two passes in all whatever the number of
 alphas.  The best mean score picks ``alpha_``.
 
 A map fitted with a list of gammas (:mod:`rfstream.features.grid`) adds the
 bandwidth to the search: both passes make every gamma's features from the same
-rows (:mod:`rfstream.solvers.grid_pass`), the path of every (gamma, alpha, fold)
-is solved from the partials (:mod:`rfstream.solvers.ridge_cv`), and the map is
+rows (:mod:`rfstream.solvers.ridge.gram`), the path of every (gamma, alpha, fold)
+is solved from the partials (:mod:`rfstream.solvers.ridge.cv`), and the map is
 set to the chosen gamma: still two passes.
 """
 from __future__ import annotations
 
+import warnings
 from functools import partial
 from numbers import Integral, Real
 from typing import ClassVar
@@ -50,31 +67,179 @@ from sklearn.base import (
 )
 from sklearn.utils._param_validation import Interval, StrOptions
 
-from .._validation import check_X_y
-from ..cluster import compute
-from ..features.components import sizes_source
-from ..random import check_seed
-from .cg import fit_iterative
-from .cg_search import cg_cross_validate
-from .cv_scores import CLASSIFIER_SCORINGS, REGRESSOR_SCORINGS
-from .gram import gram_chunk, gram_layout
-from .grid_pass import feature_groups, group_chunk, group_spec
-from .linear import LinearClassifierMixin, LinearPredictMixin
-from .memory import check_gram_memory, uses_iterations
-from .nystrom_pcg import PCG_RANK
-from .passes import RowSpec, row_sum, weight_fields
-from .posterior import CalibratedProbaMixin, PosteriorPredictMixin
-from .ridge_cv import check_alpha, check_totals, normal_equations, solve
-from .ridge_search import RidgeSearchMixin
-from .size_search import expand_sizes
-from .targets import (
+from ..._validation import check_X_y
+from ...cluster import compute
+from ...features.components import sizes_source
+from ...random import check_seed
+from ..folds import check_cv
+from ..linear import LinearClassifierMixin, LinearPredictMixin
+from ..memory import check_gram_memory, use_loo_instead, uses_iterations
+from ..passes import RowSpec, row_sum, weight_fields
+from ..targets import (
     check_targets,
     class_weights,
     find_classes,
     ovr_targets,
     regression_targets,
 )
-from .weights import check_sample_weight
+from ..weights import check_sample_weight
+from .calibration import (
+    CalibratedProbaMixin,
+    PosteriorPredictMixin,
+    calibration_pass,
+    fit_platt,
+    noise_variance,
+    posterior_basis,
+)
+from .cg import fit_iterative
+from .cg_search import cg_cross_validate
+from .cv import (
+    CLASSIFIER_SCORINGS,
+    REGRESSOR_SCORINGS,
+    check_alpha,
+    check_totals,
+    grid_cross_validate,
+    normal_equations,
+    solve,
+    warn_on_edge,
+)
+from .evidence import (
+    centred_target_energy,
+    check_evidence_alphas,
+    degrees_of_freedom,
+    evidence_bases,
+    evidence_table,
+)
+from .gram import (
+    expand_sizes,
+    feature_groups,
+    gram_chunk,
+    gram_layout,
+    group_chunk,
+    group_spec,
+)
+from .loo import loo_basis, loo_cross_validate, loo_solution
+from .nystrom_pcg import PCG_RANK
+
+#: ``calibrate="auto"`` calibrates a searched fit up to this width: the regressor keeps a
+#: D x D float64 factor (128 MiB at 4096) in memory and in its model file.
+CALIBRATE_MAX_FEATURES = 4096
+
+
+class RidgeSearchMixin:
+    """The search and calibration steps of the ridge estimators (module docstring)."""
+
+    def _choose_cv(self, Z, y, n_groups, n_features, n_targets):
+        """``"loo"`` or :func:`check_cv`'s ``(n_folds, scored, folds)``: exact leave-one-out
+        when asked, and instead of an int ``cv`` whose per-fold Grams would not fit a worker
+        while one Gram does (:func:`rfstream.solvers.memory.use_loo_instead`), with a warning;
+        ``(1, 1, None)`` for the evidence (no folds)."""
+        if self.select == "evidence":
+            return 1, 1, None
+        if isinstance(self.cv, str):
+            return "loo"
+        cv = check_cv(self.cv, Z, y)
+        if use_loo_instead(self.cv, n_groups, cv[0], n_features, n_targets):
+            warnings.warn(f"{cv[0]}-fold cross-validation needs {cv[0]} Grams of D={n_features} per "
+                          "task, more than the workers' or the client's memory holds; using exact "
+                          "leave-one-out from one Gram instead (cv='loo').", UserWarning, stacklevel=5)
+            return "loo"
+        return cv
+
+    def _search(self, groups, y, stats, totals, alphas, cv, weights, target_fn):
+        """``(chosen group, basis or None)``; sets ``cv_results_``, ``alphas_``, ``alpha_``,
+        ``best_score_`` (``cv_mse_`` for CV), and with a gamma grid ``gammas_``,
+        ``gamma_`` and the map set to the chosen gamma.  ``basis``: the chosen gamma's
+        eigendecomposition when the route made one (evidence, leave-one-out: the fit is
+        solved from it, no copy of the Gram)."""
+        classes = getattr(self, "classes_", None)
+        bases = None
+        if self.select == "evidence":
+            check_evidence_alphas(alphas)
+            bases = evidence_bases(totals, alphas, self.fit_intercept, loo_basis)
+            table, best = evidence_table(bases, totals, alphas, fit_intercept=self.fit_intercept,
+                                         gammas=groups.gammas)
+            table = {**table, "scoring": "log_evidence", "mean_score": table["log_evidence"],
+                     "std_score": np.full(table["alpha"].size, np.nan), "cv": "evidence"}
+            if hasattr(self, "cv_mse_"):
+                del self.cv_mse_
+        elif cv == "loo":
+            table, self.cv_mse_, best, bases = loo_cross_validate(
+                groups, y, totals, alphas, weights, target_fn=target_fn, scoring=self.scoring,
+                classes=classes, fit_intercept=self.fit_intercept)
+        else:
+            table, self.cv_mse_, best = grid_cross_validate(
+                groups, y, stats, totals, alphas, cv, weights, scoring=self.scoring, classes=classes,
+                fit_intercept=self.fit_intercept, seed=check_seed(self.random_state))
+        chosen = self._record_choice(groups, alphas, table, best)
+        return chosen, None if bases is None else bases[chosen]  # None: Cholesky, no eigh made
+
+    def _record_choice(self, groups, alphas, table, best):
+        """Set ``alphas_``, ``cv_results_``, ``alpha_`` and ``best_score_`` of the candidate
+        ``best`` of ``table`` (warning when it is on a grid's edge), with a gamma grid
+        ``gammas_``, ``gamma_`` and the map set to the chosen gamma, with a list of sizes
+        ``n_components_``; returns the chosen group's index."""
+        self.alphas_, self.cv_results_ = alphas, table
+        chosen, a = divmod(best, alphas.size)
+        self.alpha_, self.best_score_ = float(alphas[a]), float(table["mean_score"][best])
+        warn_on_edge(alphas, a, "alpha")
+        step = 1 if groups.sizes is None else len(np.unique(groups.sizes))
+        if groups.gammas is not None:
+            self.gammas_, self.gamma_ = groups.gammas[::step], float(groups.gammas[chosen])
+            self.cv_results_["gamma_label"] = [groups.labels[i] for i in range(groups.n_groups)
+                                               for _ in alphas]
+            warn_on_edge(groups.gammas, chosen, "gamma", groups.labels)
+        elif hasattr(self, "gammas_"):  # refit without a grid
+            del self.gammas_, self.gamma_
+        if groups.sizes is not None:
+            self.cv_results_["n_components"] = np.repeat(groups.sizes, alphas.size)
+            self.n_components_ = int(groups.sizes[chosen])
+        elif hasattr(self, "n_components_"):
+            del self.n_components_
+        if groups.select is not None:
+            groups.select(chosen)
+        return chosen
+
+    def _solution(self, basis, total, solve_stats):
+        """``(W, b)`` at the chosen alpha: from the eigendecomposition the search made, else
+        by Cholesky from the chosen gamma's totals (``solve_stats``)."""
+        if basis is not None:
+            return loo_solution(basis, self.alpha_)
+        return solve_stats(total, self.alpha_)
+
+    def _calibrates(self, searching, n_features, iterative):
+        """Whether this fit makes the calibration pass (``calibrate``, module docstring)."""
+        if self.calibrate == "auto":
+            return searching and not iterative and n_features <= CALIBRATE_MAX_FEATURES
+        if self.calibrate and iterative:
+            raise ValueError(f"calibrate=True needs the Gram solver (the posterior is its D x D factor); "
+                             f"got solver={self.solver!r}. Use solver='gram', or calibrate=False.")
+        return bool(self.calibrate)
+
+    def _calibrate(self, groups, chosen, y, target_fn, weights, W, b, basis, total):
+        """The calibration pass and what the model keeps of it (module docstring); ``basis``:
+        the chosen gamma's eigendecomposition, or None to make it from ``total`` (whose Gram
+        it consumes)."""
+        basis = basis if basis is not None else loo_basis(total, self.fit_intercept)
+        classifier = hasattr(self, "classes_")
+        noise = noise_variance(basis, centred_target_energy(total, self.fit_intercept),
+                               degrees_of_freedom(total, self.fit_intercept), self.alpha_)
+        F = posterior_basis(basis, self.alpha_)
+        model = {"W": W, "b": b, "F": F, "mu": basis["mu"], "inv_n": float(basis["inv_n"]), "noise": noise}
+        counts = calibration_pass(groups, chosen, y, target_fn, weights, model, classifier=classifier,
+                                  seed=check_seed(self.random_state))
+        if classifier:
+            self.platt_ = np.array([fit_platt(column) for column in counts])
+        else:
+            self.posterior_factor_, self.feature_mean_ = F, basis["mu"]
+            self.noise_variance_, self.inverse_weight_ = noise, float(basis["inv_n"])
+            self.conformal_counts_ = counts
+
+    def _forget_calibration(self):
+        for name in ("platt_", "posterior_factor_", "feature_mean_", "noise_variance_", "inverse_weight_",
+                     "conformal_counts_"):
+            if hasattr(self, name):
+                delattr(self, name)
 
 
 class _BaseStreamingRidge(RidgeSearchMixin, LinearPredictMixin, BaseEstimator):
@@ -118,7 +283,7 @@ class _BaseStreamingRidge(RidgeSearchMixin, LinearPredictMixin, BaseEstimator):
     # -- the pass -----------------------------------------------------------
     def _statistics(self, groups, n_features, y, target_fn, n_targets, n_folds, weights, folds):
         """The partials of the Gram pass, one dict per feature group (one per gamma of a
-        grid, :mod:`rfstream.solvers.grid_pass`), each with the fold axis first."""
+        grid, :mod:`rfstream.solvers.ridge.gram`), each with the fold axis first."""
         layout = gram_layout(n_features, n_targets, n_folds)
         w, weight_args = weights
         spec = RowSpec(layout=layout, targets=target_fn, n_folds=n_folds,
@@ -132,7 +297,7 @@ class _BaseStreamingRidge(RidgeSearchMixin, LinearPredictMixin, BaseEstimator):
         ``target_fn(y)``; row weights: ``sample_weight`` (checked) times the class
         weights in ``weight_args`` (``classes``, ``class_weight``).  ``Z`` from a map
         fitted with a gamma grid: the grid is searched too and the map set to the
-        chosen gamma (:mod:`rfstream.solvers.grid_pass`)."""
+        chosen gamma (:mod:`rfstream.solvers.ridge.gram`)."""
         alphas = check_alpha(self.alpha)
         groups = feature_groups(Z)
         n_features = Z.shape[1] // groups.n_groups
@@ -182,7 +347,7 @@ class _BaseStreamingRidge(RidgeSearchMixin, LinearPredictMixin, BaseEstimator):
         return W, b
 
     def _search_iterative(self, Z, y, target_fn, n_targets, alphas, groups, sample_weight, weight_args):
-        """(W, b) of the alpha chosen by :func:`rfstream.solvers.cg_search.cg_cross_validate`:
+        """(W, b) of the alpha chosen by :func:`rfstream.solvers.ridge.cg_search.cg_cross_validate`:
         every (fold, alpha) solved in the same CG passes, then one scoring pass."""
         table, cv_mse, best, W, b, info = cg_cross_validate(
             self, Z, y, target_fn, n_targets, alphas, groups, sample_weight=sample_weight,
@@ -229,7 +394,7 @@ class StreamingRidge(PosteriorPredictMixin, MultiOutputMixin, RegressorMixin, _B
         partials (refused before the pass when they cannot fit a worker,
         :func:`rfstream.solvers.memory.check_gram_memory`), and the map is set to
         the chosen gamma.  A choice on the edge of a grid of three or more values
-        warns (:func:`rfstream.solvers.ridge_cv.warn_on_edge`).
+        warns (:func:`rfstream.solvers.ridge.cv.warn_on_edge`).
     fit_intercept : bool, default=True
     cv : int, "loo", iterable of (train, test) index arrays, or a splitter, default=5
         Cross-validation when ``alpha`` is a list or gamma a grid: an int k gives k
@@ -237,7 +402,7 @@ class StreamingRidge(PosteriorPredictMixin, MultiOutputMixin, RegressorMixin, _B
         a splitter's ``split(X, y)``, e.g. ``GroupKFold``) must have disjoint test sets,
         each with every other row as its training set (:mod:`rfstream.solvers.folds`).
         The Gram pass keeps k Grams per task; "loo": exact leave-one-out from one Gram
-        (:mod:`rfstream.solvers.loo`, memory O(D^2) instead of O(k D^2)), also used, with
+        (:mod:`rfstream.solvers.ridge.loo`, memory O(D^2) instead of O(k D^2)), also used, with
         a warning, when the k Grams of an int ``cv`` would not fit a worker.
     random_state : int, default=0
         Seed of the fold assignment (a function of the seed and the row index).
@@ -245,12 +410,12 @@ class StreamingRidge(PosteriorPredictMixin, MultiOutputMixin, RegressorMixin, _B
         "gram": the single Gram pass above.  "cg": Jacobi-preconditioned
         conjugate gradients on the implicit normal equations, one pass per
         iteration and only D x T arrays on the client, for wide (sparse)
-        features such as random binning (:mod:`rfstream.solvers.cg`); a list of
+        features such as random binning (:mod:`rfstream.solvers.ridge.cg`); a list of
         alphas is searched by k-fold CV with every (fold, alpha) system in the same
-        passes, then one scoring pass (:mod:`rfstream.solvers.cg_search`; no gamma
+        passes, then one scoring pass (:mod:`rfstream.solvers.ridge.cg_search`; no gamma
         grid, no ``cv="loo"``).  "pcg": the same iterations with a Nystrom preconditioner of
         rank ``pcg_rank`` built from a uniform sample of rows
-        (:mod:`rfstream.solvers.nystrom_pcg`): memory O(D x pcg_rank) instead of the
+        (:mod:`rfstream.solvers.ridge.nystrom_pcg`): memory O(D x pcg_rank) instead of the
         Gram's O(D^2), for dense features past the Gram's memory.  "auto": "cg" for
         sparse features wider than ``rfstream.solvers.memory.CG_MIN_FEATURES`` (4096), "gram" otherwise.
     tol, max_iter : float, int, default=1e-4, 200
@@ -277,7 +442,7 @@ class StreamingRidge(PosteriorPredictMixin, MultiOutputMixin, RegressorMixin, _B
         "alpha", "scoring", "mean_score", "std_score" (one per candidate) and
         "fold_scores" (candidates, K), with a gamma grid also "gamma" and "gamma_label"
         (the item as given), candidates gamma by gamma
-        (:func:`rfstream.solvers.cv_scores.cv_table`); ``best_score_``: the mean score
+        (:func:`rfstream.solvers.ridge.cv.cv_table`); ``best_score_``: the mean score
         of the chosen candidate, the best (list alpha or gamma grid only).
     n_features_in_ : int
     n_samples_seen_ : int
@@ -333,7 +498,7 @@ class StreamingRidgeClassifier(CalibratedProbaMixin, LinearClassifierMixin, Clas
         The CV score of an ``alpha`` list, rows weighted as in the fit.  "error_rate"
         (the error a user reads), "balanced_error" and "roc_auc" (two classes; exact
         up to ``cv_results_["auc_error_bound"]``) cost one more pass after the Gram
-        pass, for any number of alphas (:mod:`rfstream.solvers.cv_scores`);
+        pass, for any number of alphas (:mod:`rfstream.solvers.ridge.cv`);
         "squared_error" (on the +-1 targets) none.  A single alpha: one pass, no CV.
     class_weight : dict, "balanced" or None, default=None
         Multiplies the squared error of each row by the weight of its class (and by

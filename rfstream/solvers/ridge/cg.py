@@ -1,7 +1,20 @@
-"""Ridge by preconditioned conjugate gradients on the implicit normal equations.
+"""The statistics pass of conjugate gradients, and the float64 slices of dense sub-blocks.
+
+:func:`stats_chunk` sums, per CV fold (one fold without a search), what the
+iterations of :mod:`rfstream.solvers.ridge.cg` start from: the weight sum, the column
+sums ``Z'c``, the diagonal of ``Z'CZ`` (the Jacobi preconditioner), ``Y'c``,
+``Z'CY`` (the right-hand sides) and ``sum c ||y||^2``.  They are sums of float64
+products, exact whatever the features' float32: a dense sub-block is converted to
+float64 a slice of columns at a time (:func:`float64_columns`), into work memory
+each thread reuses (:func:`work_array`), never as a float64 copy of the whole
+sub-block (3.2 GiB at 4,096 rows and D = 50,000; docs/wide.md).  The float64
+product pass of :func:`rfstream.solvers.ridge.cg.product_chunk` converts its sub-blocks
+the same way.
+
+Ridge by preconditioned conjugate gradients on the implicit normal equations.
 
 For wide sparse features (random binning with many bins per grid) the D x D
-Gram of :mod:`rfstream.solvers.gram` does not fit.  Conjugate gradients only
+Gram of :mod:`rfstream.solvers.ridge.gram` does not fit.  Conjugate gradients only
 need products with
 
     A = Z_c' Z_c + alpha I,    Z_c = Z - 1 mu'  (columns centred when fitting an intercept),
@@ -15,14 +28,14 @@ pass's float64 work).  The T targets run as T independent CG
 recursions that share each pass (Hestenes & Stiefel 1952; Saad, "Iterative
 Methods for Sparse Linear Systems", 2003, Algorithm 9.1); more generally the
 columns of :class:`Systems`, each with its own alpha, target and held-out CV
-fold (:mod:`rfstream.solvers.cg_search`), and only the columns not yet
+fold (:mod:`rfstream.solvers.ridge.cg_search`), and only the columns not yet
 converged are multiplied.
 
 Only D x T arrays live on the client; the stopping rule is the relative
 residual ``||r|| <= tol ||b||`` of every target, or ``max_iter`` passes.
 ``solver="pcg"`` replaces Jacobi by a Nystrom preconditioner of rank r built
 from a sample of rows after the first pass
-(:mod:`rfstream.solvers.nystrom_pcg`: D x r more on the client); for dense
+(:mod:`rfstream.solvers.ridge.nystrom_pcg`: D x r more on the client); for dense
 random features at small alpha it needs several times fewer passes
 (docs/wide.md, "PCG").
 
@@ -54,6 +67,7 @@ reduces over its block of ``Z`` as it is, O(nnz) per pass.
 """
 from __future__ import annotations
 
+import threading
 import warnings
 from dataclasses import dataclass
 
@@ -61,13 +75,134 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.exceptions import ConvergenceWarning
 
-from ..cluster import compute
-from ..random import check_seed
-from ..reductions import Layout
-from .memory import check_cg_memory, check_pcg_memory
+from ...cluster import compute
+from ...random import check_seed
+from ...reductions import Layout
+from ..memory import check_cg_memory, check_pcg_memory
+from ..passes import RowSpec, fused_row_sum, weight_fields
 from .nystrom_pcg import ROWS_PER_RANK, NystromPreconditioner
-from .cg_stats import float64_columns, statistics
-from .passes import RowSpec, fused_row_sum, weight_fields
+
+#: Columns of a dense sub-block of :data:`STATS_ROWS` rows converted to float64 at a time by
+#: :func:`stats_chunk`: its float64 work is 2 x rows x STATS_COLUMNS x 8 bytes (64 MiB for 4096
+#: rows) instead of two float64 copies of the whole sub-block (3.2 GiB at D = 50,000:
+#: docs/wide.md).  A sub-block of fewer rows (:func:`rfstream.features.fused.stream_rows`) is
+#: converted in proportionally wider slices: the same float64 work, and as many calls per row.
+STATS_COLUMNS = 1024
+STATS_ROWS = 4096
+
+
+#: The degree in the features of each part of :func:`stats_layout` that holds them.
+FEATURE_DEGREES = {"s": 1, "d": 2, "C": 1}
+
+_WORK = threading.local()
+
+
+def work_array(name, shape):
+    """A float64 array of ``shape`` in this thread's work memory ``name``, reused by every later
+    call (grown when too small): the float64 slices of :func:`float64_columns`, up to
+    ``STATS_ROWS x STATS_COLUMNS x 8`` bytes (32 MiB) each.  A fresh array per sub-block is
+    mapped from the kernel and faulted in page by page in a worker whose allocator keeps large
+    arrays out of its heap (distributed's default, ``MALLOC_TRIM_THRESHOLD_``): 10.2 ms for the
+    statistics of 40 rows at D = 50,000, against 3.7 ms with the arrays reused (docs/wide.md)."""
+    size = int(np.prod(shape))
+    buf = getattr(_WORK, name, None)
+    if buf is None or buf.size < size:
+        buf = np.empty(size)
+        setattr(_WORK, name, buf)
+    return buf[:size].reshape(shape)
+
+
+def release_work_arrays():
+    """Free this thread's :func:`work_array` memory (the next float64 pass makes it again)."""
+    _WORK.__dict__.clear()
+
+
+def float64_columns(z):
+    """``(cols, float64 copy of z[:, cols])`` over a block: :data:`STATS_COLUMNS` columns per
+    :data:`STATS_ROWS` rows at a time when dense (each copy in the work array "columns": valid
+    until the next step), the whole block when sparse (its copy holds only the non-zeros)."""
+    if sp.issparse(z):
+        yield slice(0, z.shape[1]), sp.csr_matrix(z, dtype=np.float64)
+        return
+    step = STATS_COLUMNS * max(1, STATS_ROWS // max(z.shape[0], 1))
+    for j in range(0, z.shape[1], step):
+        part = z[:, j:j + step]
+        zj = work_array("columns", part.shape)
+        np.copyto(zj, part)
+        yield slice(j, j + part.shape[1]), zj
+
+
+def stats_layout(n_features, n_targets, n_folds=1, diagonal=True):
+    """The statistics pass's partials, per fold (``n_folds`` 1: one): the weight sum ``n``, rows
+    ``m``, ``s = Z'c``, ``d = diag(Z'CZ)`` (with ``diagonal`` only: the Jacobi preconditioner's,
+    which the Nystrom one does without), ``t = Y'c`` and ``C = Z'CY``."""
+    K, D, T = n_folds, n_features, n_targets
+    parts = dict(n=(K,), m=(K,), s=(K, D), d=(K, D), t=(K, T), C=(K, D, T))
+    if not diagonal:
+        del parts["d"]
+    return Layout(**parts)
+
+
+def stats_chunk(z, *rows, offset, spec, out):
+    """Adds :func:`stats_layout`'s sums of one block into ``out``, each row into its fold's
+    (``spec.row_folds``; one fold when ``spec.n_folds`` is 1); ``rows``: the labels, then the
+    sample weights and fold indices when they travel; ``spec`` a
+    :class:`rfstream.solvers.passes.RowSpec` (targets, class weights, folds, layout).  A dense
+    block is summed in float64 :data:`STATS_COLUMNS` columns at a time (each column's sums are
+    those of the whole block in float64: the same numbers, without its float64 copy)."""
+    m = z.shape[0]
+    if m == 0:
+        return
+    Y = spec.targets(spec.take(rows)["y"])
+    c = spec.row_weights(rows, offset)
+    parts = spec.layout.unpack(out)
+    K, T = parts["t"].shape
+    F = np.zeros((m, K))
+    F[np.arange(m), spec.row_folds(m, rows, offset)] = 1.0  # each row's fold, one-hot
+    Fc = F if c is None else F * c[:, None]
+    parts["m"][:] += F.sum(axis=0)
+    parts["n"][:] += Fc.sum(axis=0)
+    parts["t"][:] += Fc.T @ Y
+    cY = Y if c is None else c[:, None] * Y
+    FY = cY if K == 1 else (F[:, :, None] * cY[:, None, :]).reshape(m, K * T)
+    G = np.column_stack([Fc, FY])  # s and C of every fold from one product per slice
+    for cols, zj in float64_columns(z):
+        if sp.issparse(zj):
+            sums = np.asarray(zj.T @ G).T
+            squares = np.asarray(zj.multiply(zj).T @ Fc).T if "d" in parts else None
+        else:  # G' zj, not zj' G: 2.5x faster at 40 x 50,000; every array in work memory
+            sums = np.matmul(G.T, zj, out=work_array("sums", (G.shape[1], zj.shape[1])))
+            if "d" in parts:  # the squares: half a statistics task's float64 work
+                zz = np.multiply(zj, zj, out=work_array("squares", zj.shape))
+                squares = np.matmul(Fc.T, zz, out=work_array("diagonal", (K, zj.shape[1])))
+        parts["s"][:, cols] += sums[:K]  # (K + K T, cols): the folds' Z'c, then their Z'CY
+        parts["C"][:, cols] += sums[K:].reshape(K, T, -1).transpose(0, 2, 1)
+        if "d" in parts:
+            parts["d"][:, cols] += squares
+
+
+def statistics(Z, y, target_fn, n_targets, *, sample_weight=None, weight_args=None, cv=(1, 1, None),
+               seed=0, diagonal=True):
+    """The statistics pass (:func:`stats_chunk`): its partials per fold of ``cv``
+    (:func:`rfstream.solvers.folds.check_cv`'s ``(n_folds, scored, folds)``), checked;
+    ``diagonal``: with ``d`` (:func:`stats_layout`)."""
+    n_folds, _, folds = cv
+    layout = stats_layout(Z.shape[1], n_targets, n_folds, diagonal)
+    spec = RowSpec(layout=layout, targets=target_fn, n_folds=n_folds, seed=seed, **weight_fields(weight_args))
+    # the products pass applies random Fourier features' constant to its partials: so does this one
+    degrees = {name: d for name, d in FEATURE_DEGREES.items() if name in layout.shapes}
+    vec = compute(fused_row_sum(stats_chunk, layout.size, Z, spec, degrees, y=y, w=sample_weight, folds=folds))
+    st = {k: np.array(v) for k, v in layout.unpack(vec).items()}
+    if float(st["m"].sum()) == 0:
+        raise ValueError("cannot fit on 0 rows: X is empty.")
+    if float(st["n"].sum()) == 0:
+        raise ValueError("every row has weight zero (sample_weight times class_weight): nothing "
+                         "to fit; give some rows a weight > 0.")
+    if not all(np.isfinite(v).all() for v in st.values()):
+        raise ValueError("X or y contains NaN or infinity (the reduction is not finite); remove or "
+                         "impute them before fitting.")
+    return st
+
 
 #: The products ``Z'(Z V)`` of dense float32 features run in float32 (half the time of
 #: float64, and no float64 copy of each sub-block) while the relative residual is above
@@ -100,7 +235,7 @@ def product_chunk(z, *rows, offset, spec, out):
     each column without the rows of the fold its system leaves out (``spec.held_out``).
     A float32 ``spec.V``: the products in the features' float32 (dense blocks), summed into
     ``out`` in float64; a float64 one: in float64, a few columns of the
-    block converted at a time (:func:`rfstream.solvers.cg_stats.float64_columns`)."""
+    block converted at a time (:func:`rfstream.solvers.ridge.cg.float64_columns`)."""
     if z.shape[0] == 0:
         return
     V = spec.V
@@ -157,7 +292,7 @@ class Systems:
 
     @classmethod
     def from_statistics(cls, st, held_out, alpha, target, fit_intercept):
-        """The systems of :func:`rfstream.solvers.cg_stats.statistics`' partials: a fold's training sums are the totals
+        """The systems of :func:`rfstream.solvers.ridge.cg.statistics`' partials: a fold's training sums are the totals
         less that fold's."""
         held_out, target = np.asarray(held_out, np.int64), np.asarray(target, np.int64)
         n, s, t = (_training_sums(st[k], held_out) for k in ("n", "s", "t"))
@@ -252,7 +387,7 @@ def ridge_cg(Z, y, target_fn, n_targets, *, alpha, fit_intercept=True, tol=1e-4,
     aligned with ``Z``: :func:`rfstream.solvers.weights.check_sample_weight`) times
     the class weights in ``weight_args`` (``classes``, ``class_weight``), or 1.
     ``preconditioner``: None for Jacobi (``diag(A)``), or ``make(mu, n_rows)`` returning
-    a :class:`rfstream.solvers.nystrom_pcg.NystromPreconditioner`, called once after the
+    a :class:`rfstream.solvers.ridge.nystrom_pcg.NystromPreconditioner`, called once after the
     first pass.
     Returns ``(W (D, T), b (T,), stats)`` with ``stats`` holding ``n`` (the weight
     sum), ``m`` (rows), ``n_iter`` (passes after the first) and the final relative
@@ -275,7 +410,7 @@ def ridge_cg(Z, y, target_fn, n_targets, *, alpha, fit_intercept=True, tol=1e-4,
 def check_iterative_search(estimator, grid=False):
     """Refuse, before any pass, what the iterations of a ridge ``estimator`` whose ``solver``
     is "cg" or "pcg" cannot search: a gamma grid (``grid``) and exact leave-one-out (both need
-    the Gram pass).  A list of alphas is searched by k-fold CV (:mod:`rfstream.solvers.cg_search`)."""
+    the Gram pass).  A list of alphas is searched by k-fold CV (:mod:`rfstream.solvers.ridge.cg_search`)."""
     if estimator.solver not in ("cg", "pcg"):
         return
     if grid:
@@ -289,7 +424,7 @@ def check_iterative_search(estimator, grid=False):
 
 def nystrom_factory(estimator, Z, y, alpha, n_targets, *, sample_weight=None, weight_args=None, columns=1):
     """For ``solver="pcg"``: ``make(mu, n_rows)`` building the
-    :class:`rfstream.solvers.nystrom_pcg.NystromPreconditioner` of rank ``pcg_rank`` (its
+    :class:`rfstream.solvers.ridge.nystrom_pcg.NystromPreconditioner` of rank ``pcg_rank`` (its
     rows drawn with ``random_state``) after the statistics pass, its client memory checked
     for ``columns`` systems per target first; None for "cg" (Jacobi)."""
     if estimator.solver != "pcg":
@@ -309,7 +444,7 @@ def fit_iterative(estimator, Z, y, target_fn, n_targets, alphas, groups, *, samp
                   weight_args=None):
     """:func:`ridge_cg` with a ridge estimator's parameters: ``solver`` "cg" (Jacobi) or
     "pcg" (:func:`nystrom_factory`); one alpha and one gamma (a list of alphas:
-    :func:`rfstream.solvers.cg_search.cg_cross_validate`).
+    :func:`rfstream.solvers.ridge.cg_search.cg_cross_validate`).
 
     Returns :func:`ridge_cg`'s ``(W, b, stats)``.
     """

@@ -39,7 +39,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.linalg
 
-from .ridge_cv import EIGH_MIN_ALPHAS, normal_equations
+from .cv import EIGH_MIN_ALPHAS, normal_equations
 
 
 def check_evidence_alphas(alphas):
@@ -67,7 +67,7 @@ def degrees_of_freedom(total, fit_intercept):
 def evidence_path(basis, yy, m, alphas):
     """``(log_evidence (A,), noise_variance (A, T), effective_parameters (A,))`` of every
     alpha for one gamma, from its eigendecomposition ``basis`` (``s``: the eigenvalues of
-    the centred Gram, ``UC``: ``V' Z_c' C Y``, :func:`rfstream.solvers.loo.loo_basis`)
+    the centred Gram, ``UC``: ``V' Z_c' C Y``, :func:`rfstream.solvers.ridge.loo.loo_basis`)
     and the centred target energy ``yy`` (T,) (module docstring)."""
     s, P2 = basis["s"], basis["UC"] ** 2
     m = max(m, 1e-300)
@@ -85,7 +85,7 @@ def evidence_path(basis, yy, m, alphas):
 
 def cholesky_path(total, yy, m, alphas, fit_intercept):
     """:func:`evidence_path` by one Cholesky factorization ``L L' = G + alpha I`` per alpha,
-    for fewer than :data:`rfstream.solvers.ridge_cv.EIGH_MIN_ALPHAS` alphas (cheaper than
+    for fewer than :data:`rfstream.solvers.ridge.cv.EIGH_MIN_ALPHAS` alphas (cheaper than
     one eigendecomposition, as for cross-validation): ``sum_j log(1 + e_j / alpha) =
     2 sum log diag(L) - D log alpha``, ``E(alpha) = yy - diag(C_c' (G + alpha I)^-1 C_c)``,
     and the effective parameters ``D - alpha trace((G + alpha I)^-1)``."""

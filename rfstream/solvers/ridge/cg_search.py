@@ -1,36 +1,36 @@
 """A list of alphas searched by conjugate gradients: every (fold, alpha) system in the same passes.
 
-The Gram route (:mod:`rfstream.solvers.ridge_cv`) solves the whole alpha path of
+The Gram route (:mod:`rfstream.solvers.ridge.cv`) solves the whole alpha path of
 every fold from one pass's D x D partials.  Past the Gram's memory (``solver="cg"``
 or ``"pcg"``) nothing D x D exists, so each (fold, alpha, target) is a ridge system
 of its own; this module solves them all together, as columns of the block CG of
-:func:`rfstream.solvers.cg.solve_systems` (each column its own recursion:
+:func:`rfstream.solvers.ridge.cg.solve_systems` (each column its own recursion:
 Hestenes & Stiefel 1952; Saad 2003, Algorithm 9.1), so they share every pass:
 
-* the statistics pass sums each fold's partials (:func:`rfstream.solvers.cg_stats.stats_chunk`);
+* the statistics pass sums each fold's partials (:func:`rfstream.solvers.ridge.cg.stats_chunk`);
   fold k's training sums are the totals less fold k's, as in the Gram route;
 * a product pass makes each row's features once and multiplies them by every
   column's direction, ``Z'(C (Z V))``, with the rows of fold k zeroed in the columns
-  of the systems that hold fold k out (:func:`rfstream.solvers.cg.product_chunk`);
+  of the systems that hold fold k out (:func:`rfstream.solvers.ridge.cg.product_chunk`);
   only the columns not yet converged are multiplied;
 * the systems on every row, one per alpha, come in the same passes: the model of
   the chosen alpha needs no further solve;
 * one scoring pass then predicts every held-out row with its fold's models: the
   held-out squared error (:func:`held_out_sse_chunk`), or a classifier's metric
-  (:func:`rfstream.solvers.cv_scores.score_pass`).
+  (:func:`rfstream.solvers.ridge.cv.score_pass`).
 
 Cost.  With K scored folds and A alphas a pass multiplies by (K + 1) A T columns
 instead of T: its products grow that much, its features (read, standardize,
 project, cosines) do not, and the passes are those of the slowest system (small
 alphas converge last) instead of A (K + 1) solves in sequence.  The Nystrom
-preconditioner (:mod:`rfstream.solvers.nystrom_pcg`) is built once from the row
+preconditioner (:mod:`rfstream.solvers.ridge.nystrom_pcg`) is built once from the row
 sample and applied to each column with its alpha and its training rows' share
-of the weight (:meth:`~rfstream.solvers.nystrom_pcg.NystromPreconditioner.columns`).
+of the weight (:meth:`~rfstream.solvers.ridge.nystrom_pcg.NystromPreconditioner.columns`).
 
 Folds are those of the Gram route (:func:`rfstream.solvers.folds.check_cv`: an int
 draws each row's fold from (seed, row), splits give each row its index), so the same
 ``cv`` holds out the same rows in both routes.  Exact leave-one-out needs the Gram's
-inverse: refused (:func:`rfstream.solvers.cg.check_iterative_search`).
+inverse: refused (:func:`rfstream.solvers.ridge.cg.check_iterative_search`).
 """
 from __future__ import annotations
 
@@ -38,15 +38,20 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..cluster import compute
-from ..random import check_seed
-from ..reductions import Layout
-from .cg import Systems, check_iterative_search, nystrom_factory, solve_systems
-from .cg_stats import statistics
-from .cv_scores import best_candidate, cv_table, fold_scores, held_out_decisions, score_pass
-from .folds import check_cv
-from .memory import check_cg_memory
-from .passes import RowSpec, fused_row_sum, weight_fields
+from ...cluster import compute
+from ...random import check_seed
+from ...reductions import Layout
+from ..folds import check_cv
+from ..memory import check_cg_memory
+from ..passes import RowSpec, fused_row_sum, weight_fields
+from .cg import (
+    Systems,
+    check_iterative_search,
+    nystrom_factory,
+    solve_systems,
+    statistics,
+)
+from .cv import best_candidate, cv_table, fold_scores, held_out_decisions, score_pass
 
 
 @dataclass(frozen=True, eq=False, kw_only=True)
@@ -60,7 +65,7 @@ class HeldOutSpec(RowSpec):
 
 def held_out_sse_chunk(z, *rows, offset, spec, out):
     """Adds, per (scored fold k, alpha), the weighted squared error of the rows of fold k
-    predicted by fold k's models (:func:`rfstream.solvers.cv_scores.held_out_decisions`, as
+    predicted by fold k's models (:func:`rfstream.solvers.ridge.cv.held_out_decisions`, as
     the scoring pass predicts them) into ``out`` (``spec.layout``: ``sse`` (K, A)); rows of no
     scored fold add nothing."""
     m = z.shape[0]
@@ -94,7 +99,7 @@ def cg_cross_validate(estimator, Z, y, target_fn, n_targets, alphas, groups, *, 
     """Search ``alphas`` for a ridge ``estimator`` with ``solver`` "cg" or "pcg" (module
     docstring).
 
-    Returns ``(table, cv_mse, best, W, b, info)``: :func:`rfstream.solvers.cv_scores.cv_table`
+    Returns ``(table, cv_mse, best, W, b, info)``: :func:`rfstream.solvers.ridge.cv.cv_table`
     of the alphas, their mean held-out squared error (None when a classifier scores by
     another metric), the best alpha's index, the weights (D, A x T) and intercepts (A x T)
     of every alpha fitted on every row, and ``info`` with ``m`` (rows) and ``n_iter`` (all

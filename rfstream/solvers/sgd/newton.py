@@ -1,7 +1,7 @@
 """Newton's method as distributed reductions: one fused pass per iteration.
 
 ``StreamingSGDClassifier(solver="newton")`` minimizes the same regularized risk
-as the SGD solver (docs/sgd.md, :mod:`rfstream.solvers.sgd`),
+as the SGD solver (docs/sgd.md, :mod:`rfstream.solvers.sgd.estimators`),
 
     f(w) = alpha/2 ||w~||^2 + 1/n sum_i c_i L(y_i, w~ z~_i),   z~ = [z, s],
 
@@ -18,7 +18,7 @@ rows), by damped Newton steps:
   margin is violated (the loss is once differentiable; its gradient is
   piecewise linear and the method terminates finitely);
 * hinge: Newton on a smoothed hinge of width h (one-sided variant of Chapelle
-  2007's Huber loss, :func:`rfstream.solvers.losses.second_order`) with h
+  2007's Huber loss, :func:`rfstream.solvers.sgd.losses.second_order`) with h
   decreased by 10 each time the smoothing error dominates (continuation).
   The smoothed loss is below the hinge, so min f_h <= min f, which gives a
   bound on the gap: f(w) - min f <= f(w) - f_h(w) + (f_h(w) - min f_h).
@@ -34,7 +34,7 @@ direction d of the previous pass, each block returns
   nothing more, since scores are linear in s (two products per row);
 * the gradient and the (D+1) x (D+1) Hessian at the full step w + d, in float64
   (Gram products of sqrt(c L'') z over sub-blocks in the features' dtype, as
-  the ridge Gram pass :mod:`rfstream.solvers.gram`; rows with L'' = 0 are
+  the ridge Gram pass :mod:`rfstream.solvers.ridge.gram`; rows with L'' = 0 are
   skipped, so the squared hinge and the smoothed hinge only pay for the rows
   near or inside the margin).
 
@@ -62,11 +62,11 @@ import scipy.sparse as sp
 from scipy.linalg import LinAlgError, cho_factor, cho_solve
 from sklearn.exceptions import ConvergenceWarning
 
-from ..reductions import Layout
+from ...reductions import Layout
+from ..passes import RowSpec
+from ..ridge.gram import SUB_BLOCK
 from .epochs import encode_targets
-from .gram import SUB_BLOCK
 from .losses import second_order
-from .passes import RowSpec
 
 STEPS = 2.0 ** -np.arange(16)
 ARMIJO = 1e-4
@@ -83,7 +83,7 @@ def newton_layout(K, D, J=1):
 @dataclass(frozen=True, eq=False, kw_only=True)
 class NewtonSpec(RowSpec):
     """A Newton pass's :class:`rfstream.solvers.passes.RowSpec`: the SGD ``task``
-    (:func:`rfstream.solvers.epochs.encode_targets`), the ``loss``, ``intercept_scaling``
+    (:func:`rfstream.solvers.sgd.epochs.encode_targets`), the ``loss``, ``intercept_scaling``
     and hinge ``smoothing``, the point ``W`` (K, D), ``v`` (K,), the direction ``dW``,
     ``dv``, and ``at`` (K, J): indices into :data:`STEPS` of the points w + s d where
     each problem's gradient and Hessian are computed."""
@@ -173,7 +173,7 @@ def newton_fit(run_pass, task, K, D, *, loss, alpha, intercept_scaling, max_iter
 
     ``run_pass(spec, size)`` sums the partials of :func:`newton_chunk` with the
     :class:`NewtonSpec` ``spec`` over all row blocks; ``task`` is the SGD task
-    (:func:`rfstream.solvers.epochs.encode_targets`).  ``max_iter``
+    (:func:`rfstream.solvers.sgd.epochs.encode_targets`).  ``max_iter``
     passes at most; ``tol`` (relative) on the estimated gap, None: run
     ``max_iter`` passes (or until no step decreases f).
     """
