@@ -113,9 +113,7 @@ def even_rows(X, tolerance: float = 0.05):
 
 
 def shared(value):
-    """``value`` as one key of the task graph (a pure ``dask.delayed``), for an argument that
-    every task of a pass takes (a chunk function with its spec): fetched once per worker
-    rather than copied into every task (docs/design-notes.md)."""
+    """``value`` as one graph key (a pure ``dask.delayed``) for what every task of a pass takes."""
     return dask.delayed(value, pure=True, traverse=False)
 
 
@@ -250,12 +248,8 @@ def moments_combine(parts, axis=0, keepdims=True):
 
 
 def moments(X, split_every=None):
-    """Count, mean and variance of every column in one pass.
-
-    Returns ``(n, mean, var)`` as a lazy dask array of packed values for dask input
-    (unpack with :func:`unpack_moments` after computing), numpy otherwise: a
-    :func:`reduce_rows` of :func:`moments_chunk` merged by :func:`moments_combine`.
-    """
+    """Count, mean and variance of every column in one pass, packed: lazy for dask input, numpy
+    otherwise; :func:`unpack_moments` gives ``(n, mean, var)`` of the computed vector."""
     return reduce_rows(moments_chunk, moments_combine, 1 + 2 * X.shape[1], X, split_every=split_every)
 
 

@@ -170,8 +170,7 @@ def save_model(model, path, *, metadata=None, overwrite=False, storage_options=N
 
 
 def model_root(path, storage_options=None) -> Location:
-    """The directory holding ``model.json`` (on a store: the committed version), a
-    :class:`~rfstream.io.location.Location`."""
+    """The :class:`Location` of the directory holding ``model.json`` (on a store: the committed version)."""
     return resolve_committed(as_location(path, storage_options))
 
 
