@@ -1,34 +1,12 @@
-"""Metrics computed as reductions: evaluation of a model, kernel approximation.
+"""Metrics computed as reductions: evaluation of a model in one pass, kernel approximation.
 
-* error rate: fraction of rows whose predicted class differs from the label
-  (a label unseen in training, coded -1 by ``convert --like``, is an error);
-* relative RMSE: ||y - y_hat||_2 / ||y||_2, the definition of Chen et al.
-  (2015, Section 4.2);
-* kernel approximation error: ||K - Z Z'||_F / ||K||_F on a sample of rows
-  (Chen et al. 2015, Section 4.1; Chang et al. 2017, Section 5.1).
-
-:func:`classification_metrics` and :func:`regression_metrics` evaluate a model in
-one pass over the rows: one :func:`rfstream.reductions.sum_rows` whose partials are
-counts and sums (plus, for regression, the exact moments of y in the same compute),
-named and defined as scikit-learn's ``accuracy_score``, ``balanced_accuracy_score``,
-``confusion_matrix``, ``log_loss``, ``roc_auc_score``, ``mean_squared_error``,
-``mean_absolute_error`` and ``r2_score``; nothing of length n reaches the client.  The
-same pass gives a classifier's reliability table (:data:`RELIABILITY_BINS` bins of the
-predicted label's probability) and a regressor's prediction-interval coverage and width.
-
-AUC in the same pass
---------------------
-The AUC is the probability that a positive row scores above a negative one (ties
-count 1/2; Hanley & McNeil 1982).  The pass histograms the decision values of each
-class over :data:`AUC_BINS` fixed bins (2^16 with edges ``tan(pi (k / 2^16 - 1/2))``,
-narrow near 0, where decision values lie, then one per power of 2 out to the largest
-float), found by ``searchsorted``: a comparison, so two rows in different bins are
-ordered exactly as their scores are.  Every positive-negative pair in different bins is counted
-exactly; a pair in the same bin is counted 1/2, while its true share is 0, 1/2 or
-1.  So ``auc`` is exact up to ``auc_error_bound`` = (1/2) sum_b pos_b neg_b / (P N),
-which the pass reports (0 when no bin holds both classes; for n ~ 10^4-10^5
-decision values of order 1 it is ~1e-6).  Exactness for every input would need the
-ranks of all n scores, a sort, not a reduction.
+Error rate; relative RMSE ||y - y_hat||_2 / ||y||_2 (Chen et al. 2015, Section 4.2); kernel
+approximation error ||K - Z Z'||_F / ||K||_F on sampled rows (Chen et al. 2015, Section 4.1;
+Chang et al. 2017, Section 5.1); the others named and defined as scikit-learn's.
+:func:`classification_metrics` and :func:`regression_metrics` are one
+:func:`rfstream.reductions.sum_rows` each.  Departure: the AUC (Hanley & McNeil 1982) comes
+from per-class histograms in the same pass, exact up to the ``auc_error_bound`` it reports.
+Narrative: docs/design-notes.md, "rfstream/metrics.py".
 """
 from __future__ import annotations
 
@@ -56,25 +34,44 @@ def _sum(a):
 
 
 def error_counts(y_true, y_pred):
-    """Lazy (for dask) number of wrong predictions and of rows."""
+    """``(wrong, n)``: the number of wrong predictions (lazy for dask) and of rows."""
     wrong = y_true != y_pred
     return _sum(wrong), y_true.shape[0]
 
 
 def error_rate(y_true, y_pred) -> float:
-    """Fraction of misclassified rows; numpy or dask inputs (one reduction)."""
+    """Fraction of misclassified rows (one reduction).
+
+    Parameters
+    ----------
+    y_true, y_pred : numpy or dask arrays of shape (n,)
+
+    Returns
+    -------
+    float
+    """
     wrong, n = error_counts(y_true, y_pred)
     return float(compute(wrong)) / max(n, 1)
 
 
 def squared_error_sums(y_true, y_pred):
-    """Lazy (for dask) sum of (y - y_hat)^2 and of y^2, in float64."""
+    """``(sum (y - y_hat)^2, sum y^2)`` in float64, lazy for dask."""
     y_true = y_true.astype(np.float64)
     return _sum((y_true - y_pred) ** 2), _sum(y_true**2)
 
 
 def relative_rmse(y_true, y_pred) -> float:
-    """||y - y_hat|| / ||y|| (Chen et al. 2015, Sec. 4.2); numpy or dask inputs."""
+    """||y - y_hat|| / ||y|| (Chen et al. 2015, Sec. 4.2).
+
+    Parameters
+    ----------
+    y_true, y_pred : numpy or dask arrays of shape (n,)
+
+    Returns
+    -------
+    float
+        NaN when ``y_true`` is all zeros.
+    """
     sse, norm = compute(*squared_error_sums(y_true, y_pred))
     return float(np.sqrt(sse / norm)) if norm > 0 else float("nan")
 
@@ -134,7 +131,7 @@ def classification_metrics(y_true, y_pred, classes, *, scores=None, proba=None) 
         The model's sorted ``classes_``: the rows and columns of the confusion matrix.
     scores : array of shape (n,), optional
         Decision values of a binary model (positive: ``classes[1]``): ``auc`` and
-        ``auc_error_bound`` (module docstring).
+        ``auc_error_bound`` (docs/design-notes.md, "rfstream/metrics.py").
     proba : array of shape (n, K), optional
         Class probabilities: ``log_loss`` over the rows whose label is in ``classes``, and
         the ``reliability`` table (:func:`reliability_table`).
@@ -148,6 +145,11 @@ def classification_metrics(y_true, y_pred, classes, *, scores=None, proba=None) 
         ``confusion_matrix(y_true, y_pred, labels=classes)``), ``n_other_labels``,
         ``auc`` and ``auc_error_bound`` (None without ``scores`` or without both
         classes), ``log_loss`` and ``reliability`` (None without ``proba``) and ``rows``.
+
+    Raises
+    ------
+    ValueError
+        For ``scores`` with other than two classes.
     """
     classes = np.asarray(classes)
     k, binary = len(classes), scores is not None
@@ -180,15 +182,20 @@ def classification_metrics(y_true, y_pred, classes, *, scores=None, proba=None) 
 
 
 def reliability_table(sums):
-    """The reliability table of a classifier's probabilities from per-bin sums (3, B): rows,
-    summed probability of the predicted label, right predictions.
+    """The reliability table of a classifier's probabilities.
 
-    Bin b holds the rows whose predicted label (``predict``'s, the one ``y_pred`` holds) has
-    probability in [b / B, (b + 1) / B) (the last bin closed): ``count``, ``mean_predicted``
-    (their mean probability) and ``accuracy`` (the fraction predicted right), None for an
-    empty bin; a calibrated model has ``accuracy`` close to ``mean_predicted`` in every bin.
-    ``calibration_error`` is the expected calibration error, sum_b (n_b / n) |accuracy_b -
-    mean_predicted_b| (Naeini, Cooper & Hauskrecht 2015; Guo et al. 2017).
+    Parameters
+    ----------
+    sums : array of shape (3, B)
+        Per bin: rows, summed probability of the predicted label, right predictions.
+
+    Returns
+    -------
+    dict
+        ``bins`` ([b / B, (b + 1) / B), the last closed), per bin ``count``,
+        ``mean_predicted`` and ``accuracy`` (None for an empty bin), and
+        ``calibration_error``, the expected calibration error sum_b (n_b / n)
+        |accuracy_b - mean_predicted_b| (Naeini, Cooper & Hauskrecht 2015; Guo et al. 2017).
     """
     count, total, right = np.asarray(sums, dtype=np.float64)
     edges = np.arange(count.size + 1) / count.size  # 0.3, not linspace's 0.30000000000000004
@@ -207,7 +214,7 @@ def reliability_table(sums):
 
 
 def _auc(pos, neg, nan_scores):
-    """AUC of per-bin counts and its bound (module docstring); None without both classes."""
+    """AUC of per-bin counts and its bound (docs/design-notes.md); {} without both classes."""
     n_pos, n_neg = pos.sum(), neg.sum()
     if nan_scores or n_pos == 0 or n_neg == 0:
         return {}
@@ -228,17 +235,22 @@ def _regression_chunk(y, pred, *bounds, offset):
 
 
 def regression_metrics(y_true, y_pred, *, lower=None, upper=None) -> dict:
-    """RMSE, relative RMSE, MAE and R^2 in one pass (numpy or dask inputs).
+    """RMSE, relative RMSE, MAE and R^2 in one pass.
 
-    ``rmse`` and ``mae`` as scikit-learn's ``root_mean_squared_error`` and
-    ``mean_absolute_error``; ``relative_rmse`` = ||y - y_hat|| / ||y|| (Chen et al.
-    2015, Sec. 4.2); ``r2`` as ``r2_score`` (1 - SSE / sum (y - mean y)^2, the
-    latter from the exact one-pass moments of :func:`rfstream.reductions.moments`;
-    a constant y gives 1.0 for a perfect fit and 0.0 otherwise, as ``r2_score``).
-    Given prediction intervals ``lower`` and ``upper`` (shaped as ``y_pred``), also
-    ``interval_coverage`` (the fraction of values inside their interval, bounds
-    included) and ``interval_width`` (the mean of ``upper - lower``; None when infinite:
-    a level too high for the training rows), in the same pass.
+    Parameters
+    ----------
+    y_true, y_pred : numpy or dask arrays of shape (n,) or (n, T)
+    lower, upper : arrays shaped as ``y_pred``, optional
+        Prediction intervals.
+
+    Returns
+    -------
+    dict
+        ``rows``; ``rmse`` and ``mae`` as scikit-learn's ``root_mean_squared_error`` and
+        ``mean_absolute_error``; ``relative_rmse`` = ||y - y_hat|| / ||y|| (Chen et al.
+        2015, Sec. 4.2); ``r2`` as ``r2_score`` (a constant y: 1.0 for a perfect fit, else
+        0.0).  With intervals, ``interval_coverage`` (the fraction of values inside, bounds
+        included) and ``interval_width`` (the mean of ``upper - lower``; None when infinite).
     """
     bounds = () if lower is None else (lower, upper)
     sums = sum_rows(_regression_chunk, 7 if bounds else 4, y_true, y_pred, *bounds)
@@ -270,6 +282,20 @@ def kernel_approximation_error(X, feature_map, *, kernel=None, gamma=None, n_sam
     feature_map : fitted transformer
         Anything with ``transform``; ``kernel`` and ``gamma`` default to its
         ``kernel`` and fitted ``gamma_``.
+    kernel : str, optional
+    gamma : float, optional
+    n_samples : int, default=1000
+    random_state : int, default=0
+        The seed of the row sample.
+
+    Returns
+    -------
+    float
+
+    Raises
+    ------
+    ValueError
+        Without ``kernel`` and ``gamma`` when the map does not define them.
     """
     kernel = kernel or getattr(feature_map, "kernel", None)
     gamma = gamma if gamma is not None else getattr(feature_map, "gamma_", None)

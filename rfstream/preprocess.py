@@ -1,8 +1,9 @@
 """Streaming preprocessing: standardizer, reproducible split, label encoding.
 
-All three work on numpy arrays and on dask arrays (the standardizer on pandas
-and dask DataFrames too); for dask input nothing with n in its shape reaches
-the client.
+All three work on numpy arrays and on dask arrays (the standardizer on pandas and dask
+DataFrames too); for dask input nothing with n in its shape reaches the client.  The
+moments merge is Chan, Golub & LeVeque (1979).
+Narrative: docs/design-notes.md, "rfstream/preprocess.py".
 """
 from __future__ import annotations
 
@@ -21,11 +22,8 @@ from .reductions import block_partials, moments, reduce_rows, sum_rows, unpack_m
 
 
 def check_finite_columns(mean, var):
-    """Raise if a column's moments are not finite: the column holds NaN or inf.
-
-    For dask input this is how NaN and inf are found without a pass of their own:
-    the standardizer's moments are computed anyway.
-    """
+    """Raise a ``ValueError`` if a column's moments are not finite (the column holds NaN or inf):
+    how NaN and inf are found without a pass of their own."""
     bad = np.flatnonzero(~(np.isfinite(mean) & np.isfinite(var)))
     if bad.size:
         raise ValueError(
@@ -52,11 +50,9 @@ class Standardizer(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
     with_mean, with_std : bool, default=True
         Centre, and scale to unit variance.
     passthrough : list of int, optional
-        Columns left as they are, e.g. one-hot indicators of categorical
-        variables.  Standardizing a rare category's 0/1 column would blow it up
-        to a large value and dominate every distance (on Adult, RFF + ridge
-        test error drops from about 15.4% to 14.3% when the one-hot columns
-        pass through); ``rfstream fit`` passes a dataset's one-hot columns.
+        Columns left as they are, e.g. one-hot indicators of categorical variables
+        (standardized, a rare category's 0/1 column would dominate every distance:
+        docs/design-notes.md); ``rfstream fit`` passes a dataset's one-hot columns.
 
     Attributes
     ----------
@@ -94,8 +90,7 @@ class Standardizer(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         self.passthrough = passthrough
 
     def check_parameters(self, n_features=None):
-        """Raise what ``fit`` would raise for the parameters alone (scikit-learn's
-        parameter checks); ``n_features`` is not needed.  Returns None."""
+        """Raise what ``fit`` would raise for the parameters alone; ``n_features`` is not needed."""
         self._validate_params()
 
     def fit(self, X, y=None):
@@ -131,11 +126,8 @@ class Standardizer(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         return x
 
     def transform(self, X):
-        """Standardize X: numpy or pandas in, numpy out; dask array or DataFrame in, lazy dask array out.
-
-        A dask DataFrame's partition lengths are computed (a count per
-        partition, remembered from ``fit``), nothing else.
-        """
+        """Standardize X: numpy or pandas in, numpy out; dask array or DataFrame in, lazy dask
+        array out (only a dask DataFrame's partition lengths are computed)."""
         check_is_fitted(self)
         X = check_X(self, X, reset=False)
         if isinstance(X, da.Array):
@@ -219,12 +211,10 @@ def stratified_thresholds(codes, n_classes, seed, test_size):
     """Per class ``c``, the uniform ``t_c`` below which exactly ``round(test_size * n_c)`` of
     its rows fall: the test set of :func:`train_test_split` with ``stratify``.
 
-    The rows' uniforms are those of the plain split (``(seed, row)`` alone); ``t_c`` is the
-    ``(k_c + 1)``-th smallest uniform of class ``c`` (``k_c = floor(test_size * n_c + 0.5)``),
-    found by two reductions over the class codes (``0 .. n_classes - 1``): a histogram of
-    the uniforms per class, then the values in each class's bin that holds ``t_c``.  Only
-    ``n_classes x bins`` counts and those few values reach the client; the result does not
-    depend on the chunking.  Returns a float64 array of ``n_classes`` thresholds.
+    ``t_c`` is the ``(k_c + 1)``-th smallest uniform of class ``c``, ``k_c = floor(test_size
+    * n_c + 0.5)``, found by two reductions over the class codes ``0 .. n_classes - 1``
+    (docs/design-notes.md, "rfstream/preprocess.py").  Returns a float64 array of
+    ``n_classes`` thresholds.
     """
     bins = 1 << (max(64, min(STRATIFY_BINS, 2**20 // max(n_classes, 1))).bit_length() - 1)
     hist = compute(sum_rows(_class_histogram, n_classes * bins, codes, seed=seed, bins=bins,
@@ -254,21 +244,32 @@ def _count_test(codes, offset=0, *, seed, thresholds):
 def train_test_split(*arrays, test_size=0.25, random_state=0, stratify=None):
     """Reproducible random row split of numpy or dask arrays.
 
-    Row ``i`` goes to the test set when ``u_i < test_size``, with ``u_i`` a
-    uniform number drawn from ``(random_state, i)`` alone
-    (:func:`rfstream.random.row_uniform`).  So the split does not depend on the
-    chunking or on the number of workers, and it is chunk-aligned: each output
-    chunk is the selected rows of one input chunk, computed lazily (only the
-    per-chunk row counts are computed up front, from the seed, without reading
-    any data).  The test fraction is ``test_size`` in expectation.
+    Row ``i`` goes to the test set when ``u_i < test_size``, with ``u_i`` a uniform drawn
+    from ``(random_state, i)`` alone (:func:`rfstream.random.row_uniform`): the split does
+    not depend on the chunking or the workers, and each output chunk is the selected rows
+    of one input chunk, computed lazily (docs/design-notes.md, "rfstream/preprocess.py").
 
-    ``stratify`` (labels, one per row, like scikit-learn's): each class ``c`` has exactly
-    ``round(test_size * n_c)`` rows in the test set, those of its rows with the smallest
-    ``u_i`` (:func:`stratified_thresholds`; the same ``u_i``, so mostly the rows of the
-    plain split).  For dask input that costs four reductions over the labels (their
-    classes, the histogram, the boundary values, the per-chunk counts), never over X.
+    Parameters
+    ----------
+    *arrays : numpy or dask arrays
+        The same number of rows each.
+    test_size : float in (0, 1), default=0.25
+        The test fraction, in expectation (exactly per class with ``stratify``).
+    random_state : int, default=0
+        The seed.
+    stratify : array of shape (n,), optional
+        Labels: each class ``c`` has exactly ``round(test_size * n_c)`` test rows, those
+        of its rows with the smallest ``u_i`` (:func:`stratified_thresholds`).
 
-    Returns ``train_0, test_0, train_1, test_1, ...`` like scikit-learn.
+    Returns
+    -------
+    list
+        ``train_0, test_0, train_1, test_1, ...`` like scikit-learn.
+
+    Raises
+    ------
+    ValueError
+        For a ``test_size`` outside (0, 1), no array, or arrays of different lengths.
     """
     if isinstance(test_size, bool) or not isinstance(test_size, Real) or not 0.0 < test_size < 1.0:
         raise ValueError(f"test_size must be a float in (0, 1); got {test_size!r}.")
@@ -322,9 +323,19 @@ def _encode_block(y, classes):
 def encode_labels(y, classes=None):
     """Map labels to integer codes ``0..C-1`` (``-1`` for labels not in ``classes``).
 
-    Returns ``(codes, classes)``.  For a dask ``y`` the classes come from one
-    ``da.unique`` reduction (only the distinct values reach the client) and the
-    codes stay lazy.
+    Parameters
+    ----------
+    y : numpy or dask array of shape (n,)
+        The labels.
+    classes : array, optional
+        The sorted classes; default: the distinct values of ``y`` (one ``da.unique``
+        reduction for dask input).
+
+    Returns
+    -------
+    codes : int32 array of shape (n,)
+        Lazy for a dask ``y``.
+    classes : ndarray
     """
     if classes is None:
         classes = compute(da.unique(y)) if isinstance(y, da.Array) else np.unique(y)

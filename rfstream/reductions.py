@@ -1,20 +1,11 @@
-"""Data passes as reductions of small pure functions.
+"""Data passes as reductions of small pure functions: the one door for every pass over the rows.
 
-Every pass over the rows is expressed the same way: a *chunk function* maps one
-row block (plus its global row offset) to a flat float64 vector of partial
-results, the vectors are combined across blocks by a tree reduction, and only
-the combined vector (no dimension that grows with n) reaches the client.
-
-For a dask input the chunk function runs through ``map_blocks`` with explicit
-output chunks, so dask's blockwise fusion puts the whole chain (read the Zarr
-chunk, standardize, compute the feature block, accumulate partials) into one
-task per row block: the n x D feature matrix never exists.  For a numpy input
-the same chunk function runs over row slices of :data:`NUMPY_BLOCK` rows, so
-the memory for features stays bounded there as well.
-
-``Layout`` packs named float64 partials (counts, sums, Gram matrices) into one
-vector and back, so that partials travel as plain arrays and a sum of vectors
-is a sum of every partial.
+A *chunk function* maps one row block (and its global row offset) to a flat float64 vector
+of partials; a tree reduction combines the vectors and only the result reaches the client.
+Dask input runs it through ``map_blocks`` (one fused task per row block: the n x D features
+never exist); numpy input over :data:`NUMPY_BLOCK`-row slices.  :class:`Layout` packs named
+partials into one vector.  Moments merge by Chan, Golub & LeVeque (1979).
+Narrative: docs/design-notes.md, "rfstream/reductions.py".
 """
 from __future__ import annotations
 
@@ -98,18 +89,12 @@ def even_chunks(n: int, k: int) -> tuple:
 
 
 def even_row_chunks(chunks: tuple, tolerance: float = 0.05) -> tuple:
-    """Row chunk sizes cut equally when the given ones leave a round part empty.
+    """Row chunk sizes cut into as many equal blocks when the given ones leave a round part empty.
 
-    Workers of a pass take blocks in turn; when the last block is short (e.g.
-    KDD99's 494,021 rows in 8 blocks of 65,536: the last one is half full), a
-    worker idles through part of the last round: on 2 workers the pass lasts 4
-    full blocks for 7.5 blocks of work, 6%.  When the blocks add up to more
-    than ``1 + tolerance`` times the rows that the largest block times the
-    count would hold, the rows are cut into the same number of equal blocks,
-    none larger than before; otherwise ``chunks`` come back as they are.  The
-    cut depends only on the sizes (not on the number of workers), so a model
-    is the same on any cluster; rfstream's reductions do not depend on the
-    chunking beyond float rounding.
+    When ``len(chunks) * max(chunks)`` exceeds ``(1 + tolerance)`` times the rows, the rows
+    are cut into the same number of equal blocks (none larger); otherwise ``chunks`` come
+    back as they are.  The cut depends on the sizes only, never on the workers
+    (docs/design-notes.md, "rfstream/reductions.py").
     """
     chunks = tuple(chunks)
     if len(chunks) < 2 or any(np.isnan(chunks)):
@@ -128,12 +113,7 @@ def even_rows(X, tolerance: float = 0.05):
 
 
 def shared(value):
-    """``value`` as one key of the task graph (a pure ``dask.delayed``), for an argument of
-    ``map_blocks`` that every task of a pass takes: a chunk function with its spec (the
-    calibration's D x D triangle, a map's D-wide weights).  Embedded in the tasks, each
-    task carried its own copy: to the scheduler in the graph ("Sending large graph of size
-    33 MiB") and from it to a worker with every task.  As one key it is computed once
-    and fetched once per worker."""
+    """``value`` as one graph key (a pure ``dask.delayed``) for what every task of a pass takes."""
     return dask.delayed(value, pure=True, traverse=False)
 
 
@@ -161,14 +141,8 @@ def block_partials(fn, size: int, X, *others, **kwargs):
 
 
 def _add_blocks(blocks, axis=0, keepdims=True):
-    """Sum of a list of ``(1, size)`` partials into one new array, added in place.
-
-    ``Array.sum`` would first concatenate the partials into one fresh
-    ``(k, size)`` array: for D = 2000 that is k x 32 MB of new pages per
-    combine step, an order of magnitude slower than adding in place
-    (docs/BENCHMARKS.md, "Measurements behind the code").  The inputs are never
-    modified.
-    """
+    """Sum of a list of ``(1, size)`` partials, added in place into one new array rather than
+    concatenated first as ``Array.sum`` does (docs/design-notes.md); the inputs are never modified."""
     blocks = list(_flatten(blocks))
     total = np.add(blocks[0], blocks[1]) if len(blocks) > 1 else blocks[0].copy()
     for b in blocks[2:]:
@@ -229,13 +203,9 @@ def _pass_through(x, axis=0, keepdims=True):
 def reduce_rows(fn, combine, size: int, X, *others, split_every=None, **kwargs):
     """A tree reduction of ``fn`` partials over the row blocks whose combination is not a sum.
 
-    ``fn(x, *o, offset=row0)`` gives a block's ``(size,)`` float64 partial, as for
-    :func:`sum_rows`; ``combine(parts, axis=0, keepdims=True)`` merges the rows of a
-    ``(k, size)`` stack of partials into one (``keepdims=False``: a ``(size,)`` vector).
-    Moments (:func:`moments_combine`), the smallest keys of a sample (Nystroem's
-    landmarks) and the like go through here; like :func:`sum_rows`, the result is lazy
-    for dask input (call :func:`rfstream.cluster.compute` on it) and a numpy vector
-    otherwise (:data:`NUMPY_BLOCK`-row slices, merged by ``combine``).
+    ``fn`` as for :func:`sum_rows`; ``combine(parts, axis=0, keepdims=True)`` merges the rows
+    of a ``(k, size)`` stack of partials into one (``keepdims=False``: a ``(size,)`` vector).
+    Lazy for dask input (call :func:`rfstream.cluster.compute` on it), numpy otherwise.
     """
     if isinstance(X, da.Array):
         parts = block_partials(fn, size, X, *others, **kwargs)
@@ -260,11 +230,8 @@ def moments_chunk(x, offset=0):
 
 
 def moments_combine(parts, axis=0, keepdims=True):
-    """Combine rows of ``[n, mean, M2]`` partials (Chan, Golub & LeVeque 1979).
-
-    Unlike sums of x and x**2 this does not lose precision when the mean is
-    large compared to the spread.
-    """
+    """Combine rows of ``[n, mean, M2]`` partials (Chan, Golub & LeVeque 1979): no loss of
+    precision when the mean is large compared to the spread, unlike sums of x and x**2."""
     parts = np.atleast_2d(parts)
     d = (parts.shape[1] - 1) // 2
     n = parts[:, 0]
@@ -281,12 +248,8 @@ def moments_combine(parts, axis=0, keepdims=True):
 
 
 def moments(X, split_every=None):
-    """Count, mean and variance of every column in one pass.
-
-    Returns ``(n, mean, var)`` as a lazy dask array of packed values for dask input
-    (unpack with :func:`unpack_moments` after computing), numpy otherwise: a
-    :func:`reduce_rows` of :func:`moments_chunk` merged by :func:`moments_combine`.
-    """
+    """Count, mean and variance of every column in one pass, packed: lazy for dask input, numpy
+    otherwise; :func:`unpack_moments` gives ``(n, mean, var)`` of the computed vector."""
     return reduce_rows(moments_chunk, moments_combine, 1 + 2 * X.shape[1], X, split_every=split_every)
 
 

@@ -1,23 +1,11 @@
 """The one registry of known datasets: which files, which task, how to convert them.
 
-The tests, ``rfstream bench``, benchmarks/ and examples/ all take their real datasets
-from :data:`DATASETS` below and convert them with :func:`prepare`, which converts a
-dataset to Zarr once (its test file encoded ``like=`` the training set, so that both
-have the same columns and classes) and reuses the conversion afterwards.
-
-Apart from the MAGIC demo shipped in this package, the files live in a datasets
-folder (:func:`datasets_folder`: ``$RFSTREAM_DATASETS``, or ``../shared/datasets``
-beside the repository), one sub-folder per dataset holding the original bytes and a
-PROVENANCE.txt (source, sha256, rows, columns, class counts).
-
-Adding a dataset
-----------------
-1. Put the original files in ``<datasets folder>/<name>/`` with a PROVENANCE.txt.
-2. Add one :class:`Dataset` to :data:`DATASETS`: the files relative to the folder,
-   the task, the :func:`rfstream.io.convert` options the files need (label column,
-   positive class, header), the row counts that PROVENANCE.txt documents, and either
-   a test file or the fraction of rows to hold out.
-3. tests/test_datasets_registry.py converts every entry and checks its row counts.
+Tests, ``rfstream bench``, benchmarks/ and examples/ take their real datasets from
+:data:`DATASETS` and convert them with :func:`prepare` (once, then reused).  The files live in
+:func:`datasets_folder`, one sub-folder per dataset with a PROVENANCE.txt.  To add a dataset:
+put its files and PROVENANCE.txt in ``<datasets folder>/<name>/`` and add one :class:`Dataset`
+to :data:`DATASETS`; tests/test_datasets_registry.py converts it and checks its row counts.
+More: docs/io.md, "rfstream/datasets/registry.py".
 """
 from __future__ import annotations
 
@@ -134,15 +122,8 @@ def datasets_folder() -> Path:
 
 
 def source_paths(name, folder=None) -> tuple[Path, Path | None]:
-    """``(train file, test file or None)`` of a dataset.
-
-    Parameters
-    ----------
-    name : str
-        Registry name.
-    folder : str or Path, optional
-        The datasets folder; default :func:`datasets_folder`.  Ignored for the shipped demo.
-    """
+    """``(train file, test file or None)`` of the dataset ``name``, in ``folder`` (default
+    :func:`datasets_folder`; ignored for the shipped demo)."""
     entry = get(name)
     if entry.shipped:
         return Path(str(files(__package__) / entry.train)), None
@@ -156,12 +137,8 @@ def source_paths(name, folder=None) -> tuple[Path, Path | None]:
 def prepare(name, workdir, folder=None, *, rows_per_chunk=None, test=True) -> tuple[Path, Path | None]:
     """Convert a dataset to Zarr in ``workdir`` once; reuse the conversion afterwards.
 
-    The training file becomes ``<workdir>/<name>_train.zarr`` (``<name>.zarr`` when
-    there is no test file) and the test file ``<name>_test.zarr``, converted
-    ``like=`` the training set.  A non-default ``rows_per_chunk`` is part of the
-    names (``<name>-rows4096_train.zarr``), so differently chunked copies coexist.
-    Datasets already there are reused as they are (a conversion is staged and
-    renamed when complete, so what exists is whole).
+    Written as ``<name>_train.zarr`` and ``<name>_test.zarr`` (``<name>.zarr`` without a test
+    file; ``<name>-rows4096_...`` for a non-default ``rows_per_chunk``): docs/io.md.
 
     Parameters
     ----------

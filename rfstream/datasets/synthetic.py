@@ -1,15 +1,10 @@
 """Synthetic KDD99-shaped datasets of any size, written chunk by chunk.
 
-The real KDD99 10% file has 494,021 rows; scale and out-of-core runs need millions.
-:func:`write_kdd_like` writes a Zarr dataset with KDD99's shape after one-hot encoding
-(38 numeric columns + protocol (3), service (66) and flag (11) indicators = 118 columns)
-and a binary label, one chunk at a time: no step holds more than one chunk.
-
-Rows are generated in virtual blocks of :data:`rfstream.random.VIRTUAL_BLOCK` rows, each
-from ``np.random.default_rng([seed, STREAM_SYNTHETIC, block])``, so row ``i`` is the same
-whatever ``rows_per_chunk`` is.  The numeric columns mimic KDD's: heavy-tailed counts
-and byte sizes that are mostly zero, and rates in [0, 1].  The label is a noisy
-nonlinear function of a few columns (an "attack" score), about 60% positive.
+:func:`write_kdd_like` writes a Zarr dataset with KDD99's shape after one-hot encoding (118
+columns) and a binary label, one chunk at a time.  Row ``i`` comes from its virtual block of
+:data:`rfstream.random.VIRTUAL_BLOCK` rows, drawn from ``[seed, STREAM_SYNTHETIC, block]``, so
+it is the same whatever ``rows_per_chunk`` is.  What the columns and the label mimic:
+docs/io.md, "rfstream/datasets/synthetic.py".
 """
 from __future__ import annotations
 

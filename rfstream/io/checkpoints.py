@@ -1,45 +1,12 @@
 """Resume a multi-pass fit after its last completed pass.
 
-Every pass over the data goes through :func:`rfstream.cluster.compute`, and what a pass
-returns to the client is small (Grams, partial sums, gradients, the D x T products of
-conjugate gradients: nothing with n in its shape).  Everything else a fit does happens
-on the client and is deterministic given the seeds.  So a fit is resumable as a whole:
-inside :func:`resumable`, the result of each completed pass is written to the
-checkpoint (a local directory or an object-store prefix, :mod:`rfstream.io.location`)
-before the fit goes on; run again with the same checkpoint, the fit replays its
-client-side work and takes the first passes' results from the checkpoint instead of
-the cluster, until the first pass that was not completed.  The model is the one an
-uninterrupted run makes (the same numbers: the stored results are what the passes
-returned).  Each fit method needs no state code of its own: Newton's, SGD's and CG's
-iterates, TEFM's power iterations, CNM's alternations and the ridge CV's second pass
-resume alike.
-
-Safety:
-
-* a checkpoint belongs to one job: ``fingerprint`` (:meth:`rfstream.jobs.FitJob.fingerprint`:
-  the model's parameters, the dataset's identity with a witness of its content,
-  :func:`rfstream.io.witness.content_witness`, and rfstream's version) is stored with it, and a checkpoint
-  with another fingerprint (another job, or the dataset rewritten since) is refused with
-  a one-line error (``restart=True``, CLI ``--restart``, starts over);
-* names are confined: every file name in the manifest must be the one rfstream gives
-  that pass (``pass-00001.npz``, ...), else the checkpoint is refused as not rfstream's
-  (use another directory), with or without ``restart``; a pass file or manifest that is
-  a symbolic link (local disk) is refused alike.  Removing (``restart``, a finished or
-  failed job) deletes only rfstream's own names at the top of a directory that holds its
-  manifest (the manifest, the lock, ``pass-NNNNN.npz`` and their temporary names), never
-  a directory, never through a link; the directory itself only when rfstream made it
-  and it is empty (``rmdir``);
-* each pass is checked as it is replayed: its collections' shapes and dtypes must be
-  those stored; the first that differs ends the replay (the rest of the checkpoint is
-  dropped and the fit computes from there);
-* each stored result carries its SHA-256, checked when read; files are written whole
-  (a temporary name renamed on a local disk, one PUT on an object store), and the
-  manifest, written after the result, is what makes a pass count;
-* only numeric and text arrays are stored (``np.savez``, read back without pickle); a
-  pass returning anything else ends the checkpoint there.
-
-A completed fit removes its checkpoint (the CLI does so after the model is saved); a
-failure that will recur removes it too (:func:`resumable`).
+Inside :func:`resumable`, the small result of each pass through :func:`rfstream.cluster.compute`
+is written to the checkpoint (a local directory or an object-store prefix); a rerun replays
+the client's deterministic work and takes the stored results up to the first pass not
+completed, so the model is the one an uninterrupted run makes.  A checkpoint belongs to one
+job (its fingerprint), holds only rfstream's names, and each pass carries its SHA-256 (and an
+HMAC under :data:`KEY_ENV`).  Narrative and safety rules: docs/robustness.md,
+"rfstream/io/checkpoints.py".
 """
 from __future__ import annotations
 
@@ -133,7 +100,7 @@ def _decode(data, count):
 
 
 class Checkpoint:
-    """The passes of one job stored at ``location``; see the module docstring.
+    """The passes of one job stored at ``location`` (docs/robustness.md).
 
     ``made_directory``: this run made the checkpoint's directory (else it is kept when
     the checkpoint is removed: a directory rfstream did not make is never deleted)."""
@@ -329,16 +296,14 @@ def remove_empty_directory(location):
 
 
 def will_recur(exc):
-    """True for a failure that a rerun would meet again: a ``ValueError`` (bad data: inf in X,
-    NaN in y, one class, one row, a refused parameter), not a store's failure
-    (:class:`~rfstream.io.location.StorageError`), a damaged or foreign checkpoint, a busy
-    lock, a stop (``BaseException``: a signal, Ctrl-C), an ``OSError`` or a lost cluster."""
+    """True for a failure that a rerun would meet again: a ``ValueError`` (bad data, a refused
+    parameter) other than a store's failure, a damaged or foreign checkpoint or a busy lock."""
     return isinstance(exc, ValueError) and not isinstance(exc, (StorageError, CheckpointMismatch, CheckpointBusy))
 
 
 @contextlib.contextmanager
 def resumable(location, fingerprint="", *, restart=False, description="", storage_options=None):
-    """Make the fits inside the block resumable from ``location`` (see the module docstring).
+    """Make the fits inside the block resumable from ``location`` (docs/robustness.md).
 
     ``fingerprint`` identifies the job (a checkpoint with another one is refused unless
     ``restart``); ``description`` says in the refusal what made the checkpoint.  One job

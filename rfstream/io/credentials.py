@@ -1,30 +1,11 @@
 """How storage options reach the Dask workers: their credentials by a token, never in the task graph.
 
-Where a worker's credentials come from
---------------------------------------
-A task that reads or writes a store builds its filesystem on the worker, from the
-storage options the client gave (``storage_options=``, the CLI's ``--storage-options``)
-and otherwise from the worker's own environment: its ``AWS_*`` variables, profile, or
-role (an instance or pod role, IRSA).  The client's environment never travels.
-
-Options that hold a credential (every option whose name says so: S3's ``key``,
-``secret``, ``token``; ``client_kwargs``' ``aws_secret_access_key``; Azure's
-``account_key``, ``sas_token``, ``connection_string``; passwords) travel apart from the
-tasks: a :class:`~rfstream.io.location.Location` (and a Zarr store on one) pickles its
-options *without* them and with a *token*, a random name this process gives that set of
-credentials (:func:`share`).  The credentials themselves go to the workers of each
-distributed client rfstream computes on, once, as a worker plugin
-(:func:`give_to_workers`, run by :func:`rfstream.cluster.compute` before a computation and
-when a Location is made while a client is current; taken back when
-:func:`rfstream.cluster.connect` closes its client).  A worker rebuilds the filesystem
-with them (:func:`restore`); a process never given them (the scheduler, which only
-passes tasks on) builds it without them, from its own environment.  The graph a client
-sends, and what the scheduler keeps and shows, hold no credential.
-
-Threads and the synchronous scheduler pickle nothing.  Dask's ``processes`` scheduler
-(``dask.config`` ``scheduler="processes"``, as :func:`rfstream.cluster.connect` sets it)
-starts a pool of this machine's processes for each computation, which no plugin reaches:
-its tasks carry the options whole (:func:`by_value`), as they never leave this machine.
+A :class:`~rfstream.io.location.Location` (and a Zarr store on one) pickles its options without
+the credentials (the options named as :data:`SECRET_NAME` matches) and with a random token
+(:func:`share`); the credentials reach each distributed client's workers once, as a worker
+plugin (:func:`give_to_workers`), and a worker puts them back (:func:`restore`).  Without
+options a worker uses its own environment or role.  Dask's ``processes`` scheduler gets them
+whole (:func:`by_value`).  Narrative: docs/robustness.md, "rfstream/io/credentials.py".
 """
 from __future__ import annotations
 
@@ -102,8 +83,7 @@ def share(options: dict) -> str | None:
 
 
 def by_value() -> bool:
-    """Whether tasks pickled now carry credentials whole: they go to dask's ``processes``
-    scheduler, a pool of this machine's processes started for one computation."""
+    """Whether tasks pickled now carry credentials whole (dask's ``processes`` scheduler)."""
     return dask.config.get("scheduler", None) in ("processes", "multiprocessing")
 
 

@@ -1,19 +1,11 @@
 """Zarr datasets: write, open and inspect them (conversion: :mod:`rfstream.io.convert`).
 
-A dataset rfstream writes is a Zarr v3 group, on a local disk or an object store::
-
-    X      n x d float32, chunked by rows only: chunks=(rows_per_chunk, d)
-    y      optional, length n: int32 class codes into attrs["classes"] (-1 for a label
-           unseen in a ``like=`` training set), or float32 regression targets
-    attrs  schema_version (1), n_rows, task ("classification" | "regression" | None),
-           classes, positive_class, feature_names, categorical, fill_values, columns,
-           label_column, source, format, n_unseen_labels, n_unseen_categories,
-           class_counts (see :func:`convert`)
-
-Every writer stages its output (:mod:`rfstream.io.staging`): a failed write leaves
-nothing behind and a reader never sees a half-written dataset.  Readers take any
-Zarr v2 or v3 group, with arrays chosen by name (:mod:`rfstream.io.zarr_source`).
-Model files are not handled here.
+A dataset rfstream writes is a Zarr v3 group: ``X`` (n x d float32, chunked by rows only),
+optional ``y`` (int32 class codes into ``attrs["classes"]``, -1 for a label unseen in a
+``like=`` training set, or float32 targets) and attributes.  Every writer stages its output
+(:mod:`rfstream.io.staging`); readers take any Zarr v2 or v3 group, arrays chosen by name
+(:mod:`rfstream.io.zarr_source`).  The layout and its attributes: docs/io.md,
+"rfstream/io/dataset.py".
 """
 
 from __future__ import annotations
@@ -50,8 +42,8 @@ class ChunkWriter:
         self.group = writable_group(target)
         self.n_rows, self.rows = n_rows, 0
         n0 = n_rows or 0
-        # every chunk is stored, zeros too: zarr's test for a chunk of fill values took
-        # 60% of a chunk's write (29 of 48 ms, KDD99's 65,536 x 118), more than zstd
+        # every chunk is stored, zeros too: zarr's test for a chunk of fill values costs
+        # more than compressing it (docs/io.md)
         config = {"write_empty_chunks": True}
         self.X = self.group.create_array("X", shape=(n0, n_features), dtype="float32",
                                          chunks=(rows_per_chunk, n_features), fill_value=0, config=config)
@@ -140,16 +132,23 @@ def write_dataset(path, X, y=None, *, attrs=None, rows_per_chunk=65536, overwrit
     attrs : dict, optional
         JSON-serializable attributes; they override the defaults ``schema_version``,
         ``n_rows``, ``task`` (from y's dtype), ``feature_names`` (``x0 .. x{d-1}``).
-    rows_per_chunk : int
-    overwrite : bool
+    rows_per_chunk : int, default=65536
+    overwrite : bool, default=False
         Replace an existing dataset at ``path``; otherwise ``FileExistsError``.
-
     storage_options : dict, optional
         For a URL's filesystem (:mod:`rfstream.io.location`).
 
     Returns
     -------
-    dict : the attributes written.
+    dict
+        The attributes written.
+
+    Raises
+    ------
+    ValueError
+        For X not 2-D or without columns, y not one value per row or neither integer nor
+        float, unknown chunk sizes, a ``rows_per_chunk`` that is not a positive int, or
+        attributes that are not JSON.
     """
     rows_per_chunk = check_rows_per_chunk(rows_per_chunk)
     X = X if isinstance(X, da.Array) else np.asarray(X)
@@ -204,23 +203,29 @@ def _store_dask(w: ChunkWriter, X, y, rows_per_chunk: int) -> None:
 def open_dataset(path, *, x=DEFAULT_X, y=DEFAULT_Y, storage_options=None):
     """Open a dataset lazily: ``(X, y)`` dask arrays, one row block per Zarr chunk.
 
-    ``path`` is a local directory, a URL (``s3://bucket/train.zarr``, with
-    ``storage_options`` for its filesystem), a zarr ``Group`` or store, or an
-    xarray ``Dataset``; Zarr v2 and v3 are read.  ``x`` and ``y`` name the
-    arrays (``y=None``: no labels; a missing array named ``"y"`` means no labels,
-    any other missing name is an error).  Workers read their own rows straight
-    from the store: nothing passes through the client.
+    Workers read their own rows straight from the store; the blocks are evened when the
+    last chunk is short (:func:`rfstream.reductions.even_row_chunks`, docs/io.md).
 
-    The blocks are the Zarr chunks, except when the last chunk is short enough to
-    leave a worker idle through part of a pass's last round: then the rows are cut
-    into as many equal blocks (:func:`rfstream.reductions.even_row_chunks`; KDD99's
-    494,021 rows in 8 blocks of 61,753 instead of 7 x 65,536 + 35,269).  Each
-    block reads its own rows straight from the store, so every task of a pass
-    stays independent (a rechunk afterwards would make tasks share the chunks
-    they were cut from, and a distributed scheduler place them by where those
-    are, unevenly: docs/BENCHMARKS.md, "Measurements behind the code").
-    Nothing is read until computed; a damaged chunk raises a ``ValueError``
-    naming the dataset and the rows when read.
+    Parameters
+    ----------
+    path : str, Path, URL, zarr Group or store, or xarray Dataset
+        A Zarr v2 or v3 group (``s3://bucket/train.zarr`` with ``storage_options``).
+    x, y : str
+        The arrays' names; ``y=None``: no labels (a missing array named ``"y"`` means no
+        labels too, any other missing name is an error).
+    storage_options : dict, optional
+        For a URL's filesystem.
+
+    Returns
+    -------
+    X : dask array of shape (n, d)
+    y : dask array of shape (n,), or None
+
+    Raises
+    ------
+    ValueError
+        For X not 2-D, y not one label per row; when computed, for a damaged chunk
+        (naming the dataset and the rows).
     """
     source = open_source(path, storage_options)
     X = lazy_array(source, x)
@@ -252,9 +257,17 @@ def _labels(source, y):
 def dataset_info(path, *, x=DEFAULT_X, y=DEFAULT_Y, storage_options=None) -> dict:
     """Shape, chunks, dtypes and attributes of a dataset, without reading the data.
 
-    For a store without rfstream's attributes, ``attrs["task"]`` is inferred from
-    y's dtype (:func:`rfstream.io.zarr_source.infer_task`) and
-    ``attrs["task_inferred"]`` is True.
+    Parameters
+    ----------
+    path, x, y, storage_options
+        As for :func:`open_dataset`.
+
+    Returns
+    -------
+    dict
+        ``path``, ``shape``, ``chunks``, ``dtype``, ``y_dtype``, ``arrays`` and ``attrs``;
+        for a store without rfstream's attributes ``attrs["task"]`` is inferred from y's
+        dtype and ``attrs["task_inferred"]`` is True.
     """
     source = open_source(path, storage_options)
     X = source.array(x)
@@ -273,7 +286,8 @@ def dataset_info(path, *, x=DEFAULT_X, y=DEFAULT_Y, storage_options=None) -> dic
 
 def iter_row_chunks(path, *, x=DEFAULT_X, y=DEFAULT_Y, storage_options=None
                     ) -> Iterator[tuple[int, np.ndarray, np.ndarray | None]]:
-    """Yield ``(row_offset, X_chunk, y_chunk or None)`` as numpy, one Zarr chunk at a time."""
+    """Yield ``(row_offset, X_chunk, y_chunk or None)`` as numpy, one Zarr chunk at a time
+    (``path``, ``x``, ``y``, ``storage_options`` as for :func:`open_dataset`)."""
     source = open_source(path, storage_options)
     X = source.array(x)
     labels = _labels(source, y)
@@ -285,8 +299,17 @@ def iter_row_chunks(path, *, x=DEFAULT_X, y=DEFAULT_Y, storage_options=None
 
 
 def onehot_columns(attrs):
-    """Indices of the one-hot columns of a dataset, from its ``categorical`` attrs: ``attrs``
-    is the attrs dict, or the dataset's path (its attrs are read)."""
+    """Indices of the one-hot columns of a dataset, from its ``categorical`` attrs.
+
+    Parameters
+    ----------
+    attrs : dict or str
+        The dataset's attributes, or its path (its attributes are read).
+
+    Returns
+    -------
+    list of int
+    """
     if not isinstance(attrs, dict):
         attrs = dataset_info(attrs)["attrs"]
     categorical = attrs.get("categorical") or {}

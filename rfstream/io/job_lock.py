@@ -1,28 +1,11 @@
 """One job at a time on a checkpoint: a lock file kept fresh by a heartbeat.
 
-Two ``rfstream fit --out SAME`` started together would share ``SAME.checkpoint``: the
-second replays passes the first is still writing and both write its manifest.  The
-first to take the lock runs; the other is refused with one line naming the holder.
-
-* Local disk: the lock file is created exclusively (``O_CREAT | O_EXCL``); the making of
-  the checkpoint's directory, the look at an existing lock and its take-over are done
-  under an ``flock`` of the folder that holds it (where the filesystem has one), so two
-  reruns cannot both take over one stale lock, and whoever made the directory
-  (``made_directory``) holds the lock.  Object store
-  (no exclusive create through fsspec): the lock is written, read back after
-  :data:`SETTLE_SECONDS`, and whoever's token is there holds it.
-* The lock is the random ``token`` written when it was taken, never a PID: only the job
-  whose token is in the file renews it (every :func:`heartbeat_seconds`, a daemon
-  thread; a heartbeat that finds another token stops) and removes it when the job ends,
-  whether it succeeds, fails or is stopped by a signal.
-* A lock left by a killed job is stale once its heartbeat is older than
-  :func:`stale_seconds` (:data:`STALE_SECONDS`, or the environment variable
-  ``RFSTREAM_LOCK_STALE_SECONDS``), whatever its PID or host: a job killed as PID 1 of a
-  container, whose PID is alive again in the next container, wedges nothing.  Sooner, on
-  the same host, boot and PID namespace, a lock whose process is gone, or whose PID now
-  belongs to a process started at another time (a reused PID), is stale at once; a lock
-  from another PID namespace or host waits for its heartbeat to age.  A stale lock is
-  taken over, with or without ``restart``.
+The lock is a random token (never a PID), created exclusively on a local disk (under an
+``flock`` of the folder that holds it) or written and read back after :data:`SETTLE_SECONDS`
+on an object store; only its holder renews it (every :func:`heartbeat_seconds`) and removes
+it.  A lock whose heartbeat is older than :func:`stale_seconds` is stale whatever its PID or
+host (sooner when its process is visibly gone) and is taken over.
+Narrative: docs/robustness.md, "rfstream/io/job_lock.py".
 """
 from __future__ import annotations
 
@@ -63,8 +46,7 @@ def stale_seconds():
 
 
 def heartbeat_seconds():
-    """How often the holder renews its lock: :data:`HEARTBEAT_SECONDS`, at most a quarter of
-    :func:`stale_seconds` (so a live job's lock never looks stale)."""
+    """How often the holder renews its lock: at most a quarter of :func:`stale_seconds`."""
     return min(float(HEARTBEAT_SECONDS), stale_seconds() / 4)
 
 

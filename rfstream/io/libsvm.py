@@ -1,13 +1,11 @@
 """LIBSVM / svmlight text (plain, gzip, bzip2, xz) -> dense float32 rows, in two passes.
 
-Read behind :func:`rfstream.io.convert`.
-
-A line is ``label idx:val idx:val ... [# comment]``; ``qid:`` tokens are ignored and
-CRLF line ends are accepted.  Indices are 1-based unless an index 0 occurs (then
-0-based, as scikit-learn's ``zero_based="auto"``).  Pass 1 streams the lines for the
-largest index, the index base, the row count and the labels (summaries of several
-files merge: :meth:`LibsvmScan.merge`); pass 2 streams them again and yields dense
-float32 blocks of ``rows_per_chunk`` rows.
+Read behind :func:`rfstream.io.convert`.  A line is ``label idx:val idx:val ... [# comment]``;
+``qid:`` tokens are ignored, CRLF line ends accepted.  Indices are 1-based unless an index 0
+occurs (then 0-based, as scikit-learn's ``zero_based="auto"``).  Pass 1 streams the lines for
+the largest index, the index base, the row count and the labels (several files' summaries
+merge: :meth:`LibsvmScan.merge`); pass 2 yields dense float32 blocks of ``rows_per_chunk``
+rows.  The formats together: docs/io.md.
 """
 
 from __future__ import annotations

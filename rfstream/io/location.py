@@ -1,33 +1,11 @@
 """Where bytes live: a local path or an fsspec URL, behind one small interface.
 
-Every reader and writer of :mod:`rfstream.io` takes a *location*: a local path
-(``str`` or :class:`~pathlib.Path`) or an fsspec URL (``s3://``, ``gs://``,
-``abfs://``, ``memory://``, ``file://``; ``http(s)://`` for reading).
-:func:`as_location` turns it into a :class:`Location`, a filesystem and a path
-on it.  No local path is ever made from a URL: ``"s3://b/x"`` is either an S3
-object or an error.
-
-Credentials and endpoints come from ``storage_options`` (the API's argument, the
-CLI's ``--storage-options JSON``) and otherwise from each filesystem's own
-environment (S3: ``AWS_ENDPOINT_URL``, ``AWS_ACCESS_KEY_ID``,
-``AWS_SECRET_ACCESS_KEY``; GCS: ``GOOGLE_APPLICATION_CREDENTIALS``; Azure:
-``AZURE_STORAGE_CONNECTION_STRING``); on a Dask worker, from the worker's own
-environment or role: the options reach the workers, the client's environment does not.
-A protocol whose filesystem package is not
-installed is a one-line error naming the extra to install (``rfstream[s3]``).
-No credential is ever shown: a :class:`Location`'s ``repr`` names its options' keys,
-never their values; its ``str`` (the URL, in every message) hides the password of a
-``user:password@`` URL; a store's error text is cleared of the options' secrets; and a
-pickled Location, or a Zarr store on one (:class:`LocatedStore`), names its options'
-credentials by a token, which the workers are given apart from the task graph
-(:mod:`rfstream.io.credentials`).
-
-Failures of the store itself (no bucket, refused or missing credentials, an endpoint
-that does not answer) surface as :class:`StorageError`, one line naming the location
-and the fix (missing credentials: whether the client or the Dask workers lacked them);
-S3 connections get a short connect timeout and few retries unless the caller sets
-``config_kwargs``, so a wrong endpoint fails within seconds, and botocore raises
-"no credentials" without a retry.
+:func:`as_location` turns a local path or a URL (``s3://``, ``gs://``, ``abfs://``,
+``memory://``, ``file://``; ``http(s)://`` for reading) into a :class:`Location`, a
+filesystem and a path on it; no local path is ever made from a URL.  Options come from
+``storage_options``, else the filesystem's environment; no credential is ever shown.  A
+store's failure is one :class:`StorageError` line naming the location and the fix.
+Narrative: docs/robustness.md, "rfstream/io/location.py".
 """
 from __future__ import annotations
 
@@ -88,10 +66,21 @@ def scrub_secrets(text: str, storage_options) -> str:
 
 @dataclass(frozen=True, repr=False)
 class Location:
-    """A filesystem and a path on it; ``url`` is what the user wrote (for messages), its
-    password hidden.  Neither ``str`` nor ``repr`` shows a storage option's value, and a
-    pickled Location (a task's) holds its options' credentials only as ``credentials``, the
-    token that names them (:mod:`rfstream.io.credentials`)."""
+    """A filesystem and a path on it; make one with :func:`as_location`.
+
+    Parameters
+    ----------
+    fs : fsspec.AbstractFileSystem
+    path : str
+        The path on ``fs``.
+    url : str
+        What the user wrote (for messages), its password hidden.
+    storage_options : dict
+        Neither ``str`` nor ``repr`` shows a value.
+    credentials : str or None
+        The token that names the options' credentials (:mod:`rfstream.io.credentials`): a
+        pickled Location holds them only as this.
+    """
 
     fs: fsspec.AbstractFileSystem
     path: str
@@ -281,8 +270,26 @@ def _write_local_atomic(path: Path, data: bytes) -> None:
 def as_location(target, storage_options: dict | None = None) -> Location:
     """A :class:`Location` from a local path, a URL or a Location.
 
-    ``storage_options`` go to the filesystem's constructor (for S3, e.g.
-    ``{"endpoint_url": "http://127.0.0.1:9000", "key": ..., "secret": ...}``).
+    Parameters
+    ----------
+    target : str, os.PathLike or Location
+        A local path or a URL (``s3://``, ``gs://``, ``abfs://``, ``memory://``,
+        ``file://``, ``https://``); a Location is returned as it is.
+    storage_options : dict, optional
+        For the filesystem's constructor (for S3, e.g.
+        ``{"endpoint_url": "http://127.0.0.1:9000", "key": ..., "secret": ...}``).
+
+    Returns
+    -------
+    Location
+
+    Raises
+    ------
+    StorageError
+        For a URL with a typo, an unknown protocol, one whose filesystem is not installed
+        (naming the extra to install), or options the filesystem does not accept.
+    TypeError, ValueError
+        For something that is not a path or a URL, or an empty string.
     """
     if isinstance(target, Location):
         return target

@@ -1,26 +1,12 @@
 """Saving and loading fitted models: JSON metadata + .npy arrays, no pickle.
 
-A model directory (local, or a URL such as ``s3://bucket/model``) holds
-``model.json`` and ``arrays/*.npy``.  The JSON records
-the format version, the estimator tree (class, constructor parameters, fitted
-attributes) and, for every array file, its shape, dtype and sha256.  Loading
-checks the version, refuses classes outside rfstream (plus
-``sklearn.pipeline.Pipeline``), verifies every checksum, and reads arrays without
-pickle: a tampered, truncated or malformed model is refused with a one-line
-:class:`ModelFileError` that names the file or node.  Nothing outside the model
-directory is read, nothing is read twice, sizes are checked before data are read, and
-the fitted state is checked before the model is returned (:mod:`rfstream.io.model_checks`
-holds the rules and the limits).  Saving applies the same rule to every estimator in the
-tree (:func:`loadable_class`), so a model that could not be loaded (say a Pipeline
-with scikit-learn's ``StandardScaler``, or a subclass defined in a script) is
-refused when it is saved, with nothing written.  Arrays keep their memory layout
-(C or Fortran order, as ``.npy`` records it), so a loaded model computes bit for bit
-as the saved one did.
-
-Estimators are described generically: ``get_params(deep=False)`` for the
-constructor (nested estimators recursively) and the public attributes ending
-in ``_`` for the fitted state, so a new rfstream estimator needs no code here
-as long as its fitted state is arrays, numbers, strings or lists of them.
+A model directory (local or a URL) holds ``model.json`` (the format version, the estimator
+tree of classes, constructor parameters and fitted attributes, each array's shape, dtype and
+sha256) and ``arrays/*.npy``.  Loading refuses classes outside rfstream (and
+``sklearn.pipeline.Pipeline``), verifies every checksum, reads nothing outside the directory
+and checks the fitted state (:mod:`rfstream.io.model_checks`); a bad model is one
+:class:`ModelFileError` line.  A new estimator needs no code here.
+Narrative: docs/robustness.md, "rfstream/io/model_files.py".
 """
 from __future__ import annotations
 
@@ -137,12 +123,30 @@ class _Writer:
 def save_model(model, path, *, metadata=None, overwrite=False, storage_options=None, files=None):
     """Save a fitted rfstream estimator or Pipeline to the directory ``path``.
 
-    ``path`` is a local directory or a URL (``s3://bucket/model``); the model is
-    written whole or not at all (:mod:`rfstream.io.staging`), ``model.json`` last.
-    ``metadata`` is any JSON-serializable dict kept alongside (the CLI stores
-    the training dataset's schema there).  ``files`` maps file names to bytes
-    written into the directory with the model (the CLI's CV heat map; not
-    checksummed, not read by :func:`load_model`).  Returns ``path``.
+    Parameters
+    ----------
+    model : estimator or sklearn.pipeline.Pipeline
+        Fitted; every estimator in it one that :func:`load_model` loads.
+    path : str, Path or URL
+        A local directory or a URL (``s3://bucket/model``), written whole or not at all
+        (:mod:`rfstream.io.staging`), ``model.json`` last.
+    metadata : dict, optional
+        JSON-serializable, kept alongside (the CLI stores the training dataset's schema).
+    overwrite : bool, default=False
+        Replace an existing model at ``path``; otherwise ``FileExistsError``.
+    storage_options : dict, optional
+        For a URL's filesystem.
+    files : dict of str to bytes, optional
+        Plain files written with the model (not checksummed, not read by :func:`load_model`).
+
+    Returns
+    -------
+    path
+
+    Raises
+    ------
+    TypeError
+        For a class that :func:`load_model` would not load, or a value that needs pickle.
     """
     for name in files or {}:
         if "/" in name or name in ("model.json", "arrays") or name.startswith("."):
@@ -166,7 +170,7 @@ def save_model(model, path, *, metadata=None, overwrite=False, storage_options=N
 
 
 def model_root(path, storage_options=None) -> Location:
-    """The directory holding ``model.json`` (on a store: the committed version)."""
+    """The :class:`Location` of the directory holding ``model.json`` (on a store: the committed version)."""
     return resolve_committed(as_location(path, storage_options))
 
 
@@ -221,7 +225,11 @@ class _Dir:
 
 
 def read_model_json(path, *, storage_options=None) -> dict:
-    """The parsed ``model.json`` of a model directory, format- and structure-checked."""
+    """The parsed ``model.json`` of a model directory, format- and structure-checked.
+
+    Raises :class:`ModelFileError` when it is missing, too large, not JSON, not rfstream's
+    or of a newer format version.
+    """
     root = model_root(path, storage_options)
     meta = root.child("model.json")
     data = _Dir(root).read_json("model.json")
@@ -359,8 +367,22 @@ def _resolve_class(path: str):
 def load_model(path, *, storage_options=None):
     """Load a model saved by :func:`save_model` (checksums verified, no pickle).
 
-    Everything is checked before the model is returned (:mod:`rfstream.io.model_checks`):
-    a model either predicts as it was saved or is refused with a :class:`ModelFileError`.
+    Parameters
+    ----------
+    path : str, Path or URL
+        The model directory.
+    storage_options : dict, optional
+        For a URL's filesystem.
+
+    Returns
+    -------
+    estimator or sklearn.pipeline.Pipeline
+        A model that predicts as it was saved.
+
+    Raises
+    ------
+    ModelFileError
+        One line naming the file or node, for anything missing, damaged or foreign.
     """
     return load_model_document(path, storage_options=storage_options)[0]
 

@@ -1,23 +1,11 @@
 """Parquet -> dense float32 rows, by row groups (behind :func:`rfstream.io.convert`).
 
-A file is read with pyarrow's :class:`~pyarrow.parquet.ParquetFile`, one batch of at
-most ``rows_per_chunk`` rows of one row group at a time, never whole.  Its columns
-are encoded by CSV's rules, with CSV's own pieces (:class:`~rfstream.io.csv.ColumnScan`,
-:class:`~rfstream.io.csv.Encoder`, :func:`~rfstream.io.csv.schema_attrs`):
-
-* numbers and booleans (True = 1) are numeric; a null or NaN becomes the column's mean;
-* a string column is numeric when every non-null value parses as a number, as a CSV
-  column is, and categorical otherwise; a dictionary (pandas ``category``) column is
-  always categorical;
-* a categorical column is one-hot encoded into columns ``"name=value"`` in sorted
-  order, at most :data:`~rfstream.io.csv.MAX_CATEGORIES` values; a null is all zeros;
-* other types (dates, timestamps, binary, nested) are refused, naming the column.
-
-Only nulls are missing: a CSV reads ``?`` and ``NA`` as missing, a Parquet string
-column holds them as text.  The label column is chosen by name or position
-(``label_column``) and follows :mod:`~rfstream.io.ingest`'s label rules (booleans
-are 0 and 1).  Several files (:mod:`rfstream.io.convert_tasks`) must all have the
-columns of the first; pass 2 has one task per row group.
+A file is read with pyarrow's :class:`~pyarrow.parquet.ParquetFile`, one batch of at most
+``rows_per_chunk`` rows of one row group at a time, never whole.  Its columns are encoded by
+CSV's rules and pieces (:mod:`rfstream.io.csv`): numbers and booleans are numeric, a null is
+the column's mean, dictionary columns and text columns not all numbers are one-hot; dates,
+binary and nested types are refused, naming the column.  Several files must all have the first's columns;
+pass 2 has one task per row group.  The rules in full: docs/io.md, "rfstream/io/parquet.py".
 """
 from __future__ import annotations
 

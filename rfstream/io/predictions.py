@@ -1,9 +1,9 @@
 """Writing predictions to Zarr block by block, staged (:mod:`rfstream.io.staging`).
 
 A predictions group holds ``y_pred`` (one label or value per row) and, optionally,
-``scores`` (a classifier's decision values or class probabilities, rows first),
-written by the same tasks: for lazy dask inputs that share their graph (labels and
-scores from the same decision values) each block is computed once.
+``scores`` (a classifier's decision values or class probabilities, rows first) and other
+named outputs with the same rows, written by the same tasks: for lazy dask inputs that share
+their graph each block is computed once.  See docs/io.md, "rfstream/io/predictions.py".
 """
 from __future__ import annotations
 
@@ -26,12 +26,32 @@ def _regular(a, rows):
 
 def write_predictions(pred, path, *, scores=None, arrays=None, attrs=None, overwrite=False,
                       storage_options=None):
-    """Store ``pred`` (numpy or lazy dask, rows first) as array ``y_pred`` of a Zarr group,
-    ``scores`` (same rows; optional) as array ``scores``, and each of ``arrays`` (a dict of
-    more named outputs with the same rows: ``std``, ``lower``, ...) under its name.
+    """Store predictions as a Zarr group, block by block, written by the workers.
 
-    ``path`` is a local directory or a URL; the workers write their own blocks, all
-    arrays of a block from one computation when they share their graph.
+    Parameters
+    ----------
+    pred : numpy or dask array, rows first
+        Stored as array ``y_pred``.
+    path : str, Path or URL
+        Written whole or not at all (:mod:`rfstream.io.staging`).
+    scores : array with the same rows, optional
+        Stored as array ``scores``.
+    arrays : dict, optional
+        More named outputs with the same rows (``std``, ``lower``, ...), each under its name.
+    attrs : dict, optional
+        Attributes of the group.
+    overwrite : bool, default=False
+    storage_options : dict, optional
+
+    Returns
+    -------
+    path
+
+    Raises
+    ------
+    ValueError
+        For a name that is not an identifier (or is ``y_pred``), or an output whose rows
+        differ from ``pred``'s.
     """
     named = {} if scores is None else {"scores": scores}
     named.update(arrays or {})
@@ -57,7 +77,18 @@ def write_predictions(pred, path, *, scores=None, arrays=None, attrs=None, overw
 
 
 def read_predictions(path, *, storage_options=None, array="y_pred"):
-    """An array of a predictions group (local or a URL): ``y_pred`` (default) or
-    ``scores``, as a lazy dask array."""
+    """An array of a predictions group as a lazy dask array.
+
+    Parameters
+    ----------
+    path : str, Path or URL
+    storage_options : dict, optional
+    array : str, default="y_pred"
+        ``y_pred``, ``scores`` or another name :func:`write_predictions` was given.
+
+    Returns
+    -------
+    dask array
+    """
     source = open_source(path, storage_options)
     return lazy_array(source, array)

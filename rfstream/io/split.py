@@ -1,24 +1,11 @@
 """Split a dataset into a training and a test dataset, row by row, on the workers.
 
 ``rfstream split DATA TRAIN TEST`` and :func:`split_dataset` write the rows that
-:func:`rfstream.train_test_split` gives for the same seed: row ``i`` is a test row when
-its uniform ``u_i``, drawn from ``(random_state, i)`` alone on the split's stream
-(:data:`rfstream.random.STREAM_SPLIT`), is below ``test_size``; so the split does not
-depend on the chunking, and ``rfstream fit --holdout`` holds out the same rows.  With
-``stratify`` each class ``c`` has exactly ``round(test_size * n_c)`` test rows, its rows
-of smallest ``u_i`` (:func:`rfstream.preprocess.stratified_thresholds`: passes over the
-labels only).
-
-Each worker selects the rows of its own chunks (a mask from ``u_i``) and writes them;
-nothing with a row dimension reaches the client, and X is read once for both outputs.
-Both outputs are staged (:mod:`rfstream.io.staging`): a temporary name renamed on a local
-disk, a commit object on an object store.  They keep DATA's attributes (classes, feature
-names, categorical encodings, fill values, ...) with their own ``n_rows``,
-``class_counts`` and ``n_unseen_labels``, and a ``split`` record (source, part, test_size,
-seed, stratify); ``n_unseen_categories``, a count of DATA's conversion, is left out.
-Every other array of DATA with one row per row of X (sample weights, say) is split with
-the rows; an array of another length, of a non-numeric type, or named ``X`` or ``y``
-beside other chosen arrays is dropped, and the summary names it.
+:func:`rfstream.train_test_split` gives for the same seed: row ``i`` is a test row when its
+uniform from ``(random_state, i)`` is below ``test_size`` (exactly per class with
+``stratify``), so ``rfstream fit --holdout`` holds out the same rows.  Each worker selects and
+writes the rows of its own chunks; X is read once for both outputs, both staged.  The
+outputs' attributes and the arrays carried along: docs/io.md, "rfstream/io/split.py".
 """
 from __future__ import annotations
 
@@ -54,8 +41,13 @@ def _class_counts(y, offset=0, *, n_classes):
 
 class DatasetSplit:
     """A split of ``data`` into ``train`` and ``test``: every check in the constructor
-    (reading metadata only), the passes in :meth:`write`.  The keywords are those of
-    :func:`split_dataset`, which documents them."""
+    (reading metadata only), the passes in :meth:`write`.
+
+    Parameters
+    ----------
+    data, train, test, **keywords
+        As for :func:`split_dataset`, which documents them.
+    """
 
     def __init__(self, data, train, test, *, test_size=0.25, stratify=False, random_state=0, overwrite=False,
                  storage_options=None, x_array=DEFAULT_X, y_array=DEFAULT_Y, rows_per_chunk=None):
@@ -188,8 +180,15 @@ def split_dataset(data, train, test, *, test_size=0.25, stratify=False, random_s
 
     Returns
     -------
-    dict : the locations, the rows of each part, the test size, the seed, the arrays
-    written (and, under ``dropped``, those left out and why).
+    dict
+        The locations, the rows of each part, the test size, the seed, the arrays written
+        (and, under ``dropped``, those left out and why: docs/io.md).
+
+    Raises
+    ------
+    ValueError
+        For a ``test_size`` outside (0, 1), outputs at the same place or at DATA's,
+        ``stratify`` without class labels, or a part left without rows.
     """
     return DatasetSplit(data, train, test, test_size=test_size, stratify=stratify, random_state=random_state,
                         overwrite=overwrite, storage_options=storage_options, x_array=x_array,

@@ -1,19 +1,10 @@
 """Writes that readers see whole or not at all, on a local disk and on an object store.
 
-Local disk: the output is written under a temporary sibling name and renamed onto
-the destination when complete (an existing output is swapped out only then).
-
-Object store (no atomic rename there): the output is written under a fresh
-version prefix ``DST/v-<random>/`` and made visible last by one small object,
-``DST/rfstream-commit.json``, naming that version (a single PUT, atomic).
-Readers follow the commit (:func:`resolve_committed`); a destination with
-version prefixes but no commit is an interrupted write and is refused with a
-one-line error.  The previous version stays readable until the new commit is
-written; everything else under ``DST`` is deleted after it.
-
-``marker`` names the file that proves an existing destination is ours to replace
-(``zarr.json`` for a Zarr group, ``model.json`` for a model), so
-``overwrite=True`` never deletes an unrelated directory.
+Local disk: written under a temporary sibling name, renamed onto the destination when
+complete.  Object store: written under a fresh version prefix ``DST/v-<random>/``, made
+visible last by one commit object, ``DST/rfstream-commit.json`` (:func:`resolve_committed`).
+``marker`` (``zarr.json``, ``model.json``) proves an existing destination is ours to replace.
+Narrative: docs/robustness.md, "rfstream/io/staging.py".
 """
 from __future__ import annotations
 

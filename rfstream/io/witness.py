@@ -1,23 +1,10 @@
 """A cheap witness of a dataset's content: what a checkpoint is tied to besides its shape.
 
-A checkpoint stores the results of passes over one dataset; resumed on other values of
-the same shape, chunks, dtype and attributes, it would give a wrong model without a word.
-:func:`content_witness` is a short digest that any rewrite of the dataset changes,
-without reading its chunks:
-
-* a local dataset (a directory): every file's relative path, size, inode, modification
-  and change times in nanoseconds, and the SHA-256 of its metadata documents
-  (``zarr.json``, ``.zarray``, ``.zattrs``, ``.zgroup``, ``.zmetadata``); a rewrite
-  changes a time (and usually a size or an inode) even when the bytes are the same
-  length;
-* an object store: every object's key, size and the store's version stamps (``ETag``,
-  ``generation``, ``LastModified``, ... whatever its fsspec ``info`` gives), and the
-  SHA-256 of the metadata documents;
-* a zarr Group or store, an xarray Dataset (no location): ``None``, nothing to witness.
-
-Reading the dataset changes nothing in the witness (access times are not part of it).
-A rewrite within one tick of the filesystem's clock (a few ms on Linux) that keeps every
-file's size and inode is the one change it can miss.
+:func:`content_witness` is a short digest that any rewrite of the dataset changes, without
+reading its chunks: every file's size, inode and times plus the SHA-256 of the Zarr metadata
+documents on a local disk; every object's size and version stamps on a store; ``None`` for a
+zarr Group or an xarray Dataset.  Reading the dataset changes nothing in it.
+Narrative, and the one change it can miss: docs/robustness.md, "rfstream/io/witness.py".
 """
 from __future__ import annotations
 
@@ -40,7 +27,7 @@ DIGEST_CHARS = 32
 def content_witness(data, storage_options=None):
     """A short hex digest of the dataset at ``data`` (a local path or a URL) that any
     rewrite of it changes; ``None`` for a zarr Group or store or an xarray Dataset
-    (no location to witness).  See the module docstring."""
+    (no location to witness)."""
     if not isinstance(data, (str, os.PathLike, Location)):
         return None
     location = as_location(data, storage_options)

@@ -5,7 +5,7 @@ group, a zarr ``Group`` or store object, or an xarray ``Dataset``.  The arrays
 are chosen by name (``x="X"``, ``y="y"``); rfstream's own attributes are not
 needed: without them the task follows y's dtype (integers and booleans are class
 codes, floats regression targets).  A store rfstream wrote to an object store is
-read through its commit (:func:`rfstream.io.staging.resolve_committed`).
+read through its commit (:func:`rfstream.io.staging.resolve_committed`).  See docs/io.md.
 """
 from __future__ import annotations
 
