@@ -1,17 +1,12 @@
 """Fast Walsh-Hadamard transform, vectorized numpy, O(n log n) per vector.
 
-``fwht(a, axis)`` returns ``H_n a`` along ``axis`` where ``H_n`` is the
-*unnormalized* Sylvester-ordered Hadamard matrix (``H_1 = [1]``,
-``H_2n = [[H_n, H_n], [H_n, -H_n]]``; the same matrix as
-:func:`scipy.linalg.hadamard`), so ``H_n H_n = n I``.  ``n`` must be a power of
-two.  The transform is ``log2(n)`` butterfly stages, each a pair of vectorized
-additions, applied to a batch of vectors at a time (about 256 KiB, so that the
-stages run in cache) rather than with a Python loop over vectors.
-
-Used by Fastfood (:mod:`rfstream.features.fastfood`, along the feature axis).
-:func:`hadamard_blocks` computes the same transform along the rows of many
-blocks with two rounds of small matrix products instead (used by the block SRHT
-of TEFM-S, :mod:`rfstream.datadriven.tefm`).
+:func:`fwht` returns ``H_n a`` along ``axis`` for the *unnormalized* Sylvester-ordered Hadamard
+matrix (``H_1 = [1]``, ``H_2n = [[H_n, H_n], [H_n, -H_n]]``, as :func:`scipy.linalg.hadamard`),
+so ``H_n H_n = n I``; ``n`` must be a power of two.  Its ``log2(n)`` butterfly stages run on a
+batch of vectors that fits in cache (used by :mod:`rfstream.features.fastfood`).
+:func:`hadamard_blocks` computes the same transform along the rows of many blocks with two
+small matrix products (the block SRHT of TEFM-S, :mod:`rfstream.datadriven.tefm`).
+Why two products and their measurements: docs/tefm.md, "The TEFM-S sketch".
 """
 from __future__ import annotations
 
@@ -127,9 +122,8 @@ def hadamard_blocks(x):
     one batched product with ``H_a`` over the first axis and one with ``H_b``
     over the second.  That is ``2 (a + b) ~ 4 sqrt(B)`` flops per entry
     instead of the butterflies' ``log2 B`` additions, but done by BLAS in two
-    passes over memory instead of ``log2 B`` memory-bound numpy passes, which
-    measures 2-8 times faster for ``B`` of 128-512 and ``d`` of hundreds
-    (see docs/tefm.md).  Each block is transformed whole before the next, so
+    passes over memory instead of ``log2 B`` memory-bound numpy passes
+    (measured in docs/tefm.md).  Each block is transformed whole before the next, so
     the working set is one block.
 
     Returns a new array in ``x``'s dtype (float32 or float64).

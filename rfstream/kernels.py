@@ -1,36 +1,12 @@
 """Shift-invariant kernels, their spectral densities, and the bandwidth rule.
 
-Three kernels, each parametrised by ``gamma > 0`` (``delta = x - y``):
-
-============  =======================================  ==============================
-kernel        k(delta)                                 frequency law, per coordinate
-============  =======================================  ==============================
-gaussian      exp(-gamma ||delta||_2^2)                w_j ~ Normal(0, var=2 gamma)
-laplacian     exp(-gamma ||delta||_1)                  w_j ~ Cauchy(0, scale=gamma)
-cauchy        prod_j 1 / (1 + gamma delta_j^2)         w_j ~ Laplace(0, scale=sqrt(gamma))
-============  =======================================  ==============================
-
-These are Figure 1 of Rahimi & Recht (2007), "Random Features for Large-Scale
-Kernel Machines", with a bandwidth added.  By Bochner's theorem
-``k(delta) = E_w[cos(w' delta)]`` where ``w`` has the listed law, and each row
-follows from a one-dimensional characteristic function (all three laws are
-products over coordinates):
-
-* ``E cos(t w) = exp(-s^2 t^2 / 2)`` for ``w ~ N(0, s^2)``; ``s^2 = 2 gamma``
-  gives ``exp(-gamma t^2)``.
-* ``E cos(t w) = exp(-s |t|)`` for ``w ~ Cauchy(0, s)``; ``s = gamma`` gives
-  ``exp(-gamma |t|)``.
-* ``E cos(t w) = 1 / (1 + b^2 t^2)`` for ``w ~ Laplace(0, b)``;
-  ``b = sqrt(gamma)`` gives ``1 / (1 + gamma t^2)``.
-
-(Figure 1 of the paper prints the Cauchy kernel as ``prod 2 / (1 + delta^2)``;
-its Fourier transform ``exp(-||w||_1)`` is a probability density only with the
-normalisation ``k(0) = 1`` used here, i.e. ``prod 1 / (1 + delta^2)`` and
-density ``prod exp(-|w_j|) / 2``.)
-
-Exact kernels (:func:`kernel_matrix`) are test oracles and metric references for
-small numpy arrays; :func:`auto_gamma` is the papers' bandwidth rule and works
-on dask arrays without loading them.
+Rahimi & Recht (2007), Figure 1, with a bandwidth ``gamma > 0``: by Bochner's theorem
+``k(delta) = E_w[cos(w' delta)]`` with i.i.d. coordinates ``w_j`` -- gaussian
+``exp(-gamma ||delta||_2^2)``, ``w_j ~ Normal(0, var=2 gamma)``; laplacian
+``exp(-gamma ||delta||_1)``, ``w_j ~ Cauchy(0, scale=gamma)``; cauchy
+``prod_j 1 / (1 + gamma delta_j^2)``, ``w_j ~ Laplace(0, scale=sqrt(gamma))``.  Departs from
+the paper: the Cauchy kernel is normalised to ``k(0) = 1``.  :func:`kernel_matrix` is a test
+oracle; :func:`auto_gamma` the papers' bandwidth rule.  Derivation: docs/kernels.md.
 """
 from __future__ import annotations
 

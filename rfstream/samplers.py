@@ -1,20 +1,12 @@
 """Frequency samplers: the ``d x m`` matrix ``W`` whose columns are frequencies.
 
-A sampler is a function ``sampler(kernel, gamma, d, m, rng) -> W`` returning a
-float64 array of shape ``(d, m)`` whose columns ``w`` satisfy (at least
-marginally) ``E[cos(w' (x - y))] = k(x, y)`` for the kernel of
-:mod:`rfstream.kernels`.  Samplers are registered in :data:`SAMPLERS` with the
-kernels they support; :func:`check_sampler` validates a (sampler, kernel) pair
-and :func:`sample_weights` draws.
-
-* ``"mc"`` -- Monte Carlo: i.i.d. draws from the spectral density
-  (Rahimi & Recht 2007, Algorithm 1).
-* ``"qmc"`` -- quasi-Monte Carlo: a scrambled Sobol sequence in ``[0, 1)^d``
-  (one point per frequency) mapped through the per-coordinate inverse CDF
-  (Avron et al. 2016, "Quasi-Monte Carlo feature maps for shift-invariant
-  kernels").
-* ``"orthogonal"`` -- orthogonal random features (Yu et al. 2016, "Orthogonal
-  Random Features"), Gaussian kernel only.
+A sampler ``sampler(kernel, gamma, d, m, rng) -> W`` returns a float64 ``(d, m)`` array whose
+columns satisfy (at least marginally) ``E[cos(w' (x - y))] = k(x, y)`` for the kernels of
+:mod:`rfstream.kernels`; :data:`SAMPLERS` registers each with the kernels it supports.
+``"mc"``: i.i.d. draws from the spectral density (Rahimi & Recht 2007, Algorithm 1);
+``"qmc"``: a scrambled Sobol sequence through the per-coordinate inverse CDF (Avron et al.
+2016, "Quasi-Monte Carlo feature maps for shift-invariant kernels"); ``"orthogonal"``:
+Gaussian kernel only (Yu et al. 2016, "Orthogonal Random Features").  Compared: docs/rff.md.
 """
 from __future__ import annotations
 

@@ -1,18 +1,11 @@
 """Compact Nonlinear Maps (Yu, Kumar, Rowley & Chang 2015): learned random Fourier features.
 
-``Z(x) = sqrt(2/k) cos(Theta' x + b)`` with ``Theta`` (``d x k``) initialized as
-random Fourier features and then learned, jointly with a linear SVM ``w``, by
-alternating mini-batch SGD (Algorithm 3; the steps are in
-:mod:`rfstream.datadriven.cnm_sgd`).  Rationale and measurements of every
-choice that departs from the paper: docs/cnm.md.
-
-Data access: every outer iteration draws its ``(T1 + T2) x batch_size`` row
-indices from ``(seed, iteration)`` (stream :data:`rfstream.random.STREAM_CNM_BATCHES`)
-and gathers those rows in one ``X[idx]`` (dask reads only the chunks that hold
-them); the mini-batches are slices of that sample.  The held-out rows for early
-stopping are drawn once from ``(seed, STREAM_CNM_HOLDOUT)`` and never trained on.
-The result therefore depends on the seed only, not on the chunking or the
-number of workers, and a numpy array gives the same model as a dask array.
+``Z(x) = sqrt(2/k) cos(Theta' x + b)`` with ``Theta`` (``d x k``) initialized as random
+Fourier features and then learned, jointly with a linear SVM ``w``, by alternating mini-batch
+SGD (Algorithm 3; the steps are in :mod:`rfstream.datadriven.cnm_sgd`).  Mini-batches and
+held-out rows are drawn from the seed and the row index only (:mod:`rfstream.random`), so the
+model does not depend on the chunking.  Data access, the deviations from the paper and their
+measurements: docs/cnm.md.
 """
 from __future__ import annotations
 
@@ -60,7 +53,7 @@ class CompactNonlinearMap(ClassifierMixin, FeatureMap):
        steps on ``(Theta, b)`` with ``w`` fixed (Algorithm 2, gradient eq. 9).
 
     Every step uses a mini-batch of ``batch_size`` rows drawn at random from
-    the training rows (see the module docstring for how rows are gathered).
+    the training rows (docs/cnm.md, "Data access", says how rows are gathered).
     Regularization as in Section 6.1: no penalty on ``Theta``, early stopping
     on held-out rows (the best ``(Theta, b, w)`` seen is kept; the first
     candidate is the initial random map with its Pegasos ``w``).
@@ -339,8 +332,8 @@ class CompactNonlinearMap(ClassifierMixin, FeatureMap):
         return {key: np.asarray(v, dtype=dtype) for key, v in p.items()}
 
     def _features64(self, x):
-        """``Z(x)`` from float64 phases: a learned ``Theta' x + b`` reaches ~100, which float32
-        keeps to ~1e-5, rounded by a GEMM that differs with the number of rows of a batch."""
+        """``Z(x)`` from float64 phases: float32 would round a learned ``Theta' x + b`` differently
+        with a batch's number of rows (docs/cnm.md, "Float64 phases at prediction")."""
         return features(dense_rows(x, np.float64), self._params(), self._n_features_out)[0]
 
     def _block(self, x):

@@ -1,14 +1,11 @@
 """The alternating SGD of Compact Nonlinear Maps (Yu, Kumar, Rowley & Chang 2015, Algorithm 3).
 
-The pieces :class:`rfstream.CompactNonlinearMap` runs on each mini-batch, all
-pure numpy in float64: the map ``Z(x) = sqrt(2/k) cos(u)`` with phases ``u =
-Theta' x + b`` (dense, eq. 4) or ``circ(r) D x + b`` (circulant, eq. 13); the
-objectives, the classification loss of eq. 5 (eq. 8 for the hinge) and the
-kernel approximation error of eq. 10, each with its derivative with respect to
-``Z``; one chain rule from that derivative to the map's parameters (eqs. 9, 11,
-16-17); the rows of the mini-batches (:func:`gather_rows`, :func:`train_index`);
-and :class:`Iterate`, the state of Algorithm 3 with its w-step (Algorithm 1)
-and map step (Algorithm 2).
+What :class:`rfstream.CompactNonlinearMap` runs on each mini-batch, pure numpy in float64:
+the map ``Z(x) = sqrt(2/k) cos(u)``, ``u = Theta' x + b`` (dense, eq. 4) or ``circ(r) D x + b``
+(circulant, eq. 13); the classification loss (eq. 5, eq. 8 for the hinge) and the kernel
+error (eq. 10) with their derivatives in ``Z``; one chain rule to the map's parameters
+(eqs. 9, 11, 16-17); the mini-batch rows; and :class:`Iterate`, the state of Algorithm 3 with
+its w-step (Algorithm 1) and map step (Algorithm 2).  Deviations: docs/cnm.md.
 """
 from __future__ import annotations
 
@@ -34,14 +31,8 @@ KERNEL_VALIDATION_ROWS = 1000
 
 
 def theta_step_size(c, t, schedule="constant", t0=100.0):
-    """Step of the ``t``-th Theta-step (``t = 0, 1, ...``, counted over Theta-steps only).
-
-    ``"constant"``: ``c``.  ``"decay"``: ``c / (1 + t / t0)``, the ``1/t`` decay of
-    Algorithm 2's Pegasos step ``1/(lambda t)`` (Yu et al. 2015, Algorithms 2-3)
-    with ``c`` in place of ``1/lambda`` and shifted by ``t0`` so that the first
-    steps are ``c`` and not ``1/lambda`` (which moves the phases by many periods
-    for a small ``lambda``).
-    """
+    """Step of the ``t``-th Theta-step (``t = 0, 1, ...``): ``c``, or for ``"decay"`` Algorithm
+    2's ``1/(lambda t)`` decay with ``c`` for ``1/lambda``, shifted by ``t0``: ``c / (1 + t / t0)``."""
     return c if schedule == "constant" else c / (1.0 + t / t0)
 
 
@@ -61,15 +52,11 @@ def features(x, params, k):
 
 
 def map_gradient(x, params, k, u, dZ):
-    """Gradient of ``sum(dZ * Z(x))`` with respect to the learned parameters.
+    """Gradient of ``sum(dZ * Z(x))`` in the learned parameters, a dict with their keys.
 
-    ``dZ`` (m, k) is the derivative of the objective with respect to the
-    features.  Chain rule through ``Z = sqrt(2/k) cos(u)``:
-    ``dU = -sqrt(2/k) sin(u) dZ``, then ``d/dTheta = x' dU`` (eq. 9 for the
-    hinge loss, eq. 11 for the kernel MSE), ``d/db = sum_rows dU``, or for the
-    circulant map the FFT cross-correlation of eqs. 16-17
-    (:func:`rfstream.features.circulant.circulant_grad`).  Returns a dict with
-    the keys of the learned parameters.
+    ``dU = -sqrt(2/k) sin(u) dZ``, then ``d/dTheta = x' dU`` (eq. 9 for the hinge, eq. 11
+    for the kernel MSE), ``d/db = sum_rows dU``, or the FFT cross-correlation of eqs. 16-17
+    (:func:`rfstream.features.circulant.circulant_grad`) for the circulant map.
     """
     dU = -math.sqrt(2.0 / k) * np.sin(u) * dZ
     grad = {"offset": dU.sum(axis=0)}
@@ -88,12 +75,8 @@ W_STEP_LOSSES = {"ovr": "hinge", "multinomial": "multinomial", "crammer-singer":
 
 
 def classification_objective(x, Y, params, k, coef, intercept, multiclass="ovr"):
-    """Mean loss of ``w' Z(x)`` (eq. 8 for "ovr") and ``dLoss/dZ`` for a batch.
-
-    ``Y``: +-1 (m, K) for the OvR hinge, class indices (m,) for "multinomial"
-    and "crammer-singer".  ``dLoss/dZ = g W / m`` with ``g = dL/dscores``: one
-    chain rule for every loss, continued by :func:`map_gradient`.
-    """
+    """Mean loss of ``w' Z(x)`` (eq. 8 for "ovr") and ``dLoss/dZ = g W / m``, ``g = dL/dscores``;
+    ``Y`` is +-1 (m, K) for "ovr", class indices (m,) otherwise."""
     Z, u = features(x, params, k)
     loss, g = CLASS_LOSSES[multiclass](Z @ coef.T + intercept, Y)  # g = dL/dscores (m, K)
     m = x.shape[0]
@@ -106,11 +89,8 @@ def hinge_objective(x, Y, params, k, coef, intercept):
 
 
 def kernel_objective(x, params, k, kernel, gamma):
-    """Mean squared kernel error over all pairs of the batch (eq. 10) and ``dLoss/dZ``.
-
-    ``E = Z Z' - K``; ``d mean(E^2) / dZ = 4 E Z / m^2`` (``E`` symmetric), the
-    pair sum of eq. 11.
-    """
+    """Mean squared kernel error over the batch's pairs (eq. 10) and its derivative
+    ``4 E Z / m^2`` in ``Z``, ``E = Z Z' - K`` (the pair sum of eq. 11)."""
     Z, u = features(x, params, k)
     E = Z @ Z.T - kernel_matrix(x, kernel=kernel, gamma=gamma)
     m = x.shape[0]

@@ -1,18 +1,11 @@
 """Ridge leverage scores of every row from a random Fourier pilot map: Nystroem's landmark weights.
 
-``NystroemFeatures(landmarks="leverage")`` samples its landmarks with probability
-proportional to approximate ridge leverage scores (Alaoui & Mahoney 2015; Musco & Musco
-2017).  The scores come from a cheap first map, random Fourier features ``z`` of
-``D0 = max(2 m, 256)`` columns (:func:`pilot_map`):
-
-* pass 1, :func:`pilot_gram`: ``G = Z'Z`` (:func:`rfstream.reductions.sum_rows`), then on
-  the client ``G = V diag(s) V'`` and ``lambda`` (:func:`ridge_lambda`);
-* pass 2, the landmark pass itself (:func:`rfstream.datadriven.nystroem.sample_landmarks`):
-  each task makes ``z_i`` for its rows and scores them,
-  ``l_i = z_i' (Z'Z + lambda I)^{-1} z_i = ||z_i V diag(s + lambda)^{-1/2}||^2``
-  (:class:`LeverageScores`); the scores are never stored.
-
-Method, deviation from the papers and measurements: docs/nystroem.md.
+``NystroemFeatures(landmarks="leverage")`` samples its landmarks with probability proportional
+to approximate ridge leverage scores (Alaoui & Mahoney 2015; Musco & Musco 2017, Algorithm 3),
+``l_i = z_i' (Z'Z + lambda I)^{-1} z_i`` for pilot features ``z`` of ``D0 = max(2 m, 256)``
+columns: one Gram pass (:func:`pilot_gram`), then the landmark pass scores its rows
+(:class:`LeverageScores`).  Departs from the papers: one round with a data-independent pilot
+instead of their recursion (a pass per level).  Method and measurements: docs/nystroem.md.
 """
 from __future__ import annotations
 
@@ -40,12 +33,8 @@ def pilot_size(m: int) -> int:
 
 
 def pilot_map(n_features: int, m: int, kernel: str, gamma: float, rng) -> RandomFourierFeatures:
-    """The pilot map: random Fourier features ("cossin", float32) of the landmarks' kernel.
-
-    Its frequencies are drawn from a seed that ``rng`` (the Nystroem map's generator)
-    gives, on the client.  "cossin" makes ``||z(x)||^2 = 1 = k(x, x)`` for every row, so
-    ``trace(Z'Z) = n = trace(K)`` exactly.
-    """
+    """The pilot map: random Fourier features ("cossin", float32, so ``trace(Z'Z) = n =
+    trace(K)``) of the landmarks' kernel, seeded from ``rng``, the Nystroem map's generator."""
     seed = int(rng.integers(0, 2**32 - 1))  # a random_state every map accepts
     return RandomFourierFeatures.for_columns(n_features, n_components=pilot_size(m), kernel=kernel,
                                              gamma=gamma, variant="cossin", random_state=seed,
@@ -75,25 +64,15 @@ def pilot_gram(X, pilot, *, split_every=None):
 
 
 def target_rank(m: int) -> int:
-    """``k = ceil(m / (4 ln m))``: the rank whose ``lambda`` suits ``m`` samples (Musco & Musco 2017).
-
-    Sampling ``O(k log k)`` columns by ``lambda``-ridge leverage scores with
-    ``lambda = (1/k) sum_{i>k} sigma_i(K)`` gives a rank-``k`` guarantee; their code
-    (``recursiveNystrom.m``, Algorithm 3) takes ``k = ceil(s / (4 ln s))`` for ``s``
-    samples.  ``ln m`` is floored at 1 so that ``m = 1, 2`` give ``k = 1``.
-    """
+    """``k = ceil(m / (4 ln m))``, ``ln m`` floored at 1: the rank whose ``lambda`` suits ``m``
+    samples (Musco & Musco 2017, Algorithm 3, ``recursiveNystrom.m``)."""
     m = int(m)
     return max(1, math.ceil(m / (4.0 * max(math.log(m), 1.0))))
 
 
 def ridge_lambda(eigenvalues, m: int) -> float:
-    """``lambda = (trace - sum of the k largest eigenvalues) / k``, ``k = target_rank(m)``.
-
-    ``eigenvalues`` are those of the pilot's ``Z'Z`` (the nonzero eigenvalues of
-    ``Z Z' ~ K``), so the numerator estimates ``sum_{i>k} sigma_i(K)``.  A tail of zero
-    (fewer distinct rows than ``k``) is floored at ``1e-10 trace`` so that the scores stay
-    defined; the recursive code floors at ``1e-5`` in the same case.
-    """
+    """``lambda = (trace - sum of the k largest eigenvalues) / k``, ``k = target_rank(m)``, for
+    the eigenvalues of the pilot's ``Z'Z``; a zero tail is floored at ``1e-10 trace``."""
     s = np.sort(np.clip(np.asarray(eigenvalues, dtype=np.float64), 0.0, None))[::-1]
     k = target_rank(m)
     trace = float(s.sum())
@@ -123,12 +102,8 @@ class LeverageScores:
 
 
 def leverage_scores(X, pilot, m, *, split_every=None):
-    """``(scores, lambda, d_eff)`` for ``m`` landmarks after the pilot's Gram pass over ``X``.
-
-    ``scores`` is a :class:`LeverageScores` (evaluated later, inside the landmark pass);
-    ``lambda`` is :func:`ridge_lambda`; ``d_eff = sum_j s_j / (s_j + lambda)``, the
-    effective dimension, is the sum of the scores over the training rows.
-    """
+    """``(scores, lambda, d_eff)`` for ``m`` landmarks after the pilot's Gram pass over ``X``:
+    a :class:`LeverageScores`, :func:`ridge_lambda` and ``sum_j s_j / (s_j + lambda)``."""
     s, V = np.linalg.eigh(pilot_gram(X, pilot, split_every=split_every))
     s = np.clip(s, 0.0, None)
     lam = ridge_lambda(s, m)

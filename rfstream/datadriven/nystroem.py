@@ -1,18 +1,11 @@
 """Nystroem features: landmarks sampled by per-row keys, ``k(x, landmarks) K_mm^{+1/2}``.
 
-Every row gets a key from ``u = row_uniform(seed, STREAM_NYSTROEM_LANDMARKS, row)``
-(:mod:`rfstream.random`) and the ``m`` rows with the smallest keys are the landmarks
-(ties, which need two equal doubles, by the lower row index).  ``landmarks="uniform"``:
-the key is ``u``, a uniform sample without replacement, in one pass.
-``landmarks="leverage"``: the key is ``-log(1 - u) / l`` for the row's approximate
-ridge leverage score ``l`` (:mod:`rfstream.datadriven.leverage`), the exponential form
-of Efraimidis & Spirakis' weighted sampling without replacement; the scores need one
-Gram pass of a pilot map first.  The ``m`` smallest of a union are the ``m`` smallest of
-the parts' ``m`` smallest, so the choice is a tree reduction (:func:`landmark_chunk`,
-:func:`merge_landmarks`) whose partials carry the ``m`` best keys of their rows, the
-rows' indices and the rows themselves: ``m (d + 2)`` numbers per partial, and the same
-landmarks whatever the chunking, the reduction tree or the number of workers.
-Method, sources and the comparisons: docs/nystroem.md.
+Williams & Seeger 2001 (Drineas & Mahoney 2005).  Every row gets a key from
+``row_uniform(seed, STREAM_NYSTROEM_LANDMARKS, row)`` (or, for ``landmarks="leverage"``,
+Efraimidis & Spirakis' weighted key over its ridge leverage score) and the ``m`` rows with the
+smallest keys are the landmarks: one tree reduction (:func:`landmark_chunk`,
+:func:`merge_landmarks`), the same landmarks whatever the chunking.  Departs from
+scikit-learn: a rank cutoff in ``K_mm^{+1/2}`` instead of clipping.  Method: docs/nystroem.md.
 """
 from __future__ import annotations
 
@@ -69,14 +62,9 @@ def _smallest(keys, index, k):
 
 
 def row_keys(x, offset, seed, weights=None):
-    """The keys of rows ``x`` (global rows ``offset, ...``): ``u``, or ``-log(1 - u) / w(x)``.
-
-    ``u = row_uniform(seed, STREAM_NYSTROEM_LANDMARKS, row)``.  With ``weights`` (a function
-    of the rows, :class:`~rfstream.datadriven.leverage.LeverageScores`), ``-log(1 - u)`` is
-    an exponential draw and the ``k`` smallest of ``E_i / w_i`` are a weighted sample
-    without replacement (Efraimidis & Spirakis 2006, the keys ``u^(1/w)``, largest first,
-    in logarithms); weights are floored at :data:`MIN_WEIGHT`.
-    """
+    """The keys of rows ``x`` (global rows ``offset, ...``): ``u = row_uniform(seed,
+    STREAM_NYSTROEM_LANDMARKS, row)``, or with ``weights`` (a function of the rows)
+    ``-log(1 - u) / w(x)``, Efraimidis & Spirakis' (2006) weighted keys in logarithms."""
     u = row_uniform(seed, STREAM_NYSTROEM_LANDMARKS, offset, offset + x.shape[0])
     if weights is None:
         return u
@@ -148,15 +136,8 @@ def sample_landmarks(X, k, seed, *, weights=None, split_every=None):
 
 
 def inverse_sqrt(K):
-    """``(K^{+1/2}, rank)``: the pseudo-inverse square root of a symmetric PSD ``K``.
-
-    ``K = U diag(s) U'`` (``numpy.linalg.eigh``); eigenvalues at or below
-    ``max(s) * n * eps`` (numpy's ``matrix_rank`` tolerance) are rounding noise
-    around zero (duplicated or nearly collinear landmarks) and are dropped, so
-    ``K^{+1/2} = U_r diag(s_r^{-1/2}) U_r'``.  scikit-learn's ``Nystroem``
-    instead clips the singular values at 1e-12, which weights such noise by up
-    to 1e6.
-    """
+    """``(K^{+1/2}, rank)``: the pseudo-inverse square root of a symmetric PSD ``K``, eigenvalues
+    at or below ``max(s) * n * eps`` (numpy's ``matrix_rank`` tolerance) dropped."""
     s, U = np.linalg.eigh(np.asarray(K, dtype=np.float64))
     keep = s > s.max() * K.shape[0] * np.finfo(np.float64).eps
     scaled = U[:, keep] / np.sqrt(s[keep])
@@ -295,12 +276,8 @@ class NystroemFeatures(KernelFeatureMap):
         return self._block_into(x)
 
     def _block_into(self, x, out=None):
-        """``k(x, L) K_mm^{+1/2}`` in float64, a sub-block of rows at a time, rounded into ``out``.
-
-        Sub-blocks of at most :data:`~rfstream.features.fused.FUSED_SUB_BLOCK` rows keep
-        the float64 temporaries at that size whatever the block's rows (a ``transform``
-        block of 65,536 rows at ``m = 1000`` would otherwise hold 0.5 GB of them twice).
-        """
+        """``k(x, L) K_mm^{+1/2}`` in float64, rounded into ``out``, a sub-block of at most
+        ``FUSED_SUB_BLOCK`` rows at a time so that the float64 temporaries stay that size."""
         if out is None:
             out = np.empty((x.shape[0], self._n_features_out), dtype=self._output_dtype())
         for start, stop in even_sub_blocks(x.shape[0], FUSED_SUB_BLOCK):

@@ -1,27 +1,12 @@
 """Features chosen by their score against the labels: the candidates and the one scoring pass.
 
 EERF (:mod:`rfstream.datadriven.eerf`, Shahrampour et al. 2018) and LKRF
-(:mod:`rfstream.datadriven.lkrf`, Sinha & Duchi 2016) draw ``M0`` candidate
-features ``phi(., w)`` from a data-independent distribution, score each by
-``S(w) = (1/N0) sum_n y_n phi(x_n, w)`` (EERF eq. 7) over a subsample of ``N0``
-training rows, and differ only in how they turn the scores into ``M`` features;
-both are a :class:`LabelScoredFeatures`.
-
-The statistics of all ``M0`` candidates come from ONE pass over the row blocks
-(:func:`rfstream.reductions.sum_rows`): each task keeps its rows of the
-subsample (a function of the seed and the global row index, stream
-:data:`rfstream.random.STREAM_EERF_SUBSAMPLE`), computes the candidates'
-features for them in slices of :data:`SCORE_ROWS` rows, and returns the sums
-``n``, ``sum y_k``, ``sum y_k^2``, ``sum phi`` and ``sum y_k phi`` (``K x M0``);
-only these reach the client.
-
-The subsample (:func:`scoring_threshold`): every row ``i`` has a uniform key
-``u_i`` from ``(seed, stream, i)``; the rows with ``u_i < subsample`` are
-scored, topped up, when they are fewer than ``m = min(N, MIN_SCORED_ROWS)``,
-to the ``m`` rows with the smallest keys.  Either way a uniform sample
-without replacement (the paper's "we randomly subsample N_0 data points",
-Section "Experiments", Table 3) of ``N0 >= min(N, MIN_SCORED_ROWS)`` rows,
-the same whatever the chunking.
+(:mod:`rfstream.datadriven.lkrf`, Sinha & Duchi 2016) draw ``M0`` candidate features, score
+each by ``S(w) = (1/N0) sum_n y_n phi(x_n, w)`` (EERF eq. 7) over a subsample of ``N0`` rows,
+and differ only in how they turn the scores into ``M`` features.  The statistics of all
+candidates come from ONE pass (:func:`label_statistics`).  Departs from the paper: at least
+``min(N, MIN_SCORED_ROWS)`` rows are scored whatever ``subsample`` says.  The pass, the
+subsample and the balanced score: docs/eerf.md, "What is implemented".
 """
 from __future__ import annotations
 
@@ -54,8 +39,8 @@ __all__ = ["BASES", "MIN_SCORED_ROWS", "LabelScoredFeatures", "label_statistics"
 BASES = ("fourier", "arccos0", "arccos1", "arccos2", "linear")
 #: rows of candidate features a task holds at once (slices cut at global multiples)
 SCORE_ROWS = 4096
-#: the score reads at least min(N, MIN_SCORED_ROWS) rows whatever ``subsample`` says: on
-#: Adult 1,600 scored rows rank the candidates as well as all 32,561 (docs/eerf.md, "M0 and N0")
+#: the score reads at least min(N, MIN_SCORED_ROWS) rows whatever ``subsample`` says (why
+#: this many: docs/eerf.md, "M0 and N0")
 MIN_SCORED_ROWS = 2000
 #: the pass runs on the Bernoulli rows first when ``subsample * N >= BERNOULLI_MARGIN * m``
 BERNOULLI_MARGIN = 2.0
@@ -65,12 +50,8 @@ _KEY_SLICE = 1 << 20
 
 # ----------------------------------------------------------------- the pass
 def subsample_mask(seed: int, start: int, stop: int, fraction: float) -> np.ndarray:
-    """Boolean mask of the global rows ``start:stop`` that belong to the subsample.
-
-    Row ``i`` is kept when its uniform key from ``(seed, STREAM_EERF_SUBSAMPLE, i)``
-    is below ``fraction`` (the threshold of :func:`scoring_threshold`): the
-    subsample does not depend on the chunking.
-    """
+    """Mask of the global rows ``start:stop`` whose key from ``(seed, STREAM_EERF_SUBSAMPLE, i)``
+    is below ``fraction`` (:func:`scoring_threshold`): the subsample, whatever the chunking."""
     if fraction >= 1.0:
         return np.ones(stop - start, dtype=bool)
     return row_uniform(seed, STREAM_EERF_SUBSAMPLE, start, stop) < fraction
@@ -87,15 +68,9 @@ def _kth_smallest_key(seed: int, n: int, k: int) -> float:
 
 
 def scoring_threshold(seed: int, n: int, fraction: float, minimum: int = MIN_SCORED_ROWS) -> float:
-    """The key threshold of the scored rows: ``max(fraction, just above u_(m))``, ``m = min(n, minimum)``.
-
-    ``u_(m)`` is the ``m``-th smallest key of the ``n`` rows, so the rows
-    scored (``u_i <`` threshold, :func:`subsample_mask`) are those with
-    ``u_i < fraction`` and, when these are fewer than ``m``, the ``m`` rows
-    with the smallest keys: ``N0 >= min(n, minimum)`` whatever ``fraction``
-    says.  Reads the keys of all ``n`` rows (no data; ``O(minimum)`` memory)
-    unless ``fraction >= 1`` or ``n <= minimum`` (every row).
-    """
+    """The key threshold of the scored rows: ``max(fraction, just above u_(m))``, ``m = min(n, minimum)``,
+    ``u_(m)`` the ``m``-th smallest key, so that ``N0 >= m``; reads the keys (no data) of all
+    ``n`` rows unless ``fraction >= 1`` or ``n <= minimum``."""
     if fraction >= 1.0 or n <= minimum:
         return 1.0
     return max(float(fraction), float(np.nextafter(_kth_smallest_key(seed, n, minimum), 2.0)))
@@ -137,13 +112,8 @@ def _statistics_chunk(x, y, offset, *, features, n_candidates, classes, seed, fr
 
 
 def label_statistics(X, y, features, n_candidates, *, classes, seed, fraction):
-    """The per-candidate sums over the subsample, as a dict of float64 arrays.
-
-    ONE reduction over the row blocks of ``X`` (numpy or dask, rows aligned
-    with ``y``); ``features(x)`` maps a block of rows to its ``n_candidates``
-    candidate features.  ``classes`` (one-vs-rest indicators) or ``None``
-    (regression target).
-    """
+    """The per-candidate sums over the subsample (a dict of float64 arrays), ONE pass over ``X``
+    and ``y``; ``features(x)`` gives a block's ``n_candidates`` features; ``classes`` or None."""
     n_resp = 1 if classes is None else len(classes)
     lay = _statistics_layout(n_resp, n_candidates)
     chunk = partial(_statistics_chunk, features=features, n_candidates=n_candidates,

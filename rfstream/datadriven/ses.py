@@ -1,15 +1,11 @@
 """SES: Stein-effect shrinkage weights for random Fourier features (Chang, Li, Yang & Poczos, IJCAI 2017).
 
-Monte Carlo random features estimate ``k(x - x') = E_w[h_{x,x'}(w)]``, with
-``h_{x,x'}(w) = cos(w'x) cos(w'x') + sin(w'x) sin(w'x') = cos(w'(x - x'))``
-(eqs. (2)-(4)), by the plain mean ``(1/M) sum_m h(w_m)``.  SES replaces the
-uniform ``1/M`` by weights ``beta`` fitted to the exact kernel on sampled pairs
-of rows (eqs. (6)-(8)) and maps ``x`` to ``z'(x) = diag(sqrt(beta)) z(x)``
-(Algorithm 1).  The Bayesian Quadrature weights of Section 3 are the baseline.
-
-Only sampled rows are read: one pass gathers them chunk by chunk
-(:func:`rfstream.random.sample_rows`), and everything else is ``O(r M^2)`` work on
-the client, independent of the number of rows.
+Monte Carlo features estimate ``k(x - x') = E_w[cos(w'(x - x'))]`` (eqs. (2)-(4)) by the plain
+mean; SES replaces the uniform ``1/M`` by weights ``beta`` fitted to the exact kernel on sampled
+pairs of rows (eqs. (6)-(8)) and maps ``x`` to ``diag(sqrt(beta)) z(x)`` (Algorithm 1), with the
+Bayesian Quadrature weights of Section 3 as the baseline.  Only sampled rows are read (one
+gather, :func:`rfstream.random.sample_rows`).  Departs from the paper: ``beta >= 0`` (an NNLS
+solve) and a sketch of at least :data:`MIN_PAIRS` pairs.  Decisions and figures: docs/ses.md.
 """
 from __future__ import annotations
 
@@ -41,8 +37,8 @@ SIGMA_GP_GRID = tuple(2.0 ** np.arange(-8, 9, 2))
 #: candidate pairs drawn uniformly per sketched pair: the sketch keeps ``n_pairs``
 #: of ``POOL_FACTOR * n_pairs`` candidates with probability proportional to their norm.
 POOL_FACTOR = 4
-#: default sketch size is ``max(4 M, MIN_PAIRS)``: below ~1000 pairs the fitted weights
-#: are noisy for small ``M`` (measured in docs/ses.md, Figure 3), and pairs are cheap.
+#: default sketch size is ``max(4 M, MIN_PAIRS)``: with fewer pairs the fitted weights are
+#: noisy for small ``M`` (docs/ses.md, "Sketch size"), and pairs are cheap.
 MIN_PAIRS = 1024
 #: nugget added to the GP covariance of Bayesian Quadrature (its diagonal is 1).
 BQ_JITTER = 1e-6
@@ -67,27 +63,9 @@ def nonnegative_quadratic(A, b):
 
 
 def bq_weights(W, gamma, sigma_gp):
-    """Bayesian Quadrature weights of Section 3 for the Gaussian kernel, constrained to ``>= 0``.
-
-    GP prior on the integrand with covariance ``K_GP(w, w') = exp(-||w - w'||^2 /
-    (2 sigma_gp^2))``, frequencies ``w ~ N(0, s^2 I)``, ``s^2 = 2 gamma`` (our
-    kernel ``exp(-gamma ||x - x'||^2)``).  Then ``gamma_m = int K_GP(w, w_m) dP(w)
-    = (sigma_gp^2 / (sigma_gp^2 + s^2))^{d/2} exp(-||w_m||^2 / (2 (sigma_gp^2 + s^2)))``;
-    the paper prints only the exponential, the factor in front is the Gaussian
-    integral's normalisation and sets the sum of the weights.  ``beta = K_GP^{-1}
-    gamma`` is the minimiser of ``beta' K_GP beta - 2 gamma' beta`` (the posterior
-    variance of the estimate); we minimise it over ``beta >= 0`` with a nugget
-    :data:`BQ_JITTER` on the diagonal (see :class:`SESFeatures`, negative weights).
-
-    Parameters
-    ----------
-    W : ndarray of shape (d, M)
-        Frequencies, one per column.
-    gamma : float
-        Kernel parameter.
-    sigma_gp : float
-        GP length scale.
-    """
+    """Bayesian Quadrature weights of Section 3 for the Gaussian kernel ``gamma``: ``K_GP^{-1}
+    gamma_vector`` over ``beta >= 0``, for frequencies ``W`` (d, M) and GP length scale
+    ``sigma_gp`` (the derivation: docs/ses.md, "BQ baseline")."""
     return nonnegative_quadratic(*bq_system(W, gamma, sigma_gp))
 
 
@@ -107,13 +85,8 @@ def bq_system(W, gamma, sigma_gp):
 
 # ---------------------------------------------------------------------- pairs
 def pair_terms(rff, rows, i, j, kernel, gamma):
-    """``H[k, m] = h_{x_i, x_j}(w_m) = cos(w_m'(x_i - x_j))`` and ``t[k] = k(x_i, x_j)``.
-
-    ``H`` is the Hadamard product ``z(x_i) o z(x_j)`` of eq. (7) with the cos and
-    sin halves of each frequency added (``rff`` is the unweighted map, eq. (4));
-    by ``cos a cos b + sin a sin b = cos(a - b)`` it is computed from the
-    differences, in float64, with memory ``O(pairs x M)`` whatever the number of rows.
-    """
+    """``H[k, m] = cos(w_m'(x_i - x_j))``, eq. (7)'s ``z(x_i) o z(x_j)`` with each frequency's
+    cos and sin halves added (from the differences, float64), and ``t[k] = k(x_i, x_j)``."""
     diff = rows[i] - rows[j]
     H = np.cos(diff @ rff.random_weights_.astype(np.float64))
     # shift invariance: k(x_i, x_j) = k(x_i - x_j, 0)

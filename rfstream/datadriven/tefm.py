@@ -1,14 +1,12 @@
 """Training-efficient feature maps, TEFM-G and TEFM-S (Chen, Yang, King & Lyu, IJCAI 2015).
 
-TEFM maps ``x`` to ``d`` random Fourier features ``f(x)`` (the rows of ``F``,
-``n x d``) and then to ``l << d`` features ``g(x) = f(x) Q``, where ``Q``
-(``d x l``, orthonormal columns) spans the dominant row space of ``F``, found by
-a randomized range finder (Halko, Martinsson & Tropp 2011) over ``F'``.
-
-``F`` is never stored.  Every product with ``F`` is one pass over the row blocks
-(:func:`rfstream.reductions.sum_rows`): each task computes its feature block
-``f = rff.block(x)`` from its ``X`` block and returns a ``d x l`` partial,
-which dask tree-sums in float64; only ``d x l`` matrices reach the client.
+TEFM maps ``x`` to ``d`` random Fourier features ``f(x)`` (the rows of ``F``, ``n x d``) and
+then to ``l << d`` features ``g(x) = f(x) Q``, where ``Q`` (``d x l``, orthonormal) spans the
+dominant row space of ``F``, found by a randomized range finder (Halko, Martinsson & Tropp
+2011) over ``F'`` (Algorithms 1-2).  ``F`` is never stored: every product with it is one pass
+(:func:`rfstream.reductions.sum_rows`) whose tasks return ``d x l`` float64 partials.
+Departs from the paper: TEFM-S uses a block SRHT, which a row-chunked pass can compute.
+Method, deviations and measurements: docs/tefm.md.
 """
 from __future__ import annotations
 
@@ -160,7 +158,7 @@ class TEFM(FeatureMap):
       and its ``n x l`` normal draws.  Deviation: the radix-2 butterflies
       (``log2 B`` additions per entry, :func:`rfstream.hadamard.fwht`) are
       asymptotically cheaper but are ``log2 B`` memory-bound numpy passes,
-      which measured slower than the Gaussian sketch's GEMM (docs/tefm.md).
+      no faster than the Gaussian sketch's GEMM (docs/tefm.md).
       Algorithm 2 of the paper is ``n_power_iter=0`` with one global SRHT; the block form is what a
       row-chunked pass can compute, and with ``n_power_iter >= 1`` the same
       power iterations as TEFM-G follow the sketch.

@@ -1,50 +1,11 @@
 """Base class of the feature maps: validation, dtype and dask in ``fit``/``transform``.
 
-Template method, as in ``scipy.stats.qmc``: the public ``fit`` and ``transform``
-do the bookkeeping (parameter validation, input checks, ``gamma="auto"``, the
-random generator, numpy vs dask) and call the hooks a map implements.  ``fit``
-runs, in this order: the parameter checks; ``y is None`` refused when the map
-needs labels (scikit-learn's ``target_tags.required``, the message ends with
-the class's ``_y_purpose``); the checks on ``X`` (``n_features_in_``);
-``_check_params``; ``gamma="auto"``; ``_draw``; ``_fit_data``.
-
-``_draw(self, rng, n_features)``
-    Draw every random parameter from ``rng`` (a ``numpy.random.Generator``
-    seeded from ``random_state``) and store it in trailing-underscore
-    attributes (return nothing).  Called once per ``fit``, on the client.
-``_fit_data(self, X, y, seed)`` (optional; the data-driven maps)
-    The passes over the data that fit the rest of the map, after ``_draw``:
-    ``X`` as checked by ``fit`` (numpy, sparse or a dask array with one column
-    chunk; a DataFrame converted), ``y`` as given when the map needs labels
-    (else None; a dask Series stays one until
-    :func:`rfstream.solvers.targets.check_targets` aligns it with ``X``), and the int
-    ``seed`` of ``random_state``, from which any per-row randomness of a pass
-    is derived (``(seed, stream, row)``, :mod:`rfstream.random`).  Store the
-    result in trailing-underscore attributes.  Default: nothing (a
-    data-independent map reads only the number of columns of ``X``).
-``_block(self, x) -> ndarray``
-    The feature map of one block of rows, a pure numpy function of ``x``
-    (dense ndarray or scipy sparse matrix, shape ``(rows, n_features_in_)``)
-    returning ``(rows, _n_features_out)`` in ``self.dtype`` (a CSR matrix
-    instead when the class sets ``_sparse_output = True``).  It is called by
-    ``transform`` through ``map_blocks`` *and* by solvers inside reduction tasks,
-    so it must be picklable, free of dask, and must not depend on the block's
-    position: the same row gives the same features whatever the chunking.
-``_block_into(self, x, out=None) -> ndarray`` (optional)
-    The same block written into a preallocated ``out`` when the map can;
-    solvers that compute features in sub-blocks inside a task call it.
-``_fused_block(self)`` (optional)
-    The block function a pass calls inside its tasks (:mod:`rfstream.features.fused`):
-    ``_block_into``, or a :class:`~rfstream.features.fused.ScaledBlock` of it when the
-    features are a constant times cheaper ones.
-``_n_features_out`` (property)
-    Number of output columns, available once fitted.
-``_check_params(self, n_features)`` (optional)
-    Cross-parameter checks that ``_parameter_constraints`` cannot express;
-    raise ``ValueError`` there.  Called before anything is drawn.
-``_keep_prefix(self, n)`` (a map with ``prefix_valid``)
-    Slice a copy's drawn parameters to the map of ``n`` components
-    (:class:`rfstream.features.prefix.PrefixMixin`).
+Template method, as in ``scipy.stats.qmc``: the public ``fit`` and ``transform`` do the
+bookkeeping (parameter and input checks, ``gamma="auto"``, the random generator, numpy or
+dask) and call the hooks a map implements: ``_draw``, ``_block`` and ``_n_features_out``;
+optionally ``_check_params``, ``_fit_data``, ``_block_into``, ``_fused_block`` and
+``_keep_prefix``.  Each hook's contract and the order ``fit`` calls them in:
+docs/rff.md, "rfstream/features/base.py".
 """
 from __future__ import annotations
 
@@ -94,7 +55,7 @@ class FeatureMap(ComponentListMixin, PrefixMixin, ClassNamePrefixFeaturesOutMixi
 
     Subclasses define ``__init__`` (store the parameters, nothing else),
     ``_parameter_constraints``, and the hooks ``_draw``, ``_block`` and
-    ``_n_features_out`` (see the module docstring); optionally ``_check_params``
+    ``_n_features_out`` (docs/rff.md); optionally ``_check_params``
     and, for a map fitted to the data, ``_fit_data``.  A subclass with ``gamma``
     and ``kernel`` parameters gets ``gamma="auto"`` resolved into ``gamma_``
     before ``_draw`` (see :func:`rfstream.kernels.auto_gamma`).  A map that
@@ -133,7 +94,8 @@ class FeatureMap(ComponentListMixin, PrefixMixin, ClassNamePrefixFeaturesOutMixi
 
     @abstractmethod
     def _block(self, x):
-        """Features of one block of rows: pure numpy, picklable, no dask."""
+        """Features of one block of rows: pure numpy, picklable, no dask; the same row gives
+        the same features whatever the chunking."""
 
     @property
     @abstractmethod
@@ -250,15 +212,8 @@ class FeatureMap(ComponentListMixin, PrefixMixin, ClassNamePrefixFeaturesOutMixi
 
     @classmethod
     def for_columns(cls, n_features, **params):
-        """A fitted map for ``n_features`` input columns, drawn without data.
-
-        ``cls(**params).fit(X)`` for any ``X`` with ``n_features`` columns: a
-        data-independent map with a float ``gamma`` reads only the number of
-        columns, so this draws exactly what a fit on the data would draw.  The
-        maps built on an inner map (TEFM, SES, EERF, Fastfood, the binning
-        hybrid) make it with this from their resolved ``gamma_`` and a seed
-        drawn from their own generator.
-        """
+        """A fitted map for ``n_features`` input columns, drawn without data: what
+        ``cls(**params).fit(X)`` draws for any ``X`` with that many columns (a float ``gamma``)."""
         if isinstance(params.get("gamma"), str):
             raise ValueError(
                 f"for_columns needs a float gamma (it sees no data); got gamma={params['gamma']!r}. "
@@ -313,14 +268,9 @@ class FeatureMap(ComponentListMixin, PrefixMixin, ClassNamePrefixFeaturesOutMixi
         return self._block(x)
 
     def _block_into(self, x, out=None):
-        """``_block(x)``, written into the buffer ``out`` (rows x n_out) where the map can.
-
-        For solvers that compute the features of many sub-blocks inside one task
-        (:mod:`rfstream.features.fused`): one buffer for all of them instead of a fresh
-        array each time, which in a dask worker (``MALLOC_TRIM_THRESHOLD_`` set
-        by the nanny) is a fresh mapping and its page faults every time.  The
-        default ignores ``out``.
-        """
+        """``_block(x)``, written into the buffer ``out`` (rows x n_out) where the map can, so
+        that a task's sub-blocks share one buffer (:mod:`rfstream.features.fused`); the
+        default ignores ``out``."""
         return self._block(x)
 
     def _fused_block(self):

@@ -1,25 +1,10 @@
 """Random binning features (Rahimi & Recht 2007, Section 4, Algorithm 2), sparse output.
 
-Bin identities are hashed, not looked up in a vocabulary: a point's integer bin
-vector in grid ``p`` is mapped to a 64-bit key by a fixed, seeded hash, and the
-key to one of ``n_bins`` columns of that grid by ``key mod n_bins``.  So the
-feature of a row depends on the row and on the parameters drawn in ``fit``
-only (no global dictionary, no extra pass, the same on every worker), and the
-output width ``n_grids * n_bins`` is known before any data is seen.  The price
-is hashing collisions, measured in docs/binning.md.
-
-The hash of grid ``p``, for the integer bin vector ``b`` (int64, read as
-uint64, arithmetic mod 2**64):
-
-    key_p(b) = mix(sum_j a_pj b_j + s_p),    column = p * n_bins + key_p(b) mod n_bins
-
-with ``a_pj`` random odd 64-bit multipliers and ``s_p`` a random 64-bit salt
-(drawn in ``fit``, stored in ``hash_multipliers_`` / ``hash_salts_``) and
-``mix`` the SplitMix64 finalizer (Steele, Lea & Flood 2014: xor-shift 30,
-multiply by 0xBF58476D1CE4E5B9, xor-shift 27, multiply by 0x94D049BB133111EB,
-xor-shift 31).  Two distinct bin vectors share a column with probability about
-``1/n_bins``, which adds at most ``(1 - k(x, y)) / n_bins`` to the expected
-inner product (the features are otherwise unbiased).
+Departs from the paper: the integer bin vector of grid ``p`` is hashed (a seeded multilinear
+hash and the SplitMix64 finalizer, Steele, Lea & Flood 2014) into one of ``n_bins`` columns
+instead of numbering the occupied bins, so a row's features depend on the row and the drawn
+parameters only and the width ``n_grids * n_bins`` is known in ``fit``.  The hash, its
+collision bound and the measurements: docs/binning.md, "Bin identities".
 """
 from __future__ import annotations
 
@@ -70,7 +55,7 @@ class RandomBinningFeatures(GammaGridMixin, FeatureMap):
 
     The paper numbers occupied bins ("eliminates unoccupied bins"), which needs
     a vocabulary built from the data.  Instead the integer bin vector
-    ``floor((x - u) / delta)`` is hashed (module docstring: seeded
+    ``floor((x - u) / delta)`` is hashed (docs/binning.md: seeded
     multilinear hash + SplitMix64) into ``n_bins`` columns per grid.  This is
     a deviation with two reasons: the map stays a pure function of the row
     (the same result on every chunking and worker, no extra pass, no

@@ -1,14 +1,10 @@
 """Circulant nonlinear maps (Yu, Kumar, Rowley & Chang 2015, Section 8).
 
-``Z(x) = sqrt(2/k) cos(R D x + b)`` with ``R = circ(r)`` (eq. 12), ``D`` random
-signs and ``b`` random phases.  ``R D x = r (*) (D x)`` is a circular convolution
-(eq. 14), computed in the Fourier domain (eq. 15): ``irfft(rfft(r) rfft(D x))``.
-The circulant matrix is never formed: ``O(k log d)`` time per row and ``O(k)``
-parameters instead of ``O(k d)`` for a dense projection.
-
-The two helpers :func:`circulant_project` and :func:`circulant_grad` are shared
-with :class:`rfstream.CompactNonlinearMap` (``structure="circulant"``), which
-learns ``r`` with the FFT gradient of eqs. 16-17.
+``Z(x) = sqrt(2/k) cos(R D x + b)`` with ``R = circ(r)`` (eq. 12), ``D`` random signs and
+``b`` random phases; ``R D x = r (*) (D x)`` is a circular convolution (eq. 14) computed in
+the Fourier domain (eq. 15), the circulant matrix never formed: ``O(k log d)`` time per row
+and ``O(k)`` parameters.  :func:`circulant_project` and :func:`circulant_grad` (eqs. 16-17)
+are shared with :class:`rfstream.CompactNonlinearMap`.  Measurements: docs/cnm.md.
 """
 from __future__ import annotations
 
@@ -41,7 +37,6 @@ def circulant_project(xs, r, k):
     -------
     u : ndarray of shape (m, k), in the dtype of ``xs``
         ``u[:, j d + i] = (circ(r_j) xs')[i] = sum_l r_j[(i - l) mod d] xs[:, l]``.
-        The FFT of ``xs`` is computed once and reused by every block.
     """
     m, d = xs.shape
     fx = scipy.fft.rfft(xs, axis=1)  # (m, d//2+1), once for all blocks
@@ -82,14 +77,9 @@ def circulant_grad(xs, G, n_blocks):
 
 
 def draw_circulant(rng, kernel, gamma, k, d):
-    """``(r, signs, offset)`` of a circulant map with ``k`` outputs of ``d`` inputs, float64.
-
-    Section 8.2: ``ceil(k/d)`` circulant vectors ``r`` with i.i.d. entries
-    from the kernel's spectral density, the ``d`` random signs of ``D`` and
-    ``k`` phases ``b ~ U[0, 2 pi]``, drawn from ``rng`` in that order (the
-    random map of :class:`CirculantFeatures` and the start of
-    :class:`rfstream.CompactNonlinearMap` with ``structure="circulant"``).
-    """
+    """``(r, signs, offset)`` of a circulant map with ``k`` outputs of ``d`` inputs, float64,
+    drawn from ``rng`` in that order (Section 8.2): ``ceil(k/d)`` vectors ``r`` from the
+    kernel's spectral density, ``d`` signs of ``D`` and ``k`` phases ``b ~ U[0, 2 pi]``."""
     r = sample_frequencies(kernel, gamma, (-(-k // d), d), rng)
     signs = np.where(rng.random(d) < 0.5, -1.0, 1.0)
     return r, signs, rng.uniform(0.0, 2.0 * np.pi, size=k)

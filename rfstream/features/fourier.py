@@ -280,13 +280,8 @@ def stack_offset(W, b):
 
 
 def project_with_offset(x, W, b, out=None, Wb=None):
-    """``x @ W + b`` as one GEMM, ``[x, 1] @ [W; b]``, in ``W``'s dtype (``Wb``: ``[W; b]``
-    when the caller keeps it, :func:`stack_offset`).
-
-    Adding ``b`` after the product is one more read and write of the whole
-    ``rows x D`` block; folded into the GEMM it costs one extra inner-product
-    term.  Measured in docs/BENCHMARKS.md (fused pass).
-    """
+    """``x @ W + b`` as one GEMM, ``[x, 1] @ [W; b]`` (not one more pass over the block to add
+    ``b``), in ``W``'s dtype; ``Wb``: ``[W; b]`` when the caller keeps it (:func:`stack_offset`)."""
     xa = np.empty((x.shape[0], x.shape[1] + 1), dtype=W.dtype)
     xa[:, :-1] = x
     xa[:, -1] = 1.0

@@ -1,20 +1,10 @@
 """Prefix maps: the smaller maps a fitted map holds among its own features.
 
-A list of ``n_components`` (say 500, 1000, 2000) can be fitted as one map of the
-largest size when the features of each smaller size are among its columns: the
-map declares the capability ``prefix_valid`` and, fitted, says which of its
-columns form the map of ``n`` components (:meth:`PrefixMixin.prefix_columns`)
-and gives that map (:meth:`PrefixMixin.with_components`).  The columns are
-never reordered: a seeded map gives the same features as before.
-
-A map has prefixes when its features are independent draws (or independent
-blocks of draws) each normalized by ``1/sqrt(width)``: the first ``n`` draws are
-a map of ``n`` components whose features are the kept columns times
-``sqrt(width / n)`` (:meth:`PrefixMixin.prefix_scale`; without it they estimate
-``n / width`` times the kernel).  Random Fourier features (Monte Carlo, QMC,
-orthogonal), circulant, Fastfood and arc-cosine features have them; the rest
-refuse in one line, among them every data-driven map (its features are fitted
-to the data as a whole) and Nystroem (``K_mm^{-1/2}`` mixes every landmark).
+A map that declares ``prefix_valid`` says which of its columns, times
+:meth:`PrefixMixin.prefix_scale`, form the map of ``n`` components
+(:meth:`PrefixMixin.prefix_columns`) and gives that map (:meth:`PrefixMixin.with_components`),
+so that a list of ``n_components`` is fitted once at its largest.  Which maps have prefixes
+and why: docs/rff.md, "rfstream/features/prefix.py".
 """
 from __future__ import annotations
 
@@ -27,7 +17,7 @@ from sklearn.utils.validation import check_is_fitted
 
 
 class PrefixMixin:
-    """The prefix maps of :class:`rfstream.features.FeatureMap` (see the module docstring).
+    """The prefix maps of :class:`rfstream.features.FeatureMap` (docs/rff.md).
 
     A map with prefixes sets ``prefix_valid = True`` and defines ``_keep_prefix(n)``
     (slice a copy's drawn parameters to the first ``n`` components); it overrides
@@ -46,10 +36,8 @@ class PrefixMixin:
     _prefix_step = 1
 
     def prefix_columns(self, n):
-        """The sorted output columns (int ndarray) that are, times :meth:`prefix_scale`, the
-        features of the map of ``n`` components made of this map's first draws (its
-        :meth:`with_components`).  A one-line ``ValueError`` for a map without prefixes
-        (``prefix_valid`` False) or a size it cannot give."""
+        """The sorted columns that are, times :meth:`prefix_scale`, the map of ``n`` components
+        (:meth:`with_components`); ``ValueError`` for a map or a size without one."""
         return self._prefix_columns(self._check_prefix(n))
 
     def prefix_scale(self, n):
@@ -59,15 +47,9 @@ class PrefixMixin:
         return math.sqrt(self._n_features_out / self._prefix_columns(n).size)
 
     def with_components(self, n):
-        """A new fitted map of ``n`` components; ``self`` is unchanged.
-
-        A deep copy with its drawn parameters sliced to the first ``n`` components and
-        ``n_components=n``, an ordinary fitted map (it saves, loads and refits as one).
-        Its ``transform(X)`` is ``prefix_scale(n) * transform(X)[:, prefix_columns(n)]``
-        up to rounding (the parameters are the same numbers; the scale is applied
-        once, as the map of ``n`` does).  A map still holding a gamma grid (before
-        ``select_gamma``) has every gamma's map sliced.
-        """
+        """A new fitted map of ``n`` components (``self`` unchanged) whose ``transform(X)`` is
+        ``prefix_scale(n) * transform(X)[:, prefix_columns(n)]`` up to rounding; a gamma
+        grid's maps are all sliced."""
         n = self._check_prefix(n)
         twin = copy.deepcopy(self)
         for fmap in (twin, *(getattr(twin, "_grid_maps", None) or ())):
