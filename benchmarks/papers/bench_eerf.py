@@ -23,16 +23,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 import time
 from pathlib import Path
 
 import dask
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_tefm import CACHE, dataset
-from eerf_figures import plot_arccos, plot_curves, summarize
+from rfstream.bench.scripts import cache_dir, write_json
+from rfstream.bench.scripts import cached_dataset as dataset
 
 ROOT = Path(__file__).resolve().parents[2]
 ALPHAS = [10.0**k for k in range(-4, 5)]
@@ -51,7 +49,7 @@ def adult():
     from rfstream.datasets import prepare
     from rfstream.io import dataset_info, onehot_columns, open_dataset
 
-    train, test = prepare("adult", CACHE, rows_per_chunk=8192)
+    train, test = prepare("adult", cache_dir(), rows_per_chunk=8192)
     passthrough = onehot_columns(dataset_info(train)["attrs"])
     return (*open_dataset(train), *open_dataset(test), passthrough)
 
@@ -153,10 +151,68 @@ def run_one(fmap, Xtr, ytr, Xte, yte):
             "n_features": len(fmap.get_feature_names_out()), "alpha": clf.alpha_}
 
 
-def out_dir(args):
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    return out
+# --------------------------------------------------------------- figures
+
+def summarize(runs, key="error"):
+    v = np.array([r[key] for r in runs])
+    return {"mean": float(v.mean()), "stderr": float(v.std(ddof=1) / np.sqrt(v.size)) if v.size > 1 else 0.0}
+
+
+def plot_style():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def error_axes(ax, runs, xlabel, title):
+    """Mean test error (%) +- standard error against M, one line per method."""
+    for method, by_m in runs.items():
+        ms = [int(m) for m in by_m]
+        s = [summarize(by_m[str(m)]) for m in ms]
+        ax.errorbar(ms, [100 * v["mean"] for v in s], yerr=[100 * v["stderr"] for v in s],
+                    marker="o", capsize=3, label=method)
+    ax.set_xscale("log")
+    ax.minorticks_off()
+    ax.set_xticks(ms, [str(m) for m in ms])
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel("test error (%)")
+    ax.set_title(title)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+
+
+def plot_curves(out, names):
+    """Figure 1 (test error against M) from the curves_<name>.json of ``names`` in ``out``,
+    and every letter arc-cosine figure there."""
+    for f in Path(out).glob("letter*_arccos.json"):
+        plot_arccos(f)
+    plt = plot_style()
+    files = [Path(out) / f"curves_{n}.json" for n in names]
+    files = [f for f in files if f.exists()]
+    fig, axes = plt.subplots(1, len(files), figsize=(5 * len(files), 4), squeeze=False)
+    for ax, f in zip(axes[0], files):
+        res = json.loads(f.read_text())
+        error_axes(ax, res["runs"], "number of features M",
+                    f"{res['dataset']} (M0={res['M0']}, N0/N={res['subsample']})")
+    fig.tight_layout()
+    fig.savefig(Path(out) / "figure1_error_vs_M.png", dpi=110)
+
+
+def plot_arccos(path):
+    """One panel per degree: plain arc-cosine features, LKRF and EERF against M."""
+    res = json.loads(Path(path).read_text())
+    plt = plot_style()
+    degrees = sorted({k[-2] if k.endswith(")") else k[-1] for k in res["runs"]})
+    fig, axes = plt.subplots(1, len(degrees), figsize=(5 * len(degrees), 4), squeeze=False)
+    for ax, deg in zip(axes[0], degrees):
+        runs = {k: v for k, v in res["runs"].items() if f"arccos{deg}" in k}
+        error_axes(ax, runs, "number of features M (M0 = 5 M, N0 = N)",
+                    f"{res['dataset']}, arc-cosine degree {deg}")
+    fig.tight_layout()
+    fig.savefig(Path(path).with_suffix(".png"), dpi=110)
 
 
 # --------------------------------------------------------------- commands
@@ -177,9 +233,7 @@ def cmd_rho(args):
             print(name, rho, errs[str(rho)], flush=True)
         best = min(args.rhos, key=lambda r: (errs[str(r)], r))
         results[name] = {"validation_error": errs, "best_rho": best, "M": 100, "M0": m0, "subsample": sub}
-    path = out_dir(args) / "lkrf_rho.json"
-    path.write_text(json.dumps(results, indent=1))
-    print(path)
+    print(write_json(Path(args.out) / "lkrf_rho.json", results))
 
 
 def _best_rho(args, name):
@@ -206,9 +260,8 @@ def cmd_table3(args):
             print(method, json.dumps(runs[-1]), flush=True)
         results["runs"][method] = runs
         results["summary"][method] = {k: summarize(runs, k) for k in ("error", "t_pp", "t_train", "t_test")}
-    path = out_dir(args) / f"adult_table3{'_standardize_all' if args.standardize_all else ''}{args.tag}.json"
-    path.write_text(json.dumps(results, indent=1))
-    print(path)
+    print(write_json(Path(args.out) / f"adult_table3{'_standardize_all' if args.standardize_all else ''}{args.tag}.json",
+                     results))
 
 
 def cmd_sweep(args):
@@ -225,9 +278,7 @@ def cmd_sweep(args):
                     for s in args.seeds]
             res["runs"][f"EERF M0={m0} N0/N={sub}"] = runs
             print(m0, sub, summarize(runs), flush=True)
-    path = out_dir(args) / f"adult_sweep{'_standardize_all' if args.standardize_all else ''}.json"
-    path.write_text(json.dumps(res, indent=1))
-    print(path)
+    print(write_json(Path(args.out) / f"adult_sweep{'_standardize_all' if args.standardize_all else ''}.json", res))
 
 
 def cmd_curves(args):
@@ -246,7 +297,7 @@ def cmd_curves(args):
                                 Xtr, ytr, Xte, yte) for s in args.seeds]
                 res["runs"][method][str(M)] = runs
                 print(name, method, M, summarize(runs), flush=True)
-        (out_dir(args) / f"curves_{name}.json").write_text(json.dumps(res, indent=1))
+        write_json(Path(args.out) / f"curves_{name}.json", res)
     plot_curves(args.out, SETTINGS)
 
 
@@ -271,8 +322,7 @@ def cmd_arccos(args):
                 res["runs"][key][str(M)] = runs
                 print(key, M, summarize(runs), flush=True)
     stem = "letter_binary_arccos" if args.binary else "letter_arccos"
-    path = out_dir(args) / f"{stem}.json"
-    path.write_text(json.dumps(res, indent=1))
+    path = write_json(Path(args.out) / f"{stem}.json", res)
     plot_arccos(path)
     print(path)
 

@@ -32,20 +32,103 @@ from pathlib import Path
 import dask
 import numpy as np
 
+from rfstream.bench.measures import wall_seconds
+from rfstream.bench.scripts import cache_dir, write_json
+from rfstream.bench.scripts import cached_dataset as dataset
 from rfstream.datasets import DATASETS
-from tefm_figures import feature_maps, plot_gamma_cv, plot_kernel, plot_regression
 
 ROOT = Path(__file__).resolve().parents[2]
-CACHE = Path(os.environ.get("RFSTREAM_BENCH_CACHE", "/tmp/rfstream-bench"))
 LS = (50, 100, 200, 400)
 
 
-def dataset(name):
-    """(X, y) dask arrays of a registered dataset's training file, converted to Zarr once into CACHE."""
-    from rfstream.datasets import prepare
-    from rfstream.io import open_dataset
+# ----------------------------------------------------------------- compared maps, figures
+def feature_maps(l, gamma, seed):
+    """The Figure 1 methods at l output features (d = 4 l for TEFM and compact maps)."""
+    from rfstream import TEFM
+    from rfstream.features import (
+        CompactRandomFeatures,
+        FastfoodFeatures,
+        RandomFourierFeatures,
+    )
 
-    return open_dataset(prepare(name, CACHE, test=False)[0])
+    return {
+        "RFF (MC)": RandomFourierFeatures(l, gamma=gamma, random_state=seed),
+        "ORF": RandomFourierFeatures(l, gamma=gamma, sampler="orthogonal", random_state=seed),
+        "QMC": RandomFourierFeatures(l, gamma=gamma, sampler="qmc", random_state=seed),
+        "Fastfood": FastfoodFeatures(l, gamma=gamma, random_state=seed),
+        "Compact": CompactRandomFeatures(l, gamma=gamma, random_state=seed),
+        "TEFM-G": TEFM(l, method="gaussian", gamma=gamma, random_state=seed),
+        "TEFM-S": TEFM(l, method="srht", gamma=gamma, random_state=seed),
+        # Algorithms 1 and 2 exactly as written in the paper (no power iteration)
+        "TEFM-G q=0": TEFM(l, method="gaussian", n_power_iter=0, gamma=gamma, random_state=seed),
+        "TEFM-S q=0": TEFM(l, method="srht", n_power_iter=0, gamma=gamma, random_state=seed),
+    }
+
+
+def plot_kernel(results, path):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, len(results), figsize=(4.2 * len(results), 3.6), squeeze=False)
+    for ax, (name, res) in zip(axes[0], results.items()):
+        for method, errs in res["mean"].items():
+            ls = [int(k) for k in errs]
+            ax.semilogy(ls, list(errs.values()), marker="o", label=method,
+                        lw=2.2 if method.startswith("TEFM") else 1.2,
+                        ls="--" if "q=0" in method else "-")
+        ax.set_title(f"{name} (n={res['n_rows']}, d=4l)")
+        ax.set_xlabel("number of features l")
+        ax.grid(True, which="both", alpha=0.3)
+    axes[0][0].set_ylabel("||K - ZZ'||_F / ||K||_F")
+    axes[0][-1].legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+
+
+def plot_gamma_cv(summary, out):
+    """Figures 2-3 from the gammacv summary: RFF as one curve over its feature counts."""
+    curves = {}
+    for key, v in summary.items():
+        l, method = key.split(" ", 1)
+        l = int(l)
+        name, features = ("RFF (MC)", 4 * l if method == "RFF 4l" else l) if method.startswith("RFF") \
+            else (method, l)
+        curves.setdefault(name, {})[features] = v
+    runs = [{"method": name, "l": f, "rmse": v["test_rmse_mean"], "seconds": v["seconds_median"]}
+            for name, pts in curves.items() for f, v in sorted(pts.items())]
+    plot_regression({"runs": runs}, out, names=("figure2_gamma_cv_rmse_vs_features.png",
+                                                 "figure3_gamma_cv_rmse_vs_time.png"),
+                     title="cpusmall, gamma and alpha by 5-fold CV (mean of 5 seeds)")
+
+
+def plot_regression(results, out, names=("figure2_rmse_vs_features.png", "figure3_rmse_vs_time.png"),
+                     title="cpusmall, ridge (alpha by 5-fold CV)"):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    methods = list(dict.fromkeys(r["method"] for r in results["runs"]))
+    for key, xlabel, fname in (("l", "number of features", names[0]),
+                               ("seconds", "total time (standardize + features + ridge), s", names[1])):
+        fig, ax = plt.subplots(figsize=(5.2, 3.8))
+        for m in methods:
+            runs = [r for r in results["runs"] if r["method"] == m]
+            ax.plot([r[key] for r in runs], [r["rmse"] for r in runs], marker="o", label=m,
+                    lw=2.2 if m.startswith("TEFM") else 1.2)
+        ax.set_xscale("log")
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel("relative RMSE ||y - y_hat|| / ||y||")
+        ax.set_title(title, fontsize=9)
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=8)
+        fig.tight_layout()
+        fig.savefig(out / fname, dpi=110)
+
+
+# ----------------------------------------------------------------- figures 1-3
 
 
 def cmd_kernel(args):
@@ -79,8 +162,7 @@ def cmd_kernel(args):
                                for m in mean if m.startswith("TEFM")}
         results[name] = res
     out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "kernel_approximation.json").write_text(json.dumps(results, indent=1))
+    write_json(out / "kernel_approximation.json", results)
     plot_kernel(results, out / "figure1_kernel_approximation.png")
 
 
@@ -112,17 +194,14 @@ def cmd_regression(args):
                 fm.set_params(random_state=seed)
                 pipe = Pipeline([("std", Standardizer()), ("features", fm),
                                  ("solver", StreamingRidge(alpha=alphas, cv=5))])
-                t0 = time.perf_counter()
-                pipe.fit(Xtr, ytr)
-                times.append(time.perf_counter() - t0)
+                times.append(wall_seconds(lambda pipe=pipe: pipe.fit(Xtr, ytr)))
                 rmses.append(relative_rmse(yte, pipe.predict(Xte)))
             run = {"method": method, "l": l, "rmse": float(np.mean(rmses)),
                    "seconds": float(np.min(times))}  # min: the machine is shared
             results["runs"].append(run)
             print(json.dumps(run), flush=True)
     out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "regression_cpusmall.json").write_text(json.dumps(results, indent=1))
+    write_json(out / "regression_cpusmall.json", results)
     plot_regression(results, out)
 
 
@@ -162,9 +241,7 @@ def cmd_dsweep(args):
         for name, fmap in configs.items():
             runs.append({"l": l, "method": name, "rmse": rmse(fmap)})
             print(json.dumps(runs[-1]), flush=True)
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "regression_d_sweep.json").write_text(json.dumps({"gamma": gamma, "runs": runs}, indent=1))
+    write_json(Path(args.out) / "regression_d_sweep.json", {"gamma": gamma, "runs": runs})
 
 
 def cmd_gammacv(args):
@@ -222,9 +299,8 @@ def cmd_gammacv(args):
     for k, v in summary.items():
         print(k, json.dumps(v))
     out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "regression_gamma_cv.json").write_text(json.dumps(
-        {"gamma_auto": gamma, "scales": scales, "alphas": alphas, "summary": summary, "runs": runs}, indent=1))
+    write_json(out / "regression_gamma_cv.json",
+               {"gamma_auto": gamma, "scales": scales, "alphas": alphas, "summary": summary, "runs": runs})
     plot_gamma_cv(summary, out)
 
 
@@ -272,17 +348,13 @@ def cmd_sketch(args):
             times = {name: [] for name in variants}
             for _ in range(args.repeats):
                 for name, fn in variants.items():
-                    t0 = time.perf_counter()
-                    fn(x, 0, rff=rff, seed=0, n_components=l)
-                    times[name].append(time.perf_counter() - t0)
+                    times[name].append(wall_seconds(lambda fn=fn, l=l, rff=rff: fn(x, 0, rff=rff, seed=0,
+                                                                                    n_components=l)))
             for name, ts in times.items():
                 runs.append({"l": l, "d": 4 * l, "rows": x.shape[0], "variant": name,
                              "median_s": float(np.median(ts)), "all_s": ts})
                 print(json.dumps(runs[-1]), flush=True)
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "sketch_chunk.json").write_text(json.dumps(
-        {"load_average_end": os.getloadavg(), "runs": runs}, indent=1))
+    write_json(Path(args.out) / "sketch_chunk.json", {"load_average_end": os.getloadavg(), "runs": runs})
 
 
 def _fit_one(args):
@@ -317,7 +389,7 @@ def cmd_scale(args):
 
     results = []
     for n in args.rows:
-        path = CACHE / f"kdd_like_{n}.zarr"
+        path = cache_dir() / f"kdd_like_{n}.zarr"
         if not path.exists():
             t0 = time.perf_counter()
             write_kdd_like(path, n)
@@ -331,10 +403,8 @@ def cmd_scale(args):
                        "load_average": os.getloadavg()[0]}
                 results.append(res)
                 print(json.dumps(res), flush=True)
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
     name = f"scale_l{args.l}" + ("" if args.scheduler == "threads" else f"_{args.scheduler}")
-    (out / f"{name}.json").write_text(json.dumps(results, indent=1))
+    write_json(Path(args.out) / f"{name}.json", results)
 
 
 def main(argv=None):
