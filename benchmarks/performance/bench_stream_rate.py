@@ -17,7 +17,6 @@ import time
 import warnings
 
 import dask
-import dask.array as da
 import numpy as np
 
 
@@ -32,6 +31,7 @@ def main():
 
     from rfstream import RandomFourierFeatures, StreamingRidgeClassifier
     from rfstream.bench.measures import features_only_pass
+    from rfstream.bench.scripts import pcg_rows
     from rfstream.cluster import connect
 
     stack, client, cluster = contextlib.ExitStack(), None, None
@@ -43,8 +43,7 @@ def main():
         cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, memory_limit="8GiB",
                                            host="127.0.0.1", dashboard_address=None)
         client = distributed.Client(cluster)
-    X = da.random.default_rng(0).standard_normal((args.rows, 8), chunks=(65536, 8), dtype=np.float32).persist()
-    y = (da.sin(X[:, 0]) + X[:, 1] * X[:, 2] > 0).astype("int8").persist()
+    X, y = dask.persist(*pcg_rows(args.rows, seed=0))
     Z = RandomFourierFeatures(args.d, gamma=0.1, random_state=0).fit(X).transform(X)
     times = []
     for k in (2, 6):

@@ -5,7 +5,7 @@ Run from the repository root:
     python benchmarks/solvers/bench_pcg_alphas.py --rows 200000 --d 8192 --alphas 0.01 0.1 1 10
 
 The rows are bench_pcg_cluster.py's synthetic ones (8 Gaussian columns, a nonlinear sign
-label, made inside the tasks).  On one ``LocalCluster`` of ``--workers`` one-thread
+label, made inside the tasks: :func:`rfstream.bench.scripts.pcg_rows`).  On one ``LocalCluster`` of ``--workers`` one-thread
 processes, in one run: ``StreamingRidgeClassifier(solver="pcg")`` fitted once per alpha
 (no cross-validation: what a user would otherwise run by hand), then once with the alpha
 list and ``cv`` folds (:mod:`rfstream.solvers.cg_search`: the (cv + 1) x A systems share
@@ -21,8 +21,9 @@ import time
 import warnings
 
 import numpy as np
-from bench_pcg_cluster import synthetic
 from dask.utils import parse_bytes
+
+from rfstream.bench.scripts import pcg_rows as synthetic
 
 
 def timed_fit(fmap, ridge, X, y, X_test, y_test):

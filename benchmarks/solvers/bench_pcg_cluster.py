@@ -20,16 +20,10 @@ import json
 import time
 import warnings
 
-import dask.array as da
 import numpy as np
 from dask.utils import parse_bytes
 
-
-def synthetic(n_rows, seed, chunk=65536):
-    """``(X, y)``: 8 Gaussian float32 columns and the label sin(x0) + x1 x2 > 0, lazily."""
-    X = da.random.default_rng(seed).standard_normal((n_rows, 8), chunks=(chunk, 8), dtype=np.float32)
-    y = (da.sin(X[:, 0]) + X[:, 1] * X[:, 2] > 0).astype("int8")
-    return X, y
+from rfstream.bench.scripts import pcg_rows as synthetic
 
 
 def main(argv=None):
