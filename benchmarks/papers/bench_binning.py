@@ -24,8 +24,9 @@ OUT = Path("docs/binning")
 
 
 def _dump(name, result):
-    OUT.mkdir(parents=True, exist_ok=True)
-    (OUT / name).write_text(json.dumps(result, indent=2) + "\n")
+    from rfstream.bench.scripts import write_json
+
+    write_json(OUT / name, result, indent=2)
     print(json.dumps(result, indent=2))
 
 

@@ -24,8 +24,6 @@ converted once into ``$RFSTREAM_BENCH_CACHE`` (default /tmp/rfstream-bench).
 from __future__ import annotations
 
 import argparse
-import json
-import os
 import time
 from pathlib import Path
 
@@ -33,6 +31,7 @@ import dask
 import numpy as np
 
 from rfstream import Standardizer, StreamingRidgeClassifier
+from rfstream.bench.scripts import cache_dir, write_json
 from rfstream.cluster import compute
 from rfstream.datadriven import NystroemFeatures
 from rfstream.datasets.registry import train_test
@@ -40,7 +39,7 @@ from rfstream.kernels import auto_gamma
 from rfstream.metrics import kernel_approximation_error
 from rfstream.random import sample_row_indices
 
-CACHE = Path(os.environ.get("RFSTREAM_BENCH_CACHE", "/tmp/rfstream-bench"))
+CACHE = cache_dir()
 DATASETS = ("magic_gamma", "letter", "ijcnn1", "covtype_sample")
 METHODS = ("uniform", "leverage")
 
@@ -121,8 +120,7 @@ def main(argv=None):
                     print(f"{name} m={m} {method}: kernel error {summarize(cell[method]['kernel_error'])}, "
                           f"test error {summarize(cell[method]['test_error'])}, "
                           f"fit {np.mean(cell[method]['fit_seconds']):.2f} s", flush=True)
-                args.out.parent.mkdir(parents=True, exist_ok=True)
-                args.out.write_text(json.dumps(results, indent=1))
+                write_json(args.out, results)
     print(table(results))
 
 

@@ -23,14 +23,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import time
 from pathlib import Path
 
 import numpy as np
 
+from rfstream.bench.scripts import cache_dir, write_json
+
 ROOT = Path(__file__).resolve().parents[2]
-CACHE = Path(os.environ.get("RFSTREAM_BENCH_CACHE", "/tmp/rfstream-bench"))
 TEST_SIZE = 0.2  # held out of datasets without a test file (Adult has one)
 MS = (16, 32, 64, 128, 256, 512)
 METHODS = {  # label -> SESFeatures keyword arguments
@@ -43,13 +43,13 @@ METHODS = {  # label -> SESFeatures keyword arguments
 
 
 def load(name):
-    """Standardized lazy (Xtr, ytr, Xte, yte, task) of a real dataset (Zarr cached in CACHE)."""
+    """Standardized lazy (Xtr, ytr, Xte, yte, task) of a real dataset (Zarr cached in rfstream.bench.scripts.cache_dir())."""
     from rfstream import Standardizer
     from rfstream.datasets import get, prepare, train_test
     from rfstream.io import dataset_info, onehot_columns
 
-    Xtr, Xte, ytr, yte = train_test(name, CACHE, test_size=None if get(name).test else TEST_SIZE)
-    attrs = dataset_info(prepare(name, CACHE)[0])["attrs"]
+    Xtr, Xte, ytr, yte = train_test(name, cache_dir(), test_size=None if get(name).test else TEST_SIZE)
+    attrs = dataset_info(prepare(name, cache_dir())[0])["attrs"]
     std = Standardizer(passthrough=onehot_columns(attrs) or None).fit(Xtr)
     return std.transform(Xtr), ytr, std.transform(Xte), yte, attrs["task"]
 
@@ -69,10 +69,8 @@ def held_out(name):
 
 
 def _save(out, fname, results):
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / fname).write_text(json.dumps(results, indent=1))
-    return out
+    write_json(Path(out) / fname, results)
+    return Path(out)
 
 
 def _plt():

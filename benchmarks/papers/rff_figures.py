@@ -20,7 +20,6 @@ shared machine: the load average is recorded next to them.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from pathlib import Path
@@ -48,6 +47,7 @@ def main(argv=None):
     from rfstream.bench.e2e import shared_gamma, sklearn_preprocessor
     from rfstream.datasets import prepare
     from rfstream.bench.measures import load
+    from rfstream.bench.scripts import write_json
     from rfstream.features import RandomFourierFeatures
     from rfstream.metrics import kernel_approximation_error
     from rfstream.pipeline import evaluate_dataset, fit_dataset
@@ -95,7 +95,7 @@ def main(argv=None):
                 f"{r['method']} {r['test_error']:.4f} {r['fit_seconds']:.1f}s" for r in result["fits"][-2:]),
                 file=sys.stderr)
     result["load_at_end"] = load()
-    (out / "rff.json").write_text(json.dumps(result, indent=2) + "\n")
+    write_json(out / "rff.json", result, indent=2)
     plot(result, out)
 
 

@@ -39,6 +39,8 @@ import time
 
 import numpy as np
 
+from rfstream.bench.scripts import cache_dir, write_json
+
 ALPHAS = [0.01, 0.1, 1.0, 10.0, 100.0]
 SIDES = ("rfstream", "rfstream-evidence", "sklearn")
 FACTORS = [2.0**k for k in range(-5, 3)]
@@ -144,8 +146,7 @@ def gridsearch(args):
             print(json.dumps({"dataset": name, "side": side, **row[side]}), flush=True)
         rows.append(row)
     if args.json:
-        with open(args.json, "w") as f:
-            json.dump(rows, f, indent=1)
+        write_json(args.json, rows)
     print("\n| dataset | rows | side | seconds | peak GiB | gamma (x auto) | alpha | test error |")
     print("|---|---|---|---|---|---|---|---|")
     for r in rows:
@@ -221,13 +222,13 @@ def main():
     sub = p.add_subparsers(dest="command", required=True)
     g = sub.add_parser("gridsearch", help="against GridSearchCV")
     g.add_argument("--datasets", nargs="+", default=["adult", "letter", "cpusmall"])
-    g.add_argument("--workdir", default="/tmp/rfstream-bench")
+    g.add_argument("--workdir", default=str(cache_dir()))
     g.add_argument("--json", default=None)
     q = sub.add_parser("passes", help="G gammas in one fit against G fits")
     q.add_argument("--dataset", default="kddcup99")
     q.add_argument("--gammas", type=int, default=4)
     q.add_argument("--repeats", type=int, default=3)
-    q.add_argument("--workdir", default="/tmp/rfstream-bench")
+    q.add_argument("--workdir", default=str(cache_dir()))
     args = p.parse_args()
     {"gridsearch": gridsearch, "passes": passes}[args.command](args)
 

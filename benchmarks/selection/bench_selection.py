@@ -29,6 +29,8 @@ import warnings
 
 import numpy as np
 
+from rfstream.bench.scripts import cache_dir, write_json
+
 ALPHAS = [0.01, 0.1, 1.0, 10.0, 100.0]
 FACTORS = [2.0**k for k in range(-5, 3)]
 
@@ -97,13 +99,12 @@ def main():
     p.add_argument("--n-components", type=int, default=1000)
     p.add_argument("--proba-rows", type=int, default=200_000,
                    help="training rows scikit-learn's CalibratedClassifierCV gets in memory")
-    p.add_argument("--workdir", default="/tmp/rfstream-bench")
+    p.add_argument("--workdir", default=str(cache_dir()))
     p.add_argument("--json", default=None)
     args = p.parse_args()
     rows = [run(name, args.workdir, args.n_components, args.proba_rows) for name in args.datasets]
     if args.json:
-        with open(args.json, "w") as f:
-            json.dump(rows, f, indent=1)
+        write_json(args.json, rows)
     print("\n| dataset | route | gamma (x auto) | alpha | test error | fit s | 90% coverage / log-loss |")
     print("|---|---|---|---|---|---|---|")
     for r in rows:

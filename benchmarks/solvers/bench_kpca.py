@@ -26,13 +26,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import time
 from pathlib import Path
 
 import numpy as np
 
-CACHE = Path(os.environ.get("RFSTREAM_BENCH_CACHE", "/tmp/rfstream-bench"))
+from rfstream.bench.scripts import cache_dir, write_json
 
 
 def canonical_correlations(A, B):
@@ -107,13 +106,12 @@ def main(argv=None):
     parser.add_argument("--n-components", type=int, default=10)
     parser.add_argument("--D", type=int, default=4000)
     parser.add_argument("--rows", type=int, default=3000)
-    parser.add_argument("--workdir", type=Path, default=CACHE)
+    parser.add_argument("--workdir", type=Path, default=cache_dir())
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args(argv)
     results = [run(name, args.workdir, args.n_components, args.D, args.rows) for name in args.datasets]
     if args.out is not None:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(json.dumps(results, indent=1) + "\n")
+        write_json(args.out, results)
     return results
 
 

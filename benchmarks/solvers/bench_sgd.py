@@ -32,6 +32,7 @@ import dask
 import numpy as np
 
 from rfstream import StreamingSGDClassifier, datasets, io
+from rfstream.bench.scripts import write_json
 from rfstream.cluster import compute
 from rfstream.io import onehot_columns
 from rfstream.pipeline import make_model
@@ -310,8 +311,7 @@ def main(argv=None):
                                           "test_error": _test_error(m.coef_, m.intercept_, Zt, yt)}
                     print(" dask_ml", {k2: v for k2, v in row["dask_ml"].items() if k2 != "objective"}, flush=True)
                 results[key] = row
-                Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-                Path(args.out).write_text(json.dumps(results, indent=1) + "\n")
+                write_json(args.out, results)
     return results
 
 
