@@ -203,8 +203,9 @@ def main():
         print(f"| {r['rows']:,} | {r['source_mb']:.0f} | {r['config']} | {r['seconds']:.1f} | {r['mb_per_s']:.1f} "
               f"| {r['client_rss_peak'] / 2**20:.0f} ({r['client_rss_before'] / 2**20:.0f}) | {worker} |")
     if args.json:
-        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.json).write_text(json.dumps(results, indent=1))
+        from rfstream.bench.scripts import write_json
+
+        write_json(args.json, results, indent=1)
     return 0
 
 

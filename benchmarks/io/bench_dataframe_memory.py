@@ -96,8 +96,9 @@ def main(argv=None):
     }
     print(json.dumps(result, indent=1))
     if args.json:
-        with open(args.json, "w") as f:
-            json.dump(result, f, indent=1)
+        from rfstream.bench.scripts import write_json
+
+        write_json(args.json, result, indent=1)
     return 0 if watch.peak < 300 * mib else 1
 
 

@@ -33,13 +33,12 @@ import os
 import re
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
 import numpy as np
 
-from rfstream.bench.measures import gemm_gflops, load
+from rfstream.bench.measures import TreePeakRSS, gemm_gflops, load
 from rfstream.datasets import source_paths
 
 
@@ -63,37 +62,17 @@ def run_measured(argv):
     """Run ``rfstream argv`` as its own process; ``(seconds, stdout, client peak, workers' peak,
     pass seconds)``: the peaks in bytes, the workers' the largest of any one child process;
     the seconds of each pass from its progress line (its stderr, passed on)."""
-    import psutil
-
     proc = subprocess.Popen([sys.executable, "-m", "rfstream", *map(str, argv)], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
-    parent = psutil.Process(proc.pid)
-    peaks = {"client": 0, "workers": {}}
-    stop = threading.Event()
-
-    def sample():
-        while not stop.is_set():
-            try:
-                peaks["client"] = max(peaks["client"], parent.memory_info().rss)
-                for child in parent.children(recursive=True):
-                    rss = child.memory_info().rss
-                    peaks["workers"][child.pid] = max(peaks["workers"].get(child.pid, 0), rss)
-            except psutil.Error:
-                pass
-            time.sleep(0.2)
-
-    thread = threading.Thread(target=sample, daemon=True)
-    t0 = time.perf_counter()
-    thread.start()
-    out, err = proc.communicate()
-    seconds = time.perf_counter() - t0
+    with TreePeakRSS(proc.pid, interval=0.2) as peaks:
+        t0 = time.perf_counter()
+        out, err = proc.communicate()
+        seconds = time.perf_counter() - t0
     sys.stderr.write(err)
     passes = [float(m.group(1)) for m in re.finditer(r"pass \d+ done in ([0-9.]+) s", err)]
-    stop.set()
-    thread.join()
     if proc.returncode != 0:
         raise RuntimeError(f"rfstream {' '.join(map(str, argv))} exited with {proc.returncode}")
-    return seconds, out, peaks["client"], max(peaks["workers"].values(), default=0), passes
+    return seconds, out, peaks.own, max(peaks.children.values(), default=0), passes
 
 
 def worker_limit():
@@ -139,7 +118,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--datasets", default=os.environ.get("RFSTREAM_DATASETS", "../shared/datasets"))
     parser.add_argument("--workdir", default="/tmp/rfstream-kdd-full", help="the CSV files and datasets go here")
-    parser.add_argument("--copies", type=int, default=10, help="copies of the 10% file (10: the full set's size)")
+    parser.add_argument("--copies", type=int, default=10, help="copies of the 10%% file (10: the full set's size)")
     parser.add_argument("--n-components", type=int, default=2000)
     parser.add_argument("--alpha", default="0.01,0.1,1,10")
     parser.add_argument("--json", default=None, help="write the results here too")
@@ -159,8 +138,9 @@ def main():
     result["test_error_difference_points"] = round(100 * (big["test_error"] - small["test_error"]), 2)
     print(json.dumps({k: v for k, v in result.items() if k != "runs"}, indent=2))
     if args.json:
-        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.json).write_text(json.dumps(result, indent=2) + "\n")
+        from rfstream.bench.scripts import write_json
+
+        write_json(args.json, result, indent=2)
 
 
 if __name__ == "__main__":

@@ -28,11 +28,9 @@ times.  Three parts, each repeated ``--repeats`` times (the third at least 7):
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import time
 from collections import defaultdict
-from pathlib import Path
 
 import numpy as np
 
@@ -210,7 +208,9 @@ def main(argv=None):
         print("sub_block", result["sub_block"], flush=True)
     result["loadavg_end"] = list(os.getloadavg())
     if args.json:
-        Path(args.json).write_text(json.dumps(result, indent=2) + "\n")
+        from rfstream.bench.scripts import write_json
+
+        write_json(args.json, result, indent=2)
 
 
 if __name__ == "__main__":

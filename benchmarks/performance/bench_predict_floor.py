@@ -75,8 +75,9 @@ def main():
     result["load_at_end"] = load()
     print(json.dumps(result, indent=2))
     if args.json:
-        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.json).write_text(json.dumps(result, indent=2) + "\n")
+        from rfstream.bench.scripts import write_json
+
+        write_json(args.json, result, indent=2)
 
 
 if __name__ == "__main__":

@@ -25,7 +25,6 @@ seconds per side and their ratios to scikit-learn's.  The machine's load
 average is printed with the table: on a shared machine compare ratios within one run.
 """
 import argparse
-import json
 import os
 import shutil
 import statistics
@@ -136,8 +135,9 @@ def main():
                 ratios = [f"{min(ts) / min(base):.2f}", f"{statistics.median(ts) / statistics.median(base):.2f}"]
             print(f"| {name} | {side} | {min(ts):.2f} | {statistics.median(ts):.2f} | {' | '.join(ratios)} |")
     if args.json:
-        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.json).write_text(json.dumps(results, indent=1) + "\n")
+        from rfstream.bench.scripts import write_json
+
+        write_json(args.json, results, indent=1)
 
 
 if __name__ == "__main__":

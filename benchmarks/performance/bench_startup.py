@@ -23,7 +23,6 @@ The machine's load average is printed with the table: on a shared machine compar
 rows of one run.
 """
 import argparse
-import json
 import os
 import resource
 import shutil
@@ -122,9 +121,10 @@ def main():
     print(f"medians of {args.repeats} runs (less a failed run, warned above); load average {load:.2f} at the start, "
           f"{os.getloadavg()[0]:.2f} at the end; {os.cpu_count()} CPUs; {sys.version.split()[0]}")
     if args.json:
-        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.json).write_text(json.dumps({"repeats": args.repeats, "load_at_start": load,
-                                               "load_at_end": os.getloadavg()[0], "rows": rows}, indent=2) + "\n")
+        from rfstream.bench.scripts import write_json
+
+        write_json(args.json, {"repeats": args.repeats, "load_at_start": load,
+                               "load_at_end": os.getloadavg()[0], "rows": rows}, indent=2)
 
 
 if __name__ == "__main__":

@@ -83,7 +83,9 @@ def main(argv=None):
           f"total limit; worker peaks {[format_bytes(v) for v in result['worker_peak_rss']]} "
           f"(limit {format_bytes(limit)}); restarted: {restarted}", file=sys.stderr)
     if args.json:
-        Path(args.json).write_text(json.dumps(result, indent=2) + "\n")
+        from rfstream.bench.scripts import write_json
+
+        write_json(args.json, result, indent=2)
     ok = result["worker_peak_over_limit"] < 1.0 and not restarted and result["data_over_total_worker_memory"] >= 3
     return 0 if ok else 1
 

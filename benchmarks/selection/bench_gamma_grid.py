@@ -114,20 +114,14 @@ def side_rfstream(name, workdir, gammas, select="cv"):
 
 def measure(argv):
     """``(seconds, peak bytes of the process tree, last stdout line as JSON)``."""
-    import psutil
+    from rfstream.bench.measures import TreePeakRSS
 
     t0 = time.perf_counter()
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    root, peak = psutil.Process(proc.pid), 0
-    while proc.poll() is None:
-        try:
-            tree = [root, *root.children(recursive=True)]
-            peak = max(peak, sum(p.memory_info().rss for p in tree))
-        except psutil.Error:
-            pass
-        time.sleep(0.05)
-    out, err = proc.communicate()
+    with TreePeakRSS(proc.pid, interval=0.05) as peaks:
+        out, err = proc.communicate()
     seconds = time.perf_counter() - t0
+    peak = peaks.tree
     if proc.returncode != 0:
         raise RuntimeError(f"{' '.join(argv)} failed:\n{err[-2000:]}")
     return seconds, peak, json.loads(out.strip().splitlines()[-1])
