@@ -53,3 +53,25 @@ def test_gemm_gflops_counts_2_m_d_squared_flops(monkeypatch):
 def test_run_capped_reports_other_failures(code):
     res = measures.run_capped(code, 1 << 30, 120)
     assert res["error"] == "failed" and res["returncode"] == 3
+
+
+def test_scripts_helpers_write_json_and_read_the_cache_folder(tmp_path, monkeypatch):
+    from rfstream.bench import scripts
+
+    path = scripts.write_json(tmp_path / "a" / "b.json", {"x": [1, 2]}, indent=2)
+    assert path.read_text().endswith("\n") and json.loads(path.read_text()) == {"x": [1, 2]}
+    monkeypatch.setenv("RFSTREAM_BENCH_CACHE", str(tmp_path))
+    assert scripts.cache_dir() == tmp_path
+    X, y = scripts.pcg_rows(1000, seed=0, chunk=256)
+    assert X.shape == (1000, 8) and X.chunks[0][0] == 256 and y.dtype == "int8"
+
+
+def test_tree_peak_rss_sees_the_process_and_its_children():
+    import subprocess
+    import sys
+
+    code = "import subprocess, sys; subprocess.run([sys.executable, '-c', 'import time; time.sleep(1)'])"
+    proc = subprocess.Popen([sys.executable, "-c", code])
+    with measures.TreePeakRSS(proc.pid, interval=0.02) as peaks:
+        proc.wait()
+    assert peaks.own > 0 and peaks.children and peaks.tree >= peaks.own

@@ -1,6 +1,6 @@
 """What the command line imports before a command runs, and what an unknown flag is told.
 
-Not timed (speed belongs in benchmarks/bench_startup.py): each test runs Python in a
+Not timed (speed belongs in benchmarks/performance/bench_startup.py): each test runs Python in a
 fresh process, builds the parser or answers ``--version``, ``--help`` or an argument
 error, and looks at ``sys.modules``: no estimator library may be there, so that the
 answer costs Python and argparse only.  The names and defaults the parser shows without

@@ -76,7 +76,7 @@ def test_no_dataset_file_is_named_outside_the_registry():
     """Scripts, the bench and tests find the files through the registry, not by their own paths."""
     names = {Path(p).name for e in DATASETS.values() for p in (e.train, e.test) if p}
     quoted = re.compile("[\"'](?:[\\w/]*/)?(" + "|".join(map(re.escape, names)) + ")[\"']")
-    files = [*ROOT.glob("benchmarks/*.py"), *ROOT.glob("examples/*.py"), *ROOT.glob("deploy/*.py"),
+    files = [*ROOT.glob("benchmarks/**/*.py"), *ROOT.glob("examples/*.py"), *ROOT.glob("deploy/*.py"),
              *ROOT.glob("tests/*.py"), *(p for p in ROOT.glob("rfstream/**/*.py") if p.name != "registry.py")]
     offenders = [f"{p.relative_to(ROOT)}: {m.group(0)}" for p in files for m in quoted.finditer(p.read_text())]
     assert not offenders

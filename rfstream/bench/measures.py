@@ -67,16 +67,66 @@ class PeakRSS:
         self._sample()
 
 
+class TreePeakRSS:
+    """The largest resident memory of process ``pid`` and of its descendants, in bytes, seen
+    by a thread sampling them every ``interval`` seconds while the block runs.
+
+    ``own``: the process's; ``children``: ``{pid: peak}`` of each descendant seen; ``tree``:
+    the largest sum over the whole tree at one sample (a sample that loses a process on the
+    way counts for the processes read, not for the sum).  Needs psutil.
+    """
+
+    def __init__(self, pid, interval=0.05):
+        import psutil
+
+        self.interval = interval
+        self.process = psutil.Process(pid)
+        self.own, self.children, self.tree = 0, {}, 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _sample(self):
+        import psutil
+
+        total = 0
+        try:
+            rss = self.process.memory_info().rss
+            self.own = max(self.own, rss)
+            total += rss
+            for child in self.process.children(recursive=True):
+                rss = child.memory_info().rss
+                self.children[child.pid] = max(self.children.get(child.pid, 0), rss)
+                total += rss
+        except psutil.Error:
+            return
+        self.tree = max(self.tree, total)
+
+    def _run(self):
+        while not self._stop.is_set():
+            self._sample()
+            time.sleep(self.interval)
+
+    def __enter__(self):
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._thread.join()
+
+
+def wall_seconds(fn):
+    """The wall time of one call of ``fn()``, in seconds."""
+    t0 = time.perf_counter()
+    fn()
+    return time.perf_counter() - t0
+
+
 def median_seconds(fn, repeats):
     """The median wall time of ``repeats`` calls of ``fn()``, in seconds."""
     import numpy as np
 
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return float(np.median(times))
+    return float(np.median([wall_seconds(fn) for _ in range(repeats)]))
 
 
 def gemm_gflops(D, m=4096, repeats=5):
