@@ -1,25 +1,10 @@
 """Targets of the solvers: the checks on ``y``, its classes, class codes and +-1 matrices.
 
-One place for what every solver (ridge, SGD, Newton) and every supervised
-feature map (CNM, EERF) does with the labels before a pass:
-
-* :func:`check_targets` -- ``y`` against a dask ``X``: one label (or target
-  row) per row of ``X``, returned as a dask array with ``X``'s row chunks (a
-  dask Series converted lazily);
-* :func:`find_classes` -- the sorted distinct labels (and their counts), from
-  one ``da.unique`` reduction when ``y`` is a dask array (only the distinct
-  values reach the client), with scikit-learn's check that they are classes;
-* :func:`encode_classes` -- the labels of one block as class codes
-  ``0 .. K-1`` (indices into ``classes``), refusing labels not in ``classes``;
-* :func:`signed` -- class codes as the +-1 targets of the one-vs-rest problems
-  (Rahimi & Recht 2007's "Fourier+LS" targets; Pegasos' y in {-1, +1}): one
-  column for two classes (+1 for ``classes[1]``), one per class otherwise;
-* :func:`ovr_targets`, :func:`regression_targets` -- a block of raw labels
-  as the float64 target matrix a reduction accumulates;
-* :func:`class_weights` -- scikit-learn's ``class_weight`` as one weight per class.
-
-The block functions are pure numpy and picklable (they run inside reduction
-tasks); only :func:`find_classes` computes anything with dask.
+One place for what every solver (ridge, SGD, Newton) and every supervised feature map (CNM,
+EERF) does with the labels before a pass; the +-1 one-vs-rest targets are Rahimi & Recht
+2007's "Fourier+LS" ones (and Pegasos' y in {-1, +1}).  The block functions are pure numpy
+and picklable; only :func:`find_classes` computes with dask.  docs/design-notes.md,
+"Solvers' shared modules".
 """
 from __future__ import annotations
 
