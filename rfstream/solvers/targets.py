@@ -115,24 +115,8 @@ def find_classes(y, *, name="the classifier", return_counts=False, also=()):
 
 
 def encode_classes(y, classes, *, fix="fit on data that holds every class"):
-    """Class codes (indices into the sorted ``classes``) of a block of labels ``y``.
-
-    Parameters
-    ----------
-    y : ndarray of shape (m,)
-    classes : ndarray of shape (K,), sorted (as :func:`find_classes` returns them)
-    fix : str
-        What to do about an unknown label, for the error message.
-
-    Returns
-    -------
-    codes : ndarray of shape (m,), dtype intp, in ``0 .. K-1``
-
-    Raises
-    ------
-    ValueError
-        When ``y`` holds labels that are not in ``classes`` (the first five are named).
-    """
+    """Class codes ``0 .. K-1`` (indices into the sorted ``classes``) of a block of labels
+    ``y``; a ValueError names the first five labels not in ``classes``, then ``fix``."""
     y = np.asarray(y)
     codes = np.minimum(np.searchsorted(classes, y), classes.size - 1)
     unknown = classes[codes] != y
@@ -168,21 +152,9 @@ def regression_targets(y):
 
 
 def class_weights(class_weight, classes, counts=None):
-    """One weight per class from scikit-learn's ``class_weight``, or None for equal weights.
-
-    Parameters
-    ----------
-    class_weight : dict, "balanced" or None
-        A dict maps labels to weights (1 for a label it leaves out);
-        "balanced" gives ``n / (n_classes * count(class))``.
-    classes : ndarray of shape (K,)
-    counts : ndarray of shape (K,) or None
-        Rows per class, needed for "balanced".
-
-    Returns
-    -------
-    weights : ndarray of shape (K,), float64, or None
-    """
+    """One float64 weight per class of ``classes`` from scikit-learn's ``class_weight`` (a
+    dict, 1 for a label it leaves out; "balanced": ``n / (n_classes * count(class))`` from
+    the rows per class ``counts``), or None for equal weights."""
     if class_weight is None:
         return None
     if isinstance(class_weight, str):

@@ -108,26 +108,10 @@ def weight_summary(w, terms=None):
 
 
 def row_weights(y, w=None, *, offset=0, classes=None, class_weight=None, scale=1.0):
-    """The weight ``c_i`` of each row of one block, or None when every row counts once.
-
-    Parameters
-    ----------
-    y : ndarray of shape (m,)
-        Raw labels (used only with ``class_weight``).
-    w : ndarray of shape (m,) or None
-        The block's sample weights (checked here: :func:`check_weight_block`).
-    offset : int
-        Global index of the block's first row, for error messages.
-    classes, class_weight : ndarray of shape (K,) or None
-        The sorted classes and one weight per class
-        (:func:`rfstream.solvers.targets.class_weights`).
-    scale : float
-        Multiplies the sample weights (SGD divides them by their mean, docs/sgd.md).
-
-    Returns
-    -------
-    weights : ndarray of shape (m,), float64, or None
-    """
+    """The float64 weight ``c_i`` of each row of one block, or None when every row counts once:
+    the class weight of its raw label ``y`` (``classes``, ``class_weight``) times its sample
+    weight ``w`` (checked, :func:`check_weight_block`; ``offset`` for the error) times
+    ``scale`` (SGD divides them by their mean, docs/sgd.md)."""
     c = None
     if class_weight is not None:
         c = np.asarray(class_weight, dtype=np.float64)[encode_classes(y, classes)]

@@ -34,12 +34,8 @@ def sample_rows(n_rows, m, seed):
 
 def sampled_features(Z, y, sample_weight, idx):
     """``(features, labels, weights)`` of the rows ``idx`` of ``Z`` (dense m x D, in the
-    features' own float32 or float64; float64 for any other dtype).
-
-    For ``Z = map.transform(X)`` only the m input rows are read and their features made
-    here (:mod:`rfstream.features.fused`); otherwise the rows of ``Z`` are gathered.  The
-    rows, labels and weights come in one computation.
-    """
+    features' own float32 or float64; float64 for any other dtype), in one computation; for
+    ``Z = map.transform(X)`` only the m input rows are read and their features made here."""
     source = feature_source(Z)
     rows = source.rows if source is not None else Z
     x, labels, weights = compute(*(None if a is None else a[idx] for a in (rows, y, sample_weight)))
