@@ -1,16 +1,9 @@
 """The report's curves: the criterion against the number of features, and interval calibration.
 
-* :func:`size_curve_png`: for a fit given a list of ``n_components``, the best
-  criterion over alpha (mean CV score, or log evidence) of each size at the chosen
-  gamma, with the CV standard error as a bar where there is one: where more
-  features stop paying.
-* :func:`coverage_png`: for a calibrated regressor, the coverage that Gaussian
-  intervals ``prediction -+ z_(1+L)/2 std(x)`` reach on the exact leave-one-out
-  residuals of the training rows (from ``conformal_counts_``,
-  :mod:`rfstream.solvers.ridge.calibration`), against the nominal level L; the conformal
-  intervals reach their level by construction, up to the histogram's bin (0.45%),
-  and are drawn as the diagonal.  A Gaussian curve below the diagonal means the
-  model's standard deviation is too small (heavy tails); above, too large.
+:func:`size_curve_png`: the best criterion of each size of a list of ``n_components``, with
+the CV standard error; :func:`coverage_png`: the coverage of Gaussian intervals on the exact
+leave-one-out residuals of a calibrated regressor against the nominal level, beside the
+conformal intervals' diagonal.  docs/selection.md.
 """
 from __future__ import annotations
 

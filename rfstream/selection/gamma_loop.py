@@ -1,17 +1,10 @@
 """A gamma grid for the maps that draw per gamma: one fit per gamma, the best by CV or the evidence.
 
-The maps that scale one draw to every gamma (``shares_draw_across_gamma``) search a
-grid in the ridge solver's two passes (:mod:`rfstream.features.grid`,
-:mod:`rfstream.solvers.ridge.gram`).  A data-driven map cannot share its passes between gammas: TEFM's range finder,
-SES's sketch, EERF's and LKRF's scores of a candidate pool are computed on the
-features of one gamma, so the passes that fit the map depend on gamma.  Here a
-Pipeline (standardizer, map, ridge) is fitted once per gamma, each fit with the
-ridge's K-fold cross-validation over its alphas (same folds: a function of the
-seed and the row index), and the fit with the best mean score is kept: G times
-the passes of one fit.  With ``select="evidence"`` each fit's log evidence (greater
-is better) compares the gammas instead.  Deviation: each map is fitted on all the rows, held-out
-folds included (as the standardizer is), so its CV scores are slightly
-optimistic, alike for every gamma.
+A data-driven map's passes depend on gamma, so a Pipeline (standardizer, map, ridge) is
+fitted once per gamma, each with the ridge's K-fold CV over its alphas (the same folds), and
+the best mean score (or log evidence) is kept: G times the passes of one fit.  Deviation:
+each map is fitted on all the rows, held-out folds included, so its CV scores are slightly
+optimistic, alike for every gamma.  docs/selection.md.
 """
 from __future__ import annotations
 

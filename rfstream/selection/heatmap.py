@@ -1,11 +1,8 @@
 """The search surface of a fit as a heat map PNG (``report=True``, ``rfstream fit --report``).
 
-One cell per (gamma, alpha) of the table that :func:`rfstream.selection.selection_summary`
-gives: its mean CV score, or its log evidence (``select="evidence"``), the chosen cell
-framed.  The colours run the same way for every score: the brightest cell is the best
-(the lowest error, the highest AUC or evidence).  With one gamma the map is a single
-row.  matplotlib is optional (``pip install rfstream[plot]``): without it
-``report=True`` is an error and the automatic report is skipped.
+One cell per (gamma, alpha) of :func:`rfstream.selection.selection_summary`'s table, the
+brightest the best, the chosen one framed; matplotlib is optional
+(``pip install rfstream[plot]``).  docs/selection.md.
 """
 from __future__ import annotations
 

@@ -1,18 +1,10 @@
 """What a fit searches, and which route the search takes.
 
-A fit searches when its solver is given a list of alphas (cross-validation in the
-solver's own passes, :mod:`rfstream.solvers.ridge.cv`) or its map a list of gammas
-(:func:`rfstream.features.grid.is_gamma_grid`, the one predicate).  A gamma grid takes
-one of two routes, chosen by the map's declared capability:
-
-* ``shares_draw_across_gamma`` (random Fourier features, random binning): the map
-  draws once and scales the draw to every gamma, and the ridge solver's passes make
-  every gamma's features from the same rows (:mod:`rfstream.features.grid`,
-  :mod:`rfstream.solvers.ridge.gram`): two passes for the whole grid;
-* otherwise (TEFM, SES, EERF, LKRF, CNM, Nystroem): one fit per gamma
-  (:func:`rfstream.selection.gamma_loop.fit_gamma_loop`).
-
-Either way the solver must be one that ``searches_gamma`` (ridge).
+A fit searches a list of alphas (CV in the solver's passes) or of gammas
+(:func:`rfstream.features.grid.is_gamma_grid`, the one predicate).  A gamma grid runs in the
+ridge solver's two passes for a map that ``shares_draw_across_gamma``, else one fit per
+gamma (:func:`rfstream.selection.gamma_loop.fit_gamma_loop`); either way the solver must
+``searches_gamma``.  docs/selection.md.
 """
 from __future__ import annotations
 
@@ -31,7 +23,7 @@ def has_gamma_grid(fmap):
 
 
 def loops_over_gamma(fmap):
-    """Whether a gamma grid on ``fmap`` is searched by one fit per gamma (module docstring)."""
+    """Whether a gamma grid on ``fmap`` is searched by one fit per gamma (docs/selection.md)."""
     return has_gamma_grid(fmap) and not getattr(fmap, "shares_draw_across_gamma", False)
 
 
@@ -65,7 +57,7 @@ def gamma_candidates(fmap):
 
 def fit_model(model, X, y=None, **fit_params):
     """Fit ``model`` (a Pipeline, or one estimator) on ``X, y``, searching what it is given
-    to search by the route its map declares (module docstring); returns the fitted model
+    to search by the route its map declares (docs/selection.md); returns the fitted model
     (for a loop over gammas, the Pipeline of the chosen gamma)."""
     fmap = model.named_steps.get("features") if isinstance(model, Pipeline) else None
     if loops_over_gamma(fmap):

@@ -1,14 +1,9 @@
 """The cross-validation folds of the ridge pass: k folds from (seed, row), or the user's splits.
 
-The single Gram pass (:mod:`rfstream.solvers.ridge.gram`) accumulates one set of
-partials per fold and scores fold k with the model fitted on "all partials but
-fold k".  So a fold structure fits when the test sets are disjoint and each
-split trains on every row outside its test set: ``KFold``, ``GroupKFold``,
-``LeaveOneGroupOut``, ``PredefinedSplit`` (rows in no test set train every
-fold: they get one more fold index, never scored).  An int ``cv`` draws each
-row's fold from (seed, global row index) (:data:`rfstream.random.STREAM_FOLDS`),
-so the folds do not depend on the chunking; explicit splits give each row its
-fold index as one more array aligned with ``X``.
+A split fits the single Gram pass when the test sets are disjoint and each trains on every
+other row (``KFold``, ``GroupKFold``, ``LeaveOneGroupOut``, ``PredefinedSplit``).  An int
+``cv`` draws each row's fold from (seed, global row index), so the folds do not depend on
+the chunking.  docs/design-notes.md, "Solvers' shared modules".
 """
 from __future__ import annotations
 
@@ -72,14 +67,9 @@ def check_cv(cv, X, y):
 
 
 def row_folds(m, given=None, *, offset, n_folds, seed):
-    """The fold of each of a block's ``m`` rows, as every pass of one fit draws it.
-
-    ``given``: the block's explicit fold indices (:func:`check_cv`'s ``folds``), or
-    None to draw from (``seed``, global row index) (``offset`` is the block's first
-    row); one fold: all zeros.  The Gram pass and the scoring pass
-    (:mod:`rfstream.solvers.ridge.cv`) call this, so a row is held out by the same
-    fold in both.
-    """
+    """The fold of each of a block's ``m`` rows, as every pass of one fit draws it:
+    ``given`` (:func:`check_cv`'s ``folds``), or drawn from (``seed``, ``offset`` + row);
+    one fold: all zeros."""
     if given is not None:
         return np.asarray(given, dtype=np.int64)
     if n_folds > 1:

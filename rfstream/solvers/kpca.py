@@ -1,36 +1,11 @@
 """Kernel PCA over random features: linear PCA of the feature matrix ``Z``, never stored.
 
-Kernel PCA (Schölkopf, Smola & Müller 1998) diagonalizes the centred kernel matrix
-``K_c = H K H`` (``H = I - 11'/n``).  With random features ``z(x)``, ``K ~= Z Z'``,
-so ``K_c ~= A A'`` with ``A = Z - 1 mu'`` (``mu = Z'1/n``), whose non-zero
-eigenvalues are those of ``A'A``: kernel PCA becomes linear PCA of the D x D
-covariance ``C = A'A/n = (Z'Z - n mu mu')/n`` (Lopez-Paz, Sra, Smola, Ghahramani &
-Schölkopf 2014, "Randomized nonlinear component analysis", RCA; Ullah, Mianjy, Marinov
-& Arora 2018 bound the features it needs, O~(sqrt n), for a streaming variant whose
-Oja-type updates rfstream does not implement).  ``C``'s eigenvalues are those
-of ``K_c / n``; a row's scores ``(z(x) - mu) V`` are sklearn's kernel PCA scores up
-to the random-feature error and the sign of each component.
-
-Two ways to the top eigenpairs, each product with ``Z`` one pass over the rows
-(:func:`rfstream.solvers.passes.row_sum`; a dask ``Z`` that is a map's ``transform``
-output has its features made inside the tasks, :mod:`rfstream.features.fused`):
-
-* ``"gram"``: one pass sums ``n``, ``Z'1`` and ``Z'Z`` in float64 (a D x D partial
-  per task, as the ridge Gram); ``scipy.linalg.eigh`` of ``C`` on the client.
-* ``"randomized"``: the randomized range finder with power iterations (Halko,
-  Martinsson & Tropp 2011, Algorithm 4.4, re-orthonormalized at every step) for
-  the symmetric ``C``, started from ``C Omega`` with ``Omega`` a D x l Gaussian
-  drawn on the client (``l = n_components + n_oversamples``): each pass returns
-  ``Z'(Z Q)``, ``Z'1``, the column sums of squares and ``n``, so ``C Q = Z'(ZQ)/n
-  - mu (mu'Q)`` is centred on the client with the same pass's mean.  Passes:
-  ``C Omega``, then ``n_power_iter`` products ``C Q``, then one more for the
-  Rayleigh-Ritz step (Algorithm 5.3): ``eigh(Q' C Q)``.  ``2 + n_power_iter``
-  passes, D x l partials.  (Algorithm 4.4 on ``A'`` with an n x l Gaussian test
-  matrix costs the same passes; ``Omega`` on the D side needs no per-row
-  randomness and is half a power iteration ahead.)
-
-The total variance ``trace(C)`` (the denominator of ``explained_variance_ratio_``)
-is exact either way.  Equations, memory and measurements: docs/kpca.md.
+Kernel PCA (Schölkopf, Smola & Müller 1998) becomes PCA of the D x D covariance
+``C = (Z'Z - n mu mu') / n`` (Lopez-Paz et al. 2014, RCA), each product with ``Z`` one pass:
+``"gram"`` sums ``Z'Z`` and calls ``eigh``; ``"randomized"`` is the range finder with power
+iterations (Halko, Martinsson & Tropp 2011, Algorithm 4.4) and Rayleigh-Ritz (Algorithm 5.3).
+Deviation: the Gaussian start ``Omega`` is drawn on the D side, ``C Omega``, so no pass needs
+per-row randomness.  docs/kpca.md.
 """
 from __future__ import annotations
 
@@ -171,7 +146,7 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
     ``KernelPCA(n_components, features=<map>)`` fits the map on ``X`` and the PCA on
     its features; ``features=None`` takes ``X`` as the features (e.g. after a map in
     a Pipeline, whose dask output has its features made inside each pass's tasks).
-    The methods, equations and passes: the module docstring and docs/kpca.md.
+    The methods, equations and passes: docs/kpca.md.
 
     Parameters
     ----------

@@ -1,17 +1,10 @@
 """What ridge's solvers hold in memory, and the refusals made before the first pass.
 
-The Gram solver keeps in every task's partial one float64 D x D Gram per fold and
-gamma (G x K x D^2 x 8 bytes, :mod:`rfstream.solvers.ridge.gram`), and the client holds the
-reduced partials plus the working copies of its eigendecompositions; "pcg" holds
-D x r on the client (:mod:`rfstream.solvers.ridge.nystrom_pcg`); "cg" D x P for its P systems
-(targets, and with a list of alphas their folds).  The
-models below are compared with measured peaks in docs/wide.md.
-
-:func:`check_ridge_memory` applies them to a ridge estimator's parameters and the
-planned width of its features, so that :func:`rfstream.pipeline.check_model` can
-refuse a fit that cannot fit before any pass over the data (the standardizer's
-moments, ``gamma="auto"``'s sample, a data-driven map's passes); the estimators
-check again, with the measured width, just before their own passes.
+The Gram solver holds G x K x D^2 float64 per task's partial, "pcg" D x r on the client, "cg"
+D x P for its P systems; :func:`check_ridge_memory` applies these models to an estimator's
+parameters and planned width so that :func:`rfstream.pipeline.check_model` can refuse a fit
+before any pass.  The models against measured peaks: docs/wide.md; the narrative:
+docs/design-notes.md, "Solvers' shared modules".
 """
 from __future__ import annotations
 

@@ -1,24 +1,10 @@
 """The one shape of a solver pass's chunk function: ``chunk(x, *rows, offset, spec)``.
 
-Every pass of the solvers is a sum over row blocks
-(:func:`rfstream.reductions.sum_rows`) of a chunk function that takes
-
-* ``x``: the block's rows (the input rows when the task makes the features, else
-  the stored features);
-* ``*rows``: the blocks of the row arrays that travel with the pass, in the order
-  of :data:`COLUMNS` (labels ``y``, sample weights ``w``, given fold indices
-  ``folds``); an array that is absent does not travel;
-* ``offset``: the global index of the block's first row;
-* ``spec``: one frozen :class:`RowSpec` (or a subclass for the pass's own model:
-  the scoring pass's weights, Newton's point and direction, an SGD epoch's
-  state), what the pass needs from the rows.
-
-``spec.columns`` names the arrays in ``rows``; it is set from the arrays present
-(:meth:`RowSpec.for_rows`, :func:`row_sum`), never passed as a flag: a pass is
-weighted when a weights array travels, uses the user's folds when a folds array
-does.  The passes that go through :func:`rfstream.features.fused.fused_pass`
-(Newton, conjugate gradients) take ``out=`` as well, the vector their sub-blocks
-add into.
+Every pass of the solvers is a sum over row blocks (:func:`rfstream.reductions.sum_rows`) of
+such a function: ``x`` the block's rows (input rows or stored features), ``*rows`` the row
+arrays that travel, in the order of :data:`COLUMNS`, ``offset`` the block's first global row,
+and ``spec`` one frozen :class:`RowSpec`, whose ``columns`` are set from the arrays present,
+never passed as a flag.  docs/design-notes.md, "Solvers' shared modules".
 """
 from __future__ import annotations
 

@@ -1,25 +1,10 @@
 """Targets of the solvers: the checks on ``y``, its classes, class codes and +-1 matrices.
 
-One place for what every solver (ridge, SGD, Newton) and every supervised
-feature map (CNM, EERF) does with the labels before a pass:
-
-* :func:`check_targets` -- ``y`` against a dask ``X``: one label (or target
-  row) per row of ``X``, returned as a dask array with ``X``'s row chunks (a
-  dask Series converted lazily);
-* :func:`find_classes` -- the sorted distinct labels (and their counts), from
-  one ``da.unique`` reduction when ``y`` is a dask array (only the distinct
-  values reach the client), with scikit-learn's check that they are classes;
-* :func:`encode_classes` -- the labels of one block as class codes
-  ``0 .. K-1`` (indices into ``classes``), refusing labels not in ``classes``;
-* :func:`signed` -- class codes as the +-1 targets of the one-vs-rest problems
-  (Rahimi & Recht 2007's "Fourier+LS" targets; Pegasos' y in {-1, +1}): one
-  column for two classes (+1 for ``classes[1]``), one per class otherwise;
-* :func:`ovr_targets`, :func:`regression_targets` -- a block of raw labels
-  as the float64 target matrix a reduction accumulates;
-* :func:`class_weights` -- scikit-learn's ``class_weight`` as one weight per class.
-
-The block functions are pure numpy and picklable (they run inside reduction
-tasks); only :func:`find_classes` computes anything with dask.
+One place for what every solver (ridge, SGD, Newton) and every supervised feature map (CNM,
+EERF) does with the labels before a pass; the +-1 one-vs-rest targets are Rahimi & Recht
+2007's "Fourier+LS" ones (and Pegasos' y in {-1, +1}).  The block functions are pure numpy
+and picklable; only :func:`find_classes` computes with dask.  docs/design-notes.md,
+"Solvers' shared modules".
 """
 from __future__ import annotations
 
@@ -130,24 +115,8 @@ def find_classes(y, *, name="the classifier", return_counts=False, also=()):
 
 
 def encode_classes(y, classes, *, fix="fit on data that holds every class"):
-    """Class codes (indices into the sorted ``classes``) of a block of labels ``y``.
-
-    Parameters
-    ----------
-    y : ndarray of shape (m,)
-    classes : ndarray of shape (K,), sorted (as :func:`find_classes` returns them)
-    fix : str
-        What to do about an unknown label, for the error message.
-
-    Returns
-    -------
-    codes : ndarray of shape (m,), dtype intp, in ``0 .. K-1``
-
-    Raises
-    ------
-    ValueError
-        When ``y`` holds labels that are not in ``classes`` (the first five are named).
-    """
+    """Class codes ``0 .. K-1`` (indices into the sorted ``classes``) of a block of labels
+    ``y``; a ValueError names the first five labels not in ``classes``, then ``fix``."""
     y = np.asarray(y)
     codes = np.minimum(np.searchsorted(classes, y), classes.size - 1)
     unknown = classes[codes] != y
@@ -183,21 +152,9 @@ def regression_targets(y):
 
 
 def class_weights(class_weight, classes, counts=None):
-    """One weight per class from scikit-learn's ``class_weight``, or None for equal weights.
-
-    Parameters
-    ----------
-    class_weight : dict, "balanced" or None
-        A dict maps labels to weights (1 for a label it leaves out);
-        "balanced" gives ``n / (n_classes * count(class))``.
-    classes : ndarray of shape (K,)
-    counts : ndarray of shape (K,) or None
-        Rows per class, needed for "balanced".
-
-    Returns
-    -------
-    weights : ndarray of shape (K,), float64, or None
-    """
+    """One float64 weight per class of ``classes`` from scikit-learn's ``class_weight`` (a
+    dict, 1 for a label it leaves out; "balanced": ``n / (n_classes * count(class))`` from
+    the rows per class ``counts``), or None for equal weights."""
     if class_weight is None:
         return None
     if isinstance(class_weight, str):

@@ -1,21 +1,10 @@
 """Row weights of the solvers: ``sample_weight`` checked against ``X``, and the weight of each row.
 
-Every solver minimizes a sum over rows in which row i counts ``c_i`` times
-(the weighted Gram Z'WZ of ridge, the weighted losses of SGD and Newton,
-docs/sgd.md); ``c_i`` is the product of
-
-* the row's ``sample_weight`` (scikit-learn's meaning: an integer weight is
-  the row repeated that many times, a weight of 0 the row dropped), and
-* the ``class_weight`` of its label (classifiers; "balanced" from the
-  unweighted class counts, as scikit-learn's ``RidgeClassifier`` and
-  ``SGDClassifier`` compute it).
-
-:func:`check_sample_weight` validates the weights on the client without a pass
-over the data: numpy weights completely (length, finite, non-negative, not all
-zero); dask weights by their shape, lazily aligned with ``X``'s row chunks
-(never gathered on the client), their values checked block by block inside
-the passes (:func:`check_weight_block`).  :func:`row_weights` is the per-block
-product a pass applies; it is pure numpy and picklable.
+Row i counts ``c_i`` = its ``sample_weight`` (scikit-learn's meaning: an integer weight is the
+row repeated) times the ``class_weight`` of its label.  :func:`check_sample_weight` checks
+numpy weights on the client and dask ones lazily, their values block by block in the passes
+(:func:`check_weight_block`); :func:`row_weights` is the per-block product a pass applies.
+docs/design-notes.md, "Solvers' shared modules".
 """
 from __future__ import annotations
 
@@ -119,26 +108,10 @@ def weight_summary(w, terms=None):
 
 
 def row_weights(y, w=None, *, offset=0, classes=None, class_weight=None, scale=1.0):
-    """The weight ``c_i`` of each row of one block, or None when every row counts once.
-
-    Parameters
-    ----------
-    y : ndarray of shape (m,)
-        Raw labels (used only with ``class_weight``).
-    w : ndarray of shape (m,) or None
-        The block's sample weights (checked here: :func:`check_weight_block`).
-    offset : int
-        Global index of the block's first row, for error messages.
-    classes, class_weight : ndarray of shape (K,) or None
-        The sorted classes and one weight per class
-        (:func:`rfstream.solvers.targets.class_weights`).
-    scale : float
-        Multiplies the sample weights (SGD divides them by their mean, docs/sgd.md).
-
-    Returns
-    -------
-    weights : ndarray of shape (m,), float64, or None
-    """
+    """The float64 weight ``c_i`` of each row of one block, or None when every row counts once:
+    the class weight of its raw label ``y`` (``classes``, ``class_weight``) times its sample
+    weight ``w`` (checked, :func:`check_weight_block`; ``offset`` for the error) times
+    ``scale`` (SGD divides them by their mean, docs/sgd.md)."""
     c = None
     if class_weight is not None:
         c = np.asarray(class_weight, dtype=np.float64)[encode_classes(y, classes)]

@@ -5,7 +5,7 @@
 ``cv`` (the alpha path per fold and the scoring pass), ``loo`` (exact leave-one-out),
 ``evidence`` (the marginal likelihood), ``calibration`` (conformal intervals, Platt
 probabilities, the posterior), ``cg`` and ``nystrom_pcg`` (conjugate gradients and their
-preconditioner past the Gram's memory), ``cg_search`` (a search solved by CG).
+preconditioner past the Gram's memory), ``cg_search`` (a search solved by CG); docs/ridge.md.
 """
 from .estimators import StreamingRidge, StreamingRidgeClassifier
 

@@ -1,85 +1,11 @@
-"""Calibration from exact leave-one-out residuals: conformal intervals and Platt probabilities.
+"""Calibration and the posterior: conformal intervals, Platt probabilities, predictive std.
 
-After the fit, one more pass over the rows at the chosen (gamma, alpha) computes
-every row's exact leave-one-out (LOO) residual of the ridge fit, from the
-eigendecomposition of the chosen gamma's centred Gram (the identity of
-:mod:`rfstream.solvers.ridge.loo`):
-
-    r_i = e_i / (1 - c_i h_i),    h_i = 1/n + (z_i - mu)' (G + alpha I)^-1 (z_i - mu),
-
-and what the pass keeps of them is a bounded-memory summary, never n values:
-
-* a regressor: the conformity score of split/jackknife conformal prediction
-  normalized by the posterior predictive standard deviation (Vovk, Gammerman &
-  Shafer, Algorithmic Learning in a Random World, 2005; the normalized scores of
-  Papadopoulos et al. 2008; jackknife residuals as in Barber et al. 2021,
-  "Predictive inference with the jackknife+"),
-
-      u_i = |r_i| / s_(-i),   s_(-i)^2 = sigma^2 (1 + h_i / (1 - c_i h_i)),
-
-  the predictive variance at ``z_i`` of the model fitted without row i
-  (Sherman-Morrison), counted (weighted by c_i) in a histogram of
-  :data:`SCORE_BINS` log-spaced bins over [1e-4, 1e4] (and one bin below, one
-  above).  An interval at level L is ``prediction +- q_L std(x)`` with ``q_L`` the
-  ``ceil((n + 1) L)``-th smallest score (:func:`conformal_quantile`).  Taking the
-  upper edge of its bin, ``q_L`` is at least the exact order statistic and at most
-  ``10**(8 / 4096)`` (0.45%) above it, so the binning can only widen an interval,
-  by at most 0.45%.
-* a classifier: its LOO decision values ``Y_i - r_i`` per target column, split by
-  whether the row is the column's class, in histograms of :data:`DECISION_BINS`
-  bins over [-8, 8] (width 0.004; values beyond are counted at the ends).  Platt
-  scaling (Platt 1999, with his prior-corrected targets ``(N+ + 1) / (N+ + 2)``
-  and ``1 / (N- + 2)``) is fitted per column on the bin centres weighted by the
-  counts (:func:`fit_platt`): two classes, ``sigmoid(A d + B)``; more, one-vs-rest
-  sigmoids normalized to sum to one, as scikit-learn's ``CalibratedClassifierCV``.
-
-Deviation from the issue's wording ("the out-of-fold residuals that the CV
-scoring pass already computes"): a K-fold regression has no scoring pass (its
-squared error is exact from the partials) and the evidence has no folds, so the
-residuals are the exact leave-one-out ones (n folds) at the chosen
-hyperparameters, for every route, in one extra pass that costs what the Gram
-pass costs.  The hyperparameters were chosen on the same rows, a small optimism
-that conformal prediction's exchangeability argument does not cover.
-
-Second deviation, for scale: with more than :data:`CALIBRATION_ROWS` (2^18) rows the
-pass keeps a random sample of about that many, row i when
-``row_uniform(seed, STREAM_CALIBRATION, i) < 2^18 / n`` (so the sample does not depend
-on the chunking), and makes the features of those rows only.  Each kept row's
-residual is still its exact leave-one-out residual of the fit on all n rows; the
-histograms are of the sample.  The rule, set before measuring: the cost of the
-calibration should not grow with n once its statistical error is below what the
-binning already allows.  A conformal quantile from m exchangeable scores has coverage
-within ``1 / (m + 1)`` of its level on average and a standard deviation of about
-``sqrt(L (1 - L) / m)``: at m = 2^18 and L = 0.9, 0.0006, about the coverage that the
-bins' 0.45% widening adds near a typical quantile; Platt's two parameters from 2^18
-decision values are as settled.  Without the sample, this pass cost what the Gram
-pass costs, O(n D^2): 68% of a 4.9-million-row fit before the factor was made
-triangular (docs/BENCHMARKS.md, "KDD99 at full size").
-
-Predictive uncertainty of a ridge regressor and probabilities of a ridge classifier.
-
-Under the Bayesian reading of ridge (:mod:`rfstream.solvers.ridge.evidence`), the
-posterior of the weights at the chosen (alpha, sigma^2) is Gaussian with
-covariance ``sigma^2 (G + alpha I)^-1`` (Bishop 2006, eq. 3.53-3.54, with the
-flat-prior intercept adding ``sigma^2 / n``), so a new row's predictive variance
-(Bishop eq. 3.59) is
-
-    std(x)^2 = sigma^2 (1 + 1/n + ||(z - mu)' F||^2),    (G + alpha I)^-1 = F F',
-
-with ``z`` the row's features, ``mu`` their training mean and ``F`` the D x D
-factor the fitted model keeps (``posterior_factor_``): one more product of the
-features with a D x D matrix (for more than 2 D rows a triangular one, ``L L' = F F'``,
-in the features' dtype: :func:`rfstream.solvers.ridge.calibration.leverages`), made in the
-prediction's own tasks (for dask input the features of ``X = map.transform(rows)`` are
-made there a sub-block at a time, as :mod:`rfstream.solvers.linear` does; never an
-n x D array).  The noise
-term is included: this is the spread of a new target, as
-``sklearn.linear_model.BayesianRidge.predict(return_std=True)`` gives it.
-
-``predict_interval`` widens ``std(x)`` by the conformal quantile of
-:mod:`rfstream.solvers.ridge.calibration`, so its coverage does not rest on the
-Gaussian assumption; ``predict_proba`` of the ridge classifier applies the Platt
-scaling fitted there.
+One pass at the chosen (gamma, alpha) counts each row's exact leave-one-out residual
+(:mod:`rfstream.solvers.ridge.loo`) in histograms: normalized conformity scores for a
+regressor's intervals (Vovk, Gammerman & Shafer 2005; Papadopoulos et al. 2008; Barber et al.
+2021), decision values for a classifier's Platt scaling (Platt 1999).  The predictive std is
+Bishop 2006, eq. 3.59 (posterior eq. 3.53-3.54).  Deviation: leave-one-out residuals, not
+out-of-fold ones, on a sample of :data:`CALIBRATION_ROWS` rows beyond that.  docs/ridge.md.
 """
 from __future__ import annotations
 
@@ -108,7 +34,7 @@ SCORE_BINS = 4096
 SCORE_EDGES = np.geomspace(1e-4, 1e4, SCORE_BINS + 1)
 DECISION_BINS = 4096
 DECISION_LIMIT = 8.0
-#: The calibration pass keeps about this many rows; more rows are sampled (module docstring).
+#: The calibration pass keeps about this many rows; more rows are sampled (docs/ridge.md).
 CALIBRATION_ROWS = 2**18
 #: Column blocks of the leverages' triangular product (:func:`triangular_product`).
 TRIANGLE_BLOCKS = 8
@@ -132,11 +58,8 @@ def triangular_product(c, L, out):
     """``out = c @ L`` for a lower-triangular ``L``, as :data:`TRIANGLE_BLOCKS` products of
     ``c``'s trailing columns with a column block of ``L`` (the block's zero rows skipped).
 
-    This does ``(1/2 + 1/(2 k))`` of a full product's flops with ``k`` blocks.  BLAS's own
-    ``trmm`` does half, but scipy's wrapper holds the GIL, which stops the threads
-    scheduler's workers running two at once; numpy's ``matmul`` releases it.  Measured
-    at D = 2,000, 4,096 rows, one thread: full product 0.30 s, ``trmm`` 0.165 s, eight
-    blocks 0.20 s; two threads at once: ``trmm`` no faster than one, ``matmul`` 1.96x."""
+    ``(1/2 + 1/(2 k))`` of a full product's flops with ``k`` blocks; not scipy's ``trmm``,
+    whose wrapper holds the GIL (docs/ridge.md, calibration.py)."""
     D = L.shape[0]
     edges = np.linspace(0, D, min(TRIANGLE_BLOCKS, D) + 1).astype(int)
     for start, stop in zip(edges[:-1], edges[1:]):
@@ -195,7 +118,7 @@ def calibration_layout(n_targets, classifier):
 
 
 def calibration_chunk(z, *rows, offset, spec):
-    """The histograms of one row block (module docstring)."""
+    """The histograms of one row block (docs/ridge.md)."""
     out = spec.layout.empty()
     if spec.fraction < 1.0:
         z, rows = sampled_rows(z, rows, offset, spec)
@@ -252,11 +175,8 @@ def calibration_pass(groups, chosen, y, target_fn, weights, model, *, classifier
     :class:`rfstream.solvers.ridge.gram.FeatureGroups`, ``chosen`` the gamma's index);
     ``model``: ``W``, ``b``, ``F`` (the posterior factor), ``mu``, ``inv_n``, ``noise``.
 
-    The leverages are made in the features' dtype (float32 by default), as the Gram
-    itself was, from the centred rows (so that no large mean cancels): their rounding
-    error, about ``eps cond(G + alpha I)^(1/2)`` relative, is below the float32 Gram's
-    own, about ``eps cond(G + alpha I)``.  The triangle (16 MB at D = 2,000 in float32)
-    is one key of the pass's graph (:func:`rfstream.reductions.shared`), sent once."""
+    The leverages are made in the features' dtype from the centred rows (their rounding:
+    docs/ridge.md); the triangle is one key of the pass's graph, sent once."""
     one = FeatureGroups(groups.rows, (groups.blocks[chosen],), groups.dtype)
     model = dict(model)
     dtype = np.dtype(groups.dtype)
@@ -302,7 +222,7 @@ def decision_centres():
 
 def fit_platt(counts):
     """``(A, B)`` of ``P(positive | d) = sigmoid(A d + B)`` for one column's histograms
-    (2, DECISION_BINS): negatives, positives (module docstring)."""
+    (2, DECISION_BINS): negatives, positives (docs/ridge.md)."""
     neg, pos = counts[0], counts[1]
     n_neg, n_pos = neg.sum(), pos.sum()
     t_pos, t_neg = (n_pos + 1.0) / (n_pos + 2.0), 1.0 / (n_neg + 2.0)
@@ -399,7 +319,7 @@ class PosteriorPredictMixin:
     def predict(self, X, return_std=False):
         """Predictions: numpy in, numpy out; dask in, lazy dask out.  With
         ``return_std=True`` also the posterior predictive standard deviation of each
-        prediction (module docstring), a model fitted with ``calibrate`` only."""
+        prediction (docs/ridge.md), a model fitted with ``calibrate`` only."""
         if not return_std:
             return self._decision(X)
         mean, std = self._predictive_moments(X)

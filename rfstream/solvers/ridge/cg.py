@@ -1,69 +1,12 @@
-"""The statistics pass of conjugate gradients, and the float64 slices of dense sub-blocks.
+"""Ridge by preconditioned conjugate gradients on the implicit normal equations, and their statistics.
 
-:func:`stats_chunk` sums, per CV fold (one fold without a search), what the
-iterations of :mod:`rfstream.solvers.ridge.cg` start from: the weight sum, the column
-sums ``Z'c``, the diagonal of ``Z'CZ`` (the Jacobi preconditioner), ``Y'c``,
-``Z'CY`` (the right-hand sides) and ``sum c ||y||^2``.  They are sums of float64
-products, exact whatever the features' float32: a dense sub-block is converted to
-float64 a slice of columns at a time (:func:`float64_columns`), into work memory
-each thread reuses (:func:`work_array`), never as a float64 copy of the whole
-sub-block (3.2 GiB at 4,096 rows and D = 50,000; docs/wide.md).  The float64
-product pass of :func:`rfstream.solvers.ridge.cg.product_chunk` converts its sub-blocks
-the same way.
-
-Ridge by preconditioned conjugate gradients on the implicit normal equations.
-
-For wide sparse features (random binning with many bins per grid) the D x D
-Gram of :mod:`rfstream.solvers.ridge.gram` does not fit.  Conjugate gradients only
-need products with
-
-    A = Z_c' Z_c + alpha I,    Z_c = Z - 1 mu'  (columns centred when fitting an intercept),
-
-and ``A V = Z'(Z V) - n mu (mu' V) + alpha V`` costs one pass over the rows
-(a :func:`rfstream.reductions.sum_rows` reduction; for CSR blocks each pass is
-O(nnz)).  A first pass gathers n, mu, nu, Z'Y and the diagonal of Z'Z, which
-gives the Jacobi preconditioner ``diag(A)`` (for random binning the diagonal
-of Z'Z holds the bin counts; ``solver="pcg"`` skips the diagonal, half of that
-pass's float64 work).  The T targets run as T independent CG
-recursions that share each pass (Hestenes & Stiefel 1952; Saad, "Iterative
-Methods for Sparse Linear Systems", 2003, Algorithm 9.1); more generally the
-columns of :class:`Systems`, each with its own alpha, target and held-out CV
-fold (:mod:`rfstream.solvers.ridge.cg_search`), and only the columns not yet
-converged are multiplied.
-
-Only D x T arrays live on the client; the stopping rule is the relative
-residual ``||r|| <= tol ||b||`` of every target, or ``max_iter`` passes.
-``solver="pcg"`` replaces Jacobi by a Nystrom preconditioner of rank r built
-from a sample of rows after the first pass
-(:mod:`rfstream.solvers.ridge.nystrom_pcg`: D x r more on the client); for dense
-random features at small alpha it needs several times fewer passes
-(docs/wide.md, "PCG").
-
-**Mixed precision (a deviation from the textbook's exact products).**  For dense
-float32 features each task multiplies in float32 while the relative residual is
-above :data:`FLOAT32_UNTIL`, a product with about 1e-7 relative error, summed over
-tasks in float64; below it, one float64 pass computes the true residual ``b - A W``
-and CG restarts from ``W`` with float64 products until ``tol``.  The restart is
-iterative refinement: whatever the float32 phase's rounding, the returned ``W``
-meets ``tol`` on the true residual (measured in docs/wide.md).  When ``tol`` is at
-least :data:`FLOAT32_UNTIL` that pass multiplies in float32 too: its 1e-7 of ``A W``
-is some 1e-4 of a residual of ``tol >= 1e-4``, and it costs an iteration instead of
-two (the float64 pass converts each sub-block).  A residual it finds above ``tol``
-still restarts in float64.
-
-Row weights ``c_i`` (``sample_weight`` times ``class_weight``,
-:mod:`rfstream.solvers.weights`) give weighted least squares,
-``A = Z_c' C Z_c + alpha I`` with weighted column means: the first pass sums
-``c``, ``Z'c``, ``diag(Z'CZ)``, ``Y'c`` and ``Z'CY``, each product pass
-``Z'(C (Z V))``.
-
-Every pass goes through :func:`rfstream.features.fused.fused_pass`: for dense
-``Z = map.transform(X)`` (``solver="cg"`` chosen for dense features) each task
-makes its features a sub-block at a time and converts only that sub-block to
-float64; for stored blocks, and for sparse maps (random binning attaches no
-feature source: its CSR block, made by the transform task that feeds the
-reduction, holds ``rows x P`` non-zeros, not ``rows x D`` values), each task
-reduces over its block of ``Z`` as it is, O(nnz) per pass.
+Past the Gram's memory: ``A V = Z'(Z V) - n mu (mu' V) + alpha V`` is one pass over the rows,
+and the columns of :class:`Systems` (targets, alphas, held-out folds) run as independent CG
+recursions sharing each pass (Hestenes & Stiefel 1952; Saad 2003, Algorithm 9.1), with the
+Jacobi preconditioner from the statistics pass (:func:`stats_chunk`) or the Nystrom one of
+:mod:`rfstream.solvers.ridge.nystrom_pcg`.  Deviation: dense float32 features multiply in
+float32 until :data:`FLOAT32_UNTIL`, then restart in float64 (iterative refinement).
+docs/ridge.md.
 """
 from __future__ import annotations
 
@@ -100,10 +43,8 @@ _WORK = threading.local()
 def work_array(name, shape):
     """A float64 array of ``shape`` in this thread's work memory ``name``, reused by every later
     call (grown when too small): the float64 slices of :func:`float64_columns`, up to
-    ``STATS_ROWS x STATS_COLUMNS x 8`` bytes (32 MiB) each.  A fresh array per sub-block is
-    mapped from the kernel and faulted in page by page in a worker whose allocator keeps large
-    arrays out of its heap (distributed's default, ``MALLOC_TRIM_THRESHOLD_``): 10.2 ms for the
-    statistics of 40 rows at D = 50,000, against 3.7 ms with the arrays reused (docs/wide.md)."""
+    ``STATS_ROWS x STATS_COLUMNS x 8`` bytes (32 MiB) each.  Reused because a fresh array per
+    sub-block is faulted in page by page in a distributed worker (docs/ridge.md, cg.py)."""
     size = int(np.prod(shape))
     buf = getattr(_WORK, name, None)
     if buf is None or buf.size < size:
@@ -170,7 +111,7 @@ def stats_chunk(z, *rows, offset, spec, out):
         if sp.issparse(zj):
             sums = np.asarray(zj.T @ G).T
             squares = np.asarray(zj.multiply(zj).T @ Fc).T if "d" in parts else None
-        else:  # G' zj, not zj' G: 2.5x faster at 40 x 50,000; every array in work memory
+        else:  # G' zj, not zj' G: the faster order (docs/ridge.md); every array in work memory
             sums = np.matmul(G.T, zj, out=work_array("sums", (G.shape[1], zj.shape[1])))
             if "d" in parts:  # the squares: half a statistics task's float64 work
                 zz = np.multiply(zj, zj, out=work_array("squares", zj.shape))
@@ -204,11 +145,11 @@ def statistics(Z, y, target_fn, n_targets, *, sample_weight=None, weight_args=No
     return st
 
 
-#: The products ``Z'(Z V)`` of dense float32 features run in float32 (half the time of
+#: The products ``Z'(Z V)`` of dense float32 features run in float32 (cheaper than
 #: float64, and no float64 copy of each sub-block) while the relative residual is above
 #: this (or ``tol``, if larger); one float64 pass then measures the true residual and,
 #: where it is above ``tol``, the iterations restart from there in float64.  float32
-#: alone stalls near 2e-5 (letter, D = 4096: docs/wide.md, "float32 products").
+#: alone stalls short of small tolerances (docs/ridge.md, cg.py).
 FLOAT32_UNTIL = 1e-4  # None: float64 products throughout (for comparisons)
 
 
@@ -261,7 +202,7 @@ def product_chunk(z, *rows, offset, spec, out):
     product = out.reshape(z.shape[1], V.shape[1])  # a view: out is one flat partial
     whole = last is not None and last[0] == slice(0, z.shape[1])  # one slice, still in work memory
     for cols, zj in [last] if whole else float64_columns(z):
-        # (zv' zj)' rather than zj' zv: half the time for several columns (40 x 50,000, float64)
+        # (zv' zj)' rather than zj' zv: the faster order for several columns (docs/ridge.md)
         product[cols] += np.asarray(zj.T @ zv) if sp.issparse(zj) else (zv.T @ zj).T
 
 
@@ -319,7 +260,7 @@ class Systems:
 def solve_systems(Z, systems, precondition, *, labels, sample_weight, weight_args, cv=(1, 1, None),
                   seed=0, tol=1e-4, max_iter=200):
     """``(W (D, P), n_iter, residuals (P,))``: preconditioned CG on every column of ``systems``
-    at once, one pass per iteration for all of them (module docstring); ``precondition(R, cols)``
+    at once, one pass per iteration for all of them (docs/ridge.md); ``precondition(R, cols)``
     applies ``P^-1`` to the residuals of the columns ``cols``.  Only the columns not yet
     converged are multiplied: a pass's products shrink as the systems converge."""
     D, P = systems.rhs.shape

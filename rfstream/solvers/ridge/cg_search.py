@@ -1,36 +1,10 @@
 """A list of alphas searched by conjugate gradients: every (fold, alpha) system in the same passes.
 
-The Gram route (:mod:`rfstream.solvers.ridge.cv`) solves the whole alpha path of
-every fold from one pass's D x D partials.  Past the Gram's memory (``solver="cg"``
-or ``"pcg"``) nothing D x D exists, so each (fold, alpha, target) is a ridge system
-of its own; this module solves them all together, as columns of the block CG of
-:func:`rfstream.solvers.ridge.cg.solve_systems` (each column its own recursion:
-Hestenes & Stiefel 1952; Saad 2003, Algorithm 9.1), so they share every pass:
-
-* the statistics pass sums each fold's partials (:func:`rfstream.solvers.ridge.cg.stats_chunk`);
-  fold k's training sums are the totals less fold k's, as in the Gram route;
-* a product pass makes each row's features once and multiplies them by every
-  column's direction, ``Z'(C (Z V))``, with the rows of fold k zeroed in the columns
-  of the systems that hold fold k out (:func:`rfstream.solvers.ridge.cg.product_chunk`);
-  only the columns not yet converged are multiplied;
-* the systems on every row, one per alpha, come in the same passes: the model of
-  the chosen alpha needs no further solve;
-* one scoring pass then predicts every held-out row with its fold's models: the
-  held-out squared error (:func:`held_out_sse_chunk`), or a classifier's metric
-  (:func:`rfstream.solvers.ridge.cv.score_pass`).
-
-Cost.  With K scored folds and A alphas a pass multiplies by (K + 1) A T columns
-instead of T: its products grow that much, its features (read, standardize,
-project, cosines) do not, and the passes are those of the slowest system (small
-alphas converge last) instead of A (K + 1) solves in sequence.  The Nystrom
-preconditioner (:mod:`rfstream.solvers.ridge.nystrom_pcg`) is built once from the row
-sample and applied to each column with its alpha and its training rows' share
-of the weight (:meth:`~rfstream.solvers.ridge.nystrom_pcg.NystromPreconditioner.columns`).
-
-Folds are those of the Gram route (:func:`rfstream.solvers.folds.check_cv`: an int
-draws each row's fold from (seed, row), splits give each row its index), so the same
-``cv`` holds out the same rows in both routes.  Exact leave-one-out needs the Gram's
-inverse: refused (:func:`rfstream.solvers.ridge.cg.check_iterative_search`).
+Past the Gram's memory each (fold, alpha, target) is a ridge system of its own; they run as
+columns of the block CG of :func:`rfstream.solvers.ridge.cg.solve_systems` (Hestenes & Stiefel
+1952; Saad 2003, Algorithm 9.1), sharing the statistics and product passes, then one scoring
+pass predicts every held-out row with its fold's models.  Folds are the Gram route's
+(:func:`rfstream.solvers.folds.check_cv`); exact leave-one-out is refused.  docs/ridge.md.
 """
 from __future__ import annotations
 

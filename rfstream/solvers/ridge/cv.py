@@ -1,63 +1,11 @@
-"""Ridge's cross-validation from the partials of one pass: every (gamma, alpha, fold).
+"""Ridge's cross-validation: the alpha path of every (gamma, fold), and the pass that scores it.
 
-The Gram pass (:mod:`rfstream.solvers.ridge.gram`) gives per fold k, and per gamma g
-of a bandwidth grid (:mod:`rfstream.solvers.ridge.gram`), the partials of the
-rows of fold k; "all folds but k" are the training statistics.  Each training
-Gram is eigendecomposed once, ``G = V diag(e) V'``, and the whole alpha path
-``W(alpha) = V diag(1 / (e + alpha)) V' Z'Y`` follows with no pass (the
-standard eigen-trick of ridge paths, e.g. Hastie, Tibshirani & Friedman, The
-Elements of Statistical Learning, 2nd ed., Section 3.4.1); for a few alphas a
-Cholesky solve per alpha is cheaper (:data:`EIGH_MIN_ALPHAS`).  The held-out
-squared error of each model comes from fold k's own partials; a classifier's
-metric needs one more pass that predicts every held-out row with every
-(gamma, alpha, fold) model at once (:mod:`rfstream.solvers.ridge.cv`).  Two
-passes in all, whatever the grid's size.
-
-The best mean score picks (gamma, alpha); of equal scores the first in the
-grid's order (gamma by gamma, then alpha), as ``np.argmin`` over an explicit
-loop in that order would.  A choice on the edge of a grid of at least three
-values is warned about (:func:`warn_on_edge`): the best value may lie outside.
-
-Cross-validation by the task's metric: every held-out prediction of every candidate in one pass.
-
-The Gram pass (:mod:`rfstream.solvers.ridge.gram`) gives, for each CV fold k, the
-training statistics "all folds but k"; :mod:`rfstream.solvers.ridge.estimators` solves
-them for every candidate alpha, so the client holds the weights of every
-(fold, candidate): ``W`` of shape (K, D, P) and ``b`` of shape (K, P), with
-P = A x T columns (A candidates, T targets), small whatever n.  The squared
-error of those models comes from the fold's own partials (no pass); a
-classification metric needs the predicted class of each held-out row, so one
-more pass computes them all at once:
-
-* each task makes its rows' features exactly as the Gram pass does (the rows of
-  :func:`rfstream.features.fused.fused_rows`, the map's block function a
-  sub-block at a time; stored blocks otherwise), draws each row's fold from the
-  same (seed, row) stream or reads the same explicit fold index
-  (:func:`rfstream.solvers.folds.row_folds`), and multiplies each row only by
-  the weights of the fold that holds it out: ``z W[k] + b[k]``, all P columns
-  in one GEMM, a sub-block of :data:`~rfstream.features.fused.FUSED_SUB_BLOCK`
-  rows at a time (so a task holds 4096 x P decision values, never rows x P);
-* it reduces counts per (fold, candidate): the weight of the rows of each class
-  and of those predicted right (error rate and balanced error), and for a
-  binary task weighted histograms of the decision values of each class
-  (:data:`CV_AUC_BINS` bins, the AUC of :mod:`rfstream.metrics`: exact up to the
-  reported bound (1/2) sum_b pos_b neg_b / (P N)).
-
-Row weights ``c_i`` are the fit's (``sample_weight`` x ``class_weight``,
-:func:`rfstream.solvers.weights.row_weights`): a weighted error rate is
-sum c_i [wrong] / sum c_i, as scikit-learn's ``accuracy_score(...,
-sample_weight=c)``; balanced error and AUC likewise (``balanced_accuracy_score``,
-``roc_auc_score`` with ``sample_weight``).
-
-The candidates.  Nothing here depends on the candidates being alphas: a
-candidate is a column block of ``W``.  A gamma grid gives the pass one group
-per gamma (:mod:`rfstream.solvers.ridge.gram`): each task makes the features of
-gamma g from its rows and scores them with that gamma's ``(W, b)``, the counts
-of the groups end to end; :func:`cv_table` lists every (gamma, alpha).  So a
-grid of G gammas and A alphas costs two passes in all.  An exact leave-one-out
-score fits the same pass: one more group whose weights are the per-row
-downdates of the full model (``h_ii`` from the D x D inverse Gram held on the
-client).
+Each training Gram ("all folds but k") is eigendecomposed once, ``G = V diag(e) V'``, and the
+path ``W(alpha) = V diag(1 / (e + alpha)) V' Z'Y`` follows with no pass (Hastie, Tibshirani &
+Friedman, The Elements of Statistical Learning, 2nd ed., Section 3.4.1); the held-out squared
+error comes from fold k's partials.  A classifier's metric (error rate, balanced error, AUC)
+takes one scoring pass that predicts every held-out row with every candidate at once
+(:func:`score_pass`): two passes in all, whatever the grid.  docs/ridge.md.
 """
 from __future__ import annotations
 
@@ -101,9 +49,8 @@ def check_totals(totals):
 def normal_equations(stats, fit_intercept):
     """(G, C, mu, nu): Z'Z and Z'Y, centred on the row means mu, nu if fitting an intercept.
 
-    The centred Gram ``G - n mu mu'`` is made in place of its outer product: the same operations and
-    the same numbers as ``G - n * np.outer(mu, mu)``, whose temporaries put two new D x D arrays on
-    the client at once (256 MB against 128 MB at D = 4096, tracemalloc)."""
+    The centred Gram ``G - n mu mu'`` is made in place of its outer product: the same numbers as
+    ``G - n * np.outer(mu, mu)``, without its second temporary D x D array (docs/ridge.md)."""
     if not fit_intercept:
         return stats["G"], stats["C"], np.zeros(stats["G"].shape[0]), np.zeros(stats["C"].shape[1])
     n = max(stats["n"], 1.0)
@@ -116,12 +63,8 @@ def normal_equations(stats, fit_intercept):
 
 
 def solve(G, C, alpha):
-    """(G + alpha I)^-1 C by Cholesky, falling back to least squares if singular.
-
-    The factor overwrites one copy of ``G`` (no finiteness scan: the caller checked
-    the partials): half the time of ``scipy.linalg.solve(..., assume_a="pos")`` at
-    D = 1000 on this machine (6.5 ms against 13.7 ms).
-    """
+    """(G + alpha I)^-1 C by Cholesky, falling back to least squares if singular; the
+    factor overwrites one copy of ``G``, unscanned (the caller checked the partials)."""
     A = G.copy()
     A[np.diag_indices_from(A)] += alpha
     try:
@@ -149,8 +92,7 @@ def held_out_sse(W, moments):
 
 
 #: From this many alphas on, one eigendecomposition per fold serves every alpha; below it
-#: each (fold, alpha) is one Cholesky solve: on this machine (2 cores) the eigh of a
-#: 1000 x 1000 Gram took 0.32 s and a Cholesky solve 0.04 s.
+#: each (fold, alpha) is one Cholesky solve, the cheaper for a few (timings: docs/ridge.md).
 EIGH_MIN_ALPHAS = 8
 
 
@@ -288,7 +230,7 @@ class ScoreSpec(RowSpec):
 
 
 def score_chunk(z, *rows, offset, spec):
-    """Counts of one row block (module docstring).
+    """Counts of one row block (docs/ridge.md).
 
     ``z`` and ``rows`` (labels, then sample weights and fold indices when they travel)
     as in :func:`rfstream.solvers.ridge.gram.gram_chunk`; ``spec`` a :class:`ScoreSpec`.
@@ -331,16 +273,12 @@ def _add_counts(parts, dec, folds, codes, c, scoring):
 
 
 def score_pass(groups, y, W, b, *, scoring, classes, cv, weights, seed):
-    """``(counts, layout)``: the packed counts of the scoring pass, lazy for dask (to
-    compute) and numpy otherwise, and the layout of one group's counts.
+    """``(counts, layout)``: the packed counts of the scoring pass (lazy for dask) and the
+    layout of one group's counts, group g at ``counts[g * layout.size:(g + 1) * layout.size]``.
 
-    ``groups`` is :func:`rfstream.solvers.ridge.gram.feature_groups` of the features
-    (one group, or one per gamma of a grid), ``W`` and ``b`` lists of each group's
-    weights (K, D, A x T) and (K, A x T); ``cv`` is
-    :func:`rfstream.solvers.folds.check_cv`'s ``(n_folds, scored, folds)`` and
-    ``weights`` ``(sample_weight, weight_args)``, both as the Gram pass had them.
-    The counts of group g are ``counts[g * layout.size:(g + 1) * layout.size]``:
-    ``layout.unpack`` them for :func:`fold_scores`.
+    ``groups``: :func:`rfstream.solvers.ridge.gram.feature_groups`; ``W``, ``b``: each
+    group's weights (K, D, A x T) and (K, A x T); ``cv`` (:func:`rfstream.solvers.folds.check_cv`)
+    and ``weights`` ``(sample_weight, weight_args)`` as the Gram pass had them.
     """
     n_folds, scored, folds = cv
     n_targets = len(classes) if len(classes) > 2 else 1

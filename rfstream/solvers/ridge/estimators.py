@@ -1,52 +1,11 @@
-"""What the ridge estimators choose after their Gram pass: (gamma, alpha) and the calibration.
+"""The ridge estimators, their search over (gamma, size, alpha), and the dispatch of ``solver``.
 
-:class:`RidgeSearchMixin` holds the steps of ``StreamingRidge``'s fit that follow
-the statistics of the Gram pass (:mod:`rfstream.solvers.ridge.estimators`):
-
-* ``select="cv"``: K-fold cross-validation from the per-fold partials
-  (:mod:`rfstream.solvers.ridge.cv`, with a scoring pass for a classifier's
-  metric) or exact leave-one-out (:mod:`rfstream.solvers.ridge.loo`, one more pass);
-* ``select="evidence"``: the log marginal likelihood of every (gamma, alpha) from
-  one eigendecomposition per gamma and no further pass
-  (:mod:`rfstream.solvers.ridge.evidence`);
-* ``calibrate``: one pass of exact leave-one-out residuals at the chosen model,
-  kept as histograms, for a regressor's conformal intervals and posterior
-  standard deviation, a classifier's Platt probabilities
-  (:mod:`rfstream.solvers.ridge.calibration`, :mod:`rfstream.solvers.ridge.calibration`).
-
-Ridge regression and ridge classification as one distributed reduction.
-
-Rahimi & Recht (2007) train "Fourier+LS": regularized least squares on random
-features, one-vs-rest with +-1 targets for classes.  Here the features Z
-arrive as a (lazy) dask array, usually ``RandomFourierFeatures().transform(X)``;
-the solver makes one pass that accumulates Z'Z, Z'Y and per-fold partials
-(:mod:`rfstream.solvers.ridge.gram`), then solves on the client with D x D
-matrices only.  When Z is exactly what a feature map's ``transform(X)``
-returned, the pass runs over ``X`` (cut into equal row blocks) and each task
-computes its features itself, a sub-block at a time
-(:mod:`rfstream.features.fused`): same statistics, less memory traffic.  The problem solved is
-
-    minimize sum_i c_i ||y_i - W' z_i - b||^2 + alpha ||W||_F^2
-
-with row weights ``c_i`` = ``sample_weight`` x ``class_weight`` of the row's
-label (1 without them): weighted least squares, the same objective, ``alpha``
-scale and weighted centring (the intercept is not penalized; Z and Y are centred
-on their weighted means) as ``sklearn.linear_model.Ridge(alpha).fit(Z, y,
-sample_weight)``.  The weighted Gram Z'CZ, Z'CY and the weighted sums come from
-the same single pass.  Solved by Cholesky for one alpha.  For a list of alphas,
-each fold's training Gram is eigendecomposed once, G = V diag(e) V', and the whole path
-W(alpha) = V diag(1/(e + alpha)) V' Z'Y is scored on the held-out fold from
-that fold's partials (the weighted held-out squared error).  A classifier
-scores by its metric instead (``scoring``, default "error_rate"): one more
-pass predicts every held-out row with every (alpha, fold) model at once
-(:mod:`rfstream.solvers.ridge.cv`), two passes in all whatever the number of
-alphas.  The best mean score picks ``alpha_``.
-
-A map fitted with a list of gammas (:mod:`rfstream.features.grid`) adds the
-bandwidth to the search: both passes make every gamma's features from the same
-rows (:mod:`rfstream.solvers.ridge.gram`), the path of every (gamma, alpha, fold)
-is solved from the partials (:mod:`rfstream.solvers.ridge.cv`), and the map is
-set to the chosen gamma: still two passes.
+Rahimi & Recht (2007)'s "Fourier+LS": ``min sum_i c_i ||y_i - W' z_i - b||^2 + alpha ||W||_F^2``,
+the objective of ``sklearn.linear_model.Ridge`` with ``sample_weight``, solved on the client
+from one Gram pass (:mod:`rfstream.solvers.ridge.gram`); a list of alphas or gammas is searched
+by CV (:mod:`~rfstream.solvers.ridge.cv`, :mod:`~rfstream.solvers.ridge.loo`) or the evidence
+(:mod:`~rfstream.solvers.ridge.evidence`), then calibrated; past the Gram's memory, conjugate
+gradients (:mod:`~rfstream.solvers.ridge.cg`).  The narrative: docs/ridge.md.
 """
 from __future__ import annotations
 
@@ -127,7 +86,7 @@ CALIBRATE_MAX_FEATURES = 4096
 
 
 class RidgeSearchMixin:
-    """The search and calibration steps of the ridge estimators (module docstring)."""
+    """The search and calibration steps of the ridge estimators (docs/ridge.md)."""
 
     def _choose_cv(self, Z, y, n_groups, n_features, n_targets):
         """``"loo"`` or :func:`check_cv`'s ``(n_folds, scored, folds)``: exact leave-one-out
@@ -208,7 +167,7 @@ class RidgeSearchMixin:
         return solve_stats(total, self.alpha_)
 
     def _calibrates(self, searching, n_features, iterative):
-        """Whether this fit makes the calibration pass (``calibrate``, module docstring)."""
+        """Whether this fit makes the calibration pass (``calibrate``, docs/ridge.md)."""
         if self.calibrate == "auto":
             return searching and not iterative and n_features <= CALIBRATE_MAX_FEATURES
         if self.calibrate and iterative:
@@ -217,7 +176,7 @@ class RidgeSearchMixin:
         return bool(self.calibrate)
 
     def _calibrate(self, groups, chosen, y, target_fn, weights, W, b, basis, total):
-        """The calibration pass and what the model keeps of it (module docstring); ``basis``:
+        """The calibration pass and what the model keeps of it (docs/ridge.md); ``basis``:
         the chosen gamma's eigendecomposition, or None to make it from ``total`` (whose Gram
         it consumes)."""
         basis = basis if basis is not None else loo_basis(total, self.fit_intercept)
@@ -293,7 +252,7 @@ class _BaseStreamingRidge(RidgeSearchMixin, LinearPredictMixin, BaseEstimator):
         return [layout.unpack(part) for part in np.split(vec, groups.n_groups)]  # views: no copy
 
     def _fit_targets(self, Z, y, target_fn, n_targets, sample_weight=None, weight_args=None):
-        """(W, b) of the weighted ridge problem (module docstring) for the targets
+        """(W, b) of the weighted ridge problem (docs/ridge.md) for the targets
         ``target_fn(y)``; row weights: ``sample_weight`` (checked) times the class
         weights in ``weight_args`` (``classes``, ``class_weight``).  ``Z`` from a map
         fitted with a gamma grid: the grid is searched too and the map set to the
@@ -459,15 +418,19 @@ class StreamingRidge(PosteriorPredictMixin, MultiOutputMixin, RegressorMixin, _B
     def fit(self, X, y, sample_weight=None):
         """Fit on ``X`` (n, D) and ``y`` (n,) or (n, T), rows weighted by ``sample_weight``.
 
-        ``X``: numpy, pandas, a dask array or a dask DataFrame (converted lazily:
-        only its partition lengths are computed); ``y``: array-like, a pandas or
-        dask Series (a dask Series lazily, with ``X``'s row chunks).
-        ``sample_weight``: None, a float, or one weight >= 0 per row (numpy, pandas,
-        or a dask array or Series, aligned lazily with ``X``'s row chunks): row i's
-        squared error counts ``sample_weight[i]`` times (the module docstring's
-        weighted least squares, as ``sklearn.linear_model.Ridge``): an integer weight
-        is that row repeated, 0 the row dropped (with a single ``alpha``; the CV folds
-        of a list depend on the row index).  Same single pass.
+        Parameters
+        ----------
+        X : array-like, pandas DataFrame, dask array or dask DataFrame of shape (n, D)
+            A dask DataFrame is converted lazily (only its partition lengths are computed).
+        y : array-like, pandas or dask Series of shape (n,) or (n, T)
+        sample_weight : None, float, or one weight >= 0 per row (numpy, pandas, dask)
+            Row i's squared error counts ``sample_weight[i]`` times: an integer weight is
+            that row repeated, 0 the row dropped (with a single ``alpha``; the CV folds of
+            a list depend on the row index).  Same single pass.
+
+        Returns
+        -------
+        self
         """
         self._validate_params()
         X, y, w = self._check_fit_input(X, y, sample_weight, multi_output=True, y_numeric=True)

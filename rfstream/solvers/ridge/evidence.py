@@ -1,38 +1,11 @@
 """Choosing (gamma, alpha) by the evidence: ridge as Bayesian linear regression on the features.
 
-The model behind ``select="evidence"`` (Bishop, Pattern Recognition and Machine
-Learning, 2006, Section 3.5; MacKay 1992) is
-
-    y = Z w + b 1 + e,    e ~ N(0, sigma^2 C^-1),    w ~ N(0, (sigma^2 / alpha) I),
-
-with a flat prior on the intercept ``b`` and ``C = diag(c)`` the row weights
-(``sample_weight`` x ``class_weight``; an integer weight is a repeated row).
-Integrating out ``w`` and ``b`` (the restricted likelihood of the centred targets,
-``m = sum c - 1`` degrees of freedom; ``m = sum c`` and no centring without an
-intercept) gives the log marginal likelihood of one target column ``y``
-
-    log p(y | alpha, sigma^2) = -m/2 log(2 pi sigma^2) - 1/2 sum_j log(1 + e_j / alpha)
-                                - E(alpha) / (2 sigma^2),
-
-    E(alpha) = y_c' C y_c - sum_j (v_j' Z_c' C y_c)^2 / (e_j + alpha)
-             = ||y_c - Z_c w||_C^2 + alpha ||w||^2          (Bishop eq. 3.82, 3.86),
-
-where ``G = Z_c' C Z_c = V diag(e) V'`` is the centred Gram.  The noise variance
-at its maximum is closed-form, ``sigma^2 = E(alpha) / m``, and puts the evidence at
-
-    log p = -m/2 (log(2 pi E(alpha) / m) + 1) - 1/2 sum_j log(1 + e_j / alpha),
-
-summed over independent target columns (each with its own sigma^2).  The
-effective number of parameters is ``sum_j e_j / (e_j + alpha)`` (Bishop eq. 3.91).
-Everything is a function of the Gram pass's statistics (n, Z'1, Z'Z, Z'Y, Y'Y)
-and of one eigendecomposition per gamma: every alpha of a gamma costs O(D T).
-
-Deviations.  ``sigma^2`` is maximized rather than given a prior (Bishop's
-evidence approximation maximizes over both precisions; here ``alpha`` is searched
-over the user's grid and ``sigma^2`` in closed form).  For a classifier the model
-is the least-squares model of its coded +-1 targets
-(:mod:`rfstream.solvers.targets`), one column per class: its evidence is what is
-compared, not that of a probabilistic classifier.
+The log marginal likelihood of Bishop, Pattern Recognition and Machine Learning, 2006,
+Section 3.5 (MacKay 1992; eq. 3.82, 3.86, and 3.91 for the effective number of parameters),
+from the Gram pass's statistics and one eigendecomposition per gamma.  Deviation: ``sigma^2``
+is maximized in closed form and ``alpha`` searched over the user's grid, rather than both
+precisions iterated; a classifier's is the evidence of its least-squares +-1 targets.
+docs/ridge.md.
 """
 from __future__ import annotations
 
@@ -60,7 +33,7 @@ def centred_target_energy(total, fit_intercept):
 
 
 def degrees_of_freedom(total, fit_intercept):
-    """``m`` of the module docstring: the weight of the rows, less one for the intercept."""
+    """``m`` of docs/ridge.md (evidence.py): the weight of the rows, less one for the intercept."""
     return float(total["n"]) - (1.0 if fit_intercept else 0.0)
 
 
@@ -68,7 +41,7 @@ def evidence_path(basis, yy, m, alphas):
     """``(log_evidence (A,), noise_variance (A, T), effective_parameters (A,))`` of every
     alpha for one gamma, from its eigendecomposition ``basis`` (``s``: the eigenvalues of
     the centred Gram, ``UC``: ``V' Z_c' C Y``, :func:`rfstream.solvers.ridge.loo.loo_basis`)
-    and the centred target energy ``yy`` (T,) (module docstring)."""
+    and the centred target energy ``yy`` (T,) (docs/ridge.md)."""
     s, P2 = basis["s"], basis["UC"] ** 2
     m = max(m, 1e-300)
     log_ev = np.empty(alphas.size)
@@ -101,7 +74,7 @@ def cholesky_path(total, yy, m, alphas, fit_intercept):
         noise[i] = energy / m
         logdet = 2.0 * np.sum(np.log(np.diagonal(L))) - D * np.log(alpha)
         log_ev[i] = -0.5 * m * np.sum(np.log(2 * np.pi * noise[i]) + 1.0) - 0.5 * yy.size * logdet
-        inverse, _ = scipy.linalg.lapack.dtrtri(L, lower=1)  # L^-1: 22 ms at D = 1000 here
+        inverse, _ = scipy.linalg.lapack.dtrtri(L, lower=1)  # L^-1
         effective[i] = D - alpha * np.sum(inverse * inverse)
     return log_ev, noise, effective
 

@@ -1,69 +1,11 @@
-"""One pass over (Z, Y) that gathers everything ridge needs, per CV fold.
+"""The Gram pass: n, Z'1, Y'1, Z'Z, Z'Y and Y'Y per CV fold, in one pass over the rows.
 
-For each fold k the chunk function accumulates, in float64,
-
-    n_k, s_k = Z_k' 1, t_k = Y_k' 1, G_k = Z_k' Z_k, C_k = Z_k' Y_k, B_k = Y_k' Y_k.
-
-Sums over folds give the full-data statistics, and "all folds but k" gives
-the training statistics of fold k; the held-out squared error of any weight
-matrix follows from fold k's own statistics.  So the whole alpha path and
-K-fold cross-validation cost a single pass over the data.
-
-Fold membership of a row is a function of (seed, global row index) only
-(:func:`rfstream.random.row_integers`), so the result does not depend on the
-chunking.  Inside a block the Gram is accumulated over sub-blocks of
-:data:`SUB_BLOCK` rows in the features' dtype (numpy sends ``z.T @ z`` to
-BLAS SYRK, which does half the flops of a GEMM) and the results are added in
-float64: BLAS speed, with the float32 rounding confined to sums of at most
-SUB_BLOCK products (the sub-block size and SYRK against the alternatives are
-measured in docs/BENCHMARKS.md, "Measurements behind the solvers").  For stored
-features, ``Z'Y`` and the column sums ``Z'1`` come from one GEMM against
-``[Y, 1]``: one read of the block instead of two.  When the task computes the
-features itself (:mod:`rfstream.features.fused`), they come from the same SYRK
-as ``Z'Z`` (:func:`_fused_fold`).
-
-Row weights ``c_i`` (``sample_weight`` times ``class_weight``,
-:mod:`rfstream.solvers.weights`) turn every sum into its weighted form in the
-same pass: ``n_k = sum c_i``, ``s_k = Z_k' c``, ``G_k = Z_k' C Z_k``,
-``C_k = Z_k' C Y_k``, ``B_k = Y_k' C Y_k`` (C = diag(c)), the statistics of
-weighted least squares.  The rows are scaled by ``sqrt(c_i)`` before the
-products (``[sqrt(c) Z, sqrt(c) Y, sqrt(c)]``), so the SYRK does the
-weighting; ``m_k`` keeps the plain row count.  Without weights the code is the
-unweighted one, bit for bit.
-
-One pass over many feature groups: every gamma of a bandwidth grid from one read of the rows.
-
-A ridge pass (the Gram pass, the scoring pass) is a sum over row blocks of a
-chunk function of the block's features.  For a map fitted with a gamma grid
-(:mod:`rfstream.features.grid`) the features of each gamma come from the same
-input rows, so each task reads its rows once and runs the chunk function once
-per gamma, on the features of that gamma made inside the task (a sub-block at a
-time for dense maps, whole for random binning's CSR blocks); the partials of
-the G groups are laid end to end in one vector and reduced together.  G
-bandwidths cost one read of the data and G feature and Gram computations.
-Without a grid there is one group: the features of ``Z`` as every pass makes
-them (:func:`rfstream.features.fused.fused_rows`).
-
-The Gram pass keeps one D x D partial per fold and gamma in every task's
-output: G x K x D^2 float64.  :func:`rfstream.solvers.memory.check_gram_memory`
-refuses, before any pass, partials that would not fit a worker.
-
-Every listed number of features from one Gram pass: leading blocks of the largest Gram.
-
-A map fitted with a list of ``n_components`` draws the largest map; the map of a
-smaller size n is its columns ``prefix_columns(n)`` times ``c = prefix_scale(n)``
-(:mod:`rfstream.features.components`, :mod:`rfstream.features.prefix`).  So the
-statistics of size n are slices of those of the largest map:
-
-    G_n = c^2 G[P, P],   C_n = c C[P, :],   s_n = c s[P],   (t, B, n unchanged),
-
-per fold and per gamma of a grid, with no further pass.  Each (gamma, size) becomes
-one candidate group of the search (:mod:`rfstream.solvers.ridge.estimators`): the
-evidence and the cross-validated squared error read only these statistics; a
-classifier's scoring pass, the leave-one-out pass and the calibration pass make a
-group's features from the largest map's block, sliced and scaled
-(:func:`rfstream.features.components.prefix_block`): one read of the rows for every
-size.
+Sums over folds give the full-data statistics and "all folds but k" fold k's training ones,
+so the alpha path and K-fold CV cost one pass.  Folds come from (seed, row index); sub-blocks
+of :data:`SUB_BLOCK` rows are summed by SYRK in the features' dtype and added in float64;
+row weights scale the rows by ``sqrt(c_i)``.  A gamma grid runs the chunk function once per
+gamma on features made from the same rows (:class:`FeatureGroups`), and a list of
+``n_components`` slices the largest map's Gram (:func:`expand_sizes`).  docs/ridge.md.
 """
 from __future__ import annotations
 
@@ -173,22 +115,12 @@ def _stored_fold(z, Y, fold, buffers, root=None):
 def _fused_fold(x, Y, fold, buffers, features, dtype, root=None, split=None):
     """G, C and s of one fold when the task computes the features of its rows ``x``.
 
-    The features are made a sub-block of at most :data:`SUB_BLOCK` rows at a time
-    (:func:`rfstream.features.fused.feature_sub_blocks`; twice the rows of the other
-    fused passes, which halves the float64 additions of the D x D partial) into the first D
-    columns of one reused buffer ``[Z_s, Y_s, 1]`` (m x (D + T + 1)); one SYRK of
-    that buffer gives ``Z_s'Z_s``, ``Z_s'Y_s`` and ``Z_s'1`` together, so each
-    sub-block is read by a single BLAS call instead of a SYRK and then a narrow
-    GEMM that streams it again (no slower, docs/BENCHMARKS.md; kept for the one
-    read).  ``Y'Y``, ``Y'1`` and the count are not taken from this product: they
-    stay exact in float64.  With row weights the buffer holds
-    ``[r Z_s, r Y_s, r]`` with ``r = root = sqrt(c)``.  ``features`` may be a map's
-    unscaled block function (:func:`rfstream.features.fused.unscaled_block`): then
-    :func:`gram_chunk` scales the task's partials once.  With ``split``, the map's parts
-    (:func:`rfstream.features.fused.whole_rows`: random Fourier features' projection and
-    ``np.cos``) the projection goes into the buffer and the cosines over its whole rows, the
-    ``[Y, 1]`` columns zeroed first and written after: the same numbers, in one contiguous run
-    instead of row by row.
+    Sub-blocks of at most :data:`SUB_BLOCK` rows go into the first D columns of one reused
+    buffer ``[Z_s, Y_s, 1]`` (``[r Z_s, r Y_s, r]``, ``r = root = sqrt(c)``, with row weights),
+    whose one SYRK gives ``Z_s'Z_s``, ``Z_s'Y_s`` and ``Z_s'1``; ``Y'Y``, ``Y'1`` and the count
+    stay exact in float64.  ``features`` may be unscaled
+    (:func:`rfstream.features.fused.unscaled_block`: :func:`gram_chunk` scales the partials);
+    ``split``: the map's parts (:func:`rfstream.features.fused.whole_rows`).  docs/ridge.md.
     """
     D, T = fold["G"].shape[0], Y.shape[1]
     width = D + T + 1
@@ -214,16 +146,10 @@ def _fused_fold(x, Y, fold, buffers, features, dtype, root=None, split=None):
 
 
 def _sparse_gram_chunk(z, Y, c, out, layout, folds):
-    """The same partials for a CSR block (random binning, hybrid features), in float64.
-
-    Row weights ``c`` (or None) scale the rows by ``sqrt(c)`` as in the dense case.
-
-    Columns that are non-zero in more than a quarter of a sub-block's rows (e.g.
-    the Fourier half of hybrid features) are densified and go through BLAS;
-    the rest stay sparse: ``z.T @ z`` of a row with ``q`` sparse non-zeros
-    adds at most ``q**2`` entries, scattered into the dense D x D partial.  So
-    the cost per row is ``O(dense**2 + q * dense + q**2)``, never ``O(D**2)``.
-    """
+    """The same partials for a CSR block (random binning, hybrid features), in float64;
+    row weights ``c`` (or None) scale the rows by ``sqrt(c)``.  Columns non-zero in more
+    than a quarter of a sub-block's rows are densified for BLAS, the rest scattered:
+    ``O(dense**2 + q * dense + q**2)`` per row, never ``O(D**2)`` (docs/ridge.md)."""
     parts = layout.unpack(out)
     all_cols = np.arange(z.shape[1])
     for k in range(parts["n"].shape[0]):
@@ -330,14 +256,9 @@ def group_spec(chunk, groups, spec, models=None):
 
 
 def group_chunk(x, *rows, offset, spec):
-    """The partials of every group of one row block, end to end.
-
-    ``spec.chunk(z, *rows, offset=, spec=)`` is a pass's chunk function
-    (:func:`rfstream.solvers.ridge.gram.gram_chunk`, :func:`rfstream.solvers.ridge.cv.score_chunk`,
-    :func:`rfstream.solvers.ridge.loo.loo_chunk`); group g runs it with ``spec.specs[g]``, whose
-    ``features`` are the group's block function (made a sub-block at a time inside the
-    chunk), or on its CSR features made here.
-    """
+    """The partials of every group of one row block, end to end: group g runs the pass's
+    chunk function ``spec.chunk`` with ``spec.specs[g]`` (dense features made inside the
+    chunk), or on its CSR features made here."""
     parts = []
     for (block, whole), group in zip(spec.blocks, spec.specs):
         parts.append(spec.chunk(block(x) if whole else x, *rows, offset=offset, spec=group))

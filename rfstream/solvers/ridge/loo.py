@@ -1,33 +1,10 @@
 """Exact leave-one-out cross-validation of ridge from one Gram: ``cv="loo"``.
 
-Ridge with an unpenalized intercept is least squares on ``[1, Z]`` with the
-penalty ``diag(0, alpha I)``; removing row i changes its fit by a rank-one
-update, so (Sherman-Morrison; e.g. Hastie, Tibshirani & Friedman, The Elements
-of Statistical Learning, 2nd ed., eq. 7.52 and exercise 7.3 for linear
-smoothers) its leave-one-out residual is
-
-    r_i(alpha) = e_i(alpha) / (1 - c_i h_ii(alpha)),
-    h_ii(alpha) = 1 / n + (z_i - mu)' (G + alpha I)^-1 (z_i - mu),
-
-with ``e_i`` the residual of the fit on all rows, ``G = Z_c' C Z_c`` the
-centred (weighted) Gram, ``n = sum c``, ``mu`` the (weighted) column means and
-``c_i`` the row's weight (1 without weights; no ``1/n`` term and no centring
-without an intercept).  With one eigendecomposition ``G = U S U'`` on the
-client, ``a_i = U' (z_i - mu)`` gives ``h_ii = 1/n + sum_j a_ij^2 / (s_j +
-alpha)`` and the prediction ``(z_i - mu)' W(alpha) = a_i' (S + alpha I)^-1 U'
-Z_c' C Y`` for every alpha at the cost of one D-vector per row.  So after the
-Gram pass (one fold: memory O(D^2), not K-fold's O(K D^2)), one more pass
-computes ``a_i`` for every row, a sub-block at a time (one GEMM of the
-sub-block's features with U, in float64), and scores every alpha, and with a
-bandwidth grid every gamma (:mod:`rfstream.solvers.ridge.gram`), exactly: the
-leave-one-out decision values ``y_i - r_i`` are counted as the K-fold scoring
-pass counts its held-out decisions (:mod:`rfstream.solvers.ridge.cv`), and
-the squared error sums ``c_i r_i^2``.  Two passes in all, as K-fold.
-
-For a classifier the targets are the +-1 columns ridge fits
-(:mod:`rfstream.solvers.targets`), so leaving row i out is exact for the
-least-squares fit of those targets; the class of the leave-one-out decision
-values is the prediction that is scored.
+Sherman-Morrison (Hastie, Tibshirani & Friedman, The Elements of Statistical Learning, 2nd
+ed., eq. 7.52 and exercise 7.3): ``r_i = e_i / (1 - c_i h_ii)``,
+``h_ii = 1/n + (z_i - mu)' (G + alpha I)^-1 (z_i - mu)``; one eigendecomposition ``G = U S U'``
+gives every alpha, so one more pass after the Gram pass scores every (gamma, alpha) exactly,
+with memory O(D^2) instead of K-fold's O(K D^2).  docs/ridge.md.
 """
 from __future__ import annotations
 
@@ -48,11 +25,8 @@ from .gram import group_chunk, group_spec
 def loo_basis(total, fit_intercept):
     """What the pass needs of one gamma's full-data partials: ``U``, ``S`` (clipped at
     0), ``U' Z_c' C Y``, ``mu``, ``nu`` and ``1 / n`` (0 without an intercept).
-
-    Memory: the Gram is centred in place and LAPACK's ``syevr`` overwrites it
-    (``total["G"]`` is consumed), so the client holds two D x D arrays, the Gram
-    and ``U``, at D = 20,000 6.4 GB; the final solve reuses ``U`` (:func:`loo_solution`).
-    """
+    ``total["G"]`` is consumed (centred in place, overwritten by ``syevr``): the client
+    holds two D x D arrays; the final solve reuses ``U`` (:func:`loo_solution`)."""
     G, C = total["G"], total["C"]
     mu, nu = np.zeros(G.shape[0]), np.zeros(C.shape[1])
     if fit_intercept:
@@ -93,7 +67,7 @@ class LooSpec(RowSpec):
 
 
 def loo_chunk(z, *rows, offset, spec):
-    """The leave-one-out sums of one row block (module docstring) for every alpha.
+    """The leave-one-out sums of one row block (docs/ridge.md) for every alpha.
 
     ``z`` and ``rows`` (labels, then sample weights when they travel) as
     :func:`rfstream.solvers.ridge.gram.gram_chunk`; ``spec`` a :class:`LooSpec`.

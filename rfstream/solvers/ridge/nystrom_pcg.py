@@ -1,36 +1,11 @@
 """A low-rank preconditioner of the ridge normal equations from a sample of rows.
 
-Conjugate gradients on ``A = Z_c' C Z_c + alpha I`` (:mod:`rfstream.solvers.ridge.cg`)
-need as many passes as the spread of A's eigenvalues allows; for dense random
-features the Gram's spectrum decays steeply and the Jacobi preconditioner
-(``diag(A)``) hardly narrows it.  This module builds the randomized Nystrom
-preconditioner of Frangella, Tropp & Udell ("Randomized Nystrom preconditioning",
-SIAM J. Matrix Anal. Appl. 44(2), 2023): from a rank-r approximation
-``A - alpha I ~ U diag(lam) U'`` with orthonormal ``U`` (D x r),
-
-    P^-1 = (lam_r + alpha) U diag(1 / (lam + alpha)) U' + (I - U U')       (their eq. 5.3)
-
-which maps the r leading eigenvalues of A to about ``lam_r + alpha`` and leaves
-the rest, already below it, alone.  Their Theorem 5.1: once r is about twice the
-effective dimension ``d_eff(alpha) = tr(G (G + alpha I)^-1)``, the preconditioned
-system's condition number is a small constant, so CG converges in a few passes.
-
-**Deviation, for streaming.**  Their Algorithm 2.1 (RandNysAppx) sketches
-``Y = A Omega`` with a Gaussian ``Omega`` (D x r): for A = Z'CZ that is a pass over
-the rows costing ``2 n D r`` flops, several CG iterations' worth (an iteration
-costs ``4 n D T`` for T targets) and at D = 50,000, n = 10^6 hours on a few cores.
-Here the approximation comes instead from ``m`` rows drawn uniformly without
-replacement, as FALKON approximates its Hessian by its M centres (Rudi, Carratino &
-Rosasco, "FALKON: an optimal large scale kernel method", NeurIPS 2017, Section 3,
-``K_nM' K_nM ~ (n / M) K_MM^2``): with ``B`` the sampled rows' centred features, each
-scaled by ``sqrt(c_i n_rows / m)``, ``B'B`` is an unbiased estimate of ``Z_c' C Z_c``,
-and its eigendecomposition comes from the m x m matrix ``B B' = Q diag(s) Q'`` as
-``U = B' Q diag(s)^-1/2``, ``lam = s``.  Random Fourier features are bounded
-(``|z_j| <= sqrt(2 / D)``), so no row has a large leverage and uniform sampling
-suffices (the argument of FALKON's Theorem 3 for uniform centres).  Cost: reading
-the ``m`` input rows (one gather, no feature pass), their features on the client,
-``m^2 D`` flops (in float32 for float32 features: :func:`nystrom_factor`) and ``m D``
-values of the features' dtype and ``r D`` float64 of memory; no pass over the data.
+The randomized Nystrom preconditioner of Frangella, Tropp & Udell (SIAM J. Matrix Anal.
+Appl. 44(2), 2023), ``P^-1 = (lam_r + alpha) U diag(1 / (lam + alpha)) U' + (I - U U')``
+(their eq. 5.3; Theorem 5.1).  Deviation, for streaming: the rank-r approximation comes from
+``m`` rows sampled uniformly (as FALKON's centres, Rudi, Carratino & Rosasco 2017, Section 3)
+instead of their Algorithm 2.1's sketch ``A Omega``, which would cost a pass; float32 features
+keep float32 products.  docs/ridge.md.
 """
 from __future__ import annotations
 
@@ -59,12 +34,8 @@ def sample_rows(n_rows, m, seed):
 
 def sampled_features(Z, y, sample_weight, idx):
     """``(features, labels, weights)`` of the rows ``idx`` of ``Z`` (dense m x D, in the
-    features' own float32 or float64; float64 for any other dtype).
-
-    For ``Z = map.transform(X)`` only the m input rows are read and their features made
-    here (:mod:`rfstream.features.fused`); otherwise the rows of ``Z`` are gathered.  The
-    rows, labels and weights come in one computation.
-    """
+    features' own float32 or float64; float64 for any other dtype), in one computation; for
+    ``Z = map.transform(X)`` only the m input rows are read and their features made here."""
     source = feature_source(Z)
     rows = source.rows if source is not None else Z
     x, labels, weights = compute(*(None if a is None else a[idx] for a in (rows, y, sample_weight)))
@@ -82,18 +53,9 @@ def nystrom_factor(B, rank):
     """``(U, lam)``: the ``rank`` leading eigenpairs of ``B'B`` from the m x m ``B B'``.
 
     ``U`` (D x r, float64) has orthonormal columns; eigenvalues below the rounding level of
-    the largest are dropped (the rank then is smaller).
-
-    **Deviation (precision).**  For float32 features ``B`` the two products, ``B B'``
-    (m^2 D flops) and ``B' Q`` (m r D), run in float32, and only the m x m eigenproblem in
-    float64 (LAPACK's float32 one took 4 times longer at m = 8,192).  At m = 8,192,
-    D = 50,000, r = 4,096 that took the client's factor from 135 s to 92 s and ``B`` from
-    3.3 to 1.6 GB; the eigenvalues moved by at most 3e-10 of the largest, ``U``'s columns
-    are orthonormal to 1e-8 (``benchmarks/bench_nystrom_factor.py``, docs/wide.md).  A
-    preconditioner need not be exact (the CG residuals are the true system's), and the
-    rounding level for float32 is taken as ``eps32 sqrt(D)`` of the largest eigenvalue,
-    that of random rounding in sums of D products: a conservative floor, which there kept
-    2,024 of the 4,096 eigenpairs (those above alpha = 1).
+    the largest are dropped (the rank then is smaller).  Deviation: for float32 ``B`` the
+    products ``B B'`` and ``B' Q`` run in float32, only the m x m eigenproblem in float64,
+    and the rounding level is ``eps32 sqrt(D)`` of the largest eigenvalue (docs/ridge.md).
     """
     D = B.shape[1]
     gram = B @ B.T
@@ -113,7 +75,7 @@ def nystrom_factor(B, rank):
 
 
 class NystromPreconditioner:
-    """``P^-1`` of eq. 5.3 (module docstring) for ``A = Z_c' C Z_c + alpha I``.
+    """``P^-1`` of eq. 5.3 (docs/ridge.md) for ``A = Z_c' C Z_c + alpha I``.
 
     Built by :meth:`from_rows` from a uniform row sample; :meth:`__call__` applies it
     to a D x T block of residuals.

@@ -2,7 +2,7 @@
 
 ``estimators`` (the estimators and their training loop), ``epochs`` (one epoch as one
 reduction, with the Pegasos step kernel), ``newton`` (one fused pass per Newton step),
-``losses`` (each loss, its derivatives, and the probabilities of log-loss models).
+``losses`` (each loss, its derivatives, and the probabilities of log-loss models); docs/sgd.md.
 """
 from .epochs import sgd_steps
 from .estimators import StreamingSGDClassifier, StreamingSGDRegressor

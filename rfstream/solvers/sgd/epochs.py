@@ -1,41 +1,11 @@
-"""The step kernel of the SGD solvers: mini-batch Pegasos steps on a model in memory.
+"""One SGD epoch as one reduction: local Pegasos steps per row block, then parameter averaging.
 
-Algorithm 1 of Yu et al. (2015) (CNM's w-step; Pegasos, Shalev-Shwartz et
-al. 2011): on a mini-batch A at step t,
-
-    W <- (1 - eta_t alpha) W - eta_t / |A| sum_{i in A} c_i L'(p_i) z_i',   eta_t = 1 / (alpha t),
-
-with ``c_i`` the row's weight (class weight times its scaled ``sample_weight``,
-:mod:`rfstream.solvers.sgd.epochs`), then the projection of each problem's (w, b/s)
-onto the ball that holds the optimum (:func:`rfstream.solvers.sgd.losses.ball_radius`), and the polynomial-decay
-average of the iterates (Shamir & Zhang 2013).  The objective, the schedules
-and the parallel epochs around these steps are described in docs/sgd.md.
-
-One SGD epoch as one reduction: local Pegasos steps per row block, then parameter averaging.
-
-In the pass every row block (one task) starts from the current model, runs
-mini-batch Pegasos (:func:`rfstream.solvers.sgd.epochs.run_steps`; CNM's
-Algorithm 1, Yu et al. 2015) on its own training rows in an order drawn from
-(seed, epoch, global row index), and returns its model times its number of
-rows; the sum over blocks divided by the rows is the new model (Zinkevich et
-al. 2010's parameter mixing, repeated every epoch).  The same pass evaluates
-the incoming model: the exact regularized objective on the training rows and
-the loss and error on the held-out rows.  Why averaging, and how the result
-depends on seeds, workers and chunks: docs/sgd.md.
-
-Features: for ``Z = map.transform(X)`` the pass reduces over ``X`` with
-``X``'s own row chunks (the averaged model depends on the chunking) and each
-task makes the features of a mini-batch's rows when the steps reach it, into
-one reused buffer (:func:`rfstream.features.fused.make_features`), scoring the
-incoming model on them at the same time; the held-out rows (and every row of
-an evaluation pass) are made in sub-blocks.  Each row's features are made
-once per pass, and the ``rows x D`` block never exists.  Stored blocks (any
-other ``Z``, numpy, CSR) are indexed as they are.
-
-Row weights: a row's loss (and its step's gradient) is multiplied by its class
-weight times its ``sample_weight`` scaled by ``task["weight_scale"]`` (fit: n / sum
-of the weights, so that 1/n sum_i c_i L_i is the weighted mean loss of
-docs/sgd.md); the held-out loss and error are weighted by the sample weights.
+The steps are Algorithm 1 of Yu et al. (2015) (CNM's w-step; Pegasos, Shalev-Shwartz et al.
+2011), projected onto the ball that holds the optimum and averaged with polynomial decay
+(Shamir & Zhang 2013); each block's model, times its rows, is summed into the next one
+(Zinkevich et al. 2010's parameter mixing, every epoch), and the same pass evaluates the
+incoming model.  Deviation: the result depends on the chunking; the smooth losses' steps are
+capped.  docs/sgd.md.
 """
 from __future__ import annotations
 
@@ -110,8 +80,7 @@ def run_steps(W, v, take, target, weight, batches, t, spec, avg=None, offset=Non
     indexed by the same rows.  ``W`` (K, D) and ``v`` (K,) are float64; ``v`` is
     the intercept over ``spec.intercept_scaling`` (the weight of the constant
     feature).  ``avg`` = (Wbar, vbar) is the running polynomial-decay average of
-    the iterates (Shamir & Zhang 2013, eta = 3):
-    Wbar_t = (1 - 4/(t+3)) Wbar_{t-1} + 4/(t+3) W_t.  ``offset`` (K,) is a fixed
+    the iterates (Shamir & Zhang 2013; docs/sgd.md).  ``offset`` (K,) is a fixed
     intercept added to the scores (``sgd_steps`` with intercept_scaling=0).
     """
     fn = LOSSES[spec.loss]

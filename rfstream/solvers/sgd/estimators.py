@@ -1,38 +1,12 @@
-"""The training loop shared by the streaming SGD estimators: state, epochs, stopping, Newton.
+"""The streaming SGD estimators and their training loop: state, epochs, stopping, Newton.
 
-:class:`_BaseStreamingSGD` holds what :class:`rfstream.StreamingSGDClassifier`
-and :class:`rfstream.StreamingSGDRegressor` share: the parameter checks, the
-model state (the SGD iterate and its average), the loop of epochs
-(:mod:`rfstream.solvers.sgd.epochs`, one reduction each, or ``chunks_per_round``
-rounds) with the stopping rules on the exact objective or the held-out loss,
-``solver="newton"`` (:mod:`rfstream.solvers.sgd.newton`), the choice between
-them (``solver="auto"``), and the one-pass ``objective``.  The subclasses say
-what the task is: ``_task()``, ``_n_outputs(task)``, ``_loss_name()`` and
-``_set_public(task)``.  The objective and the algorithm: docs/sgd.md.
-
-Sample weights travel with the rows (an array aligned with ``X``, never
-gathered on the client); ``fit`` divides them by their mean (the
-``weight_scale`` of the task), so the objective is
-``alpha/2 ||W~||^2 + 1/sum(s) sum_i s_i c_i L_i`` (docs/sgd.md, "Weights").
-
-Streaming SGD estimators: Pegasos (hinge), logistic, squared hinge and squared loss.
-
-They minimize the regularized risk of Shalev-Shwartz et al.'s Pegasos (the
-w-step of CNM, Yu et al. 2015, eqs. 5-7; EERF eq. (8) with the quadratic
-regularizer its authors use in practice):
-
-    f(W) = alpha/2 (||W||_F^2 + ||b / s||^2) + 1/S sum_i s_i c_i L(y_i, W z_i + b)
-
-with ``alpha`` the paper's lambda, ``s_i`` the ``sample_weight`` of row i
-(1 without; S = sum_i s_i, = n without), ``c_i`` its class weight and
-``s = intercept_scaling`` (the intercept is the weight of a constant feature,
-regularized like the rest, as in liblinear): the objective of scikit-learn's
-``LinearSVC`` and ``LogisticRegression(solver="liblinear")`` with
-``C = 1 / (alpha S)`` and the same ``sample_weight`` (docs/sgd.md).  Steps: :mod:`rfstream.solvers.sgd.epochs` (CNM's
-Algorithm 1); epochs as parameter-averaging reductions:
-:mod:`rfstream.solvers.sgd.epochs`; the training loop: :mod:`rfstream.solvers.sgd.estimators`;
-Newton passes: :mod:`rfstream.solvers.sgd.newton`.  Why averaging, convergence
-measured against scikit-learn, and determinism: docs/sgd.md.
+They minimize the regularized risk of Pegasos (Shalev-Shwartz et al. 2011; the w-step of CNM,
+Yu et al. 2015, eqs. 5-7; EERF eq. (8)),
+``alpha/2 (||W||_F^2 + ||b / s||^2) + 1/S sum_i s_i c_i L(y_i, W z_i + b)``, the objective of
+``LinearSVC`` and ``LogisticRegression(solver="liblinear")`` with ``C = 1 / (alpha S)``, by
+parameter-averaged epochs (:mod:`~rfstream.solvers.sgd.epochs`) or Newton passes
+(:mod:`~rfstream.solvers.sgd.newton`).  Deviation: the intercept is regularized, as in
+liblinear.  docs/sgd.md.
 """
 from __future__ import annotations
 
@@ -205,12 +179,8 @@ class _BaseStreamingSGD(LinearPredictMixin, BaseEstimator):
         return evaluation
 
     def _partial_epoch(self, X, y, first, w=None):
-        """``partial_fit``'s epoch: from the current model, or from zero on the first call.
-
-        Sample weights ``w`` are taken as they are (not divided by their mean: the
-        objective of a stream is 1/n sum_i s_i c_i L_i, as scikit-learn's
-        ``SGDClassifier.partial_fit``); the projection ball allows for their maximum.
-        """
+        """``partial_fit``'s epoch: from the current model, or from zero on the first call;
+        sample weights ``w`` as they are, not over their mean (docs/sgd.md)."""
         self.solver_ = "sgd"
         task = self._task()
         if w is not None:
@@ -381,7 +351,7 @@ class StreamingSGDClassifier(LogLossProbaMixin, LinearClassifierMixin, Classifie
     """Linear classifier trained by streaming, data-parallel Pegasos-style SGD or Newton passes.
 
     Minimizes ``alpha/2 (||W||^2 + ||b/s||^2) + 1/S sum_i s_i c_i L(y_i, W z_i + b)``
-    (module docstring; docs/sgd.md: the steps, the data parallelism, and how the
+    (docs/sgd.md: the steps, the data parallelism, and how the
     result depends on seeds, workers and chunks).  Equivalent to
     ``LinearSVC(C=1/(alpha S))`` for the (squared) hinge and to
     ``LogisticRegression(C=1/(alpha S), solver="liblinear")`` for the log loss,

@@ -1,39 +1,9 @@
-"""Losses of the SGD solvers: value and derivative with respect to the score.
+"""Losses of the SGD solvers (value and derivative in the score), and log-loss probabilities.
 
-Every function takes scores ``p`` of shape (m, K) and targets, and returns
-``(loss, dloss)``: the per-row loss summed over the K columns (m,) and its
-derivative with respect to ``p`` (m, K), in float64.
-
-* Binary and one-vs-rest losses get ``y`` in {-1, +1} of shape (m, K), one
-  independent binary problem per column:
-  ``hinge`` max(0, 1 - y p) (Pegasos, Shalev-Shwartz et al. 2011; CNM eq. 7),
-  ``squared_hinge`` max(0, 1 - y p)^2 (LinearSVC's default loss),
-  ``log_loss`` log(1 + exp(-y p)).
-* ``multinomial`` (the softmax cross-entropy) gets class indices (m,):
-  log sum_k exp(p_k) - p_y; so does ``crammer_singer``, the multi-class hinge
-  max(0, 1 + max_{j != y} p_j - p_y) (Crammer & Singer 2001; CNM's w-step).
-* ``squared`` (regression) gets real targets (m, K): (p - y)^2 / 2.
-
-``LOSS_AT_ZERO`` is L(0) per row, used for the radius of the ball that holds
-the optimum (see :func:`ball_radius`).
-
-Class probabilities of log-loss models: ``predict_proba`` and ``predict_log_proba``.
-
-A model fitted with the logistic loss (docs/sgd.md; the log loss of
-:mod:`rfstream.solvers.sgd.losses`) estimates probabilities from its decision
-values ``p = W z + b``:
-
-* two classes: ``P(classes_[1] | z) = sigmoid(p)`` (logistic regression);
-* the multinomial loss: ``softmax(p)`` over the K class scores;
-* one-vs-rest: each class's ``sigmoid(p_k)``, normalized to sum to one over the
-  classes, as scikit-learn's ``SGDClassifier`` and liblinear's
-  ``predict_probability`` do (Zadrozny & Elkan 2002).
-
-Logarithms are computed from the scores (``log_expit``, ``log_softmax``), not
-as the log of a rounded probability.  Numpy (or pandas) in, numpy out; dask in,
-a lazy dask array out (``map_blocks`` of the decision values, with explicit
-chunks and meta): for ``X = map.transform(rows)`` the features are made inside
-the tasks, as for ``decision_function`` (:class:`rfstream.solvers.linear.LinearPredictMixin`).
+Hinge (Pegasos; CNM eq. 7), squared hinge, log loss, multinomial, the multi-class hinge of
+Crammer & Singer (2001) and the squared loss, each returning ``(loss, dloss)`` in float64;
+:func:`second_order` adds what Newton needs.  ``predict_proba``: sigmoid, softmax, or
+normalized one-vs-rest sigmoids (Zadrozny & Elkan 2002).  docs/sgd.md.
 """
 from __future__ import annotations
 
@@ -163,7 +133,7 @@ def second_order(loss, p, y, smoothing=0.0):
 def log_proba_block(scores, kind):
     """Log-probabilities (m, K) of decision values ``scores`` ((m,) for two classes).
 
-    ``kind``: "binary", "multinomial" or "ovr" (see the module docstring).
+    ``kind``: "binary", "multinomial" or "ovr" (docs/sgd.md, losses.py).
     """
     scores = np.asarray(scores, dtype=np.float64)
     if kind == "binary":

@@ -1,56 +1,11 @@
 """Newton's method as distributed reductions: one fused pass per iteration.
 
-``StreamingSGDClassifier(solver="newton")`` minimizes the same regularized risk
-as the SGD solver (docs/sgd.md, :mod:`rfstream.solvers.sgd.estimators`),
-
-    f(w) = alpha/2 ||w~||^2 + 1/n sum_i c_i L(y_i, w~ z~_i),   z~ = [z, s],
-
-for each binary (or one-vs-rest) problem, with ``c_i`` the row's class weight
-times its ``sample_weight`` over the mean weight (so that integer weights are
-repeated rows and zero weights dropped ones, exactly: every pass is a sum over
-rows), by damped Newton steps:
-
-* log loss: Newton / IRLS (the Hessian is Z~' diag(c p (1 - p)) Z~ / n + alpha I);
-* squared loss (``StreamingSGDRegressor``, L = (y - p)^2 / 2): one Newton step
-  is the exact minimizer (ridge on [z, s]); the second pass confirms it;
-* squared hinge: the generalized Newton method of Mangasarian (2002) and
-  Keerthi & DeCoste (2005, Algorithm 1): the Hessian counts only the rows whose
-  margin is violated (the loss is once differentiable; its gradient is
-  piecewise linear and the method terminates finitely);
-* hinge: Newton on a smoothed hinge of width h (one-sided variant of Chapelle
-  2007's Huber loss, :func:`rfstream.solvers.sgd.losses.second_order`) with h
-  decreased by 10 each time the smoothing error dominates (continuation).
-  The smoothed loss is below the hinge, so min f_h <= min f, which gives a
-  bound on the gap: f(w) - min f <= f(w) - f_h(w) + (f_h(w) - min f_h).
-
-One pass = one reduction over the row blocks (features computed inside the
-task, as every rfstream pass; for ``Z = map.transform(X)`` the pass reduces
-over ``X`` and makes the features a sub-block at a time,
-:func:`rfstream.features.fused.fused_pass`).  Given the current point w and the Newton
-direction d of the previous pass, each block returns
-
-* sum_i c_i L(w + s d) for the step sizes s in :data:`STEPS` (1, 1/2, ...,
-  1/2^11): the backtracking line search (Armijo) of this iteration costs
-  nothing more, since scores are linear in s (two products per row);
-* the gradient and the (D+1) x (D+1) Hessian at the full step w + d, in float64
-  (Gram products of sqrt(c L'') z over sub-blocks in the features' dtype, as
-  the ridge Gram pass :mod:`rfstream.solvers.ridge.gram`; rows with L'' = 0 are
-  skipped, so the squared hinge and the smoothed hinge only pay for the rows
-  near or inside the margin).
-
-If the full step passes the Armijo test the next direction solves
-(H + alpha I) d = -g on the client (Cholesky of a (D+1) x (D+1) matrix); if
-it does not, the largest accepted step is taken and the next pass evaluates
-gradient and Hessian there (a zero direction).  Stopping: the Newton decrement
-g' H^-1 g / 2 (the quadratic model's estimate of f(w) - min f) plus, for the
-hinge, the smoothing error f - f_h is at most ``tol`` times f.
-
-Unlike parameter averaging this is an exact method: each pass reduces sums
-over all rows, so the result does not depend on the order of the rows or on
-the chunking (up to floating-point summation order), and it reaches the
-optimum to high precision in a handful of passes (docs/sgd.md).  Its cost per
-pass is that of the ridge Gram pass (O(n D^2) flops) and the client holds a
-(K, D+1, D+1) matrix (K = 1 for two classes), like ridge.
+Damped Newton on the SGD solvers' objective: IRLS for the log loss, one exact step for the
+squared loss, the generalized Newton method for the squared hinge (Mangasarian 2002; Keerthi
+& DeCoste 2005, Algorithm 1), and for the hinge a smoothing of Chapelle 2007's Huber loss with
+continuation; each pass returns the Armijo line search of the last direction and the gradient
+and (D+1) x (D+1) Hessian at the full step.  Exact, and independent of the row order and the
+chunking.  docs/sgd.md.
 """
 from __future__ import annotations
 
@@ -100,7 +55,7 @@ class NewtonSpec(RowSpec):
 
 
 def newton_chunk(z, *rows, offset, spec, out=None):
-    """Partials of one row block (see the module docstring), added to ``out`` if given.
+    """Partials of one row block (docs/sgd.md, newton.py), added to ``out`` if given.
 
     ``rows``: the block's labels, then its sample weights when they travel;
     ``spec`` a :class:`NewtonSpec`.
