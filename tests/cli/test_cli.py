@@ -1,6 +1,6 @@
 """The command line (rfstream.cli), in process (threads scheduler) and once as the real
 console script: the commands end to end, and a user's mistakes.  The options of each
-method (what a flag sets, which flags a method refuses): tests/test_cli_methods.py."""
+method (what a flag sets, which flags a method refuses): tests/cli/test_cli_methods.py."""
 import json
 import os
 import re
@@ -14,7 +14,7 @@ import dask
 import numpy as np
 import pytest
 import zarr
-from _cli_helpers import one_error_line, run
+from helpers.cli import one_error_line, run
 
 from rfstream.cluster import set_progress
 from rfstream.datasets import source_paths

@@ -11,7 +11,7 @@ import dask
 import numpy as np
 import pytest
 import zarr
-from _tasks import TaskCounter
+from helpers.tasks import TaskCounter
 from sklearn import metrics as skm
 
 from rfstream import __version__, cli, load_model

@@ -1,14 +1,12 @@
 """The command line's options per method (rfstream.cli): what a flag sets on the
 estimator, which flags a method refuses, and a fit of each method through the CLI.
-The commands themselves, end to end and with a user's mistakes: tests/test_cli.py."""
+The commands themselves, end to end and with a user's mistakes: tests/cli/test_cli.py."""
 import json
 
 import numpy as np
 import pytest
-import test_cnm
-import test_cnm_multiclass
-import test_tefm
-from _sgd_cases import blobs
+from helpers import import_test_module
+from helpers.sgd_cases import blobs
 
 from rfstream import (
     TEFM,
@@ -47,6 +45,9 @@ def test_cli_options_that_do_not_apply_to_binning():
 
 
 # the per-method tests' own data, as fixtures of this module too
+test_cnm = import_test_module("datadriven/test_cnm.py")
+test_cnm_multiclass = import_test_module("datadriven/test_cnm_multiclass.py")
+test_tefm = import_test_module("datadriven/test_tefm.py")
 cpusmall, magic, rings3 = test_tefm.cpusmall, test_cnm.magic, test_cnm_multiclass.rings3
 
 

@@ -7,7 +7,7 @@ import tracemalloc
 
 import numpy as np
 import pytest
-from _tasks import TaskCounter
+from helpers.tasks import TaskCounter
 
 from rfstream import cli
 from rfstream.cli.options import printable

@@ -2,7 +2,7 @@
 import dask.array as da
 import numpy as np
 import pytest
-import test_tefm
+from helpers import import_test_module
 from sklearn import metrics as skm
 from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.pipeline import Pipeline
@@ -21,6 +21,7 @@ from rfstream.metrics import (
 )
 from rfstream.random import check_seed, sample_rows
 
+test_tefm = import_test_module("datadriven/test_tefm.py")
 X = test_tefm.X  # correlated columns (a fixture), as the TEFM tests use
 
 

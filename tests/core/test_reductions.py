@@ -172,7 +172,7 @@ def test_moments_combine_is_chan_golub_leveque():
     combined = moments_combine(parts, keepdims=False)
     # each x - mean is exact to ~1e6 eps = 2e-10 (the two means differ by ulps), so
     # M2 ~ 1e3 carries ~1e-8 of rounding: 1e-9 relative.  E[x^2] - E[x]^2 would lose
-    # 1e-4 of it (tests/test_preprocess.py::test_standardizer_large_offset_keeps_precision)
+    # 1e-4 of it (tests/core/test_preprocess.py::test_standardizer_large_offset_keeps_precision)
     np.testing.assert_allclose(combined, whole, rtol=1e-9)
     assert moments_combine(parts).shape == (1, 5)
     np.testing.assert_array_equal(moments_combine(np.vstack([moments_chunk(x[:0])] * 2), keepdims=False),

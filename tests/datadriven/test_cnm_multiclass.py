@@ -82,7 +82,7 @@ def rings3():
 def test_joint_multiclass_fits_numpy_equals_dask(rings3, multiclass):
     X, y = rings3
     kw = {"multiclass": multiclass, "random_state": 0, "max_iter": 8, "n_steps_w": 30,
-          "n_steps_theta": 30, "batch_size": 200}  # as tests/test_cnm.py's OvR test
+          "n_steps_theta": 30, "batch_size": 200}  # as tests/datadriven/test_cnm.py's OvR test
     est = CompactNonlinearMap(12, **kw).fit(X[:1200], y[:1200])
     assert est.coef_.shape == (3, 12) and est.decision_function(X[:5]).shape == (5, 3)
     assert est.score(X[1200:], y[1200:]) > 0.75  # a linear model on X gets ~0.5

@@ -2,7 +2,7 @@
 
 The contract every map keeps (numpy/dask, chunkings, processes, save/load,
 check_estimator with the default parameters, bad input) is tested once for all maps in
-test_contract.py.  ``python tests/test_nystroem.py`` prints the comparison with
+test_contract.py.  ``python tests/datadriven/test_nystroem.py`` prints the comparison with
 scikit-learn's ``Nystroem`` that docs/nystroem.md reports.
 """
 import sys

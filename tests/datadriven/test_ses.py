@@ -6,7 +6,7 @@ import dask
 import dask.array as da
 import numpy as np
 import pytest
-from _sklearn_checks import FLOAT32_ROW_GROUPING
+from helpers.sklearn_checks import FLOAT32_ROW_GROUPING
 from sklearn.pipeline import Pipeline
 from sklearn.utils.estimator_checks import check_estimator
 

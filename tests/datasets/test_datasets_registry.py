@@ -4,12 +4,11 @@ from pathlib import Path
 
 import pytest
 import zarr
+from helpers import ROOT
 
 from rfstream import datasets
 from rfstream.datasets import DATASETS, prepare, source_paths, train_test
 from rfstream.io import dataset_info
-
-ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.mark.parametrize("name", sorted(DATASETS))
@@ -77,6 +76,6 @@ def test_no_dataset_file_is_named_outside_the_registry():
     names = {Path(p).name for e in DATASETS.values() for p in (e.train, e.test) if p}
     quoted = re.compile("[\"'](?:[\\w/]*/)?(" + "|".join(map(re.escape, names)) + ")[\"']")
     files = [*ROOT.glob("benchmarks/*.py"), *ROOT.glob("examples/*.py"), *ROOT.glob("deploy/*.py"),
-             *ROOT.glob("tests/*.py"), *(p for p in ROOT.glob("rfstream/**/*.py") if p.name != "registry.py")]
+             *ROOT.glob("tests/**/*.py"), *(p for p in ROOT.glob("rfstream/**/*.py") if p.name != "registry.py")]
     offenders = [f"{p.relative_to(ROOT)}: {m.group(0)}" for p in files for m in quoted.finditer(p.read_text())]
     assert not offenders

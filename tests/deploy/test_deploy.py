@@ -8,14 +8,14 @@ subcommand or flag).
 import ast
 import re
 import shlex
-from pathlib import Path
 
 import pytest
 import yaml
+from helpers import ROOT
 
 from rfstream.cli import build_parser
 
-DEPLOY = Path(__file__).resolve().parents[1] / "deploy"
+DEPLOY = ROOT / "deploy"
 
 
 def _parses(argv):

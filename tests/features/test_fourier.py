@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import scipy.sparse as sp
-from _sklearn_checks import FLOAT32_ROW_GROUPING
+from helpers.sklearn_checks import FLOAT32_ROW_GROUPING
 from dask.array.utils import assert_eq
 from sklearn.metrics.pairwise import laplacian_kernel, rbf_kernel
 from sklearn.utils.estimator_checks import check_estimator

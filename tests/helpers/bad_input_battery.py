@@ -1,6 +1,6 @@
 """The bad-input battery: every case must fail the way a user can act on.
 
-    python tests/bad_input_battery.py          # prints each case and "N tried, M behaved"
+    python tests/helpers/bad_input_battery.py          # prints each case and "N tried, M behaved"
 
 A case behaves when the CLI exits with code 2, prints exactly one line on stderr that
 names the problem (a keyword per case), no traceback, and leaves nothing half-written:

@@ -1,5 +1,5 @@
-"""What the byte-range tests share (tests/test_convert_byte_ranges.py,
-tests/test_convert_arrow.py): small CSV tables written with every variant of the format,
+"""What the byte-range tests share (tests/io/test_convert_byte_ranges.py,
+tests/io/test_convert_arrow.py): small CSV tables written with every variant of the format,
 the comparison of two datasets bit for bit, and counters of what the tasks did."""
 import numpy as np
 import pandas as pd

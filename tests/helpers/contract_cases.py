@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import scipy.sparse as sp
-from _sklearn_checks import FLOAT32_ROW_GROUPING
+from helpers.sklearn_checks import FLOAT32_ROW_GROUPING
 from sklearn.base import BaseEstimator
 
 from rfstream.features import CompactRandomFeatures, FastfoodFeatures

@@ -1,6 +1,6 @@
 """An HTTP proxy that fails a set fraction of requests, for the storage-fault tests.
 
-    python tests/faulty_proxy.py PORT UPSTREAM FRACTION SEED
+    python tests/helpers/faulty_proxy.py PORT UPSTREAM FRACTION SEED
 
 Listens on 127.0.0.1:PORT and forwards every request to UPSTREAM (the moto S3 server),
 except that each request is, with probability FRACTION (seeded), answered by a fault

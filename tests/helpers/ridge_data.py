@@ -1,4 +1,4 @@
-"""The small datasets of the ridge tests (tests/test_ridge.py, tests/test_ridge_pass.py)."""
+"""The small datasets of the ridge tests (tests/solvers/ridge/: test_ridge.py, test_ridge_pass.py)."""
 import numpy as np
 
 

@@ -2,7 +2,7 @@
 
 * :func:`s3_server`: moto's standalone S3 server (``moto_server``, package ``moto[server]``)
   on a free port.
-* :func:`faulty_proxy`: tests/faulty_proxy.py in front of a server, failing a set
+* :func:`faulty_proxy`: tests/helpers/faulty_proxy.py in front of a server, failing a set
   fraction of requests (503 SlowDown or a reset connection).
 * :func:`http_server`: ``python -m http.server`` over a directory.
 * :func:`dask_cluster`: a ``dask scheduler`` and single-threaded ``dask worker``

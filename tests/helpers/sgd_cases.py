@@ -1,4 +1,4 @@
-"""What the SGD tests share (tests/test_sgd.py, tests/test_sgd_newton.py): the estimators
+"""What the SGD tests share (tests/solvers/sgd/: test_sgd.py, test_sgd_newton.py): the estimators
 as these tests make them, and their small datasets."""
 from functools import partial
 
@@ -8,7 +8,7 @@ import rfstream
 
 #: These tests are about the SGD steps, so they ask for solver="sgd" (the default
 #: "auto" runs Newton passes on inputs as narrow as these); Newton's tests name
-#: solver="newton", and "auto"'s choice is tested in tests/test_weights.py.
+#: solver="newton", and "auto"'s choice is tested in tests/solvers/test_weights.py.
 StreamingSGDClassifier = partial(rfstream.StreamingSGDClassifier, solver="sgd")
 StreamingSGDRegressor = partial(rfstream.StreamingSGDRegressor, solver="sgd")
 

@@ -23,7 +23,7 @@ import dask.array as da
 import numpy as np
 import pytest
 import zarr
-from _watch import wait_for_pass
+from helpers.watch import wait_for_pass
 
 from rfstream import io
 from rfstream.cluster import compute

@@ -1,11 +1,11 @@
 """Byte ranges parsed by Arrow (rfstream.io.csv_ranges): ranges with no quote are parsed
 in pass 1 by Arrow under pandas' rules, and the columns that look numeric are parsed as
 numbers first; the dataset is still the sequential reader's, bit for bit
-(tests/test_convert_byte_ranges.py)."""
+(tests/io/test_convert_byte_ranges.py)."""
 import dask
 import numpy as np
 import pytest
-from _byte_range_cases import BLOCK, FILES, R, arrow_parses, assert_same, csv_text, load, table
+from helpers.byte_range_cases import BLOCK, FILES, R, arrow_parses, assert_same, csv_text, load, table
 
 from rfstream.io import convert
 from rfstream.io.csv_layout import sniff

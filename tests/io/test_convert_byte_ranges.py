@@ -8,7 +8,7 @@ rows per chunk that are no multiple of a range's rows make ranges share output c
 import dask
 import distributed
 import pytest
-from _byte_range_cases import BLOCK, FILES, R, Keys, assert_same, csv_text, cuts, load, several_files, table
+from helpers.byte_range_cases import BLOCK, FILES, R, Keys, assert_same, csv_text, cuts, load, several_files, table
 
 from rfstream.io import convert
 from rfstream.io import convert_tasks

@@ -8,7 +8,7 @@ import gzip
 import numpy as np
 import pandas as pd
 import pytest
-from _io_helpers import load, siblings, write
+from helpers.io import load, siblings, write
 from conftest import require_datasets
 
 from rfstream.datasets import source_paths

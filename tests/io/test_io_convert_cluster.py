@@ -12,7 +12,7 @@ import distributed
 import numpy as np
 import pandas as pd
 import pytest
-from _io_helpers import load, siblings, write
+from helpers.io import load, siblings, write
 
 from rfstream.io import convert
 from rfstream.io.convert import source_files

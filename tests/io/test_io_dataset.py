@@ -3,7 +3,7 @@ row chunks, refusals; writes staged and renamed (nothing half-written)."""
 import dask.array as da
 import numpy as np
 import pytest
-from _io_helpers import siblings, write
+from helpers.io import siblings, write
 
 from rfstream.io import convert, dataset_info, iter_row_chunks, open_dataset, write_dataset
 

@@ -5,7 +5,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from _io_helpers import load, siblings
+from helpers.io import load, siblings
 from conftest import require_datasets
 
 from rfstream.cluster import connect

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import xarray as xr
 import zarr
-from _services import http_server
+from helpers.services import http_server
 
 import rfstream
 from rfstream.cli import main

@@ -23,7 +23,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from _watch import recording_opens
+from helpers.watch import recording_opens
 
 from rfstream import load_model, save_model
 from rfstream.catalog import FEATURES, make_model

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from _watch import recording_opens
+from helpers.watch import recording_opens
 
 from rfstream import StreamingRidgeClassifier, load_model, save_model
 from rfstream.cli import main

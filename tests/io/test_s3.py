@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 import s3fs
 import zarr
-from _services import S3_CREDENTIALS, WORKER_ENV, dask_cluster, free_port, s3_server
+from helpers.services import S3_CREDENTIALS, WORKER_ENV, dask_cluster, free_port, s3_server
 
 import rfstream
 from rfstream.cli import main
@@ -243,7 +243,7 @@ def test_a_checkpoint_on_the_object_store_resumes(s3):
 def test_transient_store_errors_are_retried_and_change_nothing(s3, tmp_path):
     """A proxy between rfstream and the S3 server fails 10% of the requests (503 SlowDown or
     a reset connection); convert, fit and predict through it give the clean run's model."""
-    from _services import faulty_proxy, proxy_faults
+    from helpers.services import faulty_proxy, proxy_faults
 
     bucket, options, fs = s3
     clean = f"{bucket}/clean"

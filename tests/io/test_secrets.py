@@ -1,6 +1,6 @@
 """No credential is stored or printed, and rotating one keeps a checkpoint.
 
-Against moto's S3 server (tests/_services.py; it accepts any credentials), every command
+Against moto's S3 server (tests/helpers/services.py; it accepts any credentials), every command
 that touches a store (convert, fit with a checkpoint, evaluate, predict, info) runs with
 distinctive made-up credentials given (a) in ``--storage-options`` and (b) in the
 ``AWS_*`` environment; one fit is stopped by SIGTERM after its second stored pass.  Then
@@ -21,7 +21,7 @@ from urllib.parse import quote
 import numpy as np
 import pytest
 import s3fs
-from _services import s3_server
+from helpers.services import s3_server
 
 from rfstream.cli import main
 from rfstream.io import as_location

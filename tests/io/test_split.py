@@ -13,7 +13,7 @@ import zarr
 from rfstream import io, train_test_split
 from rfstream.cluster import set_progress
 from rfstream.jobs import FitJob
-from _cli_helpers import one_error_line, run
+from helpers.cli import one_error_line, run
 
 N, P, SEED = 1200, 0.25, 3
 

@@ -1,6 +1,6 @@
 """Where the Dask workers get their credentials, against an S3 server that checks them.
 
-moto's server (tests/_services.py, ``authenticate=True``) refuses unknown keys; two IAM
+moto's server (tests/helpers/services.py, ``authenticate=True``) refuses unknown keys; two IAM
 users are made on it while it still accepts anything: "client" (the keys of the shell
 that runs rfstream) and "workers".  A ``dask scheduler`` and one ``dask worker`` process
 run apart from the client, as on a real cluster; each case converts two CSV files in
@@ -25,7 +25,7 @@ import urllib.request
 import botocore.session
 import pytest
 import s3fs
-from _services import WORKER_ENV, dask_cluster, s3_server
+from helpers.services import WORKER_ENV, dask_cluster, s3_server
 from distributed import Client
 from distributed.protocol import dumps
 

@@ -10,7 +10,7 @@ import time
 
 import numpy as np
 import pytest
-from _services import BIN, dask_cluster, start_worker
+from helpers.services import BIN, dask_cluster, start_worker
 
 import rfstream
 from rfstream.cli import main

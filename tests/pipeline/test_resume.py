@@ -19,7 +19,7 @@ import time
 import dask.array as da
 import numpy as np
 import pytest
-from _watch import wait_for_pass
+from helpers.watch import wait_for_pass
 
 from rfstream import RandomFourierFeatures, StreamingRidgeClassifier, io
 from rfstream.datasets import registry
@@ -197,7 +197,7 @@ def test_refuses_a_directory_that_is_not_a_checkpoint(tmp_path):
 
 # ------------------------------------------------------------------ a lost scheduler
 def _scheduler(port):
-    from _services import BIN
+    from helpers.services import BIN
 
     return subprocess.Popen([BIN / "dask", "scheduler", "--host", "127.0.0.1", "--port", str(port),
                              "--dashboard-address", "127.0.0.1:0"],
@@ -212,7 +212,7 @@ def _wait_for_workers(address, n=1):
 
 
 def test_scheduler_killed_mid_fit_then_back_resumes(magic, tmp_path):
-    from _services import _stop, free_port, start_worker
+    from helpers.services import _stop, free_port, start_worker
 
     options, _ = METHODS["pcg"]
     port = free_port()

@@ -4,7 +4,7 @@ one-line refusals with not a task run."""
 import dask.array as da
 import numpy as np
 import pytest
-from _tasks import TaskCounter
+from helpers.tasks import TaskCounter
 from sklearn.base import clone
 
 from rfstream import StreamingRidge, StreamingRidgeClassifier, cli, pipeline

@@ -10,7 +10,7 @@ bad input) is tested in test_contract_solvers.py.
 import dask.array as da
 import numpy as np
 import pytest
-from _ridge_data import classification_data, regression_data, rel
+from helpers.ridge_data import classification_data, regression_data, rel
 from sklearn.linear_model import Ridge, RidgeClassifier
 
 from rfstream import StreamingRidge, StreamingRidgeClassifier

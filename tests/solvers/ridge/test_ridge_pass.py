@@ -2,7 +2,7 @@
 
 The Gram pass (and CG's passes, and prediction) make the features inside their tasks
 from the input rows; these tests read the graphs and compare the fused features with
-reducing over a stored ``Z``.  The mathematics of the solver: tests/test_ridge.py.
+reducing over a stored ``Z``.  The mathematics of the solver: tests/solvers/ridge/test_ridge.py.
 """
 import collections
 
@@ -10,7 +10,7 @@ import dask
 import dask.array as da
 import numpy as np
 import pytest
-from _ridge_data import classification_data, rel
+from helpers.ridge_data import classification_data, rel
 
 import rfstream.solvers.ridge.estimators as ridge_module
 import rfstream.solvers.targets as targets_module

@@ -12,7 +12,7 @@ import dask.array as da
 import distributed
 import numpy as np
 import pytest
-from _sgd_cases import StreamingSGDClassifier, StreamingSGDRegressor, blobs, objective_of
+from helpers.sgd_cases import StreamingSGDClassifier, StreamingSGDRegressor, blobs, objective_of
 from sklearn.linear_model import LogisticRegression, Ridge
 from sklearn.svm import LinearSVC
 
@@ -307,7 +307,7 @@ def test_bad_parameters(params, match):
 def test_adult_accuracy_floor(adult_train_zarr, adult_test_zarr):
     # Gaussian RFF D=500 + Pegasos (hinge, alpha=1e-4 ~ LinearSVC C=0.3): the
     # benchmark reaches 14.3% at D=1000 (docs/sgd.md); ridge gets 14.2-14.4%
-    # at D=500 (tests/test_accuracy.py).  Floor 16%, chance (majority) 23.6%.
+    # at D=500 (tests/pipeline/test_accuracy.py).  Floor 16%, chance (majority) 23.6%.
     from rfstream import io
     from rfstream.io import onehot_columns
     from rfstream.pipeline import make_model

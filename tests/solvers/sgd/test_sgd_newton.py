@@ -1,14 +1,14 @@
 """StreamingSGDClassifier / StreamingSGDRegressor with solver="newton": a Newton step per
 pass on the smoothed losses, exact where SGD is approximate.
 
-The oracles are those of tests/test_sgd.py (scikit-learn's exact solvers of the same
+The oracles are those of tests/solvers/sgd/test_sgd.py (scikit-learn's exact solvers of the same
 objective); also the passes' graphs (the features made inside the tasks, for the Newton
 passes and for SGD's epochs).
 """
 import dask.array as da
 import numpy as np
 import pytest
-from _sgd_cases import StreamingSGDClassifier, StreamingSGDRegressor, blobs, objective_of
+from helpers.sgd_cases import StreamingSGDClassifier, StreamingSGDRegressor, blobs, objective_of
 from sklearn.linear_model import LogisticRegression
 from sklearn.svm import LinearSVC
 
