@@ -22,8 +22,8 @@ import ast
 from pathlib import Path
 
 import pytest
+from helpers import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "rfstream"
 OUTSIDE = ("benchmarks", "examples", "deploy")  # tests/ may unit-test a module's private helpers
 MAX_LINES = 800

@@ -1,11 +1,6 @@
-"""The bad-input battery (tests/bad_input_battery.py) under pytest: one test per case."""
-import sys
-from pathlib import Path
-
+"""The bad-input battery (tests/helpers/bad_input_battery.py) under pytest: one test per case."""
 import pytest
-
-sys.path.insert(0, str(Path(__file__).parent))
-from bad_input_battery import CASES, run_case
+from helpers.bad_input_battery import CASES, run_case
 
 
 @pytest.mark.parametrize("name, setup, keyword, output", CASES, ids=[c[0] for c in CASES])

@@ -18,7 +18,7 @@ The per-method files keep what is particular to a method: its mathematics, the
 paper's claims, accuracy floors.  A map or solver added to a registry is tested
 here without a line more than its small parameters in :data:`MAP_PARAMS`.  This file
 holds the feature maps' half; tests/test_contract_solvers.py the solvers' and kernel
-PCA's; tests/_contract_cases.py the cases and helpers both use.
+PCA's; tests/helpers/contract_cases.py the cases and helpers both use.
 
 Tolerances.  Within one process the same fitted map gives the same features on
 numpy and dask up to float32 GEMM rounding, which OpenBLAS makes depend on the
@@ -39,7 +39,7 @@ import distributed
 import numpy as np
 import pytest
 import scipy.sparse as sp
-from _contract_cases import (
+from helpers.contract_cases import (
     CHECKS,
     CHECK_PARAMS,
     CHUNKINGS,
@@ -66,8 +66,8 @@ from _contract_cases import (
     out_tol,
     two_process_cluster,
 )
-from _contract_data import contract_data
-from _sklearn_checks import FLOAT32_ROW_GROUPING
+from helpers.contract_data import contract_data
+from helpers.sklearn_checks import FLOAT32_ROW_GROUPING
 from sklearn.base import BaseEstimator
 from sklearn.exceptions import NotFittedError
 from sklearn.utils.estimator_checks import (

@@ -1,14 +1,14 @@
 """The contract of every solver of :data:`rfstream.pipeline.SOLVERS`, for both tasks, and of
 kernel PCA: the solvers' half of the contract suite (tests/test_contract.py holds the
 feature maps' half and explains the contract and its tolerances; the cases are in
-tests/_contract_cases.py)."""
+tests/helpers/contract_cases.py)."""
 from __future__ import annotations
 
 import dask.array as da
 import distributed
 import numpy as np
 import pytest
-from _contract_cases import (
+from helpers.contract_cases import (
     CHUNKINGS,
     EXACT,
     PREDICTORS,
@@ -28,7 +28,7 @@ from _contract_cases import (
     text_frame,
     two_process_cluster,
 )
-from _contract_data import contract_data
+from helpers.contract_data import contract_data
 from sklearn.base import is_classifier, is_regressor
 from sklearn.exceptions import NotFittedError
 from sklearn.utils.estimator_checks import check_estimator

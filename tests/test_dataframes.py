@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import scipy.sparse as sp
-from _contract_cases import (
+from helpers.contract_cases import (
     SOLVER_CASES,
     SOLVER_IDS,
     D,
@@ -32,7 +32,7 @@ from _contract_cases import (
     make_solver,
     map_data,
 )
-from _contract_data import contract_data
+from helpers.contract_data import contract_data
 from dask.callbacks import Callback
 
 from rfstream import Standardizer
