@@ -4,7 +4,7 @@ Tests, ``rfstream bench``, benchmarks/ and examples/ take their real datasets fr
 :data:`DATASETS` and convert them with :func:`prepare` (once, then reused).  The files live in
 :func:`datasets_folder`, one sub-folder per dataset with a PROVENANCE.txt.  To add a dataset:
 put its files and PROVENANCE.txt in ``<datasets folder>/<name>/`` and add one :class:`Dataset`
-to :data:`DATASETS`; tests/test_datasets_registry.py converts it and checks its row counts.
+to :data:`DATASETS`; tests/datasets/test_datasets_registry.py converts it and checks its row counts.
 More: docs/io.md, "rfstream/datasets/registry.py".
 """
 from __future__ import annotations
