@@ -4,7 +4,7 @@ The oracle is a Cholesky solve in float64 of the same problem on the same
 features (scikit-learn's Ridge / RidgeClassifier, solver="cholesky"): PCG run to
 a tight residual must reach the same weights whatever the preconditioner, which
 changes the path, not the solution.  rfstream's own Gram pass (solver="gram")
-forms its sub-block Grams in the features' float32 (rfstream/solvers/gram.py),
+forms its sub-block Grams in the features' float32 (rfstream/solvers/ridge/gram.py),
 so it agrees to that rounding, about 1e-5 relative here.
 """
 import json
