@@ -5,6 +5,7 @@ and, spelt with dashes, the flag of ``rfstream fit``; the estimator parameter it
 who takes it; its default, choices, command-line type and help.  :mod:`rfstream.catalog`
 routes by it and :mod:`rfstream.cli` builds its parser from it.  The registries name their
 classes by dotted path, so that this module imports no estimator (``rfstream --help``).
+:class:`ParameterError` names the parameters it is about as data, for the CLI to say as flags.
 """
 from __future__ import annotations
 
