@@ -1,28 +1,24 @@
 """Which maps and solvers exist, how a fit's parameters reach them, and the checks before data.
 
-The registries :data:`FEATURES` and :data:`SOLVERS` are the extension points: a
-map or solver added here is available to ``rfstream fit --features/--solver``, to
-:func:`rfstream.pipeline.fit_dataset`, to ``rfstream bench`` and to the shared
-contract tests.  :data:`PARAMETERS` is the one table of a fit's named options: the
-keyword of :func:`rfstream.pipeline.fit_dataset` and, spelt with dashes, the flag
-of ``rfstream fit`` (``ridge_solver`` / ``--ridge-solver``), with the estimator
-parameter it sets and who takes it.  :func:`route` is the one router from those
-names to the map's and the solver's parameters, used by the API and the CLI alike
-(the CLI adds only argparse types and help texts, :mod:`rfstream.cli.options`).
+:data:`FEATURES` and :data:`SOLVERS` load the classes that :mod:`rfstream.options` names
+by dotted path (a map or solver added there is available to ``rfstream fit``,
+:func:`rfstream.pipeline.fit_dataset`, ``rfstream bench`` and the contract tests).
+:func:`route` is the one router from the named options of :data:`rfstream.options.OPTIONS`
+to the map's and the solver's parameters, used by the API and the CLI alike.
 """
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
+import importlib
 from functools import partial
 
 import numpy as np
 
 from sklearn.pipeline import Pipeline
+from sklearn.utils._param_validation import InvalidParameterError
 
-from . import datadriven as dd
-from . import features as ft
-from . import solvers as sv
+from . import options
+from .options import ParameterError
 from .features.width import check_draw_size, nominal_width, planned_features
 from .preprocess import Standardizer
 from .selection import check_search, gamma_candidates
@@ -30,103 +26,33 @@ from .solvers.ridge.evidence import check_evidence_alphas
 from .solvers.kpca import KernelPCA, check_kpca_memory
 from .solvers.memory import check_pass_memory, check_ridge_memory
 
-#: ``features`` name -> feature map (a class, or a class with some parameters fixed).
-FEATURES = {
-    "rff": ft.RandomFourierFeatures,
-    "tefm-g": partial(dd.TEFM, method="gaussian"),  # n_components is l, n_random_features d
-    "tefm-s": partial(dd.TEFM, method="srht"),
-    "eerf": dd.EERFFeatures,  # n_components is M, n_candidates M0
-    "lkrf": dd.LKRFFeatures,
-    "arccos": ft.ArcCosineFeatures,
-    "ses": dd.SESFeatures,  # n_components is M frequencies (2 M columns)
-    "binning": ft.RandomBinningFeatures,  # Laplacian kernel, sparse; no n_components
-    "rff+binning": ft.FourierBinningFeatures,
-    "cnm": dd.CompactNonlinearMap,  # learned with the labels, then the solver is refitted on it
-    "circulant": ft.CirculantFeatures,
-    "nystroem": dd.NystroemFeatures,
-    "polysketch": ft.PolynomialCountSketch,  # (gamma <x, y> + coef0)^degree by TensorSketch
-    "chi2": ft.AdditiveChi2Sampler,  # histograms: non-negative input, deterministic
-    "skewed-chi2": ft.SkewedChi2Sampler,  # histograms: input > -skewedness
-}
+
+def _load(path):
+    module, _, name = path.rpartition(".")
+    return getattr(importlib.import_module(module), name)
+
+
+def _factory(entry):
+    path, fixed = entry if isinstance(entry, tuple) else (entry, None)
+    return partial(_load(path), **fixed) if fixed else _load(path)
+
+
+#: ``features`` name -> feature map (a class, or a class with some parameters fixed), from
+#: :data:`rfstream.options.FEATURES`
+FEATURES = {name: _factory(entry) for name, entry in options.FEATURES.items()}
 #: ``solver`` name -> estimator per task, or one transformer class for every task (a
-#: pipeline that ends in it is fitted without labels).  A pipeline may also end in its
-#: map (``solver=None``).
-SOLVERS = {
-    "ridge": {"classification": sv.StreamingRidgeClassifier, "regression": sv.StreamingRidge},
-    "sgd": {"classification": sv.StreamingSGDClassifier, "regression": sv.StreamingSGDRegressor},
-    "kpca": KernelPCA,  # a transformer: kernel PCA of the map's features (rfstream transform)
-}
-TASKS = ("classification", "regression")
-#: Parameters whose default for a fit on a dataset differs from the estimators' own
-#: (applied to whichever of the map and the solver takes them).
-FIT_DEFAULTS = {"n_components": 1000, "gamma": "auto", "random_state": 0}
-
-
-@dataclass(frozen=True)
-class Parameter:
-    """One named option of a fit (a row of :data:`PARAMETERS`).
-
-    ``name`` is the keyword of :func:`rfstream.pipeline.fit_dataset` (the CLI flag is
-    ``--`` + ``name`` with dashes); ``param`` the estimator parameter it sets.
-    ``target``: "features" (a map parameter, refused by maps that do not take it),
-    "solver" (``solvers`` limits it to some solver names) or "both".  A ``shared``
-    option is one most maps take: at that value (its usual default) it is silently
-    left out for a map without it.  ``default``: the fit's own default when it
-    differs from the estimators' (:data:`FIT_DEFAULTS`).
-    """
-
-    name: str
-    param: str | None = None
-    target: str = "features"
-    solvers: tuple | None = None
-    shared: object = None
-    default: object = None
-
-    @property
-    def parameter(self):
-        return self.param or self.name
-
-
-def _table(*rows):
-    return {row.name: row for row in rows}
-
-
-PARAMETERS = _table(
-    Parameter("n_components", shared=FIT_DEFAULTS["n_components"], default=FIT_DEFAULTS["n_components"]),
-    Parameter("kernel", shared="gaussian"),
-    Parameter("gamma", shared="auto", default=FIT_DEFAULTS["gamma"]),
-    Parameter("sampler", shared="mc"),
-    Parameter("variant", shared="cos"),
-    *(Parameter(name) for name in ("n_random_features", "n_candidates", "subsample", "base", "score_mode",
-                                   "rho", "degree", "n_pairs", "reg", "weights", "n_grids", "n_bins",
-                                   "objective", "structure", "theta_step", "theta_schedule", "theta_t0",
-                                   "multiclass", "coef0", "sample_steps", "sample_interval", "skewedness",
-                                   "landmarks")),
-    Parameter("power_iter", "n_power_iter"),
-    Parameter("cnm_max_iter", "max_iter"),
-    Parameter("alpha", target="solver"),
-    Parameter("loss", target="solver", solvers=("sgd",)),
-    Parameter("epochs", "max_iter", target="solver", solvers=("sgd",)),
-    Parameter("sgd_solver", "solver", target="solver", solvers=("sgd",)),
-    Parameter("cv", target="solver", solvers=("ridge",)),
-    Parameter("ridge_solver", "solver", target="solver", solvers=("ridge",)),
-    Parameter("pcg_rank", target="solver", solvers=("ridge",)),
-    Parameter("cg_max_iter", "max_iter", target="solver", solvers=("ridge",)),
-    Parameter("cg_tol", "tol", target="solver", solvers=("ridge",)),
-    Parameter("scoring", target="solver", solvers=("ridge",)),
-    Parameter("pca_components", "n_components", target="solver", solvers=("kpca",)),
-    Parameter("pca_variance", "variance", target="solver", solvers=("kpca",)),
-    Parameter("pca_method", "method", target="solver", solvers=("kpca",)),
-    Parameter("select", target="solver", solvers=("ridge",)),
-    Parameter("calibrate", target="solver", solvers=("ridge",)),
-    Parameter("random_state", target="both", default=FIT_DEFAULTS["random_state"]),
-)
+#: pipeline that ends in it is fitted without labels), from :data:`rfstream.options.SOLVERS`.
+#: A pipeline may also end in its map (``solver=None``).
+SOLVERS = {name: {task: _load(path) for task, path in entry.items()} if isinstance(entry, dict) else _load(entry)
+           for name, entry in options.SOLVERS.items()}
+TASKS = options.TASKS
+FIT_DEFAULTS = options.FIT_DEFAULTS
 
 
 class NotApplicable(ValueError):
     """A named option given to a map or solver that does not take it.
 
-    ``name`` is the option (a :data:`PARAMETERS` key); ``features`` the map's name when
+    ``name`` is the option (a row of :data:`rfstream.options.OPTIONS`); ``features`` the map's name when
     the map refused it, else ``solver`` (the estimator class) and ``takers`` (the solver
     names that take it).  The message names the parameters; the CLI says it with flags.
     """
@@ -170,8 +96,8 @@ def defaults_of(cls):
 
 def takers(name):
     """``(label, class)`` of every map or solver that takes the option ``name`` (a
-    :data:`PARAMETERS` key): map names, or ``"ridge (classification)"``-style labels."""
-    row = PARAMETERS[name]
+    :data:`rfstream.options.OPTIONS` name): map names, or ``"ridge (classification)"``-style labels."""
+    row = options.BY_NAME[name]
     if row.target == "features":
         pairs = [(f, feature_map_class(f)) for f in FEATURES]
     else:
@@ -180,14 +106,14 @@ def takers(name):
                  if row.solvers is None or s in row.solvers]
         if row.target == "both":
             pairs += [(f, feature_map_class(f)) for f in FEATURES]
-    return [(label, cls) for label, cls in pairs if row.parameter in defaults_of(cls)]
+    return [(label, cls) for label, cls in pairs if row.param in defaults_of(cls)]
 
 
 def route(features, solver, task, params):
     """``(feature_params, solver_params)`` of the named options ``params``.
 
     None values are dropped and :data:`FIT_DEFAULTS` fill what is not given.  A name of
-    :data:`PARAMETERS` goes where its row says (a map or solver that does not take it:
+    :data:`rfstream.options.OPTIONS` goes where its row says (a map or solver that does not take it:
     :class:`NotApplicable`, except a ``shared`` option at its usual value, left out).
     Any other name is an estimator parameter: it goes to the solver when the solver
     takes it (CNM's own ``alpha`` and ``max_iter`` are set through ``feature_params``),
@@ -200,17 +126,17 @@ def route(features, solver, task, params):
     given = {k: v for k, v in {**FIT_DEFAULTS, **params}.items() if v is not None}
     to_map, to_solver = {}, {}
     for key, value in given.items():
-        row = PARAMETERS.get(key)
+        row = options.BY_NAME.get(key)
         if row is None:
             _route_by_name(key, value, map_params, solver_params, to_map, to_solver, (features, solver, task))
             continue
-        if row.target in ("features", "both") and row.parameter in map_params:
-            to_map[row.parameter] = value
+        if row.target in ("features", "both") and row.param in map_params:
+            to_map[row.param] = value
         elif row.target == "features" and value != row.shared:
             raise NotApplicable(key, features=features, solver=solver, task=task)
         if row.target in ("solver", "both") and solver_cls is not None:
-            if row.parameter in solver_params and (row.solvers is None or solver in row.solvers):
-                to_solver[row.parameter] = value
+            if row.param in solver_params and (row.solvers is None or solver in row.solvers):
+                to_solver[row.param] = value
             elif row.target == "solver" and value != row.shared:
                 names = dict.fromkeys(label.split(" ")[0] for label, _ in takers(key))
                 raise NotApplicable(key, solver=solver_cls.__name__, takers=names)
@@ -269,7 +195,7 @@ def check_model(model, n_features, n_targets=None):
     maps = gamma_candidates(fmap) if fmap is not None else []
     for step in [s for s in steps if s is not fmap] + (maps or ([fmap] if fmap is not None else [])):
         if hasattr(step, "check_parameters"):  # rfstream's estimators; a foreign one checks itself in fit
-            step.check_parameters(int(n_features))
+            _check_parameters(step, int(n_features))
     if fmap is not None:
         check_draw_size(fmap, n_features)  # before anything of the map's size is drawn
     if isinstance(solver, KernelPCA) and fmap is not None:  # its Gram, before any pass
@@ -286,6 +212,22 @@ def check_model(model, n_features, n_targets=None):
             if getattr(solver, "solves_by_gram", False):
                 check_ridge_memory(solver, width, n_targets, n_groups=groups, sparse=sparse)
     return model
+
+
+class InvalidParameter(ParameterError, InvalidParameterError):
+    """scikit-learn's refusal of a parameter's value, with the parameter as data (``param``)."""
+
+
+def _check_parameters(step, n_features):
+    """``step.check_parameters``; scikit-learn's "The 'name' parameter of ..." carries its name."""
+    try:
+        step.check_parameters(n_features)
+    except InvalidParameterError as error:
+        text = str(error)
+        name = next((n for n in step.get_params(deep=False) if text.startswith(f"The {n!r} parameter of ")), None)
+        if name is None:
+            raise
+        raise InvalidParameter(text.replace(repr(name), "{'%s'}" % name, 1), **{name: None}) from None
 
 
 def _check_bayes(fmap, solver):

@@ -57,9 +57,9 @@ from dask.base import named_schedulers
 
 # EMBEDDED_CONFIG and WORKER_MALLOC: named rfstream.cluster's in the docs too
 from .embedded import EMBEDDED_CONFIG, WORKER_MALLOC, local_cluster  # noqa: F401
+from .options import PROGRESS_MODES
 
 LOCAL_SCHEDULERS = ("threads", "synchronous", "processes")
-PROGRESS_MODES = ("auto", "always", "never")
 #: Data at most this large (X's bytes) run on threads when no scheduler is named ...
 SMALL_DATA_BYTES = 2**30
 #: ... and at most this fraction of the machine's memory (:func:`small_data_limit`).

@@ -16,9 +16,8 @@ import numpy as np
 from scipy import special, stats
 
 from .cluster import compute
+from .options import KERNELS
 from .random import sample_row_indices
-
-KERNELS = ("gaussian", "laplacian", "cauchy")
 
 # Distance that each kernel is a function of (for the bandwidth rule).
 _METRIC = {"gaussian": "euclidean", "laplacian": "manhattan", "cauchy": "euclidean"}

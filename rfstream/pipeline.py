@@ -24,7 +24,6 @@ from . import io
 from .catalog import (
     FEATURES,
     FIT_DEFAULTS,
-    PARAMETERS,
     SOLVERS,
     TASKS,
     NotApplicable,
@@ -40,7 +39,7 @@ from .io.location import redact_url
 from .io.model_files import load_model_document
 from .metrics import classification_metrics, regression_metrics
 
-__all__ = ["FEATURES", "FIT_DEFAULTS", "INTERVAL_LEVEL", "PARAMETERS", "SOLVERS", "TASKS", "NotApplicable",
+__all__ = ["FEATURES", "FIT_DEFAULTS", "INTERVAL_LEVEL", "SOLVERS", "TASKS", "NotApplicable",
            "check_model", "class_names", "data_bytes", "dataset_metadata", "evaluate_dataset",
            "feature_map_class", "fit_dataset", "has_posterior", "load_fitted", "make_model", "model_task", "open_data",
            "open_weights", "posterior_outputs", "predict_dataset", "prediction_interval", "predictive_std", "route",
@@ -68,7 +67,7 @@ def fit_dataset(data, *, features="rff", solver="ridge", standardize=True, out=N
 
     ``data`` and ``out`` are local paths or URLs (``storage_options`` for their
     filesystems; ``x_array``/``y_array``/``task`` as in :func:`open_data`).  ``params``
-    are the named options of :data:`rfstream.catalog.PARAMETERS` (every option of
+    are the named options of :data:`rfstream.options.OPTIONS` (every option of
     ``rfstream fit``, by the flag's name: ``n_components=2000, alpha=[0.1, 1, 10],
     ridge_solver="pcg", epochs=5``) or any parameter of the map or the solver, routed by
     :func:`rfstream.catalog.route`; ``feature_params`` and ``solver_params`` name the

@@ -93,6 +93,13 @@ class Standardizer(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         """Raise what ``fit`` would raise for the parameters alone; ``n_features`` is not needed."""
         self._validate_params()
 
+    @staticmethod
+    def _fitted_rule(view):
+        """What a saved model's fitted state must hold (:mod:`rfstream.io.model_checks`)."""
+        d = view.int("n_features_in_")
+        for name in ("mean_", "scale_", "var_"):
+            view.array(name, (d,))
+
     def fit(self, X, y=None):
         """The column moments of ``X`` in one pass (a reduction over the row blocks for dask input)."""
         self._validate_params()

@@ -12,8 +12,8 @@ code 2; set ``RFSTREAM_DEBUG=1`` to see the traceback instead.  A closed stdout
 (``rfstream info m | head -1``) ends the command quietly with code 1, as the Python
 documentation recommends for SIGPIPE.
 
-Building the parser imports no estimator and no array library (the names and defaults
-it shows are written out in :mod:`rfstream.cli.names`): ``--version``, ``--help`` and
+Building the parser imports no estimator and no array library (the names, defaults and
+choices it shows are :mod:`rfstream.options`'s): ``--version``, ``--help`` and
 an argument error answer at once.  A subcommand's function is named as
 ``commands.cmd_<name>`` in :func:`build_parser`, where ``commands`` imports
 :mod:`rfstream.cli.commands`, and with it the library, when the function runs.  An
@@ -176,7 +176,7 @@ def main(argv=None):
             raise
         if catalog is not None and isinstance(exc, catalog.NotApplicable):
             exc = flag_error(exc)
-        message = cli_message(str(exc).splitlines()[0]) if str(exc) else type(exc).__name__
+        message = cli_message(exc) if str(exc) else type(exc).__name__
         print(f"rfstream: error: {message}", file=sys.stderr)
         return EXIT_USER_ERROR
     except KeyboardInterrupt:  # a SIGINT before the handlers were installed

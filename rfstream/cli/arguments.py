@@ -15,7 +15,7 @@ import argparse
 import json
 from dataclasses import dataclass
 
-from .names import FEATURES, PROGRESS_MODES, SOLVERS, TASKS  # the library's names, without importing it
+from ..options import FEATURES, PROGRESS_MODES, SOLVERS, TASKS  # the library's names, without importing it
 
 LOCATION = "a local path or a URL (s3://, gs://, abfs://, memory://, file://"
 

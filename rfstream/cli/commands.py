@@ -134,7 +134,7 @@ def label_report(attrs, chosen):
 
 def fit_options(args):
     """The keywords of :func:`rfstream.pipeline.fit_dataset` from ``rfstream fit``'s arguments:
-    every option under its own name (:data:`rfstream.catalog.PARAMETERS`), ``--no-standardize``
+    every option under its own name (:data:`rfstream.options.OPTIONS`), ``--no-standardize``
     as ``standardize=False``, ``--no-checkpoint`` as ``checkpoint=None``."""
     named = {option.name: getattr(args, option.dest) for option in FIT_OPTIONS}
     solver = None if args.solver == "none" else args.solver

@@ -1,66 +1,25 @@
-"""The options of ``rfstream fit``, each named once.
+"""``rfstream fit``'s options, built from :data:`rfstream.options.OPTIONS`, and the library's
+errors said with flags.
 
-Who takes an option, and which estimator parameter it sets, is the library's
-(:data:`rfstream.catalog.PARAMETERS`, routed by :func:`rfstream.catalog.route` for the
-API and the CLI alike).  Here, one row per option adds what only a command line needs:
-how the text is parsed and a help text without the default; the flag is the name with
-dashes (``ridge_solver``: ``--ridge-solver``).  The parser (:func:`add_fit_options`),
-the applicability check (:func:`split_params`) and the defaults shown in ``--help``
-are generated from :data:`FIT_OPTIONS`.  Those defaults are the estimators'
-(:func:`default_text` reads them), written out in :mod:`rfstream.cli.names` so that the
-parser is built without importing an estimator; the library is imported by the
-functions that need it (:func:`split_params`, the types of ``--gamma`` and
-``--n-components`` read with :mod:`rfstream.param_lists`).  A new option of a feature
-map or solver is one row in each table (and its default in :mod:`rfstream.cli.names`).
+The parser (:func:`add_fit_options`) and the applicability check (:func:`split_params`)
+are generated from the table; the parsers its rows name (``type="gamma"``) are here.
+An error that carries the parameter it is about (``error.param``, e.g.
+:class:`rfstream.options.ParameterError`) is said with that parameter's flag.
 """
 from __future__ import annotations
 
 import argparse
 import re
-from dataclasses import dataclass
 
-from . import names
+from ..options import OPTIONS, flag_of, python_spelling
 from .arguments import with_default
-from .words import as_flags
+
+#: one row per option of ``rfstream fit`` (:class:`rfstream.options.Option`)
+FIT_OPTIONS = OPTIONS
 
 
 class UserError(ValueError):
     """A problem with the command's input that the user can fix."""
-
-
-@dataclass(frozen=True)
-class Option:
-    """One command-line option of ``rfstream fit``: the library's named option ``name``
-    (:class:`rfstream.catalog.Parameter`: ``param``, ``target``, ``solvers``, ``shared``,
-    ``default``) with what the command line adds.  ``default_note`` replaces the default
-    shown in ``--help``."""
-
-    name: str
-    help: str
-    type: object = None
-    choices: tuple | None = None
-    default_note: str | None = None
-    metavar: str | None = None
-
-    @property
-    def flag(self):
-        return "--" + self.name.replace("_", "-")
-
-    @property
-    def dest(self):
-        return self.name
-
-    @property
-    def row(self):
-        from ..catalog import PARAMETERS
-
-        return PARAMETERS[self.name]
-
-    param = property(lambda self: self.row.parameter)
-    target = property(lambda self: self.row.target)
-    solvers = property(lambda self: self.row.solvers)
-    shared = property(lambda self: self.row.shared)
-    default = property(lambda self: self.row.default)
 
 
 def _number_list(flag):
@@ -144,90 +103,9 @@ def _sizes(text):
     return list(sizes) if "," in text else sizes[0]
 
 
-FIT_OPTIONS = (
-    Option("n_components", "output features D (tefm: l; eerf/lkrf: M; ses: M "
-           "frequencies), or a comma list, e.g. 500,1000,2000: the largest map drawn once and every "
-           "size searched with --alpha (and a --gamma grid) from the same pass (maps whose features hold "
-           "their smaller maps: rff, circulant, fastfood, arccos; --solver ridge)", type=_sizes),
-    Option("kernel", "kernel of the random features", choices=names.KERNELS, default_note="the map's own: gaussian, laplacian for rff+binning"),
-    Option("gamma", "kernel bandwidth: a number, 'auto' (the papers' nearest-neighbour "
-           "rule), 'auto*F' (F x 'auto'), for cnm 'paper' (its Section 7 rule, 4 x 'auto'), or a comma "
-           "list of these, e.g. auto*0.25,auto,auto*4: a grid searched with --alpha by cross-validation "
-           "(rff and binning: every gamma in the same two passes; tefm, ses, eerf, lkrf: one fit per gamma; "
-           "--solver ridge)", type=_gamma),
-    Option("sampler", "frequency sampler", choices=names.SAMPLERS),
-    Option("variant", "cos features, or cos and sin pairs", choices=("cos", "cossin")),
-    Option("n_random_features", "tefm: random Fourier features d", type=int, default_note="4 x --n-components"),
-    Option("power_iter", "tefm: power iterations q", type=int),
-    Option("n_candidates", "eerf/lkrf: candidate features M0", type=int, default_note="10 x --n-components"),
-    Option("subsample", "eerf/lkrf: fraction of the rows scored, in (0, 1]", type=float),
-    Option("base", "eerf/lkrf: candidate features", choices=("fourier", "arccos0", "arccos1", "arccos2", "linear")),
-    Option("score_mode", "eerf/lkrf: label score centred per class (balanced) or "
-           "eq. 7 as printed (raw)", choices=("balanced", "raw")),
-    Option("rho", "lkrf: chi-square divergence bound of the feature weights", type=float),
-    Option("degree", "arccos: kernel degree 0, 1 or 2; polysketch: the polynomial's degree", type=int),
-    Option("landmarks", "nystroem: landmarks sampled uniformly (one pass) or by approximate ridge leverage "
-           "scores (two passes; lower kernel-approximation error, higher classifier test error in "
-           "docs/nystroem.md)", choices=("uniform", "leverage")),
-    Option("coef0", "polysketch: the constant c of (gamma <x, y> + c)^degree", type=float),
-    Option("sample_steps", "chi2: sampling steps of the chi-squared kernel's Fourier transform", type=int),
-    Option("sample_interval", "chi2: sampling interval (required for --sample-steps above 3)", type=float),
-    Option("skewedness", "skewed-chi2: the kernel's skewedness c (input must exceed -c)", type=float),
-    Option("n_pairs", "ses: sketch size r, pairs of rows", type=int, default_note="max(4 x --n-components, 1024)"),
-    Option("reg", "ses: lambda_beta, a positive number or 'auto' (tuned on held-out pairs)", type=positive_or("--reg")),
-    Option("weights", "ses: shrinkage weights, Bayesian Quadrature, or uniform (MC/QMC)", choices=("ses", "bq", "uniform")),
-    Option("n_grids", "binning, rff+binning: random grids P", type=int),
-    Option("n_bins", "binning, rff+binning: hashed bins per grid", type=int),
-    Option("objective", "cnm: learn the map for the classifier or to approximate the "
-           "kernel", choices=("classification", "kernel")),
-    Option("structure", "cnm: dense projection or circulant r learned by FFT gradients", choices=("dense", "circulant")),
-    Option("theta_step", "cnm: SGD step of the map (the first one with "
-           "--theta-schedule decay)", type=float, default_note="0.2; 2.0 for --objective kernel"),
-    Option("theta_schedule", "cnm: a constant map step, or decay: "
-           "theta_step / (1 + t / theta_t0), t counted in map steps", choices=("constant", "decay")),
-    Option("theta_t0", "cnm: t0 of --theta-schedule decay", type=float),
-    Option("cnm_max_iter", "cnm: most rounds of w-steps and map steps (early stopping may end "
-           "sooner)", type=int),
-    Option("multiclass", "cnm, more than two classes: multi-class hinge, one-vs-rest "
-           "hinge or softmax loss", choices=("crammer-singer", "ovr", "multinomial")),
-    Option("alpha", "regularization: ridge, a value or a comma-separated list (K-fold CV "
-           "in the same pass); sgd, lambda of the regularized risk", type=_number_list("--alpha")),
-    Option("loss", "sgd classification loss (hinge: Pegasos)", choices=("hinge", "log_loss", "squared_hinge")),
-    Option("epochs", "sgd: passes over the data", type=int),
-    Option("sgd_solver", "sgd: streaming SGD steps, newton (one gradient + Hessian "
-           "pass per iteration; exact, any row order), or auto (newton on at most 128 features "
-           "when the loss allows it, else sgd)", choices=("auto", "sgd", "newton")),
-    Option("cv", "ridge: folds of the cross-validation over a list of --alpha or --gamma, "
-           "or loo: exact leave-one-out from one Gram (O(D^2) memory instead of O(folds D^2); also "
-           "chosen, with a warning, when the folds' Grams would not fit a worker)", type=_folds),
-    Option("ridge_solver", "ridge: gram (one D x D Gram pass; cross-validation), pcg "
-           "(Nystrom-preconditioned conjugate gradients, a pass per iteration, memory O(D x "
-           "--pcg-rank): for D past the Gram's memory; one --alpha), cg (Jacobi-preconditioned, for "
-           "wide sparse features), or auto (cg for sparse features wider than 4096, else gram)", choices=("auto", "gram", "cg", "pcg")),
-    Option("pcg_rank", "ridge --ridge-solver pcg: rank r of the preconditioner "
-           "(2 r rows sampled)", type=int),
-    Option("pca_components", "kpca: principal components kept (at most --n-components)", type=int),
-    Option("pca_variance", "kpca: keep the fewest components reaching this fraction of the variance, in (0, 1]",
-           type=float),
-    Option("pca_method", "kpca: one Gram pass and an eigendecomposition, or the randomized range finder "
-           "(2 + power iterations passes, for widths past the Gram's memory)", choices=("auto", "gram", "randomized")),
-    Option("cg_max_iter", "ridge cg/pcg: most iterations (one pass each)", type=int),
-    Option("cg_tol", "ridge cg/pcg: stop at this relative residual of the normal equations", type=float),
-    Option("scoring", "ridge: the CV score of a list of --alpha: error_rate (one more "
-           "pass), balanced_error, roc_auc (two classes), or squared_error (from the Gram pass; "
-           "regression's only score)", choices=("error_rate", "balanced_error", "roc_auc", "squared_error")),
-    Option("select", "ridge: how a list of --alpha (and a --gamma grid) is searched: cv "
-           "(cross-validation, --cv and --scoring), or evidence (the log marginal likelihood of ridge "
-           "as Bayesian linear regression, noise variance in closed form: no folds and no scoring pass; "
-           "every alpha > 0; --ridge-solver gram)", choices=("cv", "evidence")),
-    Option("calibrate", "ridge: one more pass of exact leave-one-out residuals at the chosen model, "
-           "for a regressor's posterior std and conformal intervals (rfstream predict --std, --interval) "
-           "and a classifier's Platt probabilities (predict --scores, evaluate's log_loss); auto: when a "
-           "search runs (a list of --alpha, a --gamma grid, or --select evidence) with the Gram solver "
-           f"and at most {names.CALIBRATE_MAX_FEATURES} features", type=_calibrate, choices=("auto", True, False),
-           metavar="{auto,true,false}"),
-    Option("random_state", "seed of every random draw", type=int),
-)
+#: the parsers named by the rows' ``type``, each made for the option's flag
+PARSERS = {"sizes": lambda flag: _sizes, "gamma": lambda flag: _gamma, "alphas": _number_list,
+           "folds": lambda flag: _folds, "calibrate": lambda flag: _calibrate, "positive_or_auto": positive_or}
 
 
 def takers(option):
@@ -238,9 +116,9 @@ def takers(option):
 
 
 def default_text(option):
-    """The default shown in ``--help``: the CLI's own, else the estimators' (per estimator
-    when they differ).  Imports the estimators: ``--help`` shows the same text from
-    :data:`rfstream.cli.names.HELP_DEFAULTS` (:func:`help_default`)."""
+    """The default ``--help`` should show, read from the estimators (per estimator when they
+    differ) unless the row has a note or a default of the fit's own; ``--help`` shows the
+    row's ``help_default`` (:func:`help_default`), which the tests hold to this."""
     from ..catalog import defaults_of
 
     if option.default_note is not None:
@@ -269,20 +147,22 @@ TASK_NOUNS = {"(classification)": "classifier", "(regression)": "regressor"}
 
 
 def help_default(option):
-    """The default ``--help`` shows: :func:`default_text`, as written in :mod:`rfstream.cli.names`."""
-    return option.default_note if option.default_note is not None else names.HELP_DEFAULTS[option.name]
+    """The default ``--help`` shows, from the row: its note, its estimators' default, or the fit's."""
+    for text in (option.default_note, option.help_default, option.default):
+        if text is not None:
+            return str(text)
+    raise ValueError(f"{option.flag}: the row says no default")
 
 
 def add_fit_options(parser):
     """One argparse argument per row of :data:`FIT_OPTIONS`, defaults in the help; no estimator
-    is imported (the defaults of :mod:`rfstream.cli.names`)."""
+    is imported."""
     for option in FIT_OPTIONS:
-        kwargs = {"help": with_default(option.help, help_default(option)),
-                  "default": names.FIT_DEFAULTS.get(option.name)}
+        kwargs = {"help": with_default(option.help, help_default(option)), "default": option.default}
         if option.choices:
             kwargs["choices"] = option.choices
         if option.type is not None:
-            kwargs["type"] = option.type
+            kwargs["type"] = PARSERS[option.type](option.flag) if isinstance(option.type, str) else option.type
         if option.metavar is not None:
             kwargs["metavar"] = option.metavar
         parser.add_argument(option.flag, **kwargs)
@@ -307,16 +187,36 @@ def printable(text):
     return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in str(text))
 
 
-def cli_message(message):
-    """A library error message with the parameters it names said as flags: ``P (CLI: F)``
-    becomes ``F``, the phrases of :data:`CLI_WORDS` their flags, and every other parameter
-    of ``rfstream fit`` its flag (:func:`rfstream.cli.words.as_flags`: ``cv='loo'`` is
-    ``--cv loo``)."""
+#: keywords of the API, not options of a fit, with a flag of their own
+KEYWORD_FLAGS = {"sample_weight": "--sample-weight", "x_array": "--x-array", "y_array": "--y-array",
+                 "interval_level": "--interval-level"}
+
+
+def flag_spelling(name, value, form):
+    """A parameter as the command line writes it (the flag of its row of
+    :data:`rfstream.options.OPTIONS`): ``--n-components``, ``--cv loo``; one without a flag
+    as the API writes it."""
+    flag = KEYWORD_FLAGS.get(name) or flag_of(name, value)
+    if flag is None:
+        return python_spelling(name, value, form)
+    if form != "name=value":
+        return flag
+    if isinstance(value, (list, tuple)):
+        return f"{flag} {','.join(map(str, value))}"
+    return f"{flag} {str(value).lower() if isinstance(value, bool) else value}"
+
+
+def cli_message(error):
+    """The first line of a library error as the command line says it: the parameters an
+    error carries (``error.said``, :class:`rfstream.options.ParameterError`) as their
+    flags, ``P (CLI: F)`` as ``F``, and the phrases of :data:`CLI_WORDS` as theirs."""
+    said = getattr(error, "said", None)
+    message = (said(flag_spelling) if callable(said) else str(error)).splitlines()[0]
     message = re.sub(r"[\w.=']+ \(CLI: ([^)]+)\)", r"\1", message)
     message = re.sub(r"\(([^()]*?)[,;]? ?CLI: ([^)]+)\)", r"(\2)", message)
     for library, cli in CLI_WORDS:
         message = message.replace(library, cli)
-    return printable(as_flags(message))
+    return printable(message)
 
 
 def flag_error(error):

@@ -251,6 +251,13 @@ class CompactNonlinearMap(ClassifierMixin, FeatureMap):
             )
         return PAPER_GAMMA_FACTOR * super()._resolve_gamma(X, rng, "auto")
 
+    @staticmethod
+    def _fitted_rule(view):
+        """What a saved model's fitted state must hold (:mod:`rfstream.io.model_checks`): a
+        dense projection, or a circulant one (its first row and signs)."""
+        names = ("circulant_", "signs_") if view.params.get("structure") == "circulant" else ("projection_",)
+        view.arrays(*names, "offset_")
+
     def _draw(self, rng, n_features):
         """Random Fourier initialization (Algorithm 3, line 1), kept in float64 until ``fit`` ends."""
         k, d = self.n_components, n_features

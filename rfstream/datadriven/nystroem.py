@@ -243,6 +243,11 @@ class NystroemFeatures(KernelFeatureMap):
         super().__init__(n_components, kernel=kernel, gamma=gamma, random_state=random_state, dtype=dtype)
         self.landmarks = landmarks
 
+    @staticmethod
+    def _fitted_rule(view):
+        """What a saved model's fitted state must hold (:mod:`rfstream.io.model_checks`)."""
+        view.arrays("components_", "normalization_")
+
     def _draw(self, rng, n_features):
         """The pilot map of ``landmarks="leverage"`` (its frequencies); nothing for "uniform"."""
         self._pilot = None

@@ -245,6 +245,11 @@ class SESFeatures(FeatureMap):
                 f"kernel='gaussian'; got kernel={self.kernel!r}. Use weights='ses' or 'uniform'."
             )
 
+    @staticmethod
+    def _fitted_rule(view):
+        """What a saved model's fitted state must hold (:mod:`rfstream.io.model_checks`)."""
+        view.arrays("weights_")
+
     def _draw(self, rng, n_features):
         self.seed_ = int(rng.integers(0, 2**63 - 1))
         self.rff_ = RandomFourierFeatures.for_columns(

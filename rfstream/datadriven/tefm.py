@@ -24,6 +24,7 @@ from ..cluster import compute
 from ..features.base import FeatureMap
 from ..features.fourier import FOURIER_PARAMETERS, RandomFourierFeatures
 from ..hadamard import hadamard_blocks, next_power_of_two
+from ..options import ParameterError
 from ..random import (
     STREAM_SRHT_SAMPLE,
     STREAM_SRHT_SIGNS,
@@ -276,10 +277,9 @@ class TEFM(FeatureMap):
     def _check_params(self, n_features):
         d = self._d()
         if d < self.n_components:
-            raise ValueError(
-                f"n_random_features must be >= n_components (d >= l); got "
-                f"n_random_features={d} < n_components={self.n_components}."
-            )
+            raise ParameterError("{n_random_features} must be >= {n_components} (d >= l); got "
+                                 "{n_random_features=} < {n_components=}.", n_random_features=d,
+                                 n_components=self.n_components)
         if self.variant == "cossin" and d % 2:
             raise ValueError(
                 f"n_random_features must be even with variant='cossin'; got {d}."
@@ -290,6 +290,11 @@ class TEFM(FeatureMap):
                 f"{self.n_components}. Use method='gaussian'."
             )
         check_sampler(self.sampler, self.kernel)
+
+    @staticmethod
+    def _fitted_rule(view):
+        """What a saved model's fitted state must hold (:mod:`rfstream.io.model_checks`)."""
+        view.arrays("components_")
 
     def _draw(self, rng, n_features):
         d = self._d()

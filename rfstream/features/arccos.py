@@ -104,6 +104,11 @@ class ArcCosineFeatures(FeatureMap):
         self.random_state = random_state
         self.dtype = dtype
 
+    @staticmethod
+    def _fitted_rule(view):
+        """What a saved model's fitted state must hold (:mod:`rfstream.io.model_checks`)."""
+        view.array("random_weights_", (view.int("n_features_in_"), view.int("n_components", param=True)))
+
     def _draw(self, rng, n_features):
         W = rng.standard_normal((n_features, self.n_components))
         self.random_weights_ = W.astype(self._output_dtype())

@@ -148,6 +148,11 @@ class RandomBinningFeatures(GammaGridMixin, FeatureMap):
                 f"{self.n_grids} * {self.n_bins}. Lower n_bins."
             )
 
+    @staticmethod
+    def _fitted_rule(view):
+        """What a saved model's fitted state must hold (:mod:`rfstream.io.model_checks`)."""
+        view.arrays("pitches_", "offsets_", "hash_multipliers_", "hash_salts_")
+
     def _draw(self, rng, n_features):
         """Pitches and shifts drawn for ``gamma = 1`` (kept) and scaled by ``1 / gamma_``:
         one draw serves every gamma of a grid (:meth:`at_gamma`)."""

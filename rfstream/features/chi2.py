@@ -270,6 +270,11 @@ class SkewedChi2Sampler(FeatureMap):
         self.random_state = random_state
         self.dtype = dtype
 
+    @staticmethod
+    def _fitted_rule(view):
+        """What a saved model's fitted state must hold (:mod:`rfstream.io.model_checks`)."""
+        view.arrays("random_weights_", "random_offset_")
+
     def _draw(self, rng, n_features):
         dtype = self._output_dtype()
         uniform = rng.uniform(size=(n_features, self.n_components))

@@ -165,6 +165,11 @@ class CirculantFeatures(KernelFeatureMap):
         self.circulant_ = self.circulant_[: -(-n // self.circulant_.shape[1])].copy()
         self.random_offset_ = self.random_offset_[:n].copy()
 
+    @staticmethod
+    def _fitted_rule(view):
+        """What a saved model's fitted state must hold (:mod:`rfstream.io.model_checks`)."""
+        view.arrays("circulant_", "signs_", "random_offset_")
+
     def _draw(self, rng, n_features):
         dtype = self._output_dtype()
         r, signs, offset = draw_circulant(rng, self.kernel, self.gamma_, self.n_components, n_features)

@@ -28,6 +28,7 @@ import dask.array as da
 import numpy as np
 import scipy.sparse as sp
 
+from ..options import ParameterError
 from .width import component_sizes
 
 _ATTRIBUTE = "_rfstream_component_sizes"
@@ -94,8 +95,8 @@ class ComponentListMixin:
             return
         sizes = component_sizes(value)
         if not self.prefix_valid:
-            raise ValueError(f"n_components={list(sizes)} needs a map whose features hold its smaller maps; "
-                             f"{type(self).__name__} has none ({self._prefix_refusal}).")
+            raise ParameterError("{n_components=} needs a map whose features hold its smaller maps; "
+                                 f"{type(self).__name__} has none ({self._prefix_refusal}).", n_components=list(sizes))
 
     def _fit_sizes(self):
         """The sorted sizes of a list ``n_components``, else None; ``fit`` draws the largest."""

@@ -11,6 +11,7 @@ import scipy.sparse as sp
 from sklearn.utils._param_validation import StrOptions
 
 from ..kernels import frequency_scale
+from ..options import ParameterError
 from ..samplers import SAMPLERS, check_sampler, sample_weights
 from .base import KERNEL_PARAMETERS, FeatureMap
 from .fused import ScaledBlock
@@ -154,11 +155,20 @@ class RandomFourierFeatures(GammaGridMixin, FeatureMap):
 
     def _check_params(self, n_features):
         if self.variant == "cossin" and self.n_components % 2:
-            raise ValueError(
-                "n_components must be even with variant='cossin' (a cos and a sin "
-                f"feature per frequency); got {self.n_components}."
-            )
+            raise ParameterError("{n_components} must be even with {variant=} (a cos and a sin feature per "
+                                 f"frequency); got {self.n_components}.", n_components=self.n_components,
+                                 variant="cossin")
         check_sampler(self.sampler, self.kernel)
+
+    @staticmethod
+    def _fitted_rule(view):
+        """What a saved model's fitted state must hold (:mod:`rfstream.io.model_checks`)."""
+        d, n = view.int("n_features_in_"), view.int("n_components", param=True)
+        cos = view.params.get("variant") == "cos"
+        m = n if cos else n // 2  # "cossin": a cosine and a sine per frequency
+        view.array("random_weights_", (d, m))
+        view.array("random_offset_", (m,), optional=not cos)
+        view.number("gamma_", positive=True)
 
     def _draw(self, rng, n_features):
         """Frequencies drawn for ``gamma = 1`` (float64, kept as ``_unit_weights``) and

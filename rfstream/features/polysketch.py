@@ -135,6 +135,11 @@ class PolynomialCountSketch(FeatureMap):
         """``gamma_``: the float, or ``1 / n_features`` for "auto" (nothing drawn)."""
         return 1.0 / X.shape[1] if isinstance(self.gamma, str) else float(self.gamma)
 
+    @staticmethod
+    def _fitted_rule(view):
+        """What a saved model's fitted state must hold (:mod:`rfstream.io.model_checks`)."""
+        view.arrays("index_hash_", "bit_hash_")
+
     def _draw(self, rng, n_features):
         d = n_features + (self.coef0 != 0)
         self.index_hash_ = rng.integers(0, self.n_components, size=(self.degree, d), dtype=np.int64)

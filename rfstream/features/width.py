@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..options import ParameterError
 from ..param_lists import component_sizes, gamma_items, is_gamma_grid
 
 
@@ -58,9 +59,10 @@ def check_draw_size(fmap, n_features):
     k = max(sizes)
     need, limit = 8 * k * (int(n_features) + 2), int(DRAW_SHARE * psutil.virtual_memory().available)
     if need > limit:
-        raise ValueError(f"{type(fmap).__name__} with {k:,} features on {n_features} columns would draw "
-                         f"{need / 2**30:,.1f} GiB of random parameters, more than {DRAW_SHARE:.0%} of this "
-                         f"machine's available memory ({limit / 2**30:.1f} GiB); lower n_components.")
+        raise ParameterError(f"{type(fmap).__name__} with {k:,} features on {n_features} columns would draw "
+                             f"{need / 2**30:,.1f} GiB of random parameters, more than {DRAW_SHARE:.0%} of this "
+                             f"machine's available memory ({limit / 2**30:.1f} GiB); lower " "{n_components}.",
+                             n_components=k)
 
 
 def nominal_width(fmap):

@@ -13,11 +13,11 @@ status 2 at the CLI):
   header and size must match the manifest before its data are read, and each array is read
   and hashed once however often it is referenced;
 * structure: every node of the estimator tree has the form ``save_model`` writes;
-* fitted state: :data:`FITTED_RULES` declares, per class, the shapes of the fitted arrays
-  against the parameters and the other attributes (checked before the arrays are read) and
-  which must be finite (and which non-negative: counts, variances); a calibrated ridge's
-  posterior (``posterior_factor_``, ``feature_mean_``, ``noise_variance_``,
-  ``inverse_weight_``, ``conformal_counts_``) is all there or not at all; then
+* fitted state: each estimator class declares the rule of its own fitted state
+  (``_fitted_rule(view)``, walked by :func:`check_fitted` through a :class:`FittedView`):
+  the shapes of the fitted arrays against the parameters and the other attributes (checked
+  before the arrays are read) and which must be finite (and which non-negative: counts,
+  variances); then
   :func:`probe` runs the loaded model on a fixed two-row input and refuses it if that
   raises or gives a wrongly shaped or non-finite output (its posterior std and class
   probabilities too, when it has them).
@@ -51,12 +51,6 @@ PARAM_NAME = re.compile(r"[a-z][a-z0-9_]{0,63}")
 #: dtype kinds an array may have: bool, integers, floats, fixed-width strings
 ARRAY_KINDS = "biufUS"
 SHA256 = re.compile(r"[0-9a-f]{64}")
-#: bins of a calibrated ridge regressor's histogram of conformity scores per target
-#: (``rfstream.solvers.ridge.calibration.SCORE_BINS`` + one below + one above; io cannot import
-#: the solvers, a test ties the two)
-CONFORMAL_BINS = 4098
-#: the fitted attributes of a calibrated ridge regressor's posterior: all of them or none
-POSTERIOR = ("posterior_factor_", "feature_mean_", "noise_variance_", "inverse_weight_", "conformal_counts_")
 
 
 class ModelFileError(ValueError):
@@ -219,105 +213,23 @@ class FittedView:
             self.finite.append((name, 0 if nonnegative else None))
         return tuple(entry["shape"])
 
-
-def _standardizer(v):
-    d = v.int("n_features_in_")
-    for name in ("mean_", "scale_", "var_"):
-        v.array(name, (d,))
-
-
-def _classifier(v):
-    shape = v.array("classes_", kinds=ARRAY_KINDS, finite=False)
-    if len(shape) != 1 or shape[0] < 2:
-        v.fail("classes_ must be one-dimensional with at least two classes")
-    targets = 1 if shape[0] == 2 else shape[0]
-    v.array("coef_", (targets, v.int("n_features_in_")))
-    v.array("intercept_", (targets,))
-    v.array("platt_", (targets, 2), optional=True)  # a calibrated ridge classifier's Platt scaling
-
-
-def _regressor(v):
-    d = v.int("n_features_in_")
-    shape = v.array("coef_")
-    if shape == (d,):
-        v.number("intercept_")
-    elif len(shape) == 2 and shape[1] == d:
-        v.array("intercept_", shape[:1])
-    else:
-        v.fail(f"coef_ has shape {shape}, not ({d},) or (n_targets, {d})")
-    if "target_scale_" in v.fitted:
-        v.number("target_scale_", positive=True)
-    _posterior(v, d, 1 if len(shape) == 1 else shape[0])
-
-
-def _posterior(v, d, targets):
-    """A calibrated ridge regressor's posterior and conformal histogram, all or none."""
-    present = [name for name in POSTERIOR if name in v.fitted]
-    if not present:
-        return
-    if len(present) != len(POSTERIOR):
-        v.fail(f"it has {', '.join(present)} but not {', '.join(n for n in POSTERIOR if n not in present)}")
-    v.array("posterior_factor_", (d, d))
-    v.array("feature_mean_", (d,))
-    v.array("noise_variance_", (targets,), nonnegative=True)
-    v.number("inverse_weight_", nonnegative=True)
-    v.array("conformal_counts_", (targets, CONFORMAL_BINS), nonnegative=True)
-
-
-def _fourier(v):
-    d, n, cos = v.int("n_features_in_"), v.int("n_components", param=True), v.params.get("variant") == "cos"
-    m = n if cos else n // 2  # "cossin": a cosine and a sine per frequency
-    v.array("random_weights_", (d, m))
-    v.array("random_offset_", (m,), optional=not cos)
-    v.number("gamma_", positive=True)
-
-
-def _arccos(v):
-    v.array("random_weights_", (v.int("n_features_in_"), v.int("n_components", param=True)))
-
-
-def _arrays(*names):
-    """A rule that only requires ``names`` to be numeric arrays of the manifest (no shapes)."""
-    def rule(v):
+    def arrays(self, *names):
+        """Require ``names`` to be numeric arrays of the manifest (no shapes, values not checked)."""
         for name in names:
-            v.array(name, kinds="biuf", finite=False)
-    return rule
-
-
-def _cnm(v):
-    """CNM learns a dense projection, or a circulant one (its first row and signs)."""
-    names = ("circulant_", "signs_") if v.params.get("structure") == "circulant" else ("projection_",)
-    _arrays(*names, "offset_")(v)
-
-
-#: class name (of a class defined in rfstream) -> the check of its fitted state; every other
-#: rfstream estimator gets the generic one (a positive ``n_features_in_``) and the probe
-FITTED_RULES = {
-    "Standardizer": _standardizer,
-    "StreamingRidgeClassifier": _classifier,
-    "StreamingSGDClassifier": _classifier,
-    "StreamingRidge": _regressor,
-    "StreamingSGDRegressor": _regressor,
-    "RandomFourierFeatures": _fourier,
-    "ArcCosineFeatures": _arccos,
-    "RandomBinningFeatures": _arrays("pitches_", "offsets_", "hash_multipliers_", "hash_salts_"),
-    "CirculantFeatures": _arrays("circulant_", "signs_", "random_offset_"),
-    "NystroemFeatures": _arrays("components_", "normalization_"),
-    "TEFM": _arrays("components_"),
-    "CompactNonlinearMap": _cnm,
-    "SESFeatures": _arrays("weights_"),
-    "PolynomialCountSketch": _arrays("index_hash_", "bit_hash_"),
-    "SkewedChi2Sampler": _arrays("random_weights_", "random_offset_"),
-}
+            self.array(name, kinds="biuf", finite=False)
 
 
 def check_fitted(cls, view: FittedView) -> list:
-    """Check ``view`` against ``cls``'s rule (before any array is read); ``(name, lowest)``
-    of each array whose values must be finite once read (and, unless ``lowest`` is None,
-    at least ``lowest``), for :func:`check_finite`."""
+    """Check ``view`` against the rule ``cls`` declares for its own fitted state, its
+    ``_fitted_rule(view)`` (not inherited: a subclass states its own), before any array is
+    read; every other rfstream estimator gets the generic check (a positive
+    ``n_features_in_``) and the probe.  Returns ``(name, lowest)`` of each array whose
+    values must be finite once read (and, unless ``lowest`` is None, at least ``lowest``),
+    for :func:`check_finite`."""
     if "n_features_in_" in view.fitted:
         view.int("n_features_in_")
-    rule = FITTED_RULES.get(cls.__name__) if cls.__module__.startswith("rfstream.") else None
+    declared = cls.__module__.startswith("rfstream.") and "_fitted_rule" in vars(cls)
+    rule = cls._fitted_rule if declared else None
     if rule is not None:
         if not view.fitted:
             view.fail("it has no fitted state")

@@ -13,6 +13,7 @@ from sklearn.base import clone
 from sklearn.pipeline import Pipeline
 
 from ..features.grid import gamma_items, is_gamma_grid, item_label
+from ..options import ParameterError
 from ..solvers.ridge.cg import check_iterative_search
 from .gamma_loop import fit_gamma_loop
 
@@ -35,9 +36,9 @@ def check_search(fmap, solver):
     grid = has_gamma_grid(fmap)
     alphas = solver is not None and np.ndim(solver.get_params().get("alpha", 0.0)) > 0
     if alphas and not getattr(solver, "searches_alpha", False):
-        raise ValueError(f"the 'alpha' parameter of {type(solver).__name__} is one value, got "
-                         f"{solver.get_params()['alpha']!r}: a list of alphas is searched by cross-validation "
-                         "of the ridge solver; give one alpha, or use solver='ridge'.")
+        raise ParameterError("the {'alpha'} parameter of " f"{type(solver).__name__} is one value, got "
+                             f"{solver.get_params()['alpha']!r}: a list of alphas is searched by cross-validation "
+                             "of the ridge solver; give one alpha, or use solver='ridge'.", alpha=None)
     if grid and not getattr(solver, "searches_gamma", False):
         raise ValueError(f"a gamma grid (gamma={fmap.gamma!r}) is searched by cross-validation of the ridge "
                          "solver; use solver='ridge', or give one gamma.")

@@ -17,6 +17,7 @@ from sklearn.base import ClassifierMixin
 from sklearn.utils.validation import check_is_fitted
 
 from .._validation import check_X
+from ..io.model_checks import ARRAY_KINDS
 from ..features.fused import feature_sub_blocks, fused_buffer, fused_rows
 from ..reductions import shared
 
@@ -94,3 +95,32 @@ def labels_from_scores(scores, classes):
             meta=np.empty((0,), classes.dtype),
         )
     return scores_to_labels(scores, classes)
+
+
+def classifier_state(view):
+    """The fitted state of a linear classifier (a saved model's, :mod:`rfstream.io.model_checks`):
+    ``classes_`` (two or more), ``coef_`` and ``intercept_`` (one row per class, one for two
+    classes), and a calibrated ridge classifier's ``platt_``."""
+    shape = view.array("classes_", kinds=ARRAY_KINDS, finite=False)
+    if len(shape) != 1 or shape[0] < 2:
+        view.fail("classes_ must be one-dimensional with at least two classes")
+    targets = 1 if shape[0] == 2 else shape[0]
+    view.array("coef_", (targets, view.int("n_features_in_")))
+    view.array("intercept_", (targets,))
+    view.array("platt_", (targets, 2), optional=True)
+
+
+def regressor_state(view):
+    """The fitted state of a linear regressor: ``coef_`` of one target (and a number
+    ``intercept_``) or of several (an array); ``(n_features, n_targets)``."""
+    d = view.int("n_features_in_")
+    shape = view.array("coef_")
+    if shape == (d,):
+        view.number("intercept_")
+    elif len(shape) == 2 and shape[1] == d:
+        view.array("intercept_", shape[:1])
+    else:
+        view.fail(f"coef_ has shape {shape}, not ({d},) or (n_targets, {d})")
+    if "target_scale_" in view.fitted:
+        view.number("target_scale_", positive=True)
+    return d, 1 if len(shape) == 1 else shape[0]

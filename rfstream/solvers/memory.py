@@ -14,6 +14,7 @@ import numpy as np
 import psutil
 
 from ..cluster import worker_memory
+from ..options import ParameterError
 from .ridge.gram import SUB_BLOCK
 from .ridge.nystrom_pcg import ROWS_PER_RANK
 
@@ -28,7 +29,7 @@ CLIENT_SHARE = 0.8
 #: (:func:`cg_memory`).
 CG_CLIENT_COPIES = 12
 
-PCG_HINT = "solver='pcg' (CLI: --ridge-solver pcg), whose memory is D x pcg_rank"
+PCG_HINT = "solver='pcg' (CLI: --ridge-solver pcg), whose memory is D x {pcg_rank}"
 LOO_HINT = "cv='loo' (CLI: --cv loo), which needs one Gram"
 
 
@@ -78,17 +79,17 @@ def check_gram_memory(n_groups, n_folds, n_features, n_targets):
     client, client_max = client_memory(n_groups, n_folds, n_features, n_targets)
     G, K, D = n_groups, n_folds, n_features
     grid = f"{G} gammas x " if G > 1 else ""
-    *others, last = ["the number of gammas"] * (G > 1) + ["cv"] * (K > 1) + ["n_components"]
+    *others, last = ["the number of gammas"] * (G > 1) + ["{cv}"] * (K > 1) + ["{n_components}"]
     lower = f"{', '.join(others)} or {last}" if others else last
     where = (f"about {need / 2**30:.1f} GiB per worker with {threads} threads, over its "
              f"{limit / 2**30:.1f} GiB" if need > limit else
              f"and the client's solve {client / 2**30:.1f} GiB, over its {client_max / 2**30:.1f} GiB")
-    raise ValueError(
+    raise ParameterError(
         f"the Gram pass needs {grid}{K} fold(s) x D^2 (D={D}) float64 partials: "
         f"{partial / 2**30:.2f} GiB per task, {where}; lower {lower}"
         + (f", or use {LOO_HINT}" if K > 1 and gram_fits(G, 1, D, n_targets) else "")
         + (f", or use {PCG_HINT}" if G == 1 else "")
-        + " (or machines with more memory)."
+        + " (or machines with more memory).", n_components=None, cv=None, pcg_rank=None
     )
 
 
@@ -107,9 +108,10 @@ def check_pcg_memory(n_features, rank, n_targets):
     what to lower."""
     need, limit = pcg_memory(n_features, rank, n_targets)
     if need > limit:
-        raise ValueError(f"solver='pcg' with pcg_rank={rank} at D={n_features} needs about "
-                         f"{need / 2**30:.1f} GiB on the client, over its {limit / 2**30:.1f} GiB; "
-                         "lower pcg_rank (or n_components).")
+        raise ParameterError("{solver=} with {pcg_rank=} at " f"D={n_features} needs about "
+                             f"{need / 2**30:.1f} GiB on the client, over its {limit / 2**30:.1f} GiB; "
+                             "lower {pcg_rank} (or {n_components}).", pcg_rank=rank, solver="pcg",
+                             n_components=None)
 
 
 def planned_folds(cv):
@@ -165,9 +167,10 @@ def check_cg_memory(solver, n_features, n_systems):
         return
     where = (f"{need / 2**30:.1f} GiB per worker, over its {limit / 2**30:.1f} GiB" if need > limit else
              f"{client / 2**30:.1f} GiB on the client, over its {client_max / 2**30:.1f} GiB")
-    raise ValueError(f"solver={solver!r} solves {n_systems} systems together (targets x alphas x "
-                     f"(folds + 1)) of D={n_features}: about {where}; lower the number of alphas, cv or "
-                     "n_components (or machines with more memory).")
+    raise ParameterError("{solver=} solves " f"{n_systems} systems together (targets x alphas x "
+                         f"(folds + 1)) of D={n_features}: about {where}; lower the number of alphas, "
+                         "{cv} or {n_components} (or machines with more memory).", solver=solver, cv=None,
+                         n_components=None)
 
 
 def check_ridge_memory(ridge, n_features, n_targets, *, n_groups=1, sparse=False):
@@ -221,7 +224,7 @@ def check_pass_memory(n_features, n_targets, *, sparse=False, itemsize=4):
     task = (0 if sparse else FUSED_SUB_BLOCK * D * itemsize) + model
     limit, _ = worker_memory()
     if task > limit // 2 or model > client_limit():
-        raise ValueError(f"features of width D={D:,} need {task / 2**30:,.1f} GiB in each task (a "
-                         f"{FUSED_SUB_BLOCK}-row block of dense features and the D x {T} model) and "
-                         f"{model / 2**30:,.1f} GiB on the client; a worker has {limit / 2**30:.1f} GiB. "
-                         "Lower n_components.")
+        raise ParameterError(f"features of width D={D:,} need {task / 2**30:,.1f} GiB in each task (a "
+                             f"{FUSED_SUB_BLOCK}-row block of dense features and the D x {T} model) and "
+                             f"{model / 2**30:,.1f} GiB on the client; a worker has {limit / 2**30:.1f} GiB. "
+                             "Lower {n_components}.", n_components=None)

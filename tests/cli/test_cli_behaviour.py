@@ -133,7 +133,7 @@ def test_info_piped_into_head(work):
 
 # ------------------------------------------------------------------ parameters before any pass
 @pytest.mark.parametrize("flags, message", [
-    # the library's parameters said as the flags the user typed (cli.words.as_flags)
+    # the library's parameters said as the flags the user typed (rfstream.options.ParameterError)
     (["--n-components", "0"], "('0') is not a positive int; give a positive int or a list"),
     (["--features", "nystroem", "--n-components", "50,100"], "--n-components 50,100 needs a map whose features"),
     (["--variant", "cossin", "--n-components", "3"], "--n-components must be even with --variant cossin"),

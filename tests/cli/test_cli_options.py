@@ -12,6 +12,7 @@ from rfstream.cli.options import (
     split_params,
     takers,
 )
+from rfstream.options import SAMPLERS
 from rfstream.pipeline import (
     FEATURES,
     FIT_DEFAULTS,
@@ -113,3 +114,39 @@ def test_every_other_argument_is_a_row_that_shows_its_default():
     p.add_argument("--plots", action="store_true", help="draw")
     document_defaults(p)
     assert [a.help for a in p._actions[1:]] == ["datasets (default: a b)", "draw (default: off)"]
+
+
+def test_the_choices_of_the_table_are_the_estimators():
+    """The choice sets written in rfstream/options.py where the library keeps its own: the
+    samplers' registry, and each option's choices, the values its takers' constraints allow."""
+    from sklearn.utils._param_validation import StrOptions
+
+    from rfstream import samplers
+
+    assert set(SAMPLERS) == set(samplers.SAMPLERS)
+    for option in FIT_OPTIONS:
+        if not option.choices or option.type is not None:
+            continue
+        allowed = set()
+        for _, cls in takers(option):
+            for constraint in cls._parameter_constraints.get(option.param, []):
+                if isinstance(constraint, StrOptions):
+                    allowed |= constraint.options
+        assert set(option.choices) == allowed, option.flag
+
+
+def test_a_parameter_error_is_said_with_the_flags_of_the_table():
+    from rfstream.options import ParameterError
+    from rfstream.cli.options import cli_message
+
+    error = ParameterError("{n_components=} needs {variant=}; lower {pcg_rank} or use {cv=}; the {'alpha'} "
+                           "parameter", n_components=[50, 100], variant="cossin", pcg_rank=None, cv="loo",
+                           alpha=None)
+    assert error.param == "n_components"
+    assert str(error) == ("n_components=[50, 100] needs variant='cossin'; lower pcg_rank or use cv='loo'; the "
+                          "'alpha' parameter")
+    assert cli_message(error) == ("--n-components 50,100 needs --variant cossin; lower --pcg-rank or use --cv "
+                                  "loo; the --alpha parameter")
+    # a parameter that two options set is said by the one whose choices hold the value
+    assert cli_message(ParameterError("{solver=} or {loss=}", solver="newton", loss="log_loss")) == \
+        "--sgd-solver newton or --loss log_loss"

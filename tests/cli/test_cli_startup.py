@@ -3,8 +3,7 @@
 Not timed (speed belongs in benchmarks/performance/bench_startup.py): each test runs Python in a
 fresh process, builds the parser or answers ``--version``, ``--help`` or an argument
 error, and looks at ``sys.modules``: no estimator library may be there, so that the
-answer costs Python and argparse only.  The names and defaults the parser shows without
-importing the library (rfstream/cli/names.py) are checked against the library here.
+answer costs Python and argparse only.
 """
 import json
 import subprocess
@@ -13,8 +12,7 @@ import sys
 import pytest
 
 import rfstream
-from rfstream.cli import build_parser, main, names
-from rfstream.cli.options import FIT_OPTIONS, default_text
+from rfstream.cli import build_parser, main
 
 #: what building the parser, --version, --help and an argument error must not import
 HEAVY = ("sklearn", "dask.array", "distributed", "scipy", "zarr", "pandas", "rfstream.catalog",
@@ -79,27 +77,6 @@ def test_every_subcommand_names_a_function_of_the_commands_module():
     for name, sub in build_parser().subcommands.items():
         func = sub.get_default("func")
         assert callable(getattr(commands, func.args[0])), (name, func.args[0])
-
-
-def _table(name, value):
-    return f"rfstream/cli/names.py is out of date; write {name} = {value!r}"
-
-
-def test_the_names_and_defaults_written_for_the_parser_are_the_librarys():
-    from rfstream import catalog, cluster, kernels, samplers
-    from rfstream.solvers.ridge import estimators as ridge_search
-
-    library = {"FEATURES": tuple(sorted(catalog.FEATURES)), "SOLVERS": tuple(sorted(catalog.SOLVERS)),
-               "TASKS": catalog.TASKS, "KERNELS": tuple(sorted(kernels.KERNELS)),
-               "SAMPLERS": tuple(sorted(samplers.SAMPLERS)), "PROGRESS_MODES": cluster.PROGRESS_MODES,
-               "CALIBRATE_MAX_FEATURES": ridge_search.CALIBRATE_MAX_FEATURES,
-               "FIT_DEFAULTS": catalog.FIT_DEFAULTS,
-               "HELP_DEFAULTS": {o.name: default_text(o) for o in FIT_OPTIONS if o.default_note is None}}
-    for name, value in library.items():
-        assert getattr(names, name) == value, _table(name, value)
-    # the argparse defaults of fit are the library's own defaults of a fit
-    args = build_parser().parse_args(["fit", "d.zarr", "--out", "m"])
-    assert {o.name: getattr(args, o.dest) for o in FIT_OPTIONS if o.default is not None} == catalog.FIT_DEFAULTS
 
 
 def run_error(capsys, argv):

@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 from rfstream import cli, pipeline
-from rfstream.catalog import PARAMETERS, route
+from rfstream.catalog import route
+from rfstream.options import BY_NAME as PARAMETERS
 from rfstream.cli import build_parser
 from rfstream.cli.commands import fit_options
 from rfstream.cli.options import FIT_OPTIONS, split_params

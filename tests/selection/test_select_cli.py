@@ -10,7 +10,8 @@ from sklearn.metrics import log_loss
 
 from rfstream import StreamingRidge, StreamingRidgeClassifier, cli, io, load_model, pipeline
 from rfstream.cluster import set_progress
-from rfstream.io.model_checks import CONFORMAL_BINS, ModelFileError
+from rfstream.io.model_checks import ModelFileError
+from rfstream.solvers.ridge.calibration import CONFORMAL_BINS
 from rfstream.jobs import FitJob
 from rfstream.metrics import classification_metrics, regression_metrics
 from rfstream.selection import selection_summary

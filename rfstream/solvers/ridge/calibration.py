@@ -34,6 +34,10 @@ SCORE_BINS = 4096
 SCORE_EDGES = np.geomspace(1e-4, 1e4, SCORE_BINS + 1)
 DECISION_BINS = 4096
 DECISION_LIMIT = 8.0
+#: bins of a calibrated regressor's histogram of conformity scores per target (one below, one above)
+CONFORMAL_BINS = SCORE_BINS + 2
+#: the fitted attributes of a calibrated ridge regressor's posterior: all of them or none
+POSTERIOR = ("posterior_factor_", "feature_mean_", "noise_variance_", "inverse_weight_", "conformal_counts_")
 #: The calibration pass keeps about this many rows; more rows are sampled (docs/ridge.md).
 CALIBRATION_ROWS = 2**18
 #: Column blocks of the leverages' triangular product (:func:`triangular_product`).
@@ -403,3 +407,18 @@ class CalibratedProbaMixin:
         """The logarithm of :meth:`predict_proba`."""
         p = self.predict_proba(X)
         return da.log(p) if isinstance(p, da.Array) else np.log(p)
+
+
+def posterior_state(view, d, targets):
+    """A saved calibrated regressor's posterior and conformal histogram, all or none
+    (:mod:`rfstream.io.model_checks`)."""
+    present = [name for name in POSTERIOR if name in view.fitted]
+    if not present:
+        return
+    if len(present) != len(POSTERIOR):
+        view.fail(f"it has {', '.join(present)} but not {', '.join(n for n in POSTERIOR if n not in present)}")
+    view.array("posterior_factor_", (d, d))
+    view.array("feature_mean_", (d,))
+    view.array("noise_variance_", (targets,), nonnegative=True)
+    view.number("inverse_weight_", nonnegative=True)
+    view.array("conformal_counts_", (targets, CONFORMAL_BINS), nonnegative=True)

@@ -19,6 +19,7 @@ import scipy.sparse as sp
 from sklearn.exceptions import ConvergenceWarning
 
 from ...cluster import compute
+from ...options import ParameterError
 from ...random import check_seed
 from ...reductions import Layout
 from ..memory import check_cg_memory, check_pcg_memory
@@ -355,12 +356,12 @@ def check_iterative_search(estimator, grid=False):
     if estimator.solver not in ("cg", "pcg"):
         return
     if grid:
-        raise ValueError(f"solver={estimator.solver!r} takes a single gamma (a gamma grid is searched "
-                         "from the Gram pass's per-gamma partials); pass one gamma, or solver='gram'.")
+        raise ParameterError("{solver=} takes a single gamma (a gamma grid is searched from the Gram pass's "
+                             "per-gamma partials); pass one gamma, or solver='gram'.", solver=estimator.solver)
     if np.ndim(estimator.alpha) > 0 and isinstance(estimator.cv, str):
-        raise ValueError(f"solver={estimator.solver!r} searches a list of alphas by k-fold "
-                         f"cross-validation; cv={estimator.cv!r} needs the Gram (its inverse). Pass an "
-                         "int cv, or solver='gram'.")
+        raise ParameterError("{solver=} searches a list of alphas by k-fold cross-validation; {cv=} needs "
+                             "the Gram (its inverse). Pass an int cv, or solver='gram'.", solver=estimator.solver,
+                             cv=estimator.cv)
 
 
 def nystrom_factory(estimator, Z, y, alpha, n_targets, *, sample_weight=None, weight_args=None, columns=1):

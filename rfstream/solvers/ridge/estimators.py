@@ -29,9 +29,10 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from ..._validation import check_X_y
 from ...cluster import compute
 from ...features.components import sizes_source
+from ...options import CALIBRATE_MAX_FEATURES
 from ...random import check_seed
 from ..folds import check_cv
-from ..linear import LinearClassifierMixin, LinearPredictMixin
+from ..linear import LinearClassifierMixin, LinearPredictMixin, classifier_state, regressor_state
 from ..memory import check_gram_memory, use_loo_instead, uses_iterations
 from ..passes import RowSpec, row_sum, weight_fields
 from ..targets import (
@@ -49,6 +50,7 @@ from .calibration import (
     fit_platt,
     noise_variance,
     posterior_basis,
+    posterior_state,
 )
 from .cg import fit_iterative
 from .cg_search import cg_cross_validate
@@ -79,10 +81,6 @@ from .gram import (
 )
 from .loo import loo_basis, loo_cross_validate, loo_solution
 from .nystrom_pcg import PCG_RANK
-
-#: ``calibrate="auto"`` calibrates a searched fit up to this width: the regressor keeps a
-#: D x D float64 factor (128 MiB at 4096) in memory and in its model file.
-CALIBRATE_MAX_FEATURES = 4096
 
 
 class RidgeSearchMixin:
@@ -415,6 +413,11 @@ class StreamingRidge(PosteriorPredictMixin, MultiOutputMixin, RegressorMixin, _B
     array([7.])
     """
 
+    @staticmethod
+    def _fitted_rule(view):
+        """What a saved model's fitted state must hold (:mod:`rfstream.io.model_checks`)."""
+        posterior_state(view, *regressor_state(view))
+
     def fit(self, X, y, sample_weight=None):
         """Fit on ``X`` (n, D) and ``y`` (n,) or (n, T), rows weighted by ``sample_weight``.
 
@@ -491,6 +494,8 @@ class StreamingRidgeClassifier(CalibratedProbaMixin, LinearClassifierMixin, Clas
                          solver=solver, tol=tol, max_iter=max_iter, pcg_rank=pcg_rank, scoring=scoring,
                          select=select, calibrate=calibrate)
         self.class_weight = class_weight
+
+    _fitted_rule = staticmethod(classifier_state)  # what a saved model's fitted state must hold
 
     def fit(self, X, y, sample_weight=None):
         """Fit on ``X`` (n, D) and labels ``y`` (n,), rows weighted by ``sample_weight``

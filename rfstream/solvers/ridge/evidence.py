@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.linalg
 
+from ...options import ParameterError
 from .cv import EIGH_MIN_ALPHAS, normal_equations
 
 
@@ -19,8 +20,8 @@ def check_evidence_alphas(alphas):
     """Refuse an alpha of 0: the prior ``w ~ N(0, sigma^2 / alpha I)`` is then improper and
     the evidence undefined."""
     if np.any(alphas <= 0):
-        raise ValueError(f"select='evidence' needs every alpha > 0 (the prior precision); got "
-                         f"alpha={alphas.tolist()!r}. Drop the 0, or use select='cv'.")
+        raise ParameterError("select='evidence' needs every alpha > 0 (the prior precision); got {alpha=}. Drop "
+                             "the 0, or use select='cv'.", alpha=alphas.tolist())
 
 
 def centred_target_energy(total, fit_intercept):

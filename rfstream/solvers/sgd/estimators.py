@@ -24,7 +24,7 @@ from ..._validation import check_X_y
 from ...cluster import compute
 from ...features.grid import grid_source
 from ...random import STREAM_SGD_CHUNKS, check_seed
-from ..linear import LinearClassifierMixin, LinearPredictMixin
+from ..linear import LinearClassifierMixin, LinearPredictMixin, classifier_state, regressor_state
 from ..passes import fused_row_sum
 from ..targets import check_targets, class_weights, find_classes
 from ..weights import check_sample_weight, weight_summary, weight_terms
@@ -501,6 +501,8 @@ class StreamingSGDClassifier(LogLossProbaMixin, LinearClassifierMixin, Classifie
         return {"kind": "classification", "classes": self.classes_, "n_classes": self.classes_.size,
                 "class_weight": self.class_weight_, "multinomial": self._loss_name() == "multinomial"}
 
+    _fitted_rule = staticmethod(classifier_state)  # what a saved model's fitted state must hold
+
     def fit(self, X, y, sample_weight=None):
         """Fit on ``X`` (n, D) and labels ``y`` (n,), numpy, pandas or dask (DataFrames and
         Series included, as :meth:`rfstream.StreamingRidge.fit` takes them).
@@ -615,6 +617,8 @@ class StreamingSGDRegressor(RegressorMixin, _BaseStreamingSGD):
 
     def _task(self):
         return {"kind": "regression", "y_sq": self.target_scale_}
+
+    _fitted_rule = staticmethod(regressor_state)  # what a saved model's fitted state must hold
 
     def fit(self, X, y, sample_weight=None):
         """Fit on ``X`` (n, D) and targets ``y`` (n,), numpy, pandas or dask (DataFrames and
