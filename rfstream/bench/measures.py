@@ -28,29 +28,16 @@ def peak_rss():
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
 
-class PeakRSS:
-    """The largest resident memory of some processes (default: this one), in bytes, seen
-    by a thread sampling them every ``interval`` seconds while the block runs.
+class _Sampler:
+    """A thread calling ``_sample`` every ``interval`` seconds while the ``with`` block runs."""
 
-    ``peaks[k]`` is process ``k``'s (``peak`` the first one's).  Needs psutil.
-    """
-
-    def __init__(self, pids=None, interval=0.005):
-        import psutil
-
+    def __init__(self, interval):
         self.interval = interval
-        self.processes = [psutil.Process(p) for p in (pids or [os.getpid()])]
-        self.peaks = [p.memory_info().rss for p in self.processes]
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
-    @property
-    def peak(self):
-        return self.peaks[0]
-
     def _sample(self):
-        for k, p in enumerate(self.processes):
-            self.peaks[k] = max(self.peaks[k], p.memory_info().rss)
+        raise NotImplementedError
 
     def _run(self):
         while not self._stop.is_set():
@@ -64,10 +51,36 @@ class PeakRSS:
     def __exit__(self, *exc):
         self._stop.set()
         self._thread.join()
+
+
+class PeakRSS(_Sampler):
+    """The largest resident memory of some processes (default: this one), in bytes, seen
+    by a thread sampling them every ``interval`` seconds while the block runs.
+
+    ``peaks[k]`` is process ``k``'s (``peak`` the first one's).  Needs psutil.
+    """
+
+    def __init__(self, pids=None, interval=0.005):
+        import psutil
+
+        self.processes = [psutil.Process(p) for p in (pids or [os.getpid()])]
+        self.peaks = [p.memory_info().rss for p in self.processes]
+        super().__init__(interval)
+
+    @property
+    def peak(self):
+        return self.peaks[0]
+
+    def _sample(self):
+        for k, p in enumerate(self.processes):
+            self.peaks[k] = max(self.peaks[k], p.memory_info().rss)
+
+    def __exit__(self, *exc):
+        super().__exit__(*exc)
         self._sample()
 
 
-class TreePeakRSS:
+class TreePeakRSS(_Sampler):
     """The largest resident memory of process ``pid`` and of its descendants, in bytes, seen
     by a thread sampling them every ``interval`` seconds while the block runs.
 
@@ -79,11 +92,11 @@ class TreePeakRSS:
     def __init__(self, pid, interval=0.05):
         import psutil
 
-        self.interval = interval
         self.process = psutil.Process(pid)
-        self.own, self.children, self.tree = 0, {}, 0
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
+        self.own = 0
+        self.children = {}
+        self.tree = 0
+        super().__init__(interval)
 
     def _sample(self):
         import psutil
@@ -100,19 +113,6 @@ class TreePeakRSS:
         except psutil.Error:
             return
         self.tree = max(self.tree, total)
-
-    def _run(self):
-        while not self._stop.is_set():
-            self._sample()
-            time.sleep(self.interval)
-
-    def __enter__(self):
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        self._stop.set()
-        self._thread.join()
 
 
 def wall_seconds(fn):
