@@ -66,18 +66,24 @@ def _dense(z, spec):
     return z
 
 
+def _summed_sub_blocks(x, spec, parts):
+    """The block's features a sub-block at a time, its rows ``n`` and ``s = Z'1`` summed on the way."""
+    parts["n"][...] = x.shape[0]
+    for _, _, z in sub_blocks(x, spec, parts["s"].shape[0]):
+        z = _dense(z, spec)
+        parts["s"] += np.asarray(z.sum(axis=0, dtype=np.float64)).ravel()
+        yield z
+
+
 def covariance_chunk(x, *rows, offset, spec):
     """Partials ``n``, ``s = Z'1`` and ``G = Z'Z`` (float64) of one row block, a sub-block at a time."""
     out = spec.layout.empty()
     parts = spec.layout.unpack(out)
-    parts["n"][...] = x.shape[0]
-    for _, _, z in sub_blocks(x, spec, parts["s"].shape[0]):
-        z = _dense(z, spec)
+    for z in _summed_sub_blocks(x, spec, parts):
         if sp.issparse(z):
             parts["G"] += (z.T @ z).toarray()
         else:
             parts["G"] += z.T @ z  # SYRK in the features' dtype, summed in float64
-        parts["s"] += np.asarray(z.sum(axis=0, dtype=np.float64)).ravel()
     return out
 
 
@@ -92,12 +98,9 @@ def product_chunk(x, *rows, offset, spec):
     """Partials ``n``, ``s = Z'1``, ``q`` (column sums of squares) and ``P = Z'(Z Q)`` of one row block."""
     out = spec.layout.empty()
     parts = spec.layout.unpack(out)
-    parts["n"][...] = x.shape[0]
-    for _, _, z in sub_blocks(x, spec, parts["s"].shape[0]):
-        z = _dense(z, spec)
+    for z in _summed_sub_blocks(x, spec, parts):
         basis = spec.basis.astype(z.dtype, copy=False)
         parts["P"] += np.asarray(z.T @ (z @ basis))
-        parts["s"] += np.asarray(z.sum(axis=0, dtype=np.float64)).ravel()
         squares = z.multiply(z) if sp.issparse(z) else np.square(z)
         parts["q"] += np.asarray(squares.sum(axis=0, dtype=np.float64)).ravel()
     return out
