@@ -2,7 +2,7 @@
 
 A fit searches when its solver is given a list of alphas (cross-validation in the
 solver's own passes, :mod:`rfstream.solvers.ridge.cv`) or its map a list of gammas
-(:func:`rfstream.features.grid.is_gamma_grid`, the one predicate).  A gamma grid takes
+(:func:`rfstream.param_lists.is_listed`, the one predicate).  A gamma grid takes
 one of two routes, chosen by the map's declared capability:
 
 * ``shares_draw_across_gamma`` (random Fourier features, random binning): the map
@@ -20,14 +20,14 @@ import numpy as np
 from sklearn.base import clone
 from sklearn.pipeline import Pipeline
 
-from ..features.grid import gamma_items, is_gamma_grid, item_label
+from ..param_lists import gamma_items, is_listed, item_value
 from ..solvers.ridge.cg import check_iterative_search
 from .gamma_loop import fit_gamma_loop
 
 
 def has_gamma_grid(fmap):
     """Whether the map ``fmap`` (or None) is given a grid of gammas."""
-    return fmap is not None and is_gamma_grid(fmap.get_params().get("gamma"))
+    return fmap is not None and is_listed(fmap.get_params().get("gamma"))
 
 
 def loops_over_gamma(fmap):
@@ -59,8 +59,7 @@ def gamma_candidates(fmap):
     if not loops_over_gamma(fmap):
         return []
     items, _ = gamma_items(fmap.gamma)
-    return [clone(fmap).set_params(gamma=item if isinstance(item, float) else item_label(item))
-            for item in items]
+    return [clone(fmap).set_params(gamma=item_value(item)) for item in items]
 
 
 def fit_model(model, X, y=None, **fit_params):

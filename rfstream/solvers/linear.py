@@ -17,7 +17,8 @@ from sklearn.base import ClassifierMixin
 from sklearn.utils.validation import check_is_fitted
 
 from .._validation import check_X
-from ..features.fused import feature_sub_blocks, fused_buffer, fused_rows
+from ..features.fused import feature_sub_blocks, fused_buffer
+from ..features.source import fused_rows
 from ..reductions import shared
 
 

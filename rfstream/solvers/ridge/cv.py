@@ -30,7 +30,7 @@ classification metric needs the predicted class of each held-out row, so one
 more pass computes them all at once:
 
 * each task makes its rows' features exactly as the Gram pass does (the rows of
-  :func:`rfstream.features.fused.fused_rows`, the map's block function a
+  :func:`rfstream.features.source.fused_rows`, the map's block function a
   sub-block at a time; stored blocks otherwise), draws each row's fold from the
   same (seed, row) stream or reads the same explicit fold index
   (:func:`rfstream.solvers.folds.row_folds`), and multiplies each row only by

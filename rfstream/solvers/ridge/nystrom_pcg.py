@@ -41,7 +41,7 @@ import scipy.linalg
 import scipy.sparse as sp
 
 from ...cluster import compute
-from ...features.fused import feature_source
+from ...features.source import fused_rows
 from ..weights import row_weights
 
 #: Default rank r of the preconditioner (at most D), and the rows sampled per unit of
@@ -65,10 +65,9 @@ def sampled_features(Z, y, sample_weight, idx):
     here (:mod:`rfstream.features.fused`); otherwise the rows of ``Z`` are gathered.  The
     rows, labels and weights come in one computation.
     """
-    source = feature_source(Z)
-    rows = source.rows if source is not None else Z
+    block, rows = fused_rows(Z, even=False)
     x, labels, weights = compute(*(None if a is None else a[idx] for a in (rows, y, sample_weight)))
-    z = source.block(np.asarray(x)) if source is not None else x
+    z = block(np.asarray(x)) if block is not None else x
     z = z.toarray() if sp.issparse(z) else np.asarray(z)
     return (z if z.dtype in (np.float32, np.float64) else z.astype(np.float64)), labels, weights
 
