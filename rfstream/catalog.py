@@ -22,6 +22,7 @@ from .options import ParameterError
 from .features.width import check_draw_size, nominal_width, planned_features
 from .preprocess import Standardizer
 from .selection import check_search, gamma_candidates
+from .solvers.ridge.estimators import refuse_without_gram
 from .solvers.ridge.evidence import check_evidence_alphas
 from .solvers.kpca import KernelPCA, check_kpca_memory
 from .solvers.memory import check_pass_memory, check_ridge_memory
@@ -238,11 +239,8 @@ def _check_bayes(fmap, solver):
     evidence, iterative = params.get("select") == "evidence", params.get("solver") in ("cg", "pcg")
     if evidence:
         check_evidence_alphas(np.atleast_1d(np.asarray(params.get("alpha"), dtype=np.float64)))
-    for asked, name in ((evidence, "select='evidence'"), (params.get("calibrate") is True, "calibrate=True")):
-        if asked and iterative:
-            raise ValueError(f"{name} needs the Gram solver (its eigendecomposition); got "
-                             f"solver={params['solver']!r} (CLI: --ridge-solver {params['solver']}). Use "
-                             "solver='gram'.")
+    if iterative:
+        refuse_without_gram(params["solver"], evidence=evidence, calibrate=params.get("calibrate") is True)
 
 
 def _check_name(kind, name, registry):

@@ -2,10 +2,9 @@
 
 A ``gamma`` is a number, ``"auto"``, ``"auto*F"`` or a grid of these (a list, or a
 comma list at the command line: ``auto*0.25,auto,auto*4``); an ``n_components`` is a
-positive int or a list of them (``500,1000,2000``).  The maps read them through
-:mod:`rfstream.features.grid` and :mod:`rfstream.features.width`, which re-export these
-functions; the command line parses its ``--gamma`` and ``--n-components`` with them
-before anything heavier than numpy is imported.
+positive int or a list of them (``500,1000,2000``).  Every reader of these values (the
+maps, the memory plan, the search, the command line before anything heavier than numpy
+is imported) parses them here.
 """
 from __future__ import annotations
 
@@ -15,10 +14,21 @@ from numbers import Integral, Real
 import numpy as np
 
 
-def is_gamma_grid(gamma) -> bool:
-    """Whether a ``gamma`` parameter is a grid: a list, tuple or array, or a string
-    with a comma (``"auto*0.5,auto"``).  Its items are not checked (:func:`gamma_items`)."""
-    return isinstance(gamma, (list, tuple, np.ndarray)) or (isinstance(gamma, str) and "," in gamma)
+def is_listed(value) -> bool:
+    """Whether a parameter that may be a list is one: a list, tuple or array, or a string
+    with a comma (the command line's ``500,1000`` or ``auto*0.5,auto``).  Its items are
+    not checked (:func:`gamma_items`, :func:`component_sizes`)."""
+    return isinstance(value, (list, tuple, np.ndarray)) or (isinstance(value, str) and "," in value)
+
+
+def listed_items(value):
+    """The items of a listed ``value`` (:func:`is_listed`) as a list: a string split at its
+    commas, an array's elements flattened; None for one value."""
+    if not is_listed(value):
+        return None
+    if isinstance(value, str):
+        return value.split(",")
+    return list(np.asarray(value, dtype=object).ravel()) if isinstance(value, np.ndarray) else list(value)
 
 
 def gamma_items(gamma):
@@ -26,14 +36,12 @@ def gamma_items(gamma):
     or ``("auto", factor)``.
 
     A number, ``"auto"`` or ``"auto*F"`` is one item (``is_grid`` False); a grid
-    (:func:`is_gamma_grid`) is a list of them.  Raises a ``ValueError`` naming the
+    (:func:`is_listed`) is a list of them.  Raises a ``ValueError`` naming the
     first bad item.
     """
-    if not is_gamma_grid(gamma):
+    values = listed_items(gamma)
+    if values is None:
         return [_item(gamma, None)], False
-    if isinstance(gamma, str):
-        gamma = gamma.split(",")
-    values = list(np.asarray(gamma, dtype=object).ravel()) if isinstance(gamma, np.ndarray) else list(gamma)
     if not values:
         raise ValueError("gamma is an empty grid; give at least one value (a number > 0, 'auto' "
                          "or 'auto*F').")
@@ -79,6 +87,12 @@ def item_label(item):
     return "auto" if item == "auto" else f"auto*{item[1]:g}"
 
 
+def item_value(item):
+    """A grid item as the ``gamma`` of a map fitted with it alone: the float, ``"auto"`` or
+    ``"auto*F"``."""
+    return item if isinstance(item, float) else item_label(item)
+
+
 def component_sizes(value):
     """The sizes of an ``n_components`` value as a sorted tuple of unique positive ints.
 
@@ -86,11 +100,9 @@ def component_sizes(value):
     separated ints (``"500,1000,2000"``, as the command line gives it); ``1000`` is
     ``(1000,)``.  A bad or empty item is a one-line ``ValueError`` naming it.
     """
-    items = value.split(",") if isinstance(value, str) else value
-    if isinstance(items, np.ndarray) and items.ndim == 1:
-        items = items.tolist()
-    listed = isinstance(items, (list, tuple)) and not (isinstance(value, str) and "," not in value)
-    items = items if isinstance(items, (list, tuple)) else [items]
+    items = listed_items(value)
+    listed = items is not None and not (isinstance(value, np.ndarray) and value.ndim != 1)
+    items = items if listed else [value]
     if not items:
         raise ValueError("n_components is an empty list; give a positive int or a list of them, "
                          "e.g. 500,1000,2000.")

@@ -11,8 +11,8 @@ from .chi2 import AdditiveChi2Sampler, SkewedChi2Sampler
 from .circulant import CirculantFeatures
 from .fastfood import CompactRandomFeatures, FastfoodFeatures
 from .fourier import RandomFourierFeatures
-from .fused import FeatureSource, feature_source
 from .polysketch import PolynomialCountSketch
+from .source import FeatureSource, feature_source
 
 __all__ = [
            "AdditiveChi2Sampler",

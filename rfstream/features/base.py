@@ -31,7 +31,7 @@ from sklearn.utils.validation import check_is_fitted
 from .._validation import check_X
 from ..kernels import KERNELS
 from ..random import check_seed
-from .fused import attach_source
+from .source import FeatureSource, attach_source
 from .grid import check_gamma_param, resolve_gamma
 from .components import ComponentListMixin
 from .prefix import PrefixMixin
@@ -258,7 +258,7 @@ class FeatureMap(ComponentListMixin, PrefixMixin, ClassNamePrefixFeaturesOutMixi
             name=name,
         )
         if not self._sparse_output:  # passes over Z make the features in their tasks
-            attach_source(Z, self._fused_block(), X)
+            attach_source(Z, FeatureSource(self._fused_block(), X))
         return Z
 
     def block(self, x):
@@ -275,7 +275,7 @@ class FeatureMap(ComponentListMixin, PrefixMixin, ClassNamePrefixFeaturesOutMixi
 
     def _fused_block(self):
         """The block function of passes that make the features inside their tasks
-        (:class:`~rfstream.features.fused.FeatureSource`): ``_block_into`` by default."""
+        (:class:`~rfstream.features.source.FeatureSource`): ``_block_into`` by default."""
         return self._block_into
 
     # --------------------------------------------------------------- helpers

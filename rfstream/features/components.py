@@ -5,7 +5,7 @@ A map whose features hold their smaller maps (``prefix_valid``,
 (at the command line ``--n-components 500,1000,2000``).  ``fit`` draws the map
 of the largest size and records the sizes (``component_sizes_``); until a solver
 has chosen, ``transform`` gives the largest map's features (always a lazy dask
-array) carrying a :class:`SizesSource`.  The ridge solver reads it: the Gram of
+array) whose :class:`~rfstream.features.source.FeatureSource` holds the sizes.  The ridge solver reads it: the Gram of
 size n is ``prefix_scale(n)^2`` times the leading block of the largest Gram on
 ``prefix_columns(n)`` (:mod:`rfstream.solvers.ridge.gram`), so every size is
 searched from the same single pass, and the solver then calls
@@ -21,53 +21,15 @@ run instead (documented in docs/selection.md).
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable
-from typing import NamedTuple
+from dataclasses import replace
 
 import dask.array as da
 import numpy as np
 import scipy.sparse as sp
 
 from ..options import ParameterError
-from .width import component_sizes
-
-_ATTRIBUTE = "_rfstream_component_sizes"
-
-
-class SizesSource(NamedTuple):
-    """What a solver needs to search the sizes of a map fitted with a list of ``n_components``.
-
-    Attributes
-    ----------
-    sizes : tuple of int
-    columns : tuple of int ndarrays, the map's columns that make each size (``prefix_columns``)
-    scales : tuple of float, ``prefix_scale`` of each size
-    select : callable ``(size) -> None``, makes the map the ordinary map of that size
-    block : callable ``(x, out=None)``, the largest map's block function, of a copy that
-        the selection leaves as it is
-    """
-
-    sizes: tuple
-    columns: tuple
-    scales: tuple
-    select: Callable
-    block: Callable
-
-
-def attach_sizes(Z, source):
-    setattr(Z, _ATTRIBUTE, source)
-    return Z
-
-
-def sizes_source(Z):
-    """The :class:`SizesSource` of a map fitted with a list of ``n_components``, else None."""
-    return getattr(Z, _ATTRIBUTE, None) if isinstance(Z, da.Array) else None
-
-
-def is_component_list(value):
-    """Whether an ``n_components`` value is a list of sizes (a list, tuple, array or a
-    string with a comma), not one int."""
-    return isinstance(value, (list, tuple, np.ndarray)) or (isinstance(value, str) and "," in value)
+from ..param_lists import component_sizes, is_listed
+from .source import FeatureSource, PrefixSizes, attach_source, feature_source
 
 
 def prefix_block(x, out=None, *, block, columns, scale):
@@ -88,7 +50,7 @@ class ComponentListMixin:
     def _check_component_list(self):
         """Refuse a list on a map without prefixes, or a bad item; called by ``_validate_params``."""
         value = self.get_params(deep=False).get("n_components")
-        if not is_component_list(value):
+        if not is_listed(value):
             if isinstance(value, str):
                 raise ValueError(f"n_components must be an int >= 1 or a list of them (e.g. [500, 1000] or "
                                  f"'500,1000'); got {value!r}.")
@@ -101,7 +63,7 @@ class ComponentListMixin:
     def _fit_sizes(self):
         """The sorted sizes of a list ``n_components``, else None; ``fit`` draws the largest."""
         value = getattr(self, "n_components", None)
-        return component_sizes(value) if is_component_list(value) else None
+        return component_sizes(value) if is_listed(value) else None
 
     def select_components(self, n):
         """Make a map fitted with a list of ``n_components`` the ordinary fitted map of ``n``
@@ -114,7 +76,7 @@ class ComponentListMixin:
         return self
 
     def _with_sizes(self, Z, X):
-        """``Z`` with a :class:`SizesSource` when the map holds a list of sizes (the
+        """``Z`` with the sizes in its source when the map holds a list of sizes (the
         features of numpy ``X`` wrapped as dask, so that the source can travel)."""
         sizes = getattr(self, "component_sizes_", None)
         if sizes is None:
@@ -124,8 +86,9 @@ class ComponentListMixin:
             Z = self._transform_checked(X)
         frozen = copy.deepcopy(self)  # the largest map, untouched by select_components
         frozen.__dict__.pop("component_sizes_", None)
-        source = SizesSource(tuple(sizes), tuple(frozen.prefix_columns(n) for n in sizes),
+        listed = PrefixSizes(tuple(sizes), tuple(frozen.prefix_columns(n) for n in sizes),
                              tuple(frozen.prefix_scale(n) for n in sizes), self.select_components,
                              frozen._block_into)
-        return attach_sizes(Z, source)
+        source = feature_source(Z) or FeatureSource(None, X)  # sparse features have no block
+        return attach_source(Z, replace(source, sizes=listed))
 

@@ -4,9 +4,9 @@
 ``fmap._block`` of a block of ``X``.  A solver that reduces over ``Z`` would get
 each task's whole ``rows x D`` feature block (512 MB for 65,536 rows at
 D = 2000 in float32) as a task input.  Instead, ``transform`` attaches a
-:class:`FeatureSource` to the array it returns, and every pass over the rows
-(the ridge Gram, linear prediction, Newton, SGD epochs, conjugate gradients)
-asks :func:`feature_source` for it: when there is one, the pass reduces over
+:class:`~rfstream.features.source.FeatureSource` to the array it returns, and every
+pass over the rows (the ridge Gram, linear prediction, Newton, SGD epochs, conjugate
+gradients) asks :func:`~rfstream.features.source.fused_rows` for it: when there is one, the pass reduces over
 ``X`` and its tasks make the features of their rows themselves, a sub-block or
 a mini-batch at a time into one reused buffer, and use them while they are
 still in cache.  The function and the rows are the ones ``Z``'s own graph would
@@ -14,11 +14,8 @@ use, so the features are the same numbers (up to BLAS rounding of products of
 other shapes); the ``rows x D`` block of a task never exists (time and memory:
 docs/BENCHMARKS.md, "Fused features in SGD epochs and CG").
 
-The accessor:
+The pass's tools:
 
-* :func:`feature_source` -- the :class:`FeatureSource` of ``Z``, or None;
-* :func:`fused_rows` -- what a pass reduces over: ``(block function, X)`` or
-  ``(None, Z)``;
 * :func:`fused_pass` -- a chunk function of a sum over rows (``chunk(z, *others,
   offset=, out=)``) wrapped to run over the rows' features sub-block by sub-block;
 * :class:`ScaledBlock`, :func:`unscaled_block`, :func:`whole_rows` -- a block function
@@ -44,10 +41,10 @@ from collections.abc import Callable
 from functools import partial
 from typing import NamedTuple
 
-import dask.array as da
 import numpy as np
 
-from ..reductions import even_chunks, even_rows
+from ..reductions import even_chunks
+from .source import fused_rows
 
 #: Rows per sub-block when a task computes the features itself: small enough for a
 #: sub-block to stay in cache between the map and its product, large enough for BLAS
@@ -57,30 +54,6 @@ FUSED_SUB_BLOCK = 4096
 #: The fewest features of a streaming pass's sub-block (:func:`stream_rows`): 2**20 (4 MiB
 #: in float32), so that a sub-block's fixed costs (its calls, its partials) stay small.
 MIN_SUB_BLOCK_FEATURES = 2**20
-
-_ATTRIBUTE = "_rfstream_features"
-#: The graph-layer name prefix of the stacked features of a gamma grid
-#: (:mod:`rfstream.features.grid`): an array made from them (``rechunk``, ``astype``,
-#: a slice) keeps that layer in its graph, so a pass can tell it from plain features.
-GRID_LAYER = "rfstream-gamma-grid-"
-
-
-class FeatureSource(NamedTuple):
-    """Where a dask feature array came from: ``Z = map.transform(rows)``.
-
-    Attributes
-    ----------
-    block : callable ``(x, out=None) -> ndarray``
-        The map's block function (``FeatureMap._fused_block()``, often a
-        :class:`ScaledBlock`): the features of
-        input rows ``x``, written into ``out`` where the map can.  Pure numpy and
-        picklable: it runs inside the pass's tasks.
-    rows : dask array of shape (n_samples, n_features_in)
-        The input rows, with the row chunks of ``Z``.
-    """
-
-    block: Callable
-    rows: da.Array
 
 
 class ScaledBlock(NamedTuple):
@@ -126,53 +99,6 @@ def whole_rows(block):
     (docs/BENCHMARKS.md, "The cosines over the buffer's whole rows").
     """
     return block.parts if isinstance(block, ScaledBlock) else None
-
-
-def attach_source(Z, block, rows):
-    """Record on the dask array ``Z`` that it is ``block`` applied to ``rows``; returns ``Z``."""
-    setattr(Z, _ATTRIBUTE, FeatureSource(block, rows))
-    return Z
-
-
-def feature_source(Z):
-    """The :class:`FeatureSource` of ``Z`` when it is a dense feature map's ``transform`` output, else None."""
-    return getattr(Z, _ATTRIBUTE, None) if isinstance(Z, da.Array) else None
-
-
-def fused_rows(Z, *, even=True):
-    """``(features, rows)`` that a pass over ``Z`` reduces over.
-
-    For ``Z = map.transform(X)``: the map's block function and ``X``, its rows cut
-    into equal blocks with ``even=True`` (:func:`rfstream.reductions.even_rows`: a
-    no-op for a dataset from :func:`rfstream.io.open_dataset`, already equal;
-    for other input it rechunks the input's few columns) -- for passes whose
-    result does not depend on the chunking.  ``even=False`` keeps ``Z``'s own
-    row chunks (SGD's parameter averaging, prediction).  Otherwise ``(None, Z)``.
-    """
-    source = feature_source(Z)
-    if source is None:
-        check_not_from_grid(Z)
-        return None, Z
-    return source.block, even_rows(source.rows) if even else source.rows
-
-
-def check_not_from_grid(Z):
-    """Refuse a gamma grid's stacked features, or an array made from them, in a pass over rows.
-
-    ``map.transform(X)`` of a map fitted with a list of gammas is every gamma's features
-    side by side; only the ridge solver's search, reading its
-    :class:`~rfstream.features.grid.GridSource` before any pass, uses them.  Any other pass
-    (another solver, or the ridge solver after ``rechunk``, ``astype`` or a slice dropped
-    the source) would fit all G x D columns as one model: silently wrong, so it is refused
-    here, for every pass at once.  Plain features that lost their :class:`FeatureSource` are
-    reduced over their stored blocks: the same model.
-    """
-    if isinstance(Z, da.Array) and any(str(name).startswith(GRID_LAYER) for name in Z.__dask_graph__().layers):
-        raise ValueError(
-            "these features are (made from) the stacked features of a gamma grid, every gamma side by "
-            "side, and lost the source that lets a solver search them (a rechunk, astype or slice of the "
-            "map's transform); pass map.transform(X) itself to the ridge solver (a Pipeline does), or "
-            "give the map one gamma.")
 
 
 def even_sub_blocks(m, largest):

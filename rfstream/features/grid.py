@@ -20,14 +20,11 @@ the command line a comma list, ``--gamma auto*0.25,auto,auto*4``.
 
 Until a solver has chosen, a map fitted with a grid is a search in progress:
 its ``transform`` gives the stacked features of every gamma (G x D columns,
-always a lazy dask array) carrying a :class:`GridSource`, which the ridge
+always a lazy dask array) carrying a :class:`~rfstream.features.source.FeatureSource` with its grid, which the ridge
 solver reads to search the grid; it then calls ``select_gamma`` and the map is
 an ordinary map of the chosen gamma.
 """
 from __future__ import annotations
-
-from collections.abc import Callable
-from typing import NamedTuple
 
 import dask.array as da
 import numpy as np
@@ -35,10 +32,8 @@ import scipy.sparse as sp
 from dask.base import tokenize
 
 from ..kernels import auto_gamma
-from ..param_lists import gamma_items, is_gamma_grid, item_label  # noqa: F401 - re-exported
-from .fused import GRID_LAYER
-
-_ATTRIBUTE = "_rfstream_gamma_grid"
+from ..param_lists import gamma_items, item_label
+from .source import GRID_LAYER, FeatureSource, GammaGrid, attach_source
 
 
 def check_gamma_param(fmap):
@@ -46,7 +41,7 @@ def check_gamma_param(fmap):
     bad item (:func:`gamma_items`), or a grid on a map that cannot share its draw
     (``shares_draw_across_gamma``).  A word of ``fmap.gamma_words`` passes."""
     name, gamma = type(fmap).__name__, fmap.gamma
-    if isinstance(gamma, str) and gamma in fmap.gamma_words:
+    if is_gamma_word(fmap):
         return
     try:
         _, is_grid = gamma_items(gamma)
@@ -58,6 +53,12 @@ def check_gamma_param(fmap):
             "grid is searched in one pass by rff and binning features with the ridge solver. "
             "Fit once per gamma, or use one of those."
         )
+
+
+def is_gamma_word(fmap):
+    """Whether ``fmap.gamma`` is a word of the map's own (``gamma_words``: CNM's "paper"),
+    which the map resolves itself."""
+    return isinstance(fmap.gamma, str) and fmap.gamma in fmap.gamma_words
 
 
 def resolve_gamma(X, kernel, rng, gamma):
@@ -97,48 +98,10 @@ def resolve_items(items, auto):
     return np.asarray(out, dtype=np.float64)
 
 
-class GridSource(NamedTuple):
-    """Where the stacked features of a map fitted with a gamma grid came from.
-
-    Attributes
-    ----------
-    blocks : tuple of callables ``(x, out=None) -> features``
-        The block function of each gamma's map (pure numpy, picklable).
-    sparse : bool
-        Whether the blocks are CSR matrices (random binning): a pass makes each
-        task's features whole, not a sub-block at a time.
-    rows : dask array of shape (n_samples, n_features_in)
-        The input rows.
-    gammas : ndarray of shape (G,)
-    labels : tuple of str
-        The grid items as given (``auto*0.5``), for tables and reports.
-    select : callable ``(index) -> None``
-        Makes the map the ordinary map of ``gammas[index]``.
-    """
-
-    blocks: tuple
-    sparse: bool
-    rows: da.Array
-    gammas: np.ndarray
-    labels: tuple
-    select: Callable
-
-
 def stacked_block(x, blocks, stack=None):
     """The features of every gamma's map side by side (CSR when ``stack`` is given)."""
     parts = [block(x) for block in blocks]
     return sp.hstack(parts, format="csr") if stack is not None else np.hstack(parts)
-
-
-def attach_grid(Z, source):
-    """Record ``source`` on the dask array ``Z``; returns ``Z``."""
-    setattr(Z, _ATTRIBUTE, source)
-    return Z
-
-
-def grid_source(Z):
-    """The :class:`GridSource` of the stacked features of a map with a gamma grid, else None."""
-    return getattr(Z, _ATTRIBUTE, None) if isinstance(Z, da.Array) else None
 
 
 class GammaGridMixin:
@@ -148,7 +111,7 @@ class GammaGridMixin:
 
     ``fit`` with a grid ``gamma`` resolves it (``"auto"`` computed once) into
     ``gamma_grid_`` and keeps the map of each gamma; ``transform`` then gives the
-    stacked features with a :class:`GridSource` until :meth:`select_gamma`.
+    stacked features, their source holding the grid, until :meth:`select_gamma`.
     """
 
     shares_draw_across_gamma = True
@@ -159,7 +122,7 @@ class GammaGridMixin:
 
     def _fit_gamma(self, X, rng):
         self._pending_grid = None
-        if isinstance(self.gamma, str) and self.gamma in self.gamma_words:
+        if is_gamma_word(self):
             return super()._fit_gamma(X, rng)
         items, is_grid = gamma_items(self.gamma)
         if not is_grid:
@@ -194,7 +157,7 @@ class GammaGridMixin:
         return self._grid_transform(X)
 
     def _grid_transform(self, X):
-        """The stacked features of every gamma of the grid, lazy, with a :class:`GridSource`;
+        """The stacked features of every gamma of the grid, lazy, their source holding the grid;
         numpy input is wrapped as a dask array."""
         if not isinstance(X, da.Array):
             X = da.from_array(X, chunks=(65536, -1), asarray=not sp.issparse(X))
@@ -207,6 +170,6 @@ class GammaGridMixin:
                          meta=(sp.csr_matrix((0, width), dtype=dtype) if fmt else np.empty((0, width), dtype)),
                          name=f"{GRID_LAYER}{type(self).__name__.lower()}-{tokenize(self, X)}")
         labels = getattr(self, "_grid_labels", tuple(f"{g:g}" for g in self.gamma_grid_))
-        source = GridSource(tuple(m._fused_block() for m in maps), self._sparse_output, X,
-                            self.gamma_grid_.copy(), labels, self.select_gamma)
-        return attach_grid(Z, source)
+        grid = GammaGrid(tuple(m._fused_block() for m in maps), self._sparse_output,
+                         self.gamma_grid_.copy(), labels, self.select_gamma)
+        return attach_source(Z, FeatureSource(None, X, grid=grid))

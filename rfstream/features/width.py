@@ -23,7 +23,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..options import ParameterError
-from ..param_lists import component_sizes, gamma_items, is_gamma_grid
+from ..param_lists import component_sizes, gamma_items, is_listed
 
 
 def planned_features(fmap, n_features):
@@ -33,7 +33,7 @@ def planned_features(fmap, n_features):
     draw, :mod:`rfstream.features.grid`; else 1) and whether the features are sparse."""
     n_groups = 1
     gamma = fmap.get_params().get("gamma")
-    if fmap.shares_draw_across_gamma and is_gamma_grid(gamma):
+    if fmap.shares_draw_across_gamma and is_listed(gamma):
         n_groups = len(gamma_items(gamma)[0])
     return _width(fmap, int(n_features)), n_groups, bool(getattr(fmap, "_sparse_output", False))
 
@@ -90,7 +90,7 @@ def listed_width(value):
     the int itself, or None for anything else (a bad value is refused by the map's checks)."""
     if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
         return int(value)
-    if isinstance(value, (list, tuple, np.ndarray)) or (isinstance(value, str) and "," in value):
+    if is_listed(value):
         try:
             return max(component_sizes(value))
         except ValueError:

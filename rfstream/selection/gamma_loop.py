@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 from sklearn.base import clone
 
-from ..features.grid import gamma_items, item_label
+from ..param_lists import gamma_items, item_label, item_value
 from ..solvers.ridge.cv import GREATER_IS_BETTER
 from ..solvers.ridge.cv import warn_on_edge
 
@@ -27,8 +27,7 @@ def fit_gamma_loop(model, X, y, **fit_params):
     alphas = list(np.atleast_1d(np.asarray(solver.alpha, dtype=np.float64)))
     fits = []
     for item in items:
-        gamma = item if isinstance(item, float) else item_label(item)
-        fitted = clone(model).set_params(features__gamma=gamma, solver__alpha=alphas)
+        fitted = clone(model).set_params(features__gamma=item_value(item), solver__alpha=alphas)
         fits.append(fitted.fit(X, y, **fit_params))
     scores = np.array([f.named_steps["solver"].best_score_ for f in fits])
     tables = [f.named_steps["solver"].cv_results_ for f in fits]

@@ -1,7 +1,7 @@
 """What a fit searches, and which route the search takes.
 
 A fit searches a list of alphas (CV in the solver's passes) or of gammas
-(:func:`rfstream.features.grid.is_gamma_grid`, the one predicate).  A gamma grid runs in the
+(:func:`rfstream.param_lists.is_listed`, the one predicate).  A gamma grid runs in the
 ridge solver's two passes for a map that ``shares_draw_across_gamma``, else one fit per
 gamma (:func:`rfstream.selection.gamma_loop.fit_gamma_loop`); either way the solver must
 ``searches_gamma``.  docs/selection.md.
@@ -12,15 +12,15 @@ import numpy as np
 from sklearn.base import clone
 from sklearn.pipeline import Pipeline
 
-from ..features.grid import gamma_items, is_gamma_grid, item_label
 from ..options import ParameterError
+from ..param_lists import gamma_items, is_listed, item_value
 from ..solvers.ridge.cg import check_iterative_search
 from .gamma_loop import fit_gamma_loop
 
 
 def has_gamma_grid(fmap):
     """Whether the map ``fmap`` (or None) is given a grid of gammas."""
-    return fmap is not None and is_gamma_grid(fmap.get_params().get("gamma"))
+    return fmap is not None and is_listed(fmap.get_params().get("gamma"))
 
 
 def loops_over_gamma(fmap):
@@ -52,8 +52,7 @@ def gamma_candidates(fmap):
     if not loops_over_gamma(fmap):
         return []
     items, _ = gamma_items(fmap.gamma)
-    return [clone(fmap).set_params(gamma=item if isinstance(item, float) else item_label(item))
-            for item in items]
+    return [clone(fmap).set_params(gamma=item_value(item)) for item in items]
 
 
 def fit_model(model, X, y=None, **fit_params):

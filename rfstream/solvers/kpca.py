@@ -29,7 +29,8 @@ from sklearn.utils.validation import check_is_fitted
 
 from .._validation import check_X
 from ..cluster import compute
-from ..features.fused import feature_sub_blocks, fused_buffer, fused_rows
+from ..features.fused import feature_sub_blocks, fused_buffer
+from ..features.source import fused_rows
 from ..random import check_seed
 from ..reductions import Layout, shared
 from .memory import check_gram_memory, gram_fits

@@ -18,7 +18,8 @@ from sklearn.utils.validation import check_is_fitted
 
 from .._validation import check_X
 from ..io.model_checks import ARRAY_KINDS
-from ..features.fused import feature_sub_blocks, fused_buffer, fused_rows
+from ..features.fused import feature_sub_blocks, fused_buffer
+from ..features.source import fused_rows
 from ..reductions import shared
 
 

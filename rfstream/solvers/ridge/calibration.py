@@ -24,7 +24,8 @@ from sklearn.utils.validation import check_is_fitted
 
 from ..._validation import check_X
 from ...cluster import compute
-from ...features.fused import feature_sub_blocks, fused_buffer, fused_rows
+from ...features.fused import feature_sub_blocks, fused_buffer
+from ...features.source import fused_rows
 from ...random import STREAM_CALIBRATION, row_uniform
 from ...reductions import Layout, shared
 from ..passes import RowSpec, row_sum, sub_blocks, weight_fields

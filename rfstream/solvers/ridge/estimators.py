@@ -28,7 +28,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 
 from ..._validation import check_X_y
 from ...cluster import compute
-from ...features.components import sizes_source
+from ...features.source import feature_source
 from ...options import CALIBRATE_MAX_FEATURES
 from ...random import check_seed
 from ..folds import check_cv
@@ -81,6 +81,20 @@ from .gram import (
 )
 from .loo import loo_basis, loo_cross_validate, loo_solution
 from .nystrom_pcg import PCG_RANK
+
+#: What only the Gram solver gives: ``name: (why, the other way out)``.
+NEEDS_GRAM = {"select='evidence'": ("its eigendecomposition", "select='cv' with one alpha"),
+              "calibrate=True": ("the posterior is its D x D factor", "calibrate=False")}
+
+
+def refuse_without_gram(solver, *, evidence=False, calibrate=False):
+    """Refuse ``select='evidence'`` (``evidence``) or ``calibrate=True`` (``calibrate``) with
+    the iterative ridge ``solver``: the evidence and the posterior come from the Gram."""
+    for asked, name in ((evidence, "select='evidence'"), (calibrate, "calibrate=True")):
+        if asked:
+            why, instead = NEEDS_GRAM[name]
+            raise ValueError(f"{name} needs the Gram solver ({why}); got solver={solver!r} (CLI: "
+                             f"--ridge-solver {solver}). Use solver='gram', or {instead}.")
 
 
 class RidgeSearchMixin:
@@ -164,13 +178,10 @@ class RidgeSearchMixin:
             return loo_solution(basis, self.alpha_)
         return solve_stats(total, self.alpha_)
 
-    def _calibrates(self, searching, n_features, iterative):
+    def _calibrates(self, searching, n_features):
         """Whether this fit makes the calibration pass (``calibrate``, docs/ridge.md)."""
         if self.calibrate == "auto":
-            return searching and not iterative and n_features <= CALIBRATE_MAX_FEATURES
-        if self.calibrate and iterative:
-            raise ValueError(f"calibrate=True needs the Gram solver (the posterior is its D x D factor); "
-                             f"got solver={self.solver!r}. Use solver='gram', or calibrate=False.")
+            return searching and n_features <= CALIBRATE_MAX_FEATURES
         return bool(self.calibrate)
 
     def _calibrate(self, groups, chosen, y, target_fn, weights, W, b, basis, total):
@@ -260,15 +271,14 @@ class _BaseStreamingRidge(RidgeSearchMixin, LinearPredictMixin, BaseEstimator):
         n_features = Z.shape[1] // groups.n_groups
         sparse = scipy.sparse.issparse(getattr(Z, "_meta", Z))
         self._forget_calibration()
-        sizes = sizes_source(Z)
+        source = feature_source(Z)
+        sizes = None if source is None else source.sizes
         if uses_iterations(self.solver, n_features, groups.n_groups, sparse):
             if sizes is not None:
                 raise ValueError(f"a list of n_components is searched from the Gram; got solver={self.solver!r}. "
                                  "Use solver='gram', or give one n_components.")
-            if self.select == "evidence":
-                raise ValueError(f"select='evidence' needs the Gram solver (its eigendecomposition); got "
-                                 f"solver={self.solver!r}. Use solver='gram', or select='cv' with one alpha.")
-            self._calibrates(False, n_features, iterative=True)  # calibrate=True: refused
+            refuse_without_gram(self.solver, evidence=self.select == "evidence",
+                                calibrate=self.calibrate != "auto" and bool(self.calibrate))
             if np.ndim(self.alpha) > 0:
                 return self._search_iterative(Z, y, target_fn, n_targets, alphas, groups, sample_weight,
                                               weight_args)
@@ -296,7 +306,7 @@ class _BaseStreamingRidge(RidgeSearchMixin, LinearPredictMixin, BaseEstimator):
         self.n_features_in_ = int(totals[chosen]["s"].shape[0])  # of the chosen gamma and size
         W, b = self._solution(basis, totals[chosen], self._solve_stats)
         scoring_pass = searching and (cv == "loo" or self.scoring != "squared_error") and self.select == "cv"
-        calibrating = self._calibrates(searching, n_features, iterative=False)
+        calibrating = self._calibrates(searching, n_features)
         if calibrating:
             self._calibrate(groups, chosen, y, target_fn, (sample_weight, weight_args), W, b, basis,
                             totals[chosen])

@@ -22,11 +22,10 @@ from ...features.fused import (
     even_sub_blocks,
     feature_sub_blocks,
     fused_buffer,
-    fused_rows,
     unscaled_block,
     whole_rows,
 )
-from ...features.grid import grid_source
+from ...features.source import feature_source, fused_rows
 from ...reductions import Layout, even_rows
 
 SUB_BLOCK = 8192
@@ -43,7 +42,7 @@ def gram_chunk(z, *rows, offset, spec):
     ``spec.columns``; explicit CV splits give the folds, else a row's fold comes from
     (seed, row index)); ``spec.targets`` turns raw labels into Y (m x T).  With
     ``spec.features`` (a feature map's block function,
-    :func:`rfstream.features.fused.fused_rows`, whose blocks are of ``spec.dtype``)
+    :func:`rfstream.features.source.fused_rows`, whose blocks are of ``spec.dtype``)
     ``z`` holds the input rows and the features are computed here (:func:`_fused_fold`).
     """
     layout, n_folds = spec.layout, spec.n_folds
@@ -220,12 +219,13 @@ class FeatureGroups(NamedTuple):
 
 def feature_groups(Z):
     """The :class:`FeatureGroups` of a pass over ``Z``: one per gamma of a grid, else one."""
-    grid = grid_source(Z)
+    source = feature_source(Z)
+    grid = None if source is None else source.grid
     if grid is None:
         features, rows = fused_rows(Z)
         return FeatureGroups(rows, ((features, False),), np.dtype(Z.dtype))
     blocks = tuple((block, grid.sparse) for block in grid.blocks)
-    return FeatureGroups(even_rows(grid.rows), blocks, np.dtype(Z.dtype), np.asarray(grid.gammas),
+    return FeatureGroups(even_rows(source.rows), blocks, np.dtype(Z.dtype), np.asarray(grid.gammas),
                          tuple(grid.labels), grid.select)
 
 
@@ -280,7 +280,7 @@ def expand_sizes(groups, stats, source):
 
     ``groups``/``stats``: the Gram pass's :class:`rfstream.solvers.ridge.gram.FeatureGroups`
     and partials at the largest size; ``source``: the map's
-    :class:`rfstream.features.components.SizesSource`.  The new groups' ``select(i)``
+    :class:`rfstream.features.source.PrefixSizes`.  The new groups' ``select(i)``
     fixes the gamma (with a grid) and the size of candidate group ``i``.
     """
     n_sizes = len(source.sizes)

@@ -16,7 +16,7 @@ import scipy.linalg
 import scipy.sparse as sp
 
 from ...cluster import compute
-from ...features.fused import feature_source
+from ...features.source import fused_rows
 from ..weights import row_weights
 
 #: Default rank r of the preconditioner (at most D), and the rows sampled per unit of
@@ -36,10 +36,9 @@ def sampled_features(Z, y, sample_weight, idx):
     """``(features, labels, weights)`` of the rows ``idx`` of ``Z`` (dense m x D, in the
     features' own float32 or float64; float64 for any other dtype), in one computation; for
     ``Z = map.transform(X)`` only the m input rows are read and their features made here."""
-    source = feature_source(Z)
-    rows = source.rows if source is not None else Z
+    block, rows = fused_rows(Z, even=False)
     x, labels, weights = compute(*(None if a is None else a[idx] for a in (rows, y, sample_weight)))
-    z = source.block(np.asarray(x)) if source is not None else x
+    z = block(np.asarray(x)) if block is not None else x
     z = z.toarray() if sp.issparse(z) else np.asarray(z)
     return (z if z.dtype in (np.float32, np.float64) else z.astype(np.float64)), labels, weights
 

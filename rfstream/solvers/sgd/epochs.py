@@ -16,7 +16,8 @@ import numpy as np
 import scipy.sparse as sp
 
 from ...cluster import compute
-from ...features.fused import FUSED_SUB_BLOCK, fused_rows, make_features
+from ...features.fused import FUSED_SUB_BLOCK, make_features
+from ...features.source import fused_rows
 from ...random import STREAM_SGD_HOLDOUT, STREAM_SGD_ORDER, row_uniform
 from ...reductions import NUMPY_BLOCK, Layout
 from ..passes import RowSpec, row_sum

@@ -22,7 +22,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from ..._validation import check_X_y
 from ...cluster import compute
-from ...features.grid import grid_source
+from ...features.source import feature_source
 from ...random import STREAM_SGD_CHUNKS, check_seed
 from ..linear import LinearClassifierMixin, LinearPredictMixin, classifier_state, regressor_state
 from ..passes import fused_row_sum
@@ -312,7 +312,7 @@ class _BaseStreamingSGD(LinearPredictMixin, BaseEstimator):
         (array or DataFrame, converted lazily) with ``y`` and ``sample_weight`` aligned to
         its row chunks (:func:`rfstream.solvers.weights.check_sample_weight`).  The stacked
         features of a map fitted with a gamma grid are refused: ridge searches a grid."""
-        if grid_source(X) is not None:
+        if getattr(feature_source(X), "grid", None) is not None:
             raise ValueError(f"{type(self).__name__} takes the features of one gamma; the map was fitted "
                              "with a gamma grid, which the ridge solver searches (StreamingRidge, "
                              "StreamingRidgeClassifier; solver='ridge'). Give the map one gamma.")
