@@ -55,8 +55,7 @@ from dataclasses import dataclass
 import dask
 from dask.base import named_schedulers
 
-# EMBEDDED_CONFIG and WORKER_MALLOC: named rfstream.cluster's in the docs too
-from .embedded import EMBEDDED_CONFIG, WORKER_MALLOC, local_cluster  # noqa: F401
+from .embedded import local_cluster
 
 LOCAL_SCHEDULERS = ("threads", "synchronous", "processes")
 PROGRESS_MODES = ("auto", "always", "never")

@@ -29,7 +29,6 @@ import dask.array as da
 import numpy as np
 
 from ..cluster import compute
-from ..preprocess import train_test_split
 from ..random import check_seed
 from ..reductions import sum_rows
 from .dataset import ChunkWriter, _y_dtype, open_dataset
@@ -98,6 +97,8 @@ class DatasetSplit:
     def parts(self):
         """``(train arrays, test arrays)``, each ``{"X": ..., "y": ..., extra arrays}`` (lazy);
         with ``stratify``, the passes over the labels run here."""
+        from ..preprocess import train_test_split  # scikit-learn: not imported with rfstream.io
+
         names = ["X"] + (["y"] if self.y is not None else []) + list(self.extras)
         arrays = [self.X] + ([self.y] if self.y is not None else []) + list(self.extras.values())
         split = train_test_split(*arrays, test_size=self.test_size, random_state=self.seed,
