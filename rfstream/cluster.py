@@ -231,7 +231,9 @@ def compute(*collections):
         if client is not None:
             for hook in CLIENT_HOOKS:
                 hook(client)
-            with warnings.catch_warnings():  # a pass's large arguments are sent once (reductions.shared)
+            with warnings.catch_warnings():
+                # a pass's large arguments (a D x D factor, a map's weights) are one key of its
+                # graph (rfstream.reductions.shared), sent once: what the warning advises
                 warnings.filterwarnings("ignore", message="Sending large graph of size")
                 futures = client.compute(lazy)
             if style == "bar":
