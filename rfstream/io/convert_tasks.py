@@ -2,7 +2,7 @@
 
 Behind :func:`rfstream.io.convert` when the source is a directory or a glob of
 several files (:func:`files_plan`; CSV files in byte ranges: :func:`readers_plan`,
-:mod:`rfstream.io.csv_files`), or one uncompressed CSV file bigger than a block, read
+:class:`~rfstream.io.csv_ranges.CsvFiles`), or one uncompressed CSV file bigger than a block, read
 in byte ranges (:func:`parts_plan`, :mod:`rfstream.io.csv_ranges`).  Each
 format's *reader* (the ``reader`` of its row in
 :data:`rfstream.io.convert.FORMATS`: :class:`~rfstream.io.csv.CsvReader`,
@@ -173,7 +173,7 @@ def parts_plan(reader, loc: Location, n_parts: int, rows_per_chunk: int) -> Plan
 
 def readers_plan(reader, rows_per_chunk: int, empty: str) -> Plan:
     """Several files read in parts (``reader.units``: a :class:`Job` per part, in order;
-    :class:`~rfstream.io.csv_files.CsvFiles`): pass 1 a task per part, read again with
+    :class:`~rfstream.io.csv_ranges.CsvFiles`): pass 1 a task per part, read again with
     ``reader.again(scan)`` as long as that gives a reader (files to read whole, columns to
     read as text); pass 2 as in :func:`files_plan`."""
     reader, scan, token = _scan_parts(reader, lambda r: r.units)

@@ -30,8 +30,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from .convert_tasks import Encoding, Schema
-from .csv import ColumnScan, Encoder, FileScan, Layout, missing_filled, schema_attrs
-from .csv_layout import like_columns
+from .csv import ColumnScan, Encoder, FileScan, Layout, like_columns, missing_filled, schema_attrs
 from .ingest import (
     LabelEncoder,
     LabelScanner,
