@@ -191,7 +191,9 @@ def using_pass_store(store):
     The store belongs to the active run context (one is opened for the block when there
     is none)."""
     with ensure_run_context() as run:
-        previous, run.store, run.last_store = run.store, store, store
+        previous = run.store
+        run.store = store
+        run.last_store = store
         try:
             yield store
         finally:
@@ -225,7 +227,8 @@ def compute(*collections):
         values = iter(stored)
         results = tuple(next(values) if dask.is_dask_collection(c) else c for c in collections)
     else:
-        style, t0 = _progress_style(run), time.perf_counter()
+        style = _progress_style(run)
+        t0 = time.perf_counter()
         local = dask.config.get("scheduler", None) in LOCAL_SCHEDULERS
         client = None if local else _current_client()
         if client is not None:

@@ -156,7 +156,9 @@ def evaluate_dataset(model, meta, data, *, X=None, y=None, attrs=None, storage_o
         result = {"metric": "error_rate", "value": metrics["error_rate"], **metrics,
                   "classes": class_names(classes, meta)}
     else:
-        level, bounds, y_pred = interval_level, {}, None
+        level = interval_level
+        bounds = {}
+        y_pred = None
         if level is not None or has_posterior(model):  # predictions and bounds from one product
             level = INTERVAL_LEVEL if level is None else level
             y_pred, _, (lower, upper) = posterior_outputs(model, X, level)

@@ -149,7 +149,8 @@ def format_of(src: Location) -> InputFormat:
 
 def _files_format(files: list[Location], src: Location) -> InputFormat:
     """The one format of several files (read from the content once per suffix)."""
-    sniffed, formats = {}, []
+    sniffed = {}
+    formats = []
     for f in files:
         suffix = _suffix_of(f)
         fmt = _BY_SUFFIX.get(suffix)

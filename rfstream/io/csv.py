@@ -326,7 +326,9 @@ def count_rows(layout: Layout, rows_per_chunk: int) -> int:
 # ----------------------------------------------------------------- schema
 def schema_attrs(layout: Layout, columns) -> dict:
     names = [layout.names[j] for j in layout.features]
-    feature_names, categorical, fill_values = [], {}, {}
+    feature_names = []
+    categorical = {}
+    fill_values = {}
     for name, (kind, info) in zip(names, columns):
         if kind == "num":
             feature_names.append(name)
@@ -381,7 +383,8 @@ class Encoder:
     """Encodes one DataFrame chunk into a dense float32 block."""
 
     def __init__(self, layout: Layout, columns):
-        self.layout, self.columns = layout, columns
+        self.layout = layout
+        self.columns = columns
         widths = [1 if kind == "num" else len(info) for kind, info in columns]
         self.offsets = np.concatenate([[0], np.cumsum(widths)]).astype(int)
         self.n_features = int(self.offsets[-1])
@@ -442,8 +445,12 @@ class CsvReader:
     def __init__(self, first: Location, *, label_column, positive, task, like, like_attrs,
                  rows_per_chunk, header, sep):
         self.layout = sniff(first, sep, header, label_column)
-        self.header, self.positive, self.task, self.like = header, positive, task, like
-        self.rows_per_chunk, self.labeled = rows_per_chunk, self.layout.label_index is not None
+        self.header = header
+        self.positive = positive
+        self.task = task
+        self.like = like
+        self.rows_per_chunk = rows_per_chunk
+        self.labeled = self.layout.label_index is not None
         if like_attrs is not None:  # checked here, before any task runs
             self.like_columns = columns_from_attrs(like_attrs, self.layout, like)
             self.like_labels = like_label_schema(like_attrs, like, task, positive, self.labeled)

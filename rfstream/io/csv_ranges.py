@@ -250,7 +250,8 @@ class CsvRanges:
         """``whole``: the reader of the first of several files, whose rules this one follows
         (:class:`CsvFiles`); ``one_range``: as for :func:`ranges`."""
         self.whole = whole if whole is not None else CsvReader(src, **options)
-        self.like, self.rows_per_chunk = self.whole.like, self.whole.rows_per_chunk
+        self.like = self.whole.like
+        self.rows_per_chunk = self.whole.rows_per_chunk
         self.file = self.whole.file_layout(src)
         self.offsets, self.data_start = ranges(src, self.file, block_size, one_range)
 
@@ -337,9 +338,11 @@ class CsvRanges:
         """Pass 2 over one range: parsed by Arrow where pass 1's rules allow and its numbers
         are pandas' (:data:`ARROW_NUMBERS`), with the numeric columns parsed as float64 and
         the frames cut at the output's chunks; by pandas otherwise, or where Arrow refuses."""
-        (spec, starts, outputs), layout = schema.spec, self.layout(part)
+        spec, starts, outputs = schema.spec
+        layout = self.layout(part)
         data = self.read(loc, part)
-        frames, rows = None, self.arrow_rows(part, data)
+        frames = None
+        rows = self.arrow_rows(part, data)
         if ARROW_NUMBERS and rows is not None:
             numeric = {j for j, (kind, _) in zip(layout.features, spec[0]) if kind == "num"}
             try:
@@ -385,8 +388,11 @@ class CsvFiles:
 
     def __init__(self, files: list[Location], block_size: int | None, **options):
         self.whole = CsvReader(files[0], **options)
-        self.like, self.rows_per_chunk = self.whole.like, self.whole.rows_per_chunk
-        self.files, self.block_size, self.numbers_first = files, block_size, True
+        self.like = self.whole.like
+        self.rows_per_chunk = self.whole.rows_per_chunk
+        self.files = files
+        self.block_size = block_size
+        self.numbers_first = True
         self.cut = {}          # path -> CsvRanges of a file of several ranges
         self.streams = set()   # paths of the files read whole, by pandas
         for f in files:
@@ -448,7 +454,8 @@ class CsvFiles:
         """The files' schema (the first file's reader decides it); with each range's first
         row in its file and in the output (``spec = (csv spec, {path: (starts, outputs)})``)."""
         schema = self.whole.decide(scan)
-        rows, read = {}, {}  # read: the rows of a file's parts so far
+        rows = {}
+        read = {}  # the rows of a file's parts so far
         for unit, out, (n,) in zip(self.units, first_rows(scan.rows), scan.rows):
             path = unit.loc.path
             starts, outputs = rows.setdefault(path, ([], []))

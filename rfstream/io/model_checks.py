@@ -184,7 +184,10 @@ class FittedView:
     arrays as their manifest entry (shape, dtype)."""
 
     def __init__(self, fitted: dict, params: dict, manifest: dict, where: str):
-        self.fitted, self.params, self.manifest, self.where = fitted, params, manifest, where
+        self.fitted = fitted
+        self.params = params
+        self.manifest = manifest
+        self.where = where
         self.finite = []  # (name, lowest allowed value or None), checked once read
 
     def fail(self, text):
@@ -265,7 +268,9 @@ def _posterior(v, d, targets):
 
 
 def _fourier(v):
-    d, n, cos = v.int("n_features_in_"), v.int("n_components", param=True), v.params.get("variant") == "cos"
+    d = v.int("n_features_in_")
+    n = v.int("n_components", param=True)
+    cos = v.params.get("variant") == "cos"
     m = n if cos else n // 2  # "cossin": a cosine and a sine per frequency
     v.array("random_weights_", (d, m))
     v.array("random_offset_", (m,), optional=not cos)

@@ -144,7 +144,10 @@ class ParquetReader:
         with open_parquet(first) as pf:
             schema = pf.schema_arrow
         names = list(schema.names)
-        self.first, self.positive, self.task, self.like = first, positive, task, like
+        self.first = first
+        self.positive = positive
+        self.task = task
+        self.like = like
         self.rows_per_chunk = rows_per_chunk
         self.label = _label_name(label_column, names, first)
         if like_attrs is not None:

@@ -61,8 +61,12 @@ class DatasetSplit:
         if isinstance(test_size, bool) or not isinstance(test_size, Real) or not 0 < test_size < 1:
             raise ValueError(f"test_size (CLI: --test-size) must be a fraction in (0, 1), e.g. 0.25; "
                              f"got {test_size!r}.")
-        self.seed, self.test_size, self.stratify = check_seed(random_state), float(test_size), bool(stratify)
-        self.data, self.overwrite, self.storage_options = data, overwrite, storage_options
+        self.seed = check_seed(random_state)
+        self.test_size = float(test_size)
+        self.stratify = bool(stratify)
+        self.data = data
+        self.overwrite = overwrite
+        self.storage_options = storage_options
         source, self.train, self.test = (as_location(p, storage_options) for p in (data, train, test))
         if _same(self.train, self.test):
             raise ValueError(f"TRAIN and TEST are the same location ({self.train}); give two different ones.")
@@ -79,7 +83,8 @@ class DatasetSplit:
                              "leave it out.")
         for out in (self.train, self.test):
             check_destination(out, overwrite, "zarr.json")
-        self.extras, self.dropped = {}, {}
+        self.extras = {}
+        self.dropped = {}
         for name in opened.names():
             if name in (x_array, y_array):
                 continue
@@ -128,7 +133,10 @@ class DatasetSplit:
         classes = self.attrs.get("classes")
         counted = self.y is not None and self.task == "classification" and classes is not None \
             and np.dtype(self.y.dtype).kind in "iu"
-        rpc, writes, counts, writers = self.rows_per_chunk, [], [], []
+        rpc = self.rows_per_chunk
+        writes = []
+        counts = []
+        writers = []
         with contextlib.ExitStack() as stack:
             for part in (train, test):
                 tmp = stack.enter_context(staging(self.train if part is train else self.test, self.overwrite))
