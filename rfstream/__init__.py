@@ -40,33 +40,7 @@ _PUBLIC = {
     "KernelPCA": "solvers.kpca",
 }
 
-__all__ = [
-    "__version__",
-    "TEFM",
-    "AdditiveChi2Sampler",
-    "KernelPCA",
-    "ArcCosineFeatures",
-    "CirculantFeatures",
-    "CompactNonlinearMap",
-    "EERFFeatures",
-    "FourierBinningFeatures",
-    "LKRFFeatures",
-    "NystroemFeatures",
-    "PolynomialCountSketch",
-    "RandomBinningFeatures",
-    "RandomFourierFeatures",
-    "SESFeatures",
-    "SkewedChi2Sampler",
-    "Standardizer",
-    "StreamingRidge",
-    "StreamingRidgeClassifier",
-    "StreamingSGDClassifier",
-    "StreamingSGDRegressor",
-    "encode_labels",
-    "load_model",
-    "save_model",
-    "train_test_split",
-]
+__all__ = ["__version__", *_PUBLIC]
 
 
 def __getattr__(name):

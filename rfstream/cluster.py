@@ -55,8 +55,7 @@ from dataclasses import dataclass
 import dask
 from dask.base import named_schedulers
 
-# EMBEDDED_CONFIG and WORKER_MALLOC: named rfstream.cluster's in the docs too
-from .embedded import EMBEDDED_CONFIG, WORKER_MALLOC, local_cluster  # noqa: F401
+from .embedded import local_cluster
 from .options import PROGRESS_MODES
 
 LOCAL_SCHEDULERS = ("threads", "synchronous", "processes")
@@ -192,7 +191,9 @@ def using_pass_store(store):
     The store belongs to the active run context (one is opened for the block when there
     is none)."""
     with ensure_run_context() as run:
-        previous, run.store, run.last_store = run.store, store, store
+        previous = run.store
+        run.store = store
+        run.last_store = store
         try:
             yield store
         finally:
@@ -226,13 +227,16 @@ def compute(*collections):
         values = iter(stored)
         results = tuple(next(values) if dask.is_dask_collection(c) else c for c in collections)
     else:
-        style, t0 = _progress_style(run), time.perf_counter()
+        style = _progress_style(run)
+        t0 = time.perf_counter()
         local = dask.config.get("scheduler", None) in LOCAL_SCHEDULERS
         client = None if local else _current_client()
         if client is not None:
             for hook in CLIENT_HOOKS:
                 hook(client)
-            with warnings.catch_warnings():  # a pass's large arguments are sent once (reductions.shared)
+            with warnings.catch_warnings():
+                # a pass's large arguments (a D x D factor, a map's weights) are one key of its
+                # graph (rfstream.reductions.shared), sent once: what the warning advises
                 warnings.filterwarnings("ignore", message="Sending large graph of size")
                 futures = client.compute(lazy)
             if style == "bar":

@@ -93,9 +93,17 @@ class FitJob:
             X, y, attrs = open_data(data, storage_options=storage_options, x_array=x_array,
                                     y_array=None if self.transformer else y_array, task=task)
         attrs = dict(attrs or {})
-        self.data, self.X, self.y, self.attrs, self.out = data, X, y, attrs, out
-        self.overwrite, self.storage_options, self.report = overwrite, storage_options, report
-        self.checkpoint, self.restart, self.sample_weight = checkpoint, restart, sample_weight
+        self.data = data
+        self.X = X
+        self.y = y
+        self.attrs = attrs
+        self.out = out
+        self.overwrite = overwrite
+        self.storage_options = storage_options
+        self.report = report
+        self.checkpoint = checkpoint
+        self.restart = restart
+        self.sample_weight = sample_weight
         task = attrs.get("task")
         if not self.transformer and (y is None or task not in TASKS):
             raise ValueError(f"{data} has no labels (task={task!r}); fit needs a labelled dataset (name the "
@@ -112,7 +120,8 @@ class FitJob:
         weights = sample_weight
         if isinstance(sample_weight, str):
             weights = open_weights(data, sample_weight, X, storage_options=storage_options)
-        self.holdout, self.held_out = self._check_holdout(holdout, params.get("random_state")), None
+        self.holdout = self._check_holdout(holdout, params.get("random_state"))
+        self.held_out = None
         if self.holdout is not None:
             self.X, self.y, weights = self._hold_out(X, y, weights)
         self.fit_params = {} if weights is None else {"solver__sample_weight": weights}
@@ -121,7 +130,8 @@ class FitJob:
         if report and not selection.have_matplotlib():
             raise ValueError("report=True draws the CV heat map with matplotlib, which is not installed; "
                              "pip install 'rfstream[plot]', or leave report out.")
-        self.meta, self.stored = {}, None
+        self.meta = {}
+        self.stored = None
 
     def _check_rows(self, data, X, attrs):
         """Refuse before any pass what the dataset's metadata already says will fail: fewer

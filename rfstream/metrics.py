@@ -152,7 +152,8 @@ def classification_metrics(y_true, y_pred, classes, *, scores=None, proba=None) 
         For ``scores`` with other than two classes.
     """
     classes = np.asarray(classes)
-    k, binary = len(classes), scores is not None
+    k = len(classes)
+    binary = scores is not None
     if binary and k != 2:
         raise ValueError(f"scores give an AUC for two classes only; got {k} classes.")
     shapes = {"n": (), "confusion": (k + 1, k)}

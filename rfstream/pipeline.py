@@ -21,35 +21,19 @@ import numpy as np
 from sklearn.base import is_classifier
 
 from . import io
-from .catalog import (
-    FEATURES,
-    FIT_DEFAULTS,
-    SOLVERS,
-    TASKS,
-    NotApplicable,
-    check_model,
-    feature_map_class,
-    make_model,
-    route,
-    solver_class,
-)
+from .catalog import TASKS, check_model, make_model  # make_model, check_model: public here too (README)
 from .cluster import ensure_run_context
-from .jobs import FitJob, dataset_metadata, open_data, open_weights
 from .io.location import redact_url
 from .io.model_files import load_model_document
+from .jobs import FitJob, open_data
 from .metrics import classification_metrics, regression_metrics
 
-__all__ = ["FEATURES", "FIT_DEFAULTS", "INTERVAL_LEVEL", "SOLVERS", "TASKS", "NotApplicable",
-           "check_model", "class_names", "data_bytes", "dataset_metadata", "evaluate_dataset",
-           "feature_map_class", "fit_dataset", "has_posterior", "load_fitted", "make_model", "model_task", "open_data",
-           "open_weights", "posterior_outputs", "predict_dataset", "prediction_interval", "predictive_std", "route",
-           "route_params", "score_holdout", "solver_class", "transform_dataset"]
+__all__ = ["INTERVAL_LEVEL", "check_model", "class_names", "data_bytes", "evaluate_dataset", "fit_dataset",
+           "has_posterior", "load_fitted", "make_model", "model_task", "posterior_outputs", "predict_dataset",
+           "prediction_interval", "predictive_std", "score_holdout", "transform_dataset"]
 
 #: the level of the prediction intervals that evaluate_dataset scores by default
 INTERVAL_LEVEL = 0.9
-
-#: the router's former name
-route_params = route
 
 
 def data_bytes(data, *, storage_options=None, x_array="X"):
@@ -172,7 +156,9 @@ def evaluate_dataset(model, meta, data, *, X=None, y=None, attrs=None, storage_o
         result = {"metric": "error_rate", "value": metrics["error_rate"], **metrics,
                   "classes": class_names(classes, meta)}
     else:
-        level, bounds, y_pred = interval_level, {}, None
+        level = interval_level
+        bounds = {}
+        y_pred = None
         if level is not None or has_posterior(model):  # predictions and bounds from one product
             level = INTERVAL_LEVEL if level is None else level
             y_pred, _, (lower, upper) = posterior_outputs(model, X, level)

@@ -1,9 +1,9 @@
 """The contract every feature map and solver keeps (DESIGN.md, "Contracts"), written once.
 
 As scipy's shared QMC tests give every engine the same invariant tests, each test
-here runs over every map of :data:`rfstream.pipeline.FEATURES` (the partials
+here runs over every map of :data:`rfstream.catalog.FEATURES` (the partials
 ``tefm-g``/``tefm-s`` included), the maps outside the registry (Fastfood, compact
-maps) and every solver of :data:`rfstream.pipeline.SOLVERS` for both tasks:
+maps) and every solver of :data:`rfstream.catalog.SOLVERS` for both tasks:
 
 * numpy in -> numpy out; dask in -> lazy dask out with the input's row chunks,
   explicit meta and a deterministic graph name; fitting on dask equals fitting on
@@ -78,8 +78,8 @@ from sklearn.utils.estimator_checks import (
 
 import rfstream
 from rfstream import Standardizer, load_model, save_model
+from rfstream.catalog import FEATURES
 from rfstream.cluster import connect
-from rfstream.pipeline import FEATURES
 from rfstream.solvers.kpca import KernelPCA
 
 

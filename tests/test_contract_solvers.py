@@ -1,4 +1,4 @@
-"""The contract of every solver of :data:`rfstream.pipeline.SOLVERS`, for both tasks, and of
+"""The contract of every solver of :data:`rfstream.catalog.SOLVERS`, for both tasks, and of
 kernel PCA: the solvers' half of the contract suite (tests/test_contract.py holds the
 feature maps' half and explains the contract and its tolerances; the cases are in
 tests/helpers/contract_cases.py)."""
@@ -34,8 +34,8 @@ from sklearn.exceptions import NotFittedError
 from sklearn.utils.estimator_checks import check_estimator
 
 from rfstream import load_model, save_model
+from rfstream.catalog import SOLVERS, TASKS
 from rfstream.cluster import connect
-from rfstream.pipeline import SOLVERS, TASKS
 from rfstream.solvers.kpca import KernelPCA
 
 

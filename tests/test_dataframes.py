@@ -1,7 +1,7 @@
 """DataFrames in, lazily: pandas and dask DataFrames for X, pandas and dask Series for y.
 
-Every map of :data:`rfstream.pipeline.FEATURES`, every solver of
-:data:`rfstream.pipeline.SOLVERS`, the Standardizer and the whole Pipeline take
+Every map of :data:`rfstream.catalog.FEATURES`, every solver of
+:data:`rfstream.catalog.SOLVERS`, the Standardizer and the whole Pipeline take
 
 * a pandas DataFrame (``feature_names_in_`` from its columns, scikit-learn's
   warnings and errors for other names later), the same fit as on its values;
@@ -36,7 +36,7 @@ from helpers.contract_data import contract_data
 from dask.callbacks import Callback
 
 from rfstream import Standardizer
-from rfstream.pipeline import FEATURES, make_model
+from rfstream.catalog import FEATURES, make_model
 
 MAPS = sorted(FEATURES)
 COLUMNS = [f"x{i}" for i in range(D)]

@@ -13,7 +13,6 @@ import importlib
 import io
 import pkgutil
 import re
-import warnings
 
 import pytest
 
@@ -59,9 +58,7 @@ def package_module_names() -> list:
 
 def doctests_of(name: str) -> list:
     """The doctests with examples found in module ``name``'s own docstrings."""
-    with warnings.catch_warnings():  # rfstream.models: a deprecated alias warns on import
-        warnings.simplefilter("ignore", DeprecationWarning)
-        module = importlib.import_module(name)
+    module = importlib.import_module(name)
     finder = doctest.DocTestFinder(exclude_empty=True)
     return [t for t in finder.find(module, name) if t.examples]
 

@@ -118,7 +118,8 @@ def one_run(config, parts, whole, dst, block_size):
     import dask
     import distributed
 
-    from rfstream.cluster import EMBEDDED_CONFIG, connect
+    from rfstream.cluster import connect
+    from rfstream.embedded import EMBEDDED_CONFIG
     from rfstream.io import convert, open_dataset
 
     client, source, options, cluster = contextlib.nullcontext(), parts, {}, None

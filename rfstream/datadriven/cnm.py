@@ -227,11 +227,20 @@ class CompactNonlinearMap(ClassifierMixin, FeatureMap):
                  theta_schedule="constant", theta_t0=100.0, early_stopping=True,
                  validation_fraction=0.1, n_iter_no_change=30, average=True, random_state=None,
                  dtype="float32"):
-        self.n_components, self.objective, self.structure = n_components, objective, structure
-        self.kernel, self.gamma, self.alpha = kernel, gamma, alpha
-        self.multiclass, self.max_iter = multiclass, max_iter
-        self.n_steps_w, self.n_steps_theta, self.batch_size = n_steps_w, n_steps_theta, batch_size
-        self.theta_step, self.theta_schedule, self.theta_t0 = theta_step, theta_schedule, theta_t0
+        self.n_components = n_components
+        self.objective = objective
+        self.structure = structure
+        self.kernel = kernel
+        self.gamma = gamma
+        self.alpha = alpha
+        self.multiclass = multiclass
+        self.max_iter = max_iter
+        self.n_steps_w = n_steps_w
+        self.n_steps_theta = n_steps_theta
+        self.batch_size = batch_size
+        self.theta_step = theta_step
+        self.theta_schedule = theta_schedule
+        self.theta_t0 = theta_t0
         self.early_stopping = early_stopping
         self.validation_fraction = validation_fraction
         self.n_iter_no_change = n_iter_no_change
@@ -290,7 +299,9 @@ class CompactNonlinearMap(ClassifierMixin, FeatureMap):
         val = gather_rows(X, y, holdout) if n_val else None
         state = Iterate(self._params(), self)
         best = (-np.inf, None, 0)
-        self.validation_path_, no_change, it = [], 0, 0
+        self.validation_path_ = []
+        no_change = 0
+        it = 0
         for it in range(self.max_iter + 1):
             draw = np.random.default_rng([seed, STREAM_CNM_BATCHES, it])
             n_steps = (self.n_steps_w if classify else 0) + (
@@ -307,7 +318,8 @@ class CompactNonlinearMap(ClassifierMixin, FeatureMap):
                 score = state.score(*val, self)
                 self.validation_path_.append(score)
                 if score > best[0]:
-                    best, no_change = (score, state.copy(), it), 0
+                    best = (score, state.copy(), it)
+                    no_change = 0
                 else:
                     no_change += 1
             if it == self.max_iter or (val is not None and no_change >= self.n_iter_no_change):
@@ -321,7 +333,9 @@ class CompactNonlinearMap(ClassifierMixin, FeatureMap):
         self.n_iter_ = it
         self._set_params_(state.params)
         if classify:
-            self.coef_, self.intercept_, self.t_ = state.w.copy(), state.b.copy(), state.t
+            self.coef_ = state.w.copy()
+            self.intercept_ = state.b.copy()
+            self.t_ = state.t
         else:  # a refit with objective="kernel" keeps no classifier from an earlier fit
             for name in ("coef_", "intercept_", "t_", "classes_"):
                 self.__dict__.pop(name, None)

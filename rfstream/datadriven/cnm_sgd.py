@@ -133,15 +133,20 @@ class Iterate:
         self.k = est.n_components
         self.alpha = float(est.alpha)
         self.step = float(est.theta_step if est.theta_step is not None else DEFAULT_STEP[est.objective])
-        self.schedule, self.t0, self.t_theta = est.theta_schedule, float(est.theta_t0), 0
+        self.schedule = est.theta_schedule
+        self.t0 = float(est.theta_t0)
+        self.t_theta = 0
         self.steps = []  # the step of every Theta-step taken, in order
-        self.kernel, self.gamma = est.kernel, est.gamma_
+        self.kernel = est.kernel
+        self.gamma = est.gamma_
         K = 0
         if est.objective == "classification":
             K = 1 if est.classes_.size == 2 else est.classes_.size
         # two classes: the binary hinge of the paper whatever ``multiclass`` says
         self.multiclass = est.multiclass if K > 1 else "ovr"
-        self.coef, self.intercept, self.t = np.zeros((K, self.k)), np.zeros(K), 0
+        self.coef = np.zeros((K, self.k))
+        self.intercept = np.zeros(K)
+        self.t = 0
         self.w, self.b = self.coef, self.intercept
         self.average = est.average
         self._val_kernel = None

@@ -14,7 +14,8 @@ import numpy as np
 
 from ..random import STREAM_SYNTHETIC, VIRTUAL_BLOCK
 
-N_NUMERIC, N_RATES = 38, 8
+N_NUMERIC = 38
+N_RATES = 8
 CATEGORIES = {"protocol": 3, "service": 66, "flag": 11}
 N_FEATURES = N_NUMERIC + sum(CATEGORIES.values())
 
@@ -26,7 +27,8 @@ def _virtual_block(seed, b):
     counts = N_NUMERIC - N_RATES
     x[:, :counts] = rng.lognormal(1.0, 2.0, size=(n, counts)) * (rng.random((n, counts)) < 0.3)
     x[:, counts:N_NUMERIC] = rng.random((n, N_RATES)) * (rng.random((n, N_RATES)) < 0.5)
-    start, codes = N_NUMERIC, []
+    start = N_NUMERIC
+    codes = []
     for size in CATEGORIES.values():
         code = np.minimum(rng.geometric(min(1.0, 4.0 / size), size=n) - 1, size - 1)  # a few common values
         x[np.arange(n), start + code] = 1.0

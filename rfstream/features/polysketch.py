@@ -153,7 +153,8 @@ class PolynomialCountSketch(FeatureMap):
 
     def _augmented(self, x):
         """``[sqrt(gamma) x, sqrt(coef0)]`` in float64 (sparse stays sparse, CSR)."""
-        scale, n = math.sqrt(self.gamma_), x.shape[0]
+        scale = math.sqrt(self.gamma_)
+        n = x.shape[0]
         if sp.issparse(x):
             xs = sp.csr_matrix(x, dtype=np.float64) * scale
             if self.coef0 != 0:

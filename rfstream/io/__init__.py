@@ -23,51 +23,13 @@ This layer knows no estimator class: it imports only the core numerics.
 """
 from __future__ import annotations
 
-import importlib
-import sys
-import types
-
-#: each public name and the module it is imported from, on first use (PEP 562): a command
-#: that reads a dataset's metadata or a model file imports no source reader, and none of
-#: scikit-learn (model files) until it needs it
-_PUBLIC = {
-    "convert": "convert", "source_files": "convert",
-    "dataset_info": "dataset", "iter_row_chunks": "dataset", "onehot_columns": "dataset",
-    "open_dataset": "dataset", "write_dataset": "dataset",
-    "Location": "location", "StorageError": "location", "as_location": "location",
-    "load_model": "model_files", "model_root": "model_files", "read_model_json": "model_files",
-    "save_model": "model_files",
-    "read_predictions": "predictions", "write_predictions": "predictions",
-    "DatasetSplit": "split", "split_dataset": "split",
-}
+from .convert import convert, source_files
+from .dataset import dataset_info, iter_row_chunks, onehot_columns, open_dataset, write_dataset
+from .location import Location, StorageError, as_location
+from .model_files import load_model, model_root, read_model_json, save_model
+from .predictions import read_predictions, write_predictions
+from .split import DatasetSplit, split_dataset
 
 __all__ = ["DatasetSplit", "Location", "StorageError", "as_location", "convert", "dataset_info", "iter_row_chunks",
            "load_model", "model_root", "onehot_columns", "open_dataset", "read_model_json", "read_predictions",
            "save_model", "source_files", "split_dataset", "write_dataset", "write_predictions"]
-
-
-def __getattr__(name):
-    """A public name, imported from its module once, then an attribute."""
-    if name not in _PUBLIC:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f".{_PUBLIC[name]}", __name__), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__():
-    return sorted(set(globals()) | set(__all__))
-
-
-class _Facade(types.ModuleType):
-    """``rfstream.io`` itself: importing a submodule sets it as an attribute of its package,
-    which would hide the public function of the same name (``rfstream.io.convert``, the
-    function, vs the module ``rfstream.io.convert``); a public name stays the function."""
-
-    def __setattr__(self, name, value):
-        if name in _PUBLIC and isinstance(value, types.ModuleType):
-            return  # the submodule stays in sys.modules; the name is loaded from it on first use
-        super().__setattr__(name, value)
-
-
-sys.modules[__name__].__class__ = _Facade

@@ -323,7 +323,8 @@ def resumable(location, fingerprint="", *, restart=False, description="", storag
     where = as_location(location, storage_options)
     lock = JobLock(where).acquire()
     made = lock.made_directory
-    checkpoint, failure = None, None
+    checkpoint = None
+    failure = None
     try:
         checkpoint = Checkpoint(where, fingerprint, restart=restart, made_directory=made)
         checkpoint.description = description

@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from . import csv, csv_files, csv_ranges, libsvm, npy, parquet
+from . import csv, csv_ranges, libsvm, npy, parquet
 from .convert_tasks import files_plan, reader_plan
 from .dataset import (
     SCHEMA_VERSION,
@@ -85,7 +85,7 @@ class InputFormat:
     ``ranges``, when given, reads one big file in byte ranges as Dask tasks:
     ``ranges(src, options, block_size) -> Plan``, or None for one stream (CSV:
     :func:`~rfstream.io.csv_ranges.plan`); ``several``, several files in byte ranges:
-    ``several(files, options, block_size) -> Plan`` (CSV: :func:`~rfstream.io.csv_files.plan`).
+    ``several(files, options, block_size) -> Plan`` (CSV: :func:`~rfstream.io.csv_ranges.several_plan`).
     ``title`` names the format in messages.
     """
 
@@ -121,7 +121,7 @@ FORMATS = (
     InputFormat("npy", "NumPy .npy", (".npy",), planner=npy.plan),
     InputFormat("npz", "NumPy .npz", (".npz",), planner=npy.plan),
     InputFormat("csv", "CSV", (), _any_content, reader=csv.CsvReader, ranges=csv_ranges.plan,
-                several=csv_files.plan),
+                several=csv_ranges.several_plan),
 )
 """Every input format, in the order their content is sniffed (cheap magic bytes first)."""
 
@@ -149,7 +149,8 @@ def format_of(src: Location) -> InputFormat:
 
 def _files_format(files: list[Location], src: Location) -> InputFormat:
     """The one format of several files (read from the content once per suffix)."""
-    sniffed, formats = {}, []
+    sniffed = {}
+    formats = []
     for f in files:
         suffix = _suffix_of(f)
         fmt = _BY_SUFFIX.get(suffix)
@@ -207,7 +208,7 @@ def convert(src, dst, *, label_column="last", positive_class=None, rows_per_chun
     newlines as ``dask.dataframe.read_csv`` cuts (:mod:`rfstream.io.csv_ranges`); the dataset is
     the one stream's, bit for bit.  A file whose quoted fields hold line breaks where
     it is cut is read as one stream.  Several uncompressed CSV files are read in byte
-    ranges the same way, each file's own (:mod:`rfstream.io.csv_files`).
+    ranges the same way, each file's own.
 
     CSV: lines at the top that start with ``#`` or ``|`` and blank lines are skipped;
     ``?`` and pandas' usual markers (empty, ``NA``, ``nan`` ...) mean missing.  A column

@@ -2,7 +2,7 @@
 
 Behind :func:`rfstream.io.convert` when the source is a directory or a glob of
 several files (:func:`files_plan`; CSV files in byte ranges: :func:`readers_plan`,
-:mod:`rfstream.io.csv_files`), or one uncompressed CSV file bigger than a block, read
+:class:`~rfstream.io.csv_ranges.CsvFiles`), or one uncompressed CSV file bigger than a block, read
 in byte ranges (:func:`parts_plan`, :mod:`rfstream.io.csv_ranges`).  Each
 format's *reader* (the ``reader`` of its row in
 :data:`rfstream.io.convert.FORMATS`: :class:`~rfstream.io.csv.CsvReader`,
@@ -129,7 +129,11 @@ class Job:
 
     def __init__(self, loc: Location, part: int = 0, start: int = 0, stop: int = 0,
                  shared: frozenset = frozenset()):
-        self.loc, self.part, self.start, self.stop, self.shared = loc, part, start, stop, shared
+        self.loc = loc
+        self.part = part
+        self.start = start
+        self.stop = stop
+        self.shared = shared
 
     def __str__(self) -> str:
         return f"{self.loc}" + (f" (part {self.part})" if self.part else "")
@@ -141,7 +145,8 @@ class Target:
     __slots__ = ("X", "y")
 
     def __init__(self, X, y):
-        self.X, self.y = X, y
+        self.X = X
+        self.y = y
 
 
 def files_plan(reader, files: list[Location], rows_per_chunk: int) -> Plan:
@@ -173,7 +178,7 @@ def parts_plan(reader, loc: Location, n_parts: int, rows_per_chunk: int) -> Plan
 
 def readers_plan(reader, rows_per_chunk: int, empty: str) -> Plan:
     """Several files read in parts (``reader.units``: a :class:`Job` per part, in order;
-    :class:`~rfstream.io.csv_files.CsvFiles`): pass 1 a task per part, read again with
+    :class:`~rfstream.io.csv_ranges.CsvFiles`): pass 1 a task per part, read again with
     ``reader.again(scan)`` as long as that gives a reader (files to read whole, columns to
     read as text); pass 2 as in :func:`files_plan`."""
     reader, scan, token = _scan_parts(reader, lambda r: r.units)
@@ -204,7 +209,8 @@ def units_plan(reader, units: list[Job], scan, rows_per_chunk: int, token: str, 
     """The :class:`Plan` of pass 2 after pass 1's ``scan``: a job per part, each unit's
     parts numbered from its own (``scan.rows`` holds the rows of each unit's parts)."""
     schema = reader.decide(scan)
-    jobs, start = [], 0
+    jobs = []
+    start = 0
     for unit, rows in zip(units, scan.rows):
         for part, n in enumerate(rows, start=unit.part):
             jobs.append(Job(unit.loc, part, start, start + n))
@@ -300,8 +306,12 @@ class RegionWriter:
     whole Zarr chunk at a time; keeps the rows of chunks shared with other parts."""
 
     def __init__(self, target: Target, job: Job, rows_per_chunk: int):
-        self.target, self.job, self.R = target, job, rows_per_chunk
-        self.pos, self.buffer, self.pieces = job.start, [], {}
+        self.target = target
+        self.job = job
+        self.R = rows_per_chunk
+        self.pos = job.start
+        self.buffer = []
+        self.pieces = {}
 
     def add(self, X: np.ndarray, y: np.ndarray | None) -> None:
         i = 0

@@ -52,7 +52,8 @@ def secret_values(options, secret=False) -> list:
 def split(options: dict, _path=()) -> tuple[dict, list]:
     """``(public, credentials)``: ``options`` without the values held under a credential's
     name, and those values as ``[(path of keys, value)]``."""
-    public, found = {}, []
+    public = {}
+    found = []
     for key, value in options.items():
         path = (*_path, key)
         if isinstance(value, dict) and not SECRET_NAME.search(str(key)):

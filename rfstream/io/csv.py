@@ -17,10 +17,15 @@ with numeric columns parsed as float64 and yields one encoded block per chunk:
 numeric columns with missing values filled by the pass-1 mean, categorical columns
 one-hot encoded (missing -> all zeros).  The Parquet reader
 (:mod:`rfstream.io.parquet`) encodes its columns with the same classes.
+
+How to read a file (separator, leading comment lines, header, label column) is its
+:class:`Layout`, from :func:`sniff`; :func:`columns_from_attrs` checks it against the
+dataset a conversion's ``like=`` names.
 """
 
 from __future__ import annotations
 
+import io
 from collections.abc import Iterator
 from contextlib import ExitStack, nullcontext
 from dataclasses import dataclass, field
@@ -31,16 +36,21 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .convert_tasks import Encoding, Schema
-from .csv_layout import NA_VALUES, Layout, columns_from_attrs, sniff
 from .ingest import (
     ExactSum,
     LabelEncoder,
     LabelScanner,
+    compression_of,
     encoding_stats,
+    first_data_lines,
     like_label_schema,
     open_text,
+    resolve_label_column,
 )
 from .location import Location
+
+NA_VALUES = ["?"]
+"""Missing-value markers on top of pandas' defaults ("", "NA", "NaN", "nan", ...)."""
 
 MAX_CATEGORIES = 1000
 """A text column with more distinct values than this is rejected (one-hot too wide)."""
@@ -49,6 +59,94 @@ MAX_CATEGORIES = 1000
 F32_MAX = float(np.finfo(np.float32).max)
 
 
+# ----------------------------------------------------------------- layout
+@dataclass
+class Layout:
+    """How to read one CSV file: separator, lines to skip, header, label position."""
+
+    path: Location
+    sep: str
+    skiprows: int
+    header: bool
+    names: list
+    label_index: int | None
+    compression: str | None
+
+    @property
+    def features(self) -> list[int]:
+        return [j for j in range(len(self.names)) if j != self.label_index]
+
+    @property
+    def label_name(self):
+        if self.label_index is None:
+            return None
+        return self.names[self.label_index] if self.header else self.label_index
+
+
+def _is_number(text) -> bool:
+    try:
+        float(str(text).strip())
+    except ValueError:
+        return False
+    return True
+
+
+#: data lines read to find the first two records (a quoted field may span lines)
+SNIFF_LINES = 64
+
+
+def _records(lines: list[str], sep: str, path) -> list[list[str]]:
+    """The first two records of ``lines`` as stripped text fields: a quoted field may hold
+    line breaks, as CSV allows, so as many lines are joined as the records take."""
+    error = None
+    for n in range(min(2, len(lines)), len(lines) + 1):
+        try:
+            rows = pd.read_csv(io.StringIO("\n".join(lines[:n])), sep=sep, header=None, dtype=str,
+                               keep_default_na=False, skipinitialspace=True, nrows=2)
+        except pd.errors.ParserError as exc:  # the window ends inside a quoted field: read on
+            error = exc
+            continue
+        if len(rows) >= min(2, len(lines)) or n == len(lines):
+            return [[str(v).strip() for v in row] for row in rows.itertuples(index=False)]
+    raise ValueError(f"{path}: cannot read as CSV: {error}. A quoted field must end within "
+                     f"{SNIFF_LINES} lines of where it starts")
+
+
+def _unique_names(names: list[str]) -> list[str]:
+    seen: dict[str, int] = {}
+    out = []
+    for name in names:
+        k = seen.get(name, 0)
+        seen[name] = k + 1
+        out.append(name if k == 0 else f"{name}.{k}")
+    return out
+
+
+def sniff(path: Location, sep="auto", header="auto", label_column="last") -> Layout:
+    """Leading comment lines, separator, header and label column of a CSV file.
+
+    Lines at the top that are blank or start with ``#`` or ``|`` are skipped.
+    ``sep="auto"``: ``","`` if the first data line has a comma, else tab, else ``";"``,
+    else runs of whitespace.  ``header="auto"``: the first line is a header when none
+    of its fields parses as a number (or is ``?``) while the second line has one that does.
+    """
+    skip, lines = first_data_lines(path, SNIFF_LINES)
+    if not lines:
+        raise ValueError(f"{path}: no data rows (the file is empty or only comments)")
+    if sep == "auto":
+        sep = next((s for s in (",", "\t", ";") if s in lines[0]), r"\s+")
+    rows = _records(lines, sep, path)
+    if header == "auto":
+        header = (len(rows) == 2 and not any(_is_number(v) or v in NA_VALUES for v in rows[0])
+                  and any(map(_is_number, rows[1])))
+    elif header not in (True, False):
+        raise ValueError(f"header={header!r} is not valid; use 'auto', True or False")
+    names = _unique_names(rows[0]) if header else [f"c{j}" for j in range(len(rows[0]))]
+    index = resolve_label_column(label_column, names, header, path)
+    return Layout(path, sep, skip, bool(header), names, index, compression_of(path))
+
+
+# ----------------------------------------------------------------- reading
 def read_chunks(layout: Layout, rows_per_chunk: int, dtype, usecols=None,
                 source=None) -> Iterator[pd.DataFrame]:
     """Stream the file in DataFrames of ``rows_per_chunk`` rows, columns named 0..n-1.
@@ -179,7 +277,7 @@ class FileScan:
     columns: dict | None        # feature index -> ColumnScan; None: rows counted only
     labels: LabelScanner | None
     stream_only: bool = False   # a byte range did not parse alone: read the file as one stream
-    refused: frozenset = frozenset()  # the paths of such files, of several (csv_files)
+    refused: frozenset = frozenset()  # the paths of such files, of several (CsvFiles)
 
     def merge(self, other: FileScan) -> FileScan:
         columns = None if self.columns is None else {
@@ -228,7 +326,9 @@ def count_rows(layout: Layout, rows_per_chunk: int) -> int:
 # ----------------------------------------------------------------- schema
 def schema_attrs(layout: Layout, columns) -> dict:
     names = [layout.names[j] for j in layout.features]
-    feature_names, categorical, fill_values = [], {}, {}
+    feature_names = []
+    categorical = {}
+    fill_values = {}
     for name, (kind, info) in zip(names, columns):
         if kind == "num":
             feature_names.append(name)
@@ -239,6 +339,35 @@ def schema_attrs(layout: Layout, columns) -> dict:
     return {"format": "csv", "header": layout.header, "columns": names,
             "feature_names": feature_names, "categorical": categorical,
             "fill_values": fill_values}
+
+
+def like_columns(attrs: dict, names) -> list:
+    """``(kind, fill value or categories)`` of the named feature columns of a dataset."""
+    cat = attrs["categorical"]
+    return [("cat", cat[n]) if n in cat else ("num", attrs["fill_values"][n]) for n in names]
+
+
+def columns_from_attrs(attrs: dict, layout: Layout, like) -> list:
+    """Feature columns of a ``like=`` dataset, checked against this file's layout."""
+    if attrs.get("format") not in ("csv", "parquet"):
+        raise ValueError(f"like={like} was not converted from CSV or Parquet "
+                         f"(format={attrs.get('format')!r})")
+    names = attrs["columns"]
+    here = [layout.names[j] for j in layout.features]
+    if len(here) != len(names):
+        raise ValueError(
+            f"{layout.path} has {len(here)} feature columns ({len(layout.names)} fields per row) "
+            f"but like={like} has {len(names)}; the files must have the same columns"
+        )
+    if layout.header and attrs.get("header") and here != names:
+        bad = next(k for k in range(len(names)) if here[k] != names[k])
+        raise ValueError(f"{layout.path}: feature column {bad} is {here[bad]!r} but like={like} "
+                         f"has {names[bad]!r}; the files must have the same columns in order")
+    like_label = attrs.get("label_index")
+    if like_label is not None and layout.label_index not in (None, like_label):
+        raise ValueError(f"{layout.path}: label column is {layout.label_index} but like={like} "
+                         f"used column {like_label}; pass label_column={like_label}")
+    return like_columns(attrs, names)
 
 
 def missing_filled(layout: Layout, scan: FileScan | None) -> dict:
@@ -254,7 +383,8 @@ class Encoder:
     """Encodes one DataFrame chunk into a dense float32 block."""
 
     def __init__(self, layout: Layout, columns):
-        self.layout, self.columns = layout, columns
+        self.layout = layout
+        self.columns = columns
         widths = [1 if kind == "num" else len(info) for kind, info in columns]
         self.offsets = np.concatenate([[0], np.cumsum(widths)]).astype(int)
         self.n_features = int(self.offsets[-1])
@@ -315,8 +445,12 @@ class CsvReader:
     def __init__(self, first: Location, *, label_column, positive, task, like, like_attrs,
                  rows_per_chunk, header, sep):
         self.layout = sniff(first, sep, header, label_column)
-        self.header, self.positive, self.task, self.like = header, positive, task, like
-        self.rows_per_chunk, self.labeled = rows_per_chunk, self.layout.label_index is not None
+        self.header = header
+        self.positive = positive
+        self.task = task
+        self.like = like
+        self.rows_per_chunk = rows_per_chunk
+        self.labeled = self.layout.label_index is not None
         if like_attrs is not None:  # checked here, before any task runs
             self.like_columns = columns_from_attrs(like_attrs, self.layout, like)
             self.like_labels = like_label_schema(like_attrs, like, task, positive, self.labeled)

@@ -1,4 +1,4 @@
-"""One large CSV file read in byte ranges by Dask tasks: the dataset of one stream, bit for bit.
+"""CSV files read in byte ranges by Dask tasks: the dataset of one stream, bit for bit.
 
 Behind :func:`rfstream.io.convert` when the source is one uncompressed CSV file bigger
 than ``block_size`` bytes (:data:`BLOCK_SIZE` by default).  The file of ``size`` bytes is
@@ -45,6 +45,13 @@ as float64: the same numbers as pandas' parser, bit for bit, from pandas 3.1 on
 (:data:`ARROW_NUMBERS`; before it, pass 2 stays with pandas), and the range's frames are
 cut at the output's chunks, so that each is written without a copy.
 
+Several files (:class:`CsvFiles`, :func:`several_plan`) are each read in their own ranges: a
+file bigger than a block is cut on the client, as one big file is; a smaller one is one range,
+whose comment lines and header its task finds.  A compressed file, one whose header the cuts
+cannot find, and one with a range that does not parse alone is read whole by one task, by
+pandas; pass 1 is read again with such a file so (:meth:`CsvFiles.again`).  The dataset is
+that of the files read one after the other, bit for bit.
+
 A compressed file (gzip, bzip2, xz) cannot be cut: it is read as one stream
 (:mod:`rfstream.io.csv`); split big data into several files to convert them in
 parallel (:mod:`rfstream.io.convert_tasks`).
@@ -64,13 +71,13 @@ import pyarrow.csv as pacsv
 from fsspec.utils import read_block
 from packaging.version import Version
 
-from .convert_tasks import Schema, parts_plan
-from .csv import ColumnScan, CsvReader, FileScan, read_chunks, scan_frames
-from .csv_layout import NA_VALUES, Layout
+from .convert_tasks import Job, Schema, parts_plan, readers_plan
+from .csv import NA_VALUES, ColumnScan, CsvReader, FileScan, Layout, read_chunks, scan_frames
 from .ingest import LabelScanner, Plan, compression_of
 from .location import Location, storage_errors
 
-__all__ = ["BLOCK_SIZE", "CsvRanges", "check_block_size", "plan", "range_offsets", "several_blocks"]
+__all__ = ["BLOCK_SIZE", "CsvFiles", "CsvRanges", "check_block_size", "plan", "range_offsets", "several_blocks",
+           "several_plan"]
 
 BLOCK_SIZE = 64 * 2**20
 """Bytes of a CSV file per task: the largest block ``dask.dataframe.read_csv`` takes by
@@ -95,7 +102,7 @@ def ranges(src: Location, layout: Layout, block_size: int | None,
     """``(range_offsets, data_start)``: the offsets of :func:`range_offsets`, and the bytes of
     the leading comment lines and header, the lines pandas skips before the first row,
     read once (None: one stream).  With ``one_range``, a file of one block is one range
-    (several files, :mod:`rfstream.io.csv_files`) rather than one stream."""
+    (several files, :class:`CsvFiles`) rather than one stream."""
     if block_size is None or layout.compression is not None:
         return [0], None
     with storage_errors(src, "cannot be read"):
@@ -241,9 +248,10 @@ class CsvRanges:
     def __init__(self, src: Location, block_size: int | None, *, whole: CsvReader | None = None,
                  one_range: bool = False, **options):
         """``whole``: the reader of the first of several files, whose rules this one follows
-        (:mod:`rfstream.io.csv_files`); ``one_range``: as for :func:`ranges`."""
+        (:class:`CsvFiles`); ``one_range``: as for :func:`ranges`."""
         self.whole = whole if whole is not None else CsvReader(src, **options)
-        self.like, self.rows_per_chunk = self.whole.like, self.whole.rows_per_chunk
+        self.like = self.whole.like
+        self.rows_per_chunk = self.whole.rows_per_chunk
         self.file = self.whole.file_layout(src)
         self.offsets, self.data_start = ranges(src, self.file, block_size, one_range)
 
@@ -330,9 +338,11 @@ class CsvRanges:
         """Pass 2 over one range: parsed by Arrow where pass 1's rules allow and its numbers
         are pandas' (:data:`ARROW_NUMBERS`), with the numeric columns parsed as float64 and
         the frames cut at the output's chunks; by pandas otherwise, or where Arrow refuses."""
-        (spec, starts, outputs), layout = schema.spec, self.layout(part)
+        spec, starts, outputs = schema.spec
+        layout = self.layout(part)
         data = self.read(loc, part)
-        frames, rows = None, self.arrow_rows(part, data)
+        frames = None
+        rows = self.arrow_rows(part, data)
         if ARROW_NUMBERS and rows is not None:
             numeric = {j for j, (kind, _) in zip(layout.features, spec[0]) if kind == "num"}
             try:
@@ -367,3 +377,104 @@ def plan(src: Location, options: dict, block_size: int | None) -> Plan | None:
     if len(reader.offsets) < 2:
         return None
     return parts_plan(reader, src, len(reader.offsets), reader.rows_per_chunk)
+
+
+class CsvFiles:
+    """CSV files read in parts: a part is a byte range of an uncompressed file
+    (:class:`CsvRanges`), or a whole file read by ``whole``, the
+    :class:`~rfstream.io.csv.CsvReader` of the first file, whose rules every file follows."""
+
+    counts_are_free = False
+
+    def __init__(self, files: list[Location], block_size: int | None, **options):
+        self.whole = CsvReader(files[0], **options)
+        self.like = self.whole.like
+        self.rows_per_chunk = self.whole.rows_per_chunk
+        self.files = files
+        self.block_size = block_size
+        self.numbers_first = True
+        self.cut = {}          # path -> CsvRanges of a file of several ranges
+        self.streams = set()   # paths of the files read whole, by pandas
+        for f in files:
+            if block_size is None or compression_of(f) is not None:
+                self.streams.add(f.path)
+            elif several_blocks(f, block_size):
+                ranged = CsvRanges(f, block_size, whole=self.whole)
+                if ranged.data_start is None:
+                    self.streams.add(f.path)
+                else:
+                    self.cut[f.path] = ranged
+
+    @property
+    def units(self) -> list[Job]:
+        """A :class:`~rfstream.io.convert_tasks.Job` per part, files in order."""
+        return [Job(f, k) for f in self.files
+                for k in range(len(self.cut[f.path].offsets) if f.path in self.cut else 1)]
+
+    def ranges(self, loc: Location) -> CsvRanges | None:
+        """The reader of ``loc``'s ranges (a file of one block: one range, found here, in the
+        task), or None: the file is read whole."""
+        if loc.path in self.streams:
+            return None
+        ranged = self.cut.get(loc.path)
+        if ranged is None:
+            ranged = CsvRanges(loc, self.block_size, whole=self.whole, one_range=True)
+            ranged.numbers_first = self.numbers_first
+        return None if ranged.data_start is None else ranged
+
+    def scan_part(self, loc: Location, part: int) -> FileScan:
+        ranged = self.ranges(loc)
+        if ranged is None:
+            return self.whole.scan(loc)
+        scan = ranged.scan_part(loc, part)
+        if scan.stream_only:
+            return replace(scan, stream_only=False, refused=frozenset({loc.path}))
+        if loc.path not in self.cut and scan.rows == [[0]]:  # as the file read whole says
+            raise ValueError(f"{loc}: no data rows after the header")
+        return scan
+
+    def again(self, scan: FileScan) -> CsvFiles | None:
+        """A reader to read pass 1 again with: the files with a range that did not parse
+        alone read whole, and every range as text if a column parsed as numbers in some
+        range holds text (its categories were not all collected); None when neither."""
+        partial = self.numbers_first and scan.lacks_categories
+        if not scan.refused and not partial:
+            return None
+        other = copy.copy(self)
+        other.streams = self.streams | scan.refused
+        other.numbers_first = self.numbers_first and not partial
+        other.cut = {}
+        for path, ranged in self.cut.items():
+            if path not in scan.refused:
+                other.cut[path] = copy.copy(ranged)
+                other.cut[path].numbers_first = other.numbers_first
+        return other
+
+    def decide(self, scan: FileScan):
+        """The files' schema (the first file's reader decides it); with each range's first
+        row in its file and in the output (``spec = (csv spec, {path: (starts, outputs)})``)."""
+        schema = self.whole.decide(scan)
+        rows = {}
+        read = {}  # the rows of a file's parts so far
+        for unit, out, (n,) in zip(self.units, first_rows(scan.rows), scan.rows):
+            path = unit.loc.path
+            starts, outputs = rows.setdefault(path, ([], []))
+            starts.append(read.get(path, 0))
+            outputs.append(out)
+            read[path] = starts[-1] + n
+        return replace(schema, spec=(schema.spec, rows))
+
+    def encode(self, loc: Location, part: int, schema):
+        spec, rows = schema.spec
+        ranged = self.ranges(loc)
+        if ranged is None:
+            return self.whole.encode(loc, part, replace(schema, spec=spec))
+        starts, outputs = rows[loc.path]
+        return ranged.encode(loc, part, replace(schema, spec=(spec, starts, outputs)))
+
+
+def several_plan(files: list[Location], options: dict, block_size: int | None) -> Plan:
+    """The plan of several CSV files, read in parts by tasks (:class:`CsvFiles`)."""
+    reader = CsvFiles(files, block_size, **options)
+    return readers_plan(reader, reader.rows_per_chunk,
+                        f"no data rows in any of the {len(files)} files ({files[0]}, ...)")

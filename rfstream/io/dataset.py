@@ -40,7 +40,8 @@ class ChunkWriter:
     def __init__(self, target, n_features: int, y_dtype, rows_per_chunk: int,
                  n_rows: int | None = None):
         self.group = writable_group(target)
-        self.n_rows, self.rows = n_rows, 0
+        self.n_rows = n_rows
+        self.rows = 0
         n0 = n_rows or 0
         # every chunk is stored, zeros too: zarr's test for a chunk of fill values costs
         # more than compressing it (docs/io.md)

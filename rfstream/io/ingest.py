@@ -72,7 +72,8 @@ def is_comment(line: str) -> bool:
 
 def first_data_lines(path: Location, n: int = 2) -> tuple[int, list[str]]:
     """Number of leading comment/blank lines, and the next ``n`` non-blank lines."""
-    skip, lines = 0, []
+    skip = 0
+    lines = []
     with open_text(path) as f:
         for line in f:
             if not lines and is_comment(line):
@@ -300,7 +301,8 @@ class LabelEncoder:
     """Pass 2: labels -> int32 class codes (-1 = unseen) or float32 targets."""
 
     def __init__(self, schema: LabelSchema, src: Location):
-        self.schema, self.src = schema, src
+        self.schema = schema
+        self.src = src
         self.index = {c: k for k, c in enumerate(schema.classes or [])}
         self.counts = np.zeros(len(self.index), dtype=np.int64)
         self.n_unseen = 0

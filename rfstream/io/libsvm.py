@@ -94,7 +94,9 @@ class LibsvmScan:
 
 def scan(path: Location, rows_per_chunk: int, labels: LabelScanner | None) -> LibsvmScan:
     """Pass 1 over one file: rows, smallest and largest index, labels (updated in place)."""
-    n_rows, lo, hi = 0, None, -1
+    n_rows = 0
+    lo = None
+    hi = -1
     for batch in _batches(path, rows_per_chunk):
         n_rows += len(batch)
         for lineno, line in batch:
@@ -136,8 +138,12 @@ class LibsvmReader:
 
     def __init__(self, first: Location, *, label_column, positive, task, like, like_attrs,
                  rows_per_chunk, **_):
-        self.first, self.positive, self.task, self.like = first, positive, task, like
-        self.rows_per_chunk, self.labeled = rows_per_chunk, label_column is not None
+        self.first = first
+        self.positive = positive
+        self.task = task
+        self.like = like
+        self.rows_per_chunk = rows_per_chunk
+        self.labeled = label_column is not None
         if like_attrs is not None:
             if like_attrs.get("format") != "libsvm":
                 raise ValueError(f"like={like} was not converted from LIBSVM "

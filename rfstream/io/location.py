@@ -305,7 +305,8 @@ def as_location(target, storage_options: dict | None = None) -> Location:
                            "write it as s3://bucket/key, or ./ before a local path with a colon")
     if not is_url(target):
         return Location(LocalFileSystem(), os.path.abspath(target), target, options, share(options))
-    protocol, shown = target.split("://", 1)[0].lower(), redact_url(target)
+    protocol = target.split("://", 1)[0].lower()
+    shown = redact_url(target)
     try:
         cls = fsspec.get_filesystem_class(protocol)
     except ImportError:

@@ -178,7 +178,10 @@ class FittedView:
     arrays as their manifest entry (shape, dtype)."""
 
     def __init__(self, fitted: dict, params: dict, manifest: dict, where: str):
-        self.fitted, self.params, self.manifest, self.where = fitted, params, manifest, where
+        self.fitted = fitted
+        self.params = params
+        self.manifest = manifest
+        self.where = where
         self.finite = []  # (name, lowest allowed value or None), checked once read
 
     def fail(self, text):

@@ -67,7 +67,9 @@ class _RemoteNpy:
         if fortran or dtype.hasobject:
             raise ValueError(f"{src}: a Fortran-ordered or object .npy cannot be streamed; "
                              "save it with np.save(path, np.ascontiguousarray(X))")
-        self.shape, self.dtype, self.ndim = shape, dtype, len(shape)
+        self.shape = shape
+        self.dtype = dtype
+        self.ndim = len(shape)
 
     def __getitem__(self, rows: slice) -> np.ndarray:
         a, b, _ = rows.indices(self.shape[0])

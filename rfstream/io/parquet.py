@@ -18,8 +18,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from .convert_tasks import Encoding, Schema
-from .csv import ColumnScan, Encoder, FileScan, Layout, missing_filled, schema_attrs
-from .csv_layout import like_columns
+from .csv import ColumnScan, Encoder, FileScan, Layout, like_columns, missing_filled, schema_attrs
 from .ingest import (
     LabelEncoder,
     LabelScanner,
@@ -133,7 +132,10 @@ class ParquetReader:
         with open_parquet(first) as pf:
             schema = pf.schema_arrow
         names = list(schema.names)
-        self.first, self.positive, self.task, self.like = first, positive, task, like
+        self.first = first
+        self.positive = positive
+        self.task = task
+        self.like = like
         self.rows_per_chunk = rows_per_chunk
         self.label = _label_name(label_column, names, first)
         if like_attrs is not None:

@@ -16,7 +16,6 @@ import dask.array as da
 import numpy as np
 
 from ..cluster import compute
-from ..preprocess import train_test_split
 from ..random import check_seed
 from ..reductions import sum_rows
 from .dataset import ChunkWriter, _y_dtype, open_dataset
@@ -54,8 +53,12 @@ class DatasetSplit:
         if isinstance(test_size, bool) or not isinstance(test_size, Real) or not 0 < test_size < 1:
             raise ValueError(f"test_size (CLI: --test-size) must be a fraction in (0, 1), e.g. 0.25; "
                              f"got {test_size!r}.")
-        self.seed, self.test_size, self.stratify = check_seed(random_state), float(test_size), bool(stratify)
-        self.data, self.overwrite, self.storage_options = data, overwrite, storage_options
+        self.seed = check_seed(random_state)
+        self.test_size = float(test_size)
+        self.stratify = bool(stratify)
+        self.data = data
+        self.overwrite = overwrite
+        self.storage_options = storage_options
         source, self.train, self.test = (as_location(p, storage_options) for p in (data, train, test))
         if _same(self.train, self.test):
             raise ValueError(f"TRAIN and TEST are the same location ({self.train}); give two different ones.")
@@ -72,7 +75,8 @@ class DatasetSplit:
                              "leave it out.")
         for out in (self.train, self.test):
             check_destination(out, overwrite, "zarr.json")
-        self.extras, self.dropped = {}, {}
+        self.extras = {}
+        self.dropped = {}
         for name in opened.names():
             if name in (x_array, y_array):
                 continue
@@ -90,6 +94,8 @@ class DatasetSplit:
     def parts(self):
         """``(train arrays, test arrays)``, each ``{"X": ..., "y": ..., extra arrays}`` (lazy);
         with ``stratify``, the passes over the labels run here."""
+        from ..preprocess import train_test_split  # scikit-learn: not imported with rfstream.io
+
         names = ["X"] + (["y"] if self.y is not None else []) + list(self.extras)
         arrays = [self.X] + ([self.y] if self.y is not None else []) + list(self.extras.values())
         split = train_test_split(*arrays, test_size=self.test_size, random_state=self.seed,
@@ -119,7 +125,10 @@ class DatasetSplit:
         classes = self.attrs.get("classes")
         counted = self.y is not None and self.task == "classification" and classes is not None \
             and np.dtype(self.y.dtype).kind in "iu"
-        rpc, writes, counts, writers = self.rows_per_chunk, [], [], []
+        rpc = self.rows_per_chunk
+        writes = []
+        counts = []
+        writers = []
         with contextlib.ExitStack() as stack:
             for part in (train, test):
                 tmp = stack.enter_context(staging(self.train if part is train else self.test, self.overwrite))

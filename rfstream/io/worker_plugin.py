@@ -16,7 +16,9 @@ class StorageOptions(WorkerPlugin):
     back.  Its ``repr`` shows how many sets it carries, never a value."""
 
     def __init__(self, shared: dict, install, uninstall):
-        self.shared, self.install, self.uninstall = shared, install, uninstall
+        self.shared = shared
+        self.install = install
+        self.uninstall = uninstall
 
     def setup(self, worker):
         self.install(self.shared)

@@ -29,7 +29,10 @@ class Source:
     """An opened source: named arrays, attributes and a description for messages."""
 
     def __init__(self, arrays, attrs: dict, where: str, version: str):
-        self.arrays, self.attrs, self.where, self.version = arrays, attrs, where, version
+        self.arrays = arrays
+        self.attrs = attrs
+        self.where = where
+        self.version = version
 
     def names(self) -> list[str]:
         return sorted(self.arrays)
@@ -128,8 +131,11 @@ class CheckedReader:
     """
 
     def __init__(self, array, where):
-        self.array, self.where = array, str(where)
-        self.shape, self.dtype, self.ndim = array.shape, array.dtype, array.ndim
+        self.array = array
+        self.where = str(where)
+        self.shape = array.shape
+        self.dtype = array.dtype
+        self.ndim = array.ndim
 
     def __getitem__(self, key):
         try:

@@ -44,7 +44,9 @@ def fit_gamma_loop(model, X, y, **fit_params):
         if key in tables[0]:
             table[key] = np.concatenate([t[key] for t in tables], axis=0)
     table["gamma_label"] = [label for label in labels for _ in alphas]
-    chosen.cv_results_, chosen.gammas_, chosen.gamma_ = table, gammas, float(gammas[best])
+    chosen.cv_results_ = table
+    chosen.gammas_ = gammas
+    chosen.gamma_ = float(gammas[best])
     if hasattr(chosen, "cv_mse_"):  # not for the evidence
         chosen.cv_mse_ = np.concatenate([f.named_steps["solver"].cv_mse_ for f in fits])
     warn_on_edge(gammas, best, "gamma", labels)

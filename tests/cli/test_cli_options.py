@@ -4,6 +4,13 @@ import re
 
 import pytest
 
+from rfstream.catalog import (
+    FEATURES,
+    FIT_DEFAULTS,
+    SOLVERS,
+    feature_map_class,
+    solver_class,
+)
 from rfstream.cli import build_parser
 from rfstream.cli.options import (
     FIT_OPTIONS,
@@ -13,13 +20,6 @@ from rfstream.cli.options import (
     takers,
 )
 from rfstream.options import SAMPLERS
-from rfstream.pipeline import (
-    FEATURES,
-    FIT_DEFAULTS,
-    SOLVERS,
-    feature_map_class,
-    solver_class,
-)
 
 
 def parse(*flags):

@@ -16,13 +16,13 @@ import scipy.sparse as sp
 from scipy import stats
 
 from rfstream import Standardizer, StreamingRidgeClassifier
+from rfstream.catalog import FEATURES, make_model
 from rfstream.datadriven import NystroemFeatures
 from rfstream.datadriven.nystroem import inverse_sqrt, sample_landmarks
 from rfstream.datasets import train_test
 from rfstream.features import feature_source
 from rfstream.kernels import KERNELS, auto_gamma, kernel_matrix
 from rfstream.metrics import kernel_approximation_error
-from rfstream.pipeline import FEATURES, make_model
 from rfstream.random import STREAM_NYSTROEM_LANDMARKS, row_uniform
 
 

@@ -6,7 +6,7 @@ import pandas as pd
 from dask.callbacks import Callback
 
 from rfstream.io import dataset_info, open_dataset
-from rfstream.io.csv_layout import sniff
+from rfstream.io.csv import sniff
 from rfstream.io.csv_ranges import range_offsets
 from rfstream.io.location import as_location
 

@@ -19,8 +19,8 @@ import scipy.sparse as sp
 from helpers.sklearn_checks import FLOAT32_ROW_GROUPING
 from sklearn.base import BaseEstimator
 
+from rfstream.catalog import FEATURES, SOLVERS, TASKS
 from rfstream.features import CompactRandomFeatures, FastfoodFeatures
-from rfstream.pipeline import FEATURES, SOLVERS, TASKS
 
 #: the predicting solvers, one estimator per task (a transformer entry, kpca, is one class:
 #: its contract is test_kpca_* in tests/test_contract_solvers.py)

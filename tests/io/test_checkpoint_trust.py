@@ -321,12 +321,12 @@ def test_a_checkpoint_of_the_same_job_on_rewritten_data_is_refused(tmp_path):
 
 
 def test_an_interrupted_fit_on_rewritten_data_is_refused_then_restarts(tmp_path):
-    from rfstream import pipeline
+    from rfstream import jobs, pipeline
 
     path = _dataset(tmp_path / "d.zarr", 0)
     kwargs = dict(n_components=32, alpha=0.01, solver_params={"solver": "pcg", "pcg_rank": 8})
     where = tmp_path / "ck"
-    with pytest.raises(KeyboardInterrupt), resumable(where, pipeline.FitJob(path, **kwargs).fingerprint()[0]):
+    with pytest.raises(KeyboardInterrupt), resumable(where, jobs.FitJob(path, **kwargs).fingerprint()[0]):
         _passes(1)
         raise KeyboardInterrupt  # interrupted after a pass: the checkpoint is kept
     assert (where / MANIFEST).exists()

@@ -8,7 +8,7 @@ import pytest
 from helpers.byte_range_cases import BLOCK, FILES, R, arrow_parses, assert_same, csv_text, load, table
 
 from rfstream.io import convert
-from rfstream.io.csv_layout import sniff
+from rfstream.io.csv import sniff
 from rfstream.io.csv_ranges import range_offsets
 from rfstream.io.location import as_location
 

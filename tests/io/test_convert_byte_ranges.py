@@ -13,7 +13,7 @@ from helpers.byte_range_cases import BLOCK, FILES, R, Keys, assert_same, csv_tex
 from rfstream.io import convert
 from rfstream.io import convert_tasks
 from rfstream.io.convert import runs_as_tasks
-from rfstream.io.csv_layout import sniff
+from rfstream.io.csv import sniff
 from rfstream.io.csv_ranges import range_offsets
 from rfstream.io.location import as_location
 
@@ -157,7 +157,7 @@ def test_a_bad_number_names_its_row_in_the_file(tmp_path):
 def test_several_files_in_byte_ranges(tmp_path, monkeypatch, name):
     """Several files, each cut into its own byte ranges (one of a single range, one whole
     because compressed): the dataset of the files read whole, one after the other."""
-    from rfstream.io import csv_files
+    from rfstream.io import csv_ranges
 
     options = dict(FILES[name])
     options.pop("regression", None)
@@ -166,8 +166,8 @@ def test_several_files_in_byte_ranges(tmp_path, monkeypatch, name):
     (folder / "part-03.csv.gz").write_bytes(__import__("gzip").compress(gz.read_bytes()))
     gz.unlink()
     seq = convert(folder, tmp_path / "seq.zarr", rows_per_chunk=R, block_size=None)
-    made = []
-    monkeypatch.setattr(csv_files, "CsvRanges", lambda *a, **k: made.append(k) or csv_ranges_reader(*a, **k))
+    made, CsvRanges = [], csv_ranges.CsvRanges
+    monkeypatch.setattr(csv_ranges, "CsvRanges", lambda *a, **k: made.append(k) or CsvRanges(*a, **k))
     keys = Keys()
     with dask.config.set(scheduler="threads"), keys:
         par = convert(folder, tmp_path / "par.zarr", rows_per_chunk=R, block_size=BLOCK)
@@ -177,19 +177,13 @@ def test_several_files_in_byte_ranges(tmp_path, monkeypatch, name):
     assert_same(tmp_path / "seq.zarr", tmp_path / "par.zarr")
 
 
-def csv_ranges_reader(*args, **kwargs):
-    from rfstream.io.csv_ranges import CsvRanges
-
-    return CsvRanges(*args, **kwargs)
-
-
 def test_several_files_read_again(tmp_path, monkeypatch):
     """A numeric column holding text in one file's range reads pass 1 again as text; a
     file whose range does not parse alone (a quoted line break at a cut) is read whole;
     a file with a header and no row is refused, as when each file is read whole."""
-    from rfstream.io import csv_files
+    from rfstream.io import csv_ranges
 
-    CsvFiles_again = csv_files.CsvFiles.again
+    CsvFiles_again = csv_ranges.CsvFiles.again
     folder = several_files(tmp_path / "parts", [40, 50, 60, 30], seed=3)
     path = folder / "part-02.csv"
     lines = path.read_text().splitlines()
@@ -204,7 +198,7 @@ def test_several_files_read_again(tmp_path, monkeypatch):
     cut_in_quotes = cuts(path, line, newline)
     inside = next(b for b in range(BLOCK, 20, -1) if cut_in_quotes(b))
     again = []
-    monkeypatch.setattr(csv_files.CsvFiles, "again", lambda self, scan: again.append(
+    monkeypatch.setattr(csv_ranges.CsvFiles, "again", lambda self, scan: again.append(
         (scan.refused, self.numbers_first)) or CsvFiles_again(self, scan))
     for block_size in (BLOCK, inside):  # the second cuts inside the quoted field
         with dask.config.set(scheduler="threads"):

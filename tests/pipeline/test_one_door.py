@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 import zarr
 
-from rfstream import cluster, pipeline
+from rfstream import catalog, cluster, pipeline
 from rfstream.cluster import compute, connect, run_context
 from rfstream.io import open_dataset, write_dataset
 
@@ -73,7 +73,7 @@ SMALL = {"rff": {"n_components": 32, "alpha": [0.1, 1.0]},  # moments, auto's sa
 
 
 def test_every_registered_map_is_covered():
-    assert set(SMALL) == set(pipeline.FEATURES)
+    assert set(SMALL) == set(catalog.FEATURES)
 
 
 @pytest.mark.parametrize("features, params", sorted(SMALL.items()))

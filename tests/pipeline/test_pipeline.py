@@ -1,4 +1,4 @@
-"""rfstream.pipeline: the registries, make_model, route_params, and fit / evaluate /
+"""rfstream.pipeline: the registries, make_model, route, and fit / evaluate /
 predict on a dataset, on threads and on a real distributed cluster (2 worker processes).
 
 Every pass is a reduction with a fixed tree and per-row randomness from
@@ -20,18 +20,18 @@ from rfstream import (
     StreamingRidgeClassifier,
     pipeline,
 )
-from rfstream.cluster import compute, connect
-from rfstream.io import dataset_info, onehot_columns, open_dataset, write_dataset
-from rfstream.pipeline import (
+from rfstream.catalog import (
     FEATURES,
     FIT_DEFAULTS,
     SOLVERS,
     check_model,
     feature_map_class,
     make_model,
-    route_params,
+    route,
     solver_class,
 )
+from rfstream.cluster import compute, connect
+from rfstream.io import dataset_info, open_dataset, write_dataset
 
 
 @pytest.fixture(scope="module")
@@ -169,23 +169,22 @@ def test_check_model_accepts_every_default_and_refuses_bad_values(features):
 
 
 def test_route_params_sends_each_name_to_who_takes_it():
-    to_map, to_solver = route_params("rff", "ridge", "classification",
-                                     {"n_components": 50, "alpha": [1.0, 2.0], "kernel": "laplacian",
-                                      "cv": None})
+    to_map, to_solver = route("rff", "ridge", "classification",
+                              {"n_components": 50, "alpha": [1.0, 2.0], "kernel": "laplacian", "cv": None})
     # FIT_DEFAULTS fill what is not given; random_state goes to both; None is dropped
     assert to_map == {"n_components": 50, "gamma": "auto", "random_state": 0, "kernel": "laplacian"}
     assert to_solver == {"alpha": [1.0, 2.0], "random_state": 0}
-    assert "gamma" not in route_params("rff", "ridge", "regression", {"gamma": None})[0]
+    assert "gamma" not in route("rff", "ridge", "regression", {"gamma": None})[0]
     assert FIT_DEFAULTS == {"n_components": 1000, "gamma": "auto", "random_state": 0}
     # a name both take goes to the solver (CNM's own alpha is set through feature_params)
-    to_map, to_solver = route_params("cnm", "sgd", "classification", {"alpha": 1e-3, "max_iter": 4})
+    to_map, to_solver = route("cnm", "sgd", "classification", {"alpha": 1e-3, "max_iter": 4})
     assert "alpha" not in to_map and to_solver["alpha"] == 1e-3 and to_solver["max_iter"] == 4
     # binning has no n_components: the default is not forced on it
-    to_map, _ = route_params("binning", "ridge", "regression", {"n_grids": 8})
+    to_map, _ = route("binning", "ridge", "regression", {"n_grids": 8})
     assert to_map == {"n_grids": 8, "gamma": "auto", "random_state": 0}
     with pytest.raises(ValueError, match=r"'rho' is a parameter of neither features='rff' nor "
                                          r"solver='ridge' \(classification\)"):
-        route_params("rff", "ridge", "classification", {"rho": 1.0})
+        route("rff", "ridge", "classification", {"rho": 1.0})
 
 
 # ------------------------------------------------------------------ on a dataset
@@ -245,15 +244,3 @@ def test_dataset_errors(dataset, tmp_path):
         with pytest.raises(ValueError, match=r"has 4 features but the model was trained on 6; convert it "
                                              r"with `rfstream convert SRC DST --like TRAIN.zarr`"):
             pipeline.evaluate_dataset(model, meta, tmp_path / "narrow.zarr")
-
-
-def test_the_old_module_name_still_builds_models():
-    # rfstream.models was the README's import before rfstream.pipeline: kept, with a warning
-    import importlib
-    import sys
-
-    sys.modules.pop("rfstream.models", None)
-    with pytest.warns(DeprecationWarning, match="rfstream.pipeline"):
-        models = importlib.import_module("rfstream.models")
-    assert models.make_model is make_model and models.onehot_columns is onehot_columns
-

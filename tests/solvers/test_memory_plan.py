@@ -7,7 +7,7 @@ import pytest
 from helpers.tasks import TaskCounter
 from sklearn.base import clone
 
-from rfstream import StreamingRidge, StreamingRidgeClassifier, cli, pipeline
+from rfstream import StreamingRidge, StreamingRidgeClassifier, catalog, cli, pipeline
 from rfstream.cluster import set_progress
 from rfstream.features.width import planned_features
 from rfstream.io import write_dataset
@@ -36,10 +36,10 @@ def data(tmp_path_factory):
     return path, X, y
 
 
-@pytest.mark.parametrize("name", sorted(pipeline.FEATURES))
+@pytest.mark.parametrize("name", sorted(catalog.FEATURES))
 def test_the_planned_width_is_the_fitted_width(name, data):
     _, X, y = data
-    fmap = pipeline.FEATURES[name]()
+    fmap = catalog.FEATURES[name]()
     params = fmap.get_params()
     # small widths, and CNM's learning cut short (its loop lengths do not change its width)
     small = {"n_components": 40, "n_random_features": 80, "max_iter": 3, "n_steps_w": 10, "n_steps_theta": 10}
@@ -51,13 +51,13 @@ def test_the_planned_width_is_the_fitted_width(name, data):
 
 
 def test_a_grid_plans_one_group_per_gamma_where_it_shares_the_passes():
-    rff = pipeline.FEATURES["rff"](n_components=30, gamma=[0.1, "auto", "auto*2"])
+    rff = catalog.FEATURES["rff"](n_components=30, gamma=[0.1, "auto", "auto*2"])
     assert planned_features(rff, 4) == (30, 3, False)
-    tefm = pipeline.FEATURES["tefm-s"](n_components=30, gamma=[0.1, 1.0])  # one fit per gamma
+    tefm = catalog.FEATURES["tefm-s"](n_components=30, gamma=[0.1, 1.0])  # one fit per gamma
     assert planned_features(tefm, 4) == (30, 1, False)
     gen = np.random.default_rng(5)
     state = gen.bit_generator.state
-    planned_features(pipeline.FEATURES["rff"](n_components=30, random_state=gen), 4)
+    planned_features(catalog.FEATURES["rff"](n_components=30, random_state=gen), 4)
     assert gen.bit_generator.state == state  # the user's generator is not drawn from
 
 

@@ -193,7 +193,8 @@ def product_chunk(z, *rows, offset, spec, out):
     # float64 products, the block converted a few columns at a time (float64_columns, as the
     # statistics pass): the same sums, without a float64 copy of the whole dense sub-block
     # (1.6 GB of a 4,096-row sub-block at D = 50,000)
-    zv, last = np.zeros((z.shape[0], V.shape[1])), None
+    zv = np.zeros((z.shape[0], V.shape[1]))
+    last = None
     for cols, zj in float64_columns(z):
         zv += zj @ V[cols]
         last = cols, zj

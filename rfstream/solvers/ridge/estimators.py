@@ -150,7 +150,8 @@ class RidgeSearchMixin:
         ``best`` of ``table`` (warning when it is on a grid's edge), with a gamma grid
         ``gammas_``, ``gamma_`` and the map set to the chosen gamma, with a list of sizes
         ``n_components_``; returns the chosen group's index."""
-        self.alphas_, self.cv_results_ = alphas, table
+        self.alphas_ = alphas
+        self.cv_results_ = table
         chosen, a = divmod(best, alphas.size)
         self.alpha_, self.best_score_ = float(alphas[a]), float(table["mean_score"][best])
         warn_on_edge(alphas, a, "alpha")
@@ -199,8 +200,10 @@ class RidgeSearchMixin:
         if classifier:
             self.platt_ = np.array([fit_platt(column) for column in counts])
         else:
-            self.posterior_factor_, self.feature_mean_ = F, basis["mu"]
-            self.noise_variance_, self.inverse_weight_ = noise, float(basis["inv_n"])
+            self.posterior_factor_ = F
+            self.feature_mean_ = basis["mu"]
+            self.noise_variance_ = noise
+            self.inverse_weight_ = float(basis["inv_n"])
             self.conformal_counts_ = counts
 
     def _forget_calibration(self):
@@ -284,7 +287,9 @@ class _BaseStreamingRidge(RidgeSearchMixin, LinearPredictMixin, BaseEstimator):
                                               weight_args)
             W, b, info = fit_iterative(self, Z, y, target_fn, n_targets, alphas, groups,
                                        sample_weight=sample_weight, weight_args=weight_args)
-            self.alpha_, self.n_samples_seen_, self.n_iter_ = float(alphas[0]), int(info["m"]), 1 + info["n_iter"]
+            self.alpha_ = float(alphas[0])
+            self.n_samples_seen_ = int(info["m"])
+            self.n_iter_ = 1 + info["n_iter"]
             return W, b
         searching = (np.ndim(self.alpha) > 0 or groups.gammas is not None or sizes is not None
                      or self.select == "evidence")
@@ -297,7 +302,8 @@ class _BaseStreamingRidge(RidgeSearchMixin, LinearPredictMixin, BaseEstimator):
             groups, stats = expand_sizes(groups, stats, sizes)
         totals = [{k: v.sum(axis=0) if n_folds > 1 else v[0] for k, v in group.items()} for group in stats]
         check_totals(totals)
-        chosen, basis = 0, None
+        chosen = 0
+        basis = None
         if searching:
             chosen, basis = self._search(groups, y, stats, totals, alphas, cv,
                                          (sample_weight, weight_args), target_fn)
@@ -310,7 +316,8 @@ class _BaseStreamingRidge(RidgeSearchMixin, LinearPredictMixin, BaseEstimator):
         if calibrating:
             self._calibrate(groups, chosen, y, target_fn, (sample_weight, weight_args), W, b, basis,
                             totals[chosen])
-        self.n_samples_seen_, self.n_iter_ = int(totals[0]["m"]), 1 + scoring_pass + calibrating
+        self.n_samples_seen_ = int(totals[0]["m"])
+        self.n_iter_ = 1 + scoring_pass + calibrating
         return W, b
 
     def _search_iterative(self, Z, y, target_fn, n_targets, alphas, groups, sample_weight, weight_args):
@@ -324,7 +331,8 @@ class _BaseStreamingRidge(RidgeSearchMixin, LinearPredictMixin, BaseEstimator):
             self.cv_mse_ = cv_mse
         elif hasattr(self, "cv_mse_"):
             del self.cv_mse_
-        self.n_samples_seen_, self.n_iter_ = int(info["m"]), info["n_iter"]
+        self.n_samples_seen_ = int(info["m"])
+        self.n_iter_ = info["n_iter"]
         cols = slice(best * n_targets, (best + 1) * n_targets)
         return W[:, cols], b[cols]
 

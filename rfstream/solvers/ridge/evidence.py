@@ -64,7 +64,8 @@ def cholesky_path(total, yy, m, alphas, fit_intercept):
     2 sum log diag(L) - D log alpha``, ``E(alpha) = yy - diag(C_c' (G + alpha I)^-1 C_c)``,
     and the effective parameters ``D - alpha trace((G + alpha I)^-1)``."""
     G, C, _, _ = normal_equations(total, fit_intercept)
-    D, m = G.shape[0], max(m, 1e-300)
+    D = G.shape[0]
+    m = max(m, 1e-300)
     log_ev, noise, effective = np.empty(alphas.size), np.empty((alphas.size, yy.size)), np.empty(alphas.size)
     for i, alpha in enumerate(alphas):
         A = G.copy()

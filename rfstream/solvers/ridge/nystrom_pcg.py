@@ -81,7 +81,9 @@ class NystromPreconditioner:
     """
 
     def __init__(self, U, lam, alpha):
-        self.U, self.lam, self.alpha = U, lam, float(alpha)
+        self.U = U
+        self.lam = lam
+        self.alpha = float(alpha)
         floor = lam[-1] if lam.size else 0.0
         self._scale = (floor + self.alpha) / (lam + self.alpha)  # eigen-directions' factors
 
@@ -102,7 +104,8 @@ class NystromPreconditioner:
         z *= np.sqrt((n_rows / idx.size) * (np.ones(idx.size) if c is None else c))[:, None]
         U, lam = nystrom_factor(z, min(rank, idx.size))
         precond = cls(U, lam, alpha)
-        precond.sample_rows, precond.seconds = idx.size, time.perf_counter() - t0
+        precond.sample_rows = idx.size
+        precond.seconds = time.perf_counter() - t0
         return precond
 
     def __call__(self, R):

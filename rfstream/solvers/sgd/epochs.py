@@ -279,7 +279,8 @@ def epoch_chunk(z, *arrays, offset, spec):
     if features is None:  # stored rows: the incoming model scored on the block at once
         if z.dtype not in (np.float32, np.float64):
             z = z.astype(np.float64)
-        p, take = scores(z, Wbar, vbar, s), z.__getitem__
+        p = scores(z, Wbar, vbar, s)
+        take = z.__getitem__
     else:  # features made per mini-batch; the incoming model scored on each as it is made
         p = np.empty((m, W.shape[0]))
         buf = np.empty((min(m, max(batch_size, FUSED_SUB_BLOCK)), spec.width), dtype=spec.dtype)

@@ -222,7 +222,8 @@ class _BaseStreamingSGD(LinearPredictMixin, BaseEstimator):
         self._init_state(K, D)
         key = "validation_loss" if self.early_stopping else "objective"
         evaluated = []  # (evaluation, W, v) of every model whose objective is known
-        best, no_change = np.inf, 0
+        best = np.inf
+        no_change = 0
         evaluated_zero = self._Wb
         for _ in range(self.max_iter):
             start = (self._Wb, self._vb)
@@ -234,7 +235,8 @@ class _BaseStreamingSGD(LinearPredictMixin, BaseEstimator):
                 continue  # the initial (zero) model is no candidate
             evaluated.append((ev, *start))
             if ev[key] < best - (self.tol or 0.0) * abs(best) or not np.isfinite(best):
-                best, no_change = ev[key], 0
+                best = ev[key]
+                no_change = 0
             else:
                 no_change += 1
                 if self.tol is not None and no_change >= self.n_iter_no_change:

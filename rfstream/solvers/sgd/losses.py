@@ -164,7 +164,8 @@ class LogLossProbaMixin:
 
     def _scores_to(self, fn, X):
         scores = self.decision_function(X)
-        kind, K = self._proba_kind(), self.classes_.size
+        kind = self._proba_kind()
+        K = self.classes_.size
         if isinstance(scores, da.Array):
             return scores.map_blocks(
                 fn, kind, dtype=np.float64, chunks=(scores.chunks[0], (K,)),
