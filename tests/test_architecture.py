@@ -1,4 +1,4 @@
-"""The shape of the package (DESIGN.md, "Layout"), read from the source with ``ast``.
+"""The shape of the package (docs/ARCHITECTURE.md), read from the source with ``ast``.
 
 Nothing is imported: each module of rfstream/ is parsed and its imports (absolute and
 relative, at module level or inside functions) are resolved to modules of rfstream.

@@ -1,4 +1,4 @@
-"""The contract every feature map and solver keeps (DESIGN.md, "Contracts"), written once.
+"""The contract every feature map and solver keeps, written once.
 
 As scipy's shared QMC tests give every engine the same invariant tests, each test
 here runs over every map of :data:`rfstream.catalog.FEATURES` (the partials
