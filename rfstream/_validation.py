@@ -1,22 +1,11 @@
 """Input checks shared by every estimator: numpy, pandas, dask arrays and dask DataFrames.
 
-Every ``fit``, ``partial_fit``, ``transform``, ``predict`` and ``decision_function``
-(and so ``score``) checks ``X`` with :func:`check_X` or :func:`check_X_y`:
-
-* numpy, sparse and pandas input go through scikit-learn's ``validate_data``
-  (a pandas DataFrame sets and checks ``feature_names_in_``), after
-  :func:`check_numeric_columns`;
-* a dask array gets the checks that need no data (:func:`check_dask_array`): a
-  2-D numeric array, known column count, known row chunks where a reduction
-  needs global row offsets, and the column count the estimator was fitted with;
-* a dask DataFrame gets the same after a lazy conversion
-  (:func:`dask_frame_as_array`): only its partition lengths are computed, a
-  count per partition, on the workers; its column names are set and checked
-  as ``feature_names_in_`` exactly as scikit-learn does for pandas.
-
-A dask Series (or DataFrame) of labels becomes a dask array with the row chunks
-of ``X`` in :func:`dask_labels` (called by :func:`rfstream.solvers.targets.check_targets`).
-Values (NaN, inf) are not checked here: that would cost a pass over the data.
+Every ``fit``, ``partial_fit``, ``transform``, ``predict`` and ``decision_function`` checks
+``X`` with :func:`check_X` or :func:`check_X_y`: numpy, sparse and pandas input through
+scikit-learn's ``validate_data``; a dask array by what needs no data (:func:`check_dask_array`);
+a dask DataFrame the same after a lazy conversion (:func:`dask_frame_as_array`, its partition
+lengths computed).  :func:`dask_labels` aligns dask labels with ``X``'s row chunks.  Values
+(NaN, inf) are not checked: that would cost a pass.  Narrative: docs/design-notes.md.
 """
 from __future__ import annotations
 
@@ -47,24 +36,11 @@ _EXTENSION_WARNING = "Dask currently has limited support for converting pandas e
 
 
 def check_X(estimator, X, *, reset, known_rows=True, accept_sparse=False):
-    """``X`` checked for ``estimator``: a numpy (or sparse) array, or a dask array.
-
-    Parameters
-    ----------
-    X : array-like, sparse matrix, pandas DataFrame, dask array or dask DataFrame
-    reset : bool
-        True when fitting: sets ``n_features_in_`` (and ``feature_names_in_``
-        for a DataFrame with string column names); otherwise ``X`` must match them.
-    known_rows : bool
-        Require known row chunk sizes of a dask array (a dask DataFrame always
-        gets them: its partition lengths are computed).
-    accept_sparse : False, str or tuple of str
-        Sparse formats ``validate_data`` accepts.
-
-    Returns
-    -------
-    X : ndarray (float32 or float64), sparse matrix, or dask array with one column chunk
-    """
+    """``X`` (array-like, sparse, DataFrame, dask array or dask DataFrame) checked for
+    ``estimator``: a float32/float64 ndarray, a sparse matrix or a dask array with one column
+    chunk.  ``reset=True`` (fitting) sets ``n_features_in_`` (and ``feature_names_in_``), else
+    ``X`` must match them; ``known_rows`` requires a dask array's row chunk sizes;
+    ``accept_sparse`` is ``validate_data``'s."""
     if is_dask_collection(X):
         return check_dask_array(X, estimator, reset=reset, known_rows=known_rows)
     check_numeric_columns(X)

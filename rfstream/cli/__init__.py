@@ -1,24 +1,11 @@
 """The ``rfstream`` command line: convert | split | fit | predict | transform | evaluate | info | demo | bench.
 
-Argument parsing only: every argument is a row of a table, ``fit``'s estimator
-parameters in :mod:`rfstream.cli.options`, the others in
-:mod:`rfstream.cli.arguments`, each shown in ``--help`` with its default; each
-subcommand is a thin function in :mod:`rfstream.cli.commands` over
-:mod:`rfstream.pipeline`.  Every subcommand that computes takes ``--scheduler``
-(an address, ``threads``, ``cluster``, or nothing: threads for small data, else an
-embedded LocalCluster; also ``$RFSTREAM_SCHEDULER``), ``--progress`` and
-``--quiet``.  User errors print one line, ``rfstream: error: ...``, and exit with
-code 2; set ``RFSTREAM_DEBUG=1`` to see the traceback instead.  A closed stdout
-(``rfstream info m | head -1``) ends the command quietly with code 1, as the Python
-documentation recommends for SIGPIPE.
-
-Building the parser imports no estimator and no array library (the names, defaults and
-choices it shows are :mod:`rfstream.options`'s): ``--version``, ``--help`` and
-an argument error answer at once.  A subcommand's function is named as
-``commands.cmd_<name>`` in :func:`build_parser`, where ``commands`` imports
-:mod:`rfstream.cli.commands`, and with it the library, when the function runs.  An
-unknown flag is answered with the nearest known one (``--n_components``: did you mean
-``--n-components``?).
+Argument parsing only: ``fit``'s estimator options are built from :mod:`rfstream.options`
+(:mod:`rfstream.cli.options`), every other argument is a row of :mod:`rfstream.cli.arguments`,
+and each subcommand is a thin function of :mod:`rfstream.cli.commands`, imported when it runs,
+so that ``--help`` imports no estimator.  User errors print one line,
+``rfstream: error: ...``, exit code 2 (``RFSTREAM_DEBUG=1``: the traceback); a closed stdout
+ends quietly with code 1.  Narrative: docs/design-notes.md.
 """
 from __future__ import annotations
 

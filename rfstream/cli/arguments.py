@@ -1,13 +1,10 @@
 """Every argument of every subcommand except ``fit``'s estimator parameters, one row each.
 
-A row (:class:`Arg`) names the argument, its help without the default and its
-default, or what leaving it out means (``default_note``); :func:`add_arguments`
-adds rows to a parser with the default written into the help as ``(default: ...)``,
-as :mod:`rfstream.cli.options` writes the estimators' defaults for ``fit``.  An
-option whose default is None must say what None means: :class:`Arg` refuses the row
-otherwise, so no option reaches ``--help`` without its default.
-:func:`document_defaults` does the same for arguments added by other modules
-(``rfstream bench``'s).
+A row (:class:`Arg`) names the argument, its help without the default and its default, or
+what leaving it out means (``default_note``; a None default without one is refused, so no
+option reaches ``--help`` without its default); :func:`add_arguments` writes the default
+into the help as ``(default: ...)``.  :func:`document_defaults` does the same for arguments
+added by other modules (``rfstream bench``'s).
 """
 from __future__ import annotations
 

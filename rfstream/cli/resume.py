@@ -1,19 +1,10 @@
 """What makes ``rfstream fit`` resumable: its checkpoint, its fingerprint, and its signals.
 
-A fit stores every completed pass in a checkpoint (:mod:`rfstream.io.checkpoints`),
-``--checkpoint DIR`` or ``OUT.checkpoint`` beside the model, removed once the model is
-saved.  The checkpoint is tied to the job by :meth:`rfstream.jobs.FitJob.fingerprint`,
-the same for the CLI and the API: the model's parameters, the dataset's identity (the
-arrays' shapes and chunks, its attributes) and rfstream's version, never the command
-line (which may hold credentials).
-
-SIGTERM (a batch system's walltime, a pod's eviction) and SIGINT (Ctrl-C) raise
-:class:`Stopped` in the main thread: the running pass is abandoned, the cluster is
-closed as the command's context managers exit, and the CLI prints one line saying
-how many passes the checkpoint keeps and exits with 128 + the signal's number (143,
-130), as a shell reports a process killed by it.  A scheduler lost during a pass ends
-the command the same way, with exit code 1 (:func:`lost_cluster`): run it again once
-the scheduler is back.
+A fit stores every completed pass in a checkpoint (:mod:`rfstream.io.checkpoints`) tied to
+the job by :meth:`rfstream.jobs.FitJob.fingerprint`.  SIGTERM and SIGINT raise
+:class:`Stopped` in the main thread, and the CLI exits with 128 + the signal's number after
+saying how many passes the checkpoint keeps; a scheduler lost during a pass exits with 1
+(:func:`lost_cluster`).  Narrative: docs/design-notes.md.
 """
 from __future__ import annotations
 

@@ -1,22 +1,12 @@
 """A list of ``n_components``: one draw of the largest map, every listed size searched from it.
 
-A map whose features hold their smaller maps (``prefix_valid``,
-:mod:`rfstream.features.prefix`) may be given ``n_components=[500, 1000, 2000]``
-(at the command line ``--n-components 500,1000,2000``).  ``fit`` draws the map
-of the largest size and records the sizes (``component_sizes_``); until a solver
-has chosen, ``transform`` gives the largest map's features (always a lazy dask
-array) whose :class:`~rfstream.features.source.FeatureSource` holds the sizes.  The ridge solver reads it: the Gram of
-size n is ``prefix_scale(n)^2`` times the leading block of the largest Gram on
-``prefix_columns(n)`` (:mod:`rfstream.solvers.ridge.gram`), so every size is
-searched from the same single pass, and the solver then calls
-:meth:`ComponentListMixin.select_components`: the map becomes the ordinary
-fitted map of the chosen size, ``n_components`` included (as a gamma grid's map
-becomes the map of its chosen gamma).
-
-A map without prefixes (random binning, Nystroem, every data-driven map) refuses
-a list in one line, before anything is drawn: their features of a smaller size
-are not among those of a larger one, and one fit per size is what a user can
-run instead (documented in docs/selection.md).
+A map whose features hold its smaller maps (``prefix_valid``, :mod:`rfstream.features.prefix`)
+may be given ``n_components=[500, 1000, 2000]`` (CLI: ``--n-components 500,1000,2000``):
+``fit`` draws the largest map and records ``component_sizes_``; until a solver calls
+:meth:`ComponentListMixin.select_components`, ``transform`` gives the largest map's features
+with a :class:`~rfstream.features.source.FeatureSource` holding the sizes, searched in one
+pass (:mod:`rfstream.solvers.ridge.gram`).  A map without prefixes refuses a list before
+drawing.  Narrative: docs/rff.md.
 """
 from __future__ import annotations
 
@@ -45,7 +35,7 @@ def prefix_block(x, out=None, *, block, columns, scale):
 
 
 class ComponentListMixin:
-    """``n_components`` as a list on a :class:`rfstream.features.FeatureMap` (module docstring)."""
+    """``n_components`` as a list on a :class:`rfstream.features.FeatureMap` (docs/rff.md)."""
 
     def _check_component_list(self):
         """Refuse a list on a map without prefixes, or a bad item; called by ``_validate_params``."""

@@ -1,28 +1,12 @@
 """A bandwidth grid: one draw of a map's random parameters, scaled to every gamma.
 
 The frequency laws of the shift-invariant kernels are scale families
-(:mod:`rfstream.kernels`): a frequency drawn for ``gamma = 1`` and multiplied
-by :func:`rfstream.kernels.frequency_scale` (``sqrt(gamma)`` for the Gaussian
-and Cauchy kernels, ``gamma`` for the Laplacian) has the law of a frequency
-drawn for ``gamma``, for every sampler (i.i.d., the inverse-CDF quasi-Monte
-Carlo points, the orthogonal blocks).  Random binning's pitches scale as
-``1 / gamma`` and its shifts with them.  So a map given a list of gammas draws
-its parameters once and makes the map of each gamma by scaling them
-(``at_gamma``, :class:`GammaGridMixin`): the features of gamma g are exactly those of a map fitted
-with ``gamma=g`` and the same seed.  A pass over the data then computes, in
-each task, the features of every gamma from the same rows: G bandwidths cost
-one read of the data (:mod:`rfstream.solvers.ridge.gram`).
-
-A grid item is a number > 0, ``"auto"`` (the papers' nearest-neighbour rule,
-:func:`rfstream.kernels.auto_gamma`, computed once for the whole grid) or
-``"auto*F"`` (F times it), e.g. ``["auto*0.25", "auto", "auto*4", 0.5]``; at
-the command line a comma list, ``--gamma auto*0.25,auto,auto*4``.
-
-Until a solver has chosen, a map fitted with a grid is a search in progress:
-its ``transform`` gives the stacked features of every gamma (G x D columns,
-always a lazy dask array) carrying a :class:`~rfstream.features.source.FeatureSource` with its grid, which the ridge
-solver reads to search the grid; it then calls ``select_gamma`` and the map is
-an ordinary map of the chosen gamma.
+(:func:`rfstream.kernels.frequency_scale`; random binning's pitches scale as ``1 / gamma``),
+so a map given a list of gammas draws once and makes each gamma's map by scaling
+(``at_gamma``, :class:`GammaGridMixin`): exactly the map fitted with that gamma and seed.
+Until a solver calls ``select_gamma``, ``transform`` gives every gamma's features side by
+side with a :class:`~rfstream.features.source.FeatureSource` holding the grid, so G gammas
+cost one read of the data (:mod:`rfstream.solvers.ridge.gram`).  Narrative: docs/bandwidth.md.
 """
 from __future__ import annotations
 
@@ -56,8 +40,7 @@ def check_gamma_param(fmap):
 
 
 def is_gamma_word(fmap):
-    """Whether ``fmap.gamma`` is a word of the map's own (``gamma_words``: CNM's "paper"),
-    which the map resolves itself."""
+    """Whether ``fmap.gamma`` is a word the map resolves itself (``gamma_words``: CNM's "paper")."""
     return isinstance(fmap.gamma, str) and fmap.gamma in fmap.gamma_words
 
 
@@ -69,13 +52,8 @@ def resolve_gamma(X, kernel, rng, gamma):
 
 def auto_value(X, kernel, rng, items):
     """The value of ``"auto"`` (:func:`rfstream.kernels.auto_gamma` of ``kernel`` on rows
-    of ``X``) when an item needs it, else None.
-
-    It samples rows with a child generator, spawned whatever the items: what
-    is drawn from ``rng`` afterwards (a Sobol engine seeded from it too) is the
-    same for a number, ``"auto"`` or a grid, so a grid's map of each gamma is
-    the map fitted with that gamma alone.
-    """
+    of ``X``) when an item needs it, else None.  The child generator is spawned whatever the
+    items, so that what ``rng`` draws next is the same for a number, ``"auto"`` or a grid."""
     (child,) = rng.spawn(1)
     if not needs_auto(items):
         return None

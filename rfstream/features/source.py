@@ -5,8 +5,8 @@ function and ``X`` (so that a pass makes the features inside its own tasks,
 :mod:`rfstream.features.fused`), and, while a solver still has to choose, the map's
 gamma grid (:mod:`rfstream.features.grid`) and its list of sizes
 (:mod:`rfstream.features.components`).  Only the very array ``transform`` returned
-has one; anything derived from it (``Z + 0``, ``astype``, a slice, ``persist``) has
-none and is reduced over its stored blocks, as is a numpy ``Z``.
+has one; anything derived from it has none and is reduced over its stored blocks, as
+is a numpy ``Z``.  Narrative: docs/rff.md.
 """
 from __future__ import annotations
 
@@ -113,15 +113,10 @@ def feature_source(Z):
 
 
 def fused_rows(Z, *, even=True):
-    """``(features, rows)`` that a pass over ``Z`` reduces over.
-
-    For ``Z = map.transform(X)`` of a dense map: the map's block function and ``X``, its
-    rows cut into equal blocks with ``even=True`` (:func:`rfstream.reductions.even_rows`: a
-    no-op for a dataset from :func:`rfstream.io.open_dataset`, already equal; for other
-    input it rechunks the input's few columns) -- for passes whose result does not depend
-    on the chunking.  ``even=False`` keeps ``Z``'s own row chunks (SGD's parameter
-    averaging, prediction).  Otherwise ``(None, Z)``.
-    """
+    """``(features, rows)`` that a pass over ``Z`` reduces over: for ``Z = map.transform(X)``
+    of a dense map, the map's block function and ``X`` (in equal row blocks with ``even=True``,
+    :func:`rfstream.reductions.even_rows`; ``Z``'s own row chunks with ``even=False``, for SGD's
+    averaging and prediction); otherwise ``(None, Z)``."""
     source = feature_source(Z)
     if source is None or source.block is None:
         check_not_from_grid(Z)
@@ -130,15 +125,9 @@ def fused_rows(Z, *, even=True):
 
 
 def check_not_from_grid(Z):
-    """Refuse a gamma grid's stacked features, or an array made from them, in a pass over rows.
-
-    ``map.transform(X)`` of a map fitted with a list of gammas is every gamma's features
-    side by side; only the ridge solver's search, reading the source's :class:`GammaGrid`
-    before any pass, uses them.  Any other pass (another solver, or the ridge solver after
-    ``rechunk``, ``astype`` or a slice dropped the source) would fit all G x D columns as
-    one model: silently wrong, so it is refused here, for every pass at once.  Plain
-    features that lost their source are reduced over their stored blocks: the same model.
-    """
+    """Refuse a gamma grid's stacked features, or an array made from them, in a pass over rows:
+    only the ridge solver's search, reading the source's :class:`GammaGrid`, may use them
+    (docs/rff.md, rfstream/features/source.py)."""
     if isinstance(Z, da.Array) and any(str(name).startswith(GRID_LAYER) for name in Z.__dask_graph__().layers):
         raise ValueError(
             "these features are (made from) the stacked features of a gamma grid, every gamma side by "

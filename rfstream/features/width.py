@@ -1,22 +1,11 @@
 """How wide a map's features will be, known before any data is read.
 
-The memory a solver needs grows with the width D of the features (ridge's Gram
-pass as D^2, :mod:`rfstream.solvers.memory`), and a fit should be refused for it
-before its first pass, not after the standardizer's moments, ``gamma="auto"``'s
-sample or a data-driven map's own passes.  :func:`planned_features` gives D from
-the parameters alone:
-
-* a data-independent map (``makes_data_pass`` False) draws its parameters without
-  data (:meth:`rfstream.features.FeatureMap.for_columns`, at gamma = 1 and seed 0:
-  the width depends on neither), so its width is exact;
-* a data-driven map keeps ``n_components`` features, times
-  ``columns_per_component`` (SES: a cosine and a sine per frequency); Nystroem's
-  ``min(n_components, n_rows)`` is planned as ``n_components``;
-* a map with neither says nothing (None) and is checked by the solver itself,
-  just before its own passes.
-
-:func:`component_sizes` reads an ``n_components`` that may be a list of sizes
-(one map drawn at the largest, :mod:`rfstream.features.prefix`).
+The memory a solver needs grows with the width D of the features
+(:mod:`rfstream.solvers.memory`), so a fit is refused for it before its first pass.
+:func:`planned_features` gives D from the parameters alone: exact for a data-independent
+map (drawn without data, :meth:`rfstream.features.FeatureMap.for_columns`),
+``n_components x columns_per_component`` for a data-driven one, None when only the data
+tell.  :func:`check_draw_size` refuses a draw too large to hold.  Narrative: docs/rff.md.
 """
 from __future__ import annotations
 
@@ -48,7 +37,7 @@ def check_draw_size(fmap, n_features):
     ``8 x k x (n_features + 2)`` bytes for the largest of its ``n_components``,
     ``n_random_features`` and ``n_candidates`` (a d x k float64 projection, offsets and
     scales: an upper bound for every map of the registry) against :data:`DRAW_SHARE` of
-    the available memory.  ``n_components=10**12`` is refused here in microseconds."""
+    the available memory.  ``n_components=10**12`` is refused here, before any allocation."""
     import psutil
 
     params = fmap.get_params(deep=False)

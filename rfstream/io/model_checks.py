@@ -1,29 +1,11 @@
 """What :mod:`rfstream.io.model_files` checks before it trusts a model directory.
 
-A model directory may come from someone else, so everything in it is checked before it is
-used, and every failure is one :class:`ModelFileError` (a ``ValueError``: one line, exit
-status 2 at the CLI):
-
-* names: an array reference is ``arrays/aNNN.npy`` (what ``save_model`` writes), listed in
-  the manifest, read from a regular file inside the model directory (a symlink in
-  ``arrays/``, or ``arrays/`` itself a symlink, is refused on a local disk);
-* sizes: ``model.json`` is at most :data:`MAX_JSON_BYTES`, nested at most
-  :data:`MAX_DEPTH` deep; an array has at most :data:`MAX_ARRAY_ELEMENTS` elements, the
-  arrays a model references at most :data:`MAX_MODEL_BYTES` together; a file's ``.npy``
-  header and size must match the manifest before its data are read, and each array is read
-  and hashed once however often it is referenced;
-* structure: every node of the estimator tree has the form ``save_model`` writes;
-* fitted state: each estimator class declares the rule of its own fitted state
-  (``_fitted_rule(view)``, walked by :func:`check_fitted` through a :class:`FittedView`):
-  the shapes of the fitted arrays against the parameters and the other attributes (checked
-  before the arrays are read) and which must be finite (and which non-negative: counts,
-  variances); then
-  :func:`probe` runs the loaded model on a fixed two-row input and refuses it if that
-  raises or gives a wrongly shaped or non-finite output (its posterior std and class
-  probabilities too, when it has them).
-
-A missing array and a damaged one get the same message, so a crafted manifest cannot tell
-whether a file exists or whether a guessed hash matches.
+A model directory may come from someone else, so its names, sizes (:data:`MAX_JSON_BYTES`,
+:data:`MAX_DEPTH`, :data:`MAX_ARRAY_ELEMENTS`, :data:`MAX_MODEL_BYTES`), structure and each
+estimator's fitted state (the class's ``_fitted_rule(view)``, walked by :func:`check_fitted`)
+are checked before use, then :func:`probe` runs the model on two rows.  Every failure is one
+:class:`ModelFileError` (a ``ValueError``); a missing array and a damaged one get the same
+message.  Narrative: docs/robustness.md.
 """
 from __future__ import annotations
 
