@@ -59,7 +59,10 @@ class NotApplicable(ValueError):
     """
 
     def __init__(self, name, *, features=None, solver=None, takers=(), task=None):
-        self.name, self.features, self.solver, self.takers = name, features, solver, tuple(takers)
+        self.name = name
+        self.features = features
+        self.solver = solver
+        self.takers = tuple(takers)
         if features is not None:
             text = f"{name!r} is a parameter of neither features={features!r} nor solver={solver!r} ({task})."
         else:
@@ -125,7 +128,8 @@ def route(features, solver, task, params):
     solver_cls = None if solver is None else solver_class(solver, task)
     solver_params = {} if solver_cls is None else defaults_of(solver_cls)
     given = {k: v for k, v in {**FIT_DEFAULTS, **params}.items() if v is not None}
-    to_map, to_solver = {}, {}
+    to_map = {}
+    to_solver = {}
     for key, value in given.items():
         row = options.BY_NAME.get(key)
         if row is None:
@@ -187,7 +191,8 @@ def check_model(model, n_features, n_targets=None):
     """
     steps = [step for _, step in model.steps] if isinstance(model, Pipeline) else [model]
     named = dict(model.steps) if isinstance(model, Pipeline) else {}
-    fmap, solver = named.get("features"), named.get("solver", None if named else model)
+    fmap = named.get("features")
+    solver = named.get("solver", None if named else model)
     check_search(fmap, solver)
     _check_bayes(fmap, solver)
     if fmap is not None and "standardize" in named and fmap.__sklearn_tags__().input_tags.positive_only:
@@ -236,7 +241,8 @@ def _check_bayes(fmap, solver):
     ``calibrate=True`` would refuse after the map's passes: an alpha <= 0 for the evidence,
     and an iterative solver (the evidence and the posterior come from the Gram)."""
     params = solver.get_params() if hasattr(solver, "get_params") else {}
-    evidence, iterative = params.get("select") == "evidence", params.get("solver") in ("cg", "pcg")
+    evidence = params.get("select") == "evidence"
+    iterative = params.get("solver") in ("cg", "pcg")
     if evidence:
         check_evidence_alphas(np.atleast_1d(np.asarray(params.get("alpha"), dtype=np.float64)))
     if iterative:

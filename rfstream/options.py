@@ -222,7 +222,8 @@ class ParameterError(ValueError):
     """
 
     def __init__(self, text, **params):
-        self.text, self.params = text, params
+        self.text = text
+        self.params = params
         self.param = next(iter(params), None)
         super().__init__(self.said(python_spelling))
 

@@ -22,7 +22,8 @@ from pathlib import Path
 from .. import io
 from ..cluster import connect
 from . import resume
-from .options import FIT_OPTIONS, printable
+from ..options import OPTIONS
+from .options import printable
 
 
 def _write_json(data, location):
@@ -117,7 +118,8 @@ def label_report(attrs, chosen):
     number of classes), and a warning when the label was taken by default (the last column)
     while the only text column is elsewhere: that column looks like the label (letter's
     first column, say)."""
-    index, task = attrs.get("label_column"), attrs.get("task")
+    index = attrs.get("label_column")
+    task = attrs.get("task")
     label = {"column": index, "task": task}
     if attrs.get("classes") is not None:
         label["classes"] = len(attrs["classes"])
@@ -136,7 +138,7 @@ def fit_options(args):
     """The keywords of :func:`rfstream.pipeline.fit_dataset` from ``rfstream fit``'s arguments:
     every option under its own name (:data:`rfstream.options.OPTIONS`), ``--no-standardize``
     as ``standardize=False``, ``--no-checkpoint`` as ``checkpoint=None``."""
-    named = {option.name: getattr(args, option.dest) for option in FIT_OPTIONS}
+    named = {option.name: getattr(args, option.dest) for option in OPTIONS}
     solver = None if args.solver == "none" else args.solver
     return {**named, "features": args.features, "solver": solver, "standardize": not args.no_standardize,
             "out": args.out, "overwrite": args.overwrite, "task": args.task, "sample_weight": args.sample_weight,

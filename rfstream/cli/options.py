@@ -14,9 +14,6 @@ import re
 from ..options import OPTIONS, flag_of, python_spelling
 from .arguments import with_default
 
-#: one row per option of ``rfstream fit`` (:class:`rfstream.options.Option`)
-FIT_OPTIONS = OPTIONS
-
 
 class UserError(ValueError):
     """A problem with the command's input that the user can fix."""
@@ -155,9 +152,9 @@ def help_default(option):
 
 
 def add_fit_options(parser):
-    """One argparse argument per row of :data:`FIT_OPTIONS`, defaults in the help; no estimator
-    is imported."""
-    for option in FIT_OPTIONS:
+    """One argparse argument per row of :data:`rfstream.options.OPTIONS`, defaults in the help;
+    no estimator is imported."""
+    for option in OPTIONS:
         kwargs = {"help": with_default(option.help, help_default(option)), "default": option.default}
         if option.choices:
             kwargs["choices"] = option.choices
@@ -235,6 +232,6 @@ def split_params(args, features, solver, task):
     from ..catalog import NotApplicable, route
 
     try:
-        return route(features, solver, task, {o.name: getattr(args, o.dest) for o in FIT_OPTIONS})
+        return route(features, solver, task, {o.name: getattr(args, o.dest) for o in OPTIONS})
     except NotApplicable as error:
         raise flag_error(error) from None

@@ -24,7 +24,8 @@ def check_gamma_param(fmap):
     """Refuse a bad ``gamma`` of the map ``fmap`` (``FeatureMap._validate_params``): a
     bad item (:func:`gamma_items`), or a grid on a map that cannot share its draw
     (``shares_draw_across_gamma``).  A word of ``fmap.gamma_words`` passes."""
-    name, gamma = type(fmap).__name__, fmap.gamma
+    name = type(fmap).__name__
+    gamma = fmap.gamma
     if is_gamma_word(fmap):
         return
     try:

@@ -13,12 +13,12 @@ from rfstream.catalog import (
 )
 from rfstream.cli import build_parser
 from rfstream.cli.options import (
-    FIT_OPTIONS,
     UserError,
     default_text,
     split_params,
     takers,
 )
+from rfstream.options import OPTIONS as FIT_OPTIONS
 from rfstream.options import SAMPLERS
 
 

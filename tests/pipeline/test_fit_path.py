@@ -13,7 +13,8 @@ from rfstream.catalog import route
 from rfstream.options import BY_NAME as PARAMETERS
 from rfstream.cli import build_parser
 from rfstream.cli.commands import fit_options
-from rfstream.cli.options import FIT_OPTIONS, split_params
+from rfstream.cli.options import split_params
+from rfstream.options import OPTIONS as FIT_OPTIONS
 from rfstream.cluster import connect, set_progress
 from rfstream.io import open_dataset, read_predictions, write_dataset
 from rfstream.jobs import FitJob
