@@ -1,46 +1,11 @@
-"""Where computations run: an embedded LocalCluster, an existing cluster, or threads.
+"""Where computations run, and the one place where lazy reductions become numbers.
 
-``connect(scheduler, data_bytes=None)`` is a context manager used by the CLI and the examples:
-
-* ``None``: ``$RFSTREAM_SCHEDULER`` if set; else, when the caller gives the size of
-  the data (``data_bytes``, X's uncompressed bytes: the CLI reads them from the
-  dataset's metadata before connecting) and it is *small*, dask's threaded
-  scheduler in this process; otherwise an embedded :class:`distributed.LocalCluster`
-  sized to the machine (one single-threaded worker process per core, memory split
-  between them), dashboard bound to 127.0.0.1 on a free port (:mod:`rfstream.embedded`:
-  its settings, and the client's environment kept as it was);
-* ``"threads"`` or ``"synchronous"``: dask's local schedulers, no distributed;
-* ``"cluster"``: the embedded LocalCluster whatever the data's size;
-* anything else: the address of an existing scheduler (``tcp://host:8786``),
-  e.g. a Dask cluster on Kubernetes, SLURM (dask-jobqueue) or Docker.
-
-Small data
-----------
-Data are small when X's bytes are at most :func:`small_data_limit`: ``min(1 GiB, 1/8 of the
-machine's memory)`` (:data:`SMALL_DATA_BYTES`, :data:`SMALL_DATA_FRACTION`), or the size in
-``$RFSTREAM_SMALL_DATA`` (``"4GB"``, ``"0"`` to always start the cluster).  Such data fit in memory
-several times over, so the cluster's worker processes buy nothing, and starting and stopping them
-costs seconds (docs/BENCHMARKS.md, "Small data without the cluster"); the threads run the same
-reductions in the same tree, so the model is the same.  Above the limit the LocalCluster is started
-as before: its workers' memory limits, spilling and dashboard are what a long pass over large data
-needs.
-
-:func:`compute` is the one place where rfstream turns lazy reductions into numbers.  Its progress
-display (:func:`set_progress`) is ``"auto"``: a progress bar when stderr is a terminal, otherwise
-one line per finished pass with its time (no carriage return, for the logs of batch jobs);
-``"always"`` (a bar) or ``"never"``.  Inside :func:`rfstream.io.checkpoints.resumable` it also stores
-each pass's result, and takes the passes an interrupted run completed from the checkpoint
-(:func:`using_pass_store`).  On a distributed client it first runs :data:`CLIENT_HOOKS`.
-
-Run context
------------
-What a command or a fit counts and keeps while it runs (the display mode, the number of passes so
-far, the pass store) lives in one :class:`RunContext`, opened with :func:`run_context` (the CLI
-opens one per command, :func:`rfstream.pipeline.fit_dataset` one per fit unless its caller has one).
-It is held in a ``contextvars.ContextVar``: two fits in one process (two threads, two asyncio tasks)
-each see their own counter and store.  Outside any run context a pass is numbered on its own.
-:func:`set_progress` sets the display mode of the process, the default of the contexts opened
-afterwards without a mode of their own.
+:func:`connect` runs on dask's threads for small data (:func:`small_data_limit`), on an embedded
+LocalCluster (:mod:`rfstream.embedded`) otherwise, or on an existing scheduler named by its
+address.  :func:`compute` runs every pass, with its progress display and, in a resumable fit, the
+pass store (:func:`using_pass_store`), inside the active :class:`RunContext`
+(:func:`run_context`, one ``contextvars.ContextVar``: two fits in one process each see their
+own).  Narrative: docs/robustness.md, "rfstream/cluster.py".
 """
 from __future__ import annotations
 
@@ -70,7 +35,7 @@ CLIENT_HOOKS = []
 
 @dataclass
 class RunContext:
-    """What one run (a command, a fit) counts and keeps; see the module docstring."""
+    """What one run (a command, a fit) counts and keeps: its display mode, passes and pass store."""
 
     progress: str = "never"  # how compute() shows each pass: "auto", "always" or "never"
     passes: int = 0  # passes finished (computed or taken from the store) in this run
@@ -91,9 +56,9 @@ def _check_mode(mode):
 
 
 def set_progress(mode) -> None:
-    """The process's display mode: "auto", "always" or "never" (True: "auto", False:
-    "never"), for the run contexts opened afterwards without a mode (and the active one);
-    see the module docstring."""
+    """The process's display mode: "auto" (a bar on a terminal, else a line per pass), "always"
+    (a bar) or "never" (True: "auto", False: "never"), for the active run context and those opened
+    afterwards without a mode."""
     _DEFAULT["progress"] = _check_mode(mode)
     run = _RUN.get()
     if run is not None:
@@ -143,7 +108,8 @@ def _progress_style(run):
 
 
 def small_data_limit() -> int:
-    """X's bytes at or below which :func:`connect` runs on threads (module docstring)."""
+    """X's bytes at or below which :func:`connect` runs on threads: ``$RFSTREAM_SMALL_DATA`` (``"4GB"``,
+    ``"0"``), else ``min(SMALL_DATA_BYTES, SMALL_DATA_FRACTION * memory)``."""
     text = os.environ.get("RFSTREAM_SMALL_DATA", "").strip()
     if text:
         from dask.utils import parse_bytes
@@ -250,7 +216,7 @@ def compute(*collections):
 
             bar = ProgressBar(out=sys.stderr) if style == "bar" else contextlib.nullcontext()
             # a local scheduler named by its function: dask then does not import distributed
-            # to look for a client (0.15 s of a small fit's few seconds)
+            # to look for a client
             get = named_schedulers.get(dask.config.get("scheduler", None)) if local else None
             with bar, one_blas_thread_per_task(lazy):
                 values = iter(dask.compute(*lazy, scheduler=get))
@@ -267,14 +233,9 @@ def compute(*collections):
 
 
 def one_blas_thread_per_task(collections=()):
-    """Single-threaded BLAS while dask's thread pool runs several tasks at once.
-
-    Each of the pool's threads calls BLAS, which by default starts one thread per core itself: with 2
-    dask threads on 2 cores that is 4 busy threads fighting over 2 cores, which more than doubled the
-    time of a fused pass (docs/BENCHMARKS.md, "Measurements behind the code").  A distributed worker
-    gets the same from its nanny (``OPENBLAS_NUM_THREADS=1``).  A graph whose widest layer has a single
-    task (a one-chunk dataset) keeps BLAS's threads: nothing else would use the other cores.
-    """
+    """Single-threaded BLAS while dask's thread pool runs several tasks at once (each pool thread's
+    BLAS would start a thread per core: docs/BENCHMARKS.md, "Measurements behind the code"); a graph
+    whose widest layer has one task keeps BLAS's threads."""
     from threadpoolctl import threadpool_limits
 
     scheduler = dask.config.get("scheduler", None)
@@ -318,7 +279,7 @@ def connect(scheduler=None, *, n_workers=None, data_bytes=None):
     n_workers : int, optional
         Worker processes for the embedded cluster (default: one per core).
     data_bytes : int, optional
-        X's bytes, for the small-data rule (module docstring); None: unknown, the
+        X's bytes, for the small-data rule (:func:`small_data_limit`); None: unknown, the
         embedded LocalCluster.
     """
     scheduler = choose_scheduler(scheduler, data_bytes)

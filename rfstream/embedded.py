@@ -1,12 +1,11 @@
 """The embedded LocalCluster: its settings, and its start with the client's environment kept.
 
 :func:`rfstream.cluster.connect` starts it (``scheduler=None`` on large data, or ``"cluster"``): one
-single-threaded worker process per core, the machine's memory split between them, the dashboard on
-127.0.0.1 (:func:`local_cluster_kwargs`); dask's config quieted for a batch job
-(:data:`EMBEDDED_CONFIG`) and the workers' allocator set (:data:`WORKER_MALLOC`), each where the user
-has not set it (:func:`embedded_config`).  distributed's nanny writes the workers' pre-spawn
-environment into the client's own ``os.environ`` as it starts a worker; :func:`local_cluster` puts the
-client's values back (:func:`environ_kept`).
+single-threaded worker process per core, the memory split between them, the dashboard on 127.0.0.1
+(:func:`local_cluster_kwargs`); dask's config quieted for a batch job and the workers' allocator set,
+where the user has not set them (:func:`embedded_config`); the client's environment put back after
+the nannies write into it (:func:`environ_kept`).  Why each setting: docs/robustness.md,
+"rfstream/embedded.py".
 """
 from __future__ import annotations
 
@@ -15,16 +14,10 @@ import os
 
 import dask
 
-#: Settings of the embedded LocalCluster, a batch job on the user's own cores, where every background
-#: wake-up is taken from a compute task and an idle worker is an idle core.  ``worker-saturation`` 1.0:
-#: a worker holds only the task it runs, and takes the next from the scheduler when it finishes; at
-#: the default 1.1 a worker holds a second task, and near the end of a pass its idle peer waited for
-#: work stealing (every second) to move it.  The workers' statistical profiler (a stack sample every 10
-#: ms) only feeds the dashboard's "Profile" page; the event-loop check and the system monitor are
-#: polled less often.  The effect on one KDD99 pass is in docs/BENCHMARKS.md ("Measurements behind the
-#: code"; ``benchmarks/bench_pass_anatomy.py --parts cluster_config``).  The memory monitor that guards
-#: a worker's memory limit is left as it is.  A key the user set otherwise (in dask's config files or
-#: environment) is kept.
+#: Settings of the embedded LocalCluster, a batch job on the user's own cores: a worker holds only the task it
+#: runs (``worker-saturation`` 1.0), no statistical profiler, the event-loop check and the system monitor
+#: polled less often; the memory monitor is left as it is, and a key the user set is kept.  Why: docs/robustness.md,
+#: "rfstream/embedded.py"; the effect on a pass: docs/BENCHMARKS.md, "Measurements behind the code".
 EMBEDDED_CONFIG = {
     "distributed.scheduler.worker-saturation": 1.0,
     "distributed.worker.profile.enabled": False,
@@ -33,12 +26,10 @@ EMBEDDED_CONFIG = {
 }
 
 
-#: Worker processes' C allocator (glibc), set before they start.  distributed sets
-#: ``MALLOC_TRIM_THRESHOLD_`` to 64 KiB, which also pins glibc's mmap threshold at 128 KiB: every
-#: array above it is mapped fresh from the kernel and unmapped when freed, so each task faults in its
-#: buffers page by page again (a third of a byte range's convert time was system time).  Arrays up to
-#: 32 MiB (glibc's largest threshold) are then reused from the heap, and a heap keeps at most 256 MiB
-#: free at its top.  docs/BENCHMARKS.md, "One CSV file in byte ranges".
+#: Worker processes' C allocator (glibc), set before they start: arrays up to 32 MiB (glibc's largest mmap
+#: threshold) reused from the heap instead of mapped fresh from the kernel for every task, and at most 256 MiB
+#: kept free at the heap's top.  Why: docs/robustness.md, "rfstream/embedded.py";
+#: docs/BENCHMARKS.md, "One CSV file in byte ranges".
 WORKER_MALLOC = {"MALLOC_MMAP_THRESHOLD_": str(32 * 2**20), "MALLOC_TRIM_THRESHOLD_": str(256 * 2**20)}
 PRE_SPAWN = "distributed.nanny.pre-spawn-environ"
 

@@ -1,26 +1,11 @@
 """The one fit path: a fit on a dataset, from its checks to the saved model.
 
-:class:`FitJob` is what ``rfstream fit`` and :func:`rfstream.pipeline.fit_dataset`
-both run, in three steps a caller may separate (the CLI connects to the cluster
-between the first two, so that every mistake is reported before a cluster starts):
-
-1. ``FitJob(data, ...)``: open the dataset (lazily: nothing is read), build the model
-   from named options (:func:`rfstream.catalog.route`, the one router), and check
-   everything that needs no data: the labels, every parameter
-   (:func:`rfstream.catalog.check_model`), the weights array, the output location, the
-   heat map's matplotlib;
-2. ``with job.resumable(): job.fit()``: the checkpoint (tied to the job by
-   :meth:`FitJob.fingerprint`: the model's parameters and the dataset's identity, never
-   the command line, so never a credential) and the fit itself, after the memory check
-   on the workers just connected; the search goes by :func:`rfstream.selection.fit_model`;
-3. ``job.save()``: the model (and the CV heat map) written staged, then the
-   checkpoint removed.
-
-A pipeline that ends in its map (``solver=None``: a transformer) is fitted without
-labels.  With ``holdout``, the job fits on the rows that
-:func:`rfstream.train_test_split` keeps for training (seeded by ``random_state``: the
-rows of ``rfstream split``) and keeps the others in ``held_out`` for
-:func:`rfstream.pipeline.score_holdout`.
+:class:`FitJob` is what ``rfstream fit`` and :func:`rfstream.pipeline.fit_dataset` both run, in
+three steps a caller may separate: ``FitJob(data, ...)`` opens the dataset lazily, builds the model
+(:func:`rfstream.catalog.route`) and checks all that needs no data; ``with job.resumable():
+job.fit()`` fits under the job's checkpoint; ``job.save()`` writes the model staged and removes the
+checkpoint.  The steps, the checkpoint's fingerprint and the holdout: docs/robustness.md,
+"rfstream/jobs.py".
 """
 from __future__ import annotations
 

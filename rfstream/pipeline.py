@@ -1,16 +1,12 @@
 """The application layer: fit / evaluate / predict / transform on a dataset.
 
-A model is a scikit-learn Pipeline, standardizer -> feature map -> solver (or ending
-in the map: a transformer).  The registries, the one router of a fit's named options
-and the checks before data are in :mod:`rfstream.catalog` (re-exported here); the one
-fit path is :class:`rfstream.jobs.FitJob`; model selection is :mod:`rfstream.selection`.
-For dask input the pipeline is lazy up to the solver, whose passes make the features
-inside their tasks (:func:`rfstream.features.feature_source`), so the feature matrix
-is never stored.
-
-The command line (:mod:`rfstream.cli`), the benchmark harness
-(:mod:`rfstream.bench`), ``examples/`` and ``benchmarks/`` all call this module;
-it knows nothing of argparse.
+A model is a scikit-learn Pipeline, standardizer -> feature map -> solver (or ending in the map:
+a transformer), built and checked by :mod:`rfstream.catalog` (whose :func:`make_model` and
+:func:`check_model` are importable from here too) and fitted by :class:`rfstream.jobs.FitJob`.
+For dask input the solver's passes make the features inside their tasks
+(:func:`rfstream.features.source.feature_source`).  The CLI, :mod:`rfstream.bench`,
+``examples/`` and ``benchmarks/`` call this module; it knows nothing of argparse.
+Narrative: docs/design-notes.md, "The application layer".
 """
 from __future__ import annotations
 
@@ -49,27 +45,68 @@ def fit_dataset(data, *, features="rff", solver="ridge", standardize=True, out=N
                 **params):
     """Fit a model on a Zarr dataset (or on given dask arrays) and save it to ``out``.
 
-    ``data`` and ``out`` are local paths or URLs (``storage_options`` for their
-    filesystems; ``x_array``/``y_array``/``task`` as in :func:`open_data`).  ``params``
-    are the named options of :data:`rfstream.options.OPTIONS` (every option of
-    ``rfstream fit``, by the flag's name: ``n_components=2000, alpha=[0.1, 1, 10],
-    ridge_solver="pcg", epochs=5``) or any parameter of the map or the solver, routed by
-    :func:`rfstream.catalog.route`; ``feature_params`` and ``solver_params`` name the
-    receiver explicitly.  ``solver=None`` fits a transformer (the pipeline ends in the map;
-    no labels needed).  ``standardize=False`` is ``--no-standardize``.  ``model`` is a
-    Pipeline built already; then those arguments are not used.  ``X, y, attrs`` replace the
-    dataset's own arrays and attributes (e.g. a training split).  ``sample_weight`` names
-    an array of the dataset (or is an array) of row weights.  Every parameter is checked
-    (:func:`check_model`) before the first pass.  ``checkpoint`` (a path or URL): each pass
-    is stored there and a rerun resumes after the last completed one
-    (:mod:`rfstream.io.checkpoints`; ``restart`` starts over); removed once the model is
-    saved.  ``report``: the CV heat map beside the model (None: when matplotlib is
-    installed).  ``progress``: "auto", "always" or "never" for this fit's passes (default:
-    the process's, :func:`rfstream.cluster.set_progress`).  ``holdout``, a fraction in
-    (0, 1): fit on the other rows and score these with :func:`evaluate_dataset`, in the
-    metadata's ``holdout`` (:func:`score_holdout`); the rows are those of :func:`rfstream.train_test_split`
-    (and ``rfstream split``) seeded by ``random_state``.  Runs on the current scheduler
-    (:func:`rfstream.cluster.connect`).  Returns ``(model, metadata)``.
+    Every parameter is checked (:func:`check_model`) before the first pass; the fit runs on the
+    current scheduler (:func:`rfstream.cluster.connect`).
+
+    Parameters
+    ----------
+    data : str, Path, URL, zarr group or xarray Dataset
+        The dataset (:func:`rfstream.jobs.open_data`).
+    features, solver : str
+        The feature map and the solver by their names in :mod:`rfstream.catalog`;
+        ``solver=None`` fits a transformer (the pipeline ends in the map; no labels needed).
+    standardize : bool
+        Standardize the columns first (False is ``--no-standardize``).
+    out : str, Path or URL, optional
+        Where the model is saved, staged (None: not saved).
+    overwrite : bool
+        Replace an existing model at ``out``.
+    X, y, attrs : optional
+        Arrays and attributes that replace the dataset's own (e.g. a training split).
+    feature_params, solver_params : dict, optional
+        Parameters of the map and of the solver, the receiver named explicitly.
+    storage_options : dict, optional
+        For the filesystems of ``data``, ``out`` and ``checkpoint``.
+    x_array, y_array, task : str
+        The arrays' names and the task, as in :func:`rfstream.jobs.open_data`.
+    model : Pipeline, optional
+        A Pipeline built already; then ``features`` to ``solver_params`` are not used.
+    sample_weight : str or array, optional
+        Row weights: the name of an array of the dataset, or an array.
+    checkpoint : str, Path or URL, optional
+        Each pass is stored there and a rerun resumes after the last completed one
+        (:mod:`rfstream.io.checkpoints`); removed once the model is saved.
+    restart : bool
+        Start over instead of resuming from ``checkpoint``.
+    report : bool or None
+        Save the CV heat map beside the model (None: when matplotlib is installed).
+    progress : "auto", "always" or "never", optional
+        This fit's display of its passes (default: the process's,
+        :func:`rfstream.cluster.set_progress`).
+    holdout : float, optional
+        A fraction in (0, 1): fit on the other rows and score these with
+        :func:`evaluate_dataset`, in the metadata's ``holdout`` (:func:`score_holdout`); the
+        rows are those of :func:`rfstream.train_test_split` (and ``rfstream split``) seeded
+        by ``random_state``.
+    **params
+        The named options of :data:`rfstream.options.OPTIONS` by the flag's name
+        (``n_components=2000, alpha=[0.1, 1, 10], ridge_solver="pcg", epochs=5``) or any
+        parameter of the map or the solver, routed by :func:`rfstream.catalog.route`.
+
+    Returns
+    -------
+    model : Pipeline
+        The fitted model.
+    metadata : dict
+        What is saved with it: the dataset, the fit's seconds and passes, the search.
+
+    Raises
+    ------
+    ValueError
+        A bad parameter, a dataset without labels or with too few rows or classes, or a fit
+        whose memory plan exceeds the workers'.
+    FileExistsError
+        ``out`` exists and ``overwrite`` is False.
     """
     job = FitJob(data, features=features, solver=solver, standardize=standardize, out=out,
                  overwrite=overwrite, X=X, y=y, attrs=attrs, feature_params=feature_params,
@@ -123,18 +160,45 @@ def evaluate_dataset(model, meta, data, *, X=None, y=None, attrs=None, storage_o
                      x_array="X", y_array="y", interval_level=None):
     """The model's metrics on a labelled dataset, in one pass over its rows.
 
-    Classification: ``error_rate``, ``balanced_error``, ``confusion_matrix`` (rows:
-    true classes, columns: predicted, in the order of ``classes``), ``auc`` with its
-    ``auc_error_bound`` (two classes, from the decision values), and for a model with
-    ``predict_proba`` ``log_loss`` and the ``reliability`` table (10 bins of the predicted
-    label's probability: count, mean probability, accuracy; its ``calibration_error``);
-    regression: ``rmse``, ``relative_rmse``, ``mae``, ``r2`` (:mod:`rfstream.metrics`),
-    and for a model with a posterior (``calibrate``, :func:`has_posterior`) the coverage
-    and mean width of its prediction intervals at ``interval_level``
-    (``interval_coverage``, ``interval_width``; default :data:`INTERVAL_LEVEL`; a level
-    given for a model without a posterior is refused).  ``metric``/``value`` name the
-    headline one (error rate, relative RMSE).  All are sums over the rows' blocks in one
-    reduction (nothing of length n reaches the client).
+    All are sums over the rows' blocks in one reduction (nothing of length n reaches the
+    client); :mod:`rfstream.metrics` defines them.
+
+    Parameters
+    ----------
+    model : Pipeline or estimator
+        A fitted model.
+    meta : dict
+        Its metadata (:func:`load_fitted`; ``{}`` for none).
+    data : str, Path, URL, zarr group or xarray Dataset
+        The labelled dataset, with the training data's columns.
+    X, y, attrs : optional
+        Arrays and attributes that replace the dataset's own.
+    storage_options : dict, optional
+        For ``data``'s filesystem.
+    x_array, y_array : str
+        The arrays' names.
+    interval_level : float, optional
+        The level of the prediction intervals scored for a model with a posterior
+        (:func:`has_posterior`; default :data:`INTERVAL_LEVEL`).
+
+    Returns
+    -------
+    dict
+        Classification: ``error_rate``, ``balanced_error``, ``confusion_matrix`` (rows: true
+        classes, columns: predicted, in the order of ``classes``), ``auc`` with its
+        ``auc_error_bound`` (two classes, from the decision values), and for a model with
+        ``predict_proba`` ``log_loss`` and the ``reliability`` table (10 bins of the predicted
+        label's probability: count, mean probability, accuracy; its ``calibration_error``).
+        Regression: ``rmse``, ``relative_rmse``, ``mae``, ``r2``, and for a model with a
+        posterior ``interval_coverage`` and ``interval_width``.  ``metric``/``value`` name the
+        headline one (error rate, relative RMSE); also ``task``, ``rows``, ``n_unseen_labels``,
+        ``predict_seconds``, ``fit_seconds`` and ``data``.
+
+    Raises
+    ------
+    ValueError
+        A dataset without labels or with other columns, or ``interval_level`` for a model
+        without a posterior.
     """
     if X is None:
         X, y, attrs = open_data(data, storage_options=storage_options, x_array=x_array, y_array=y_array)
@@ -196,18 +260,46 @@ def predict_dataset(model_path, data, out, *, overwrite=False, storage_options=N
                     scores=False, std=False, interval=None, outputs=None):
     """Predict every row of a dataset with a saved model; write them to the Zarr ``out``.
 
-    Every location may be a URL (``storage_options`` for its filesystem); the
-    workers read their rows and write their predictions themselves.  Array ``y_pred``
-    holds the predictions.  ``scores`` (classifiers) also writes array ``scores``: the
-    class probabilities (n, K) of a model with ``predict_proba``, else its decision
-    values ((n,) for two classes, positive ``classes[1]``; (n, K) otherwise), from the
-    same computation of the features as the labels.  A regressor fitted with
-    ``calibrate`` (:func:`has_posterior`): ``std`` writes array ``std``, the posterior
-    predictive standard deviation (:func:`predictive_std`), and ``interval`` (a level in
-    (0, 1)) arrays ``lower`` and ``upper``, its conformal prediction interval
-    (:func:`prediction_interval`); both come from one product with the posterior factor per
-    block.  ``outputs`` maps more array names to functions ``(model, X) -> array`` with X's
-    rows, written beside them by the same tasks.  Returns the number of rows.
+    The workers read their rows and write their predictions themselves; every array comes
+    from one computation of the features per block.
+
+    Parameters
+    ----------
+    model_path : str, Path or URL
+        A model directory written by :func:`fit_dataset`.
+    data : str, Path, URL, zarr group or xarray Dataset
+        The rows to predict, with the training data's columns.
+    out : str, Path or URL
+        The predictions' Zarr group (staged); its array ``y_pred`` holds the predictions.
+    overwrite : bool
+        Replace an existing group at ``out``.
+    storage_options : dict, optional
+        For every location of the call.
+    x_array : str
+        The name of X's array.
+    scores : bool
+        A classifier's array ``scores`` too: the class probabilities (n, K) of a model with
+        ``predict_proba``, else its decision values ((n,) for two classes, positive
+        ``classes[1]``; (n, K) otherwise).
+    std : bool
+        A calibrated regressor's array ``std``: the posterior predictive standard deviation
+        (:func:`predictive_std`).
+    interval : float, optional
+        A level in (0, 1): a calibrated regressor's arrays ``lower`` and ``upper``, its
+        conformal prediction interval (:func:`prediction_interval`).
+    outputs : dict, optional
+        More array names, each mapped to a function ``(model, X) -> array`` with X's rows.
+
+    Returns
+    -------
+    int
+        The number of rows.
+
+    Raises
+    ------
+    ValueError
+        A transformer, ``scores`` of a regressor, ``std`` or ``interval`` of a model without a
+        posterior, or a dataset with other columns.
     """
     model, meta = load_fitted(model_path, storage_options=storage_options)
     if not hasattr(model, "predict"):
@@ -284,23 +376,49 @@ def posterior_outputs(model, X, level=None):
 
 
 def predictive_std(model, X):
-    """The posterior predictive standard deviation of every row of ``X`` (shaped as
-    ``predict``'s output; lazy for dask), :func:`posterior_outputs`'s."""
+    """The posterior predictive std of every row of ``X`` (lazy for dask), :func:`posterior_outputs`'s."""
     return posterior_outputs(model, X)[1]
 
 
 def prediction_interval(model, X, level):
-    """``(lower, upper)`` of every row of ``X`` at ``level`` (shaped as ``predict``'s output;
-    lazy for dask), :func:`posterior_outputs`'s conformal interval."""
+    """``(lower, upper)`` of every row of ``X`` at ``level`` (lazy for dask), :func:`posterior_outputs`'s."""
     return posterior_outputs(model, X, level)[2]
 
 
 def transform_dataset(model_path, data, out, *, overwrite=False, storage_options=None, x_array="X",
                       rows_per_chunk=None):
-    """Write a saved transformer's output (a model fitted with ``solver=None``) for every row
-    of a dataset as the X of a new Zarr dataset ``out`` (staged; local or a URL), by the
-    workers, block by block; the dataset's labels, when it has them, are kept as its y.
-    Returns the output's shape."""
+    """Write a saved transformer's output for every row of a dataset as a new Zarr dataset.
+
+    The workers write it block by block; the dataset's labels, when it has them, are kept as
+    its y.
+
+    Parameters
+    ----------
+    model_path : str, Path or URL
+        A model fitted with ``solver=None`` (:func:`fit_dataset`).
+    data : str, Path, URL, zarr group or xarray Dataset
+        The rows to transform, with the training data's columns.
+    out : str, Path or URL
+        The new dataset (staged); its X is the transformer's output.
+    overwrite : bool
+        Replace an existing dataset at ``out``.
+    storage_options : dict, optional
+        For every location of the call.
+    x_array : str
+        The name of X's array.
+    rows_per_chunk : int, optional
+        Rows per Zarr chunk of ``out`` (default: the rows of ``data``'s first block).
+
+    Returns
+    -------
+    tuple of int
+        The output's shape.
+
+    Raises
+    ------
+    ValueError
+        A model that ends in a solver, sparse features, or a dataset with other columns.
+    """
     model, meta = load_fitted(model_path, storage_options=storage_options)
     if hasattr(model, "predict") or not hasattr(model, "transform"):
         raise ValueError(f"{model_path} ends in a solver; transform_dataset needs a transformer "

@@ -43,7 +43,7 @@ STREAM_NYSTROEM_LANDMARKS = 80
 # Reserved ranges for the other methods: SES 20-29, EERF/LKRF 30-39, CNM 40-49,
 # random binning 50-59 (none used yet: binning is a pure function of the row),
 # further SGD streams 60-69 (the first ones are 4-6 above), benchmarks 70-79, Nystroem 80-89.
-# rfstream.synthetic: the rows of synthetic datasets (kept apart from every method's
+# rfstream.datasets.synthetic: the rows of synthetic datasets (kept apart from every method's
 # streams, so that the data are independent of a method's randomness for equal seeds).
 STREAM_SYNTHETIC = 90
 

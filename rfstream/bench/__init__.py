@@ -1,34 +1,12 @@
 """``rfstream bench``: performance against the tools users would otherwise pick.
 
-One run on one machine measures three things, so that what is compared was
-measured under the same conditions (the development machine is shared and
-noisy: ratios within a run are what the results report):
-
-1. **Fused pass vs GEMM.**  rfstream's fused pass (read a Zarr chunk ->
-   standardize -> RFF block -> Gram partials, one task per chunk) in GFLOP/s
-   (2 n d D for the projection + n D (D + 1) for the symmetric Gram by SYRK:
-   the flops actually performed), next to the machine's float32 GEMM on the
-   Gram's shape, (D x 4096) @ (4096 x D), measured right before and right
-   after every repeat of the pass.  The ratio of each repeat uses the GEMM
-   measured around it; ``--repeats`` repeats give a median and a spread.
-2. **End to end** (fit + predict, peak memory, test error) of rfstream against
-   scikit-learn's RBFSampler + RidgeClassifier and Nystroem + RidgeClassifier,
-   and dask-ml's Incremental(SGDClassifier) on RBFSampler features, on
-   KDD99-10% (test: ``corrected``) and Adult, at several D.  Every run is its
-   own subprocess with an address-space cap (``RLIMIT_AS``), so its peak
-   resident memory (VmHWM) is its own and a run that needs more than the cap
-   fails with a MemoryError, recorded as "out of memory at cap".  All methods
-   get the same preprocessing (numeric columns standardized, one-hot columns
-   passed through), the same ``gamma`` and the same ``alpha``.
-3. **Scaling**: fit time and peak memory of rfstream at several row counts of
-   a synthetic KDD-shaped Zarr dataset (:mod:`rfstream.synthetic`), the
-   log-log slope of time against n and the ratio of the largest to the
-   smallest peak memory.
-
-Results go to ``<out>/bench.json`` and PNG plots next to it; docs/BENCHMARKS.md
-shows them.
+One run on one machine measures three parts under the same conditions: rfstream's fused pass
+against the same run's float32 GEMM (:mod:`~rfstream.bench.fused`), fit + predict end to end
+against scikit-learn and dask-ml, and scaling in n on synthetic KDD-shaped data
+(:mod:`~rfstream.bench.e2e`), each end-to-end run in its own capped subprocess.  Results go to
+``<out>/bench.json`` and PNG plots beside it.  What each part measures and how:
+benchmarks/README.md, "rfstream/bench: the harness"; the figures: docs/BENCHMARKS.md.
 """
-
 import json
 import os
 import platform

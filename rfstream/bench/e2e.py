@@ -19,12 +19,8 @@ DATASETS = tuple(REGISTRY_NAMES)
 
 
 def prepare_data(datasets, workdir, names=DATASETS):
-    """The train / test Zarr of each of ``names`` ("kdd99", "adult"), converted once into
-    ``workdir`` (and only those: ``--data adult`` converts no KDD99).
-
-    ``datasets`` is the real datasets folder (None: :func:`rfstream.datasets.datasets_folder`);
-    returns ``{name: (train, test)}`` as strings.
-    """
+    """``{name: (train, test)}`` (strings): the Zarr of each of ``names``, converted once into
+    ``workdir`` from the folder ``datasets`` (None: :func:`rfstream.datasets.datasets_folder`)."""
     from ..datasets import prepare
 
     return {name: tuple(str(p) for p in prepare(REGISTRY_NAMES[name], workdir, datasets)) for name in names}

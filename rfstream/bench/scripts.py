@@ -8,8 +8,7 @@ from pathlib import Path
 
 
 def cache_dir() -> Path:
-    """The folder the benchmarks convert their datasets into once:
-    ``$RFSTREAM_BENCH_CACHE``, else /tmp/rfstream-bench."""
+    """Where the benchmarks convert their datasets once: ``$RFSTREAM_BENCH_CACHE`` or /tmp/rfstream-bench."""
     return Path(os.environ.get("RFSTREAM_BENCH_CACHE", "/tmp/rfstream-bench"))
 
 

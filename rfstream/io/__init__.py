@@ -1,25 +1,11 @@
 """Everything that reads or writes bytes: Zarr datasets, source formats, model files, predictions.
 
-* :mod:`~rfstream.io.dataset` -- the Zarr dataset layout: :func:`write_dataset`,
-  :func:`open_dataset` (lazy dask arrays), :func:`dataset_info`.
-* :mod:`~rfstream.io.convert` -- :func:`convert` a source file, directory or glob into a
-  dataset, with one reader module per format (:mod:`~rfstream.io.csv`,
-  :mod:`~rfstream.io.libsvm`, :mod:`~rfstream.io.parquet`, :mod:`~rfstream.io.npy`), the
-  label rules they share (:mod:`~rfstream.io.ingest`) and, for many files, the
-  conversion as Dask tasks (:mod:`~rfstream.io.convert_tasks`).
-* :mod:`~rfstream.io.model_files` -- :func:`save_model` / :func:`load_model`, no pickle.
-* :mod:`~rfstream.io.predictions` -- predictions written to Zarr block by block.
-* :mod:`~rfstream.io.split` -- :func:`split_dataset`: a training and a test dataset from
-  one, the rows of :func:`rfstream.train_test_split`, selected and written by the workers.
-* :mod:`~rfstream.io.location` -- a local path or an fsspec URL (``s3://``, ``gs://``,
-  ``abfs://``, ``memory://``, ``file://``, ``https://``) behind one interface;
-  every function here takes either, plus ``storage_options``.
-* :mod:`~rfstream.io.staging` -- writes seen whole or not at all: renamed when
-  complete on a local disk, made visible by a commit object on an object store.
-* :mod:`~rfstream.io.zarr_source` -- any Zarr v2/v3 group, store or xarray Dataset
-  as rows, arrays chosen by name.
-
-This layer knows no estimator class: it imports only the core numerics.
+The names below are imported plainly from their modules: :mod:`~rfstream.io.dataset`
+(:func:`open_dataset`, :func:`write_dataset`), :mod:`~rfstream.io.convert`,
+:mod:`~rfstream.io.model_files` (no pickle), :mod:`~rfstream.io.predictions`,
+:mod:`~rfstream.io.split` and :mod:`~rfstream.io.location`.  Every function takes a local path or
+an fsspec URL and ``storage_options``; every write is staged (:mod:`~rfstream.io.staging`).  This
+layer knows no estimator class.  The modules: docs/io.md and docs/robustness.md.
 """
 from __future__ import annotations
 

@@ -1,13 +1,11 @@
 """Convert CSV, LIBSVM, Parquet, .npy or .npz files into a Zarr dataset, streaming.
 
-One reader module per source format (:mod:`~rfstream.io.csv`,
-:mod:`~rfstream.io.libsvm`, :mod:`~rfstream.io.parquet`, :mod:`~rfstream.io.npy`)
-gives a :class:`~rfstream.io.ingest.Plan`; the one table :data:`FORMATS` says, per
-format, its suffixes, how its content is recognised and its reader or planner.  This
-module picks the format and writes the plan's row blocks into a staged Zarr group
-(:mod:`~rfstream.io.dataset`).  A source of several files is converted by Dask tasks
-(:mod:`~rfstream.io.convert_tasks`), and so is one uncompressed CSV file bigger than a
-block, in byte ranges (:mod:`~rfstream.io.csv_ranges`).
+One reader module per source format (:mod:`~rfstream.io.csv`, :mod:`~rfstream.io.libsvm`,
+:mod:`~rfstream.io.parquet`, :mod:`~rfstream.io.npy`) gives a :class:`~rfstream.io.ingest.Plan`;
+the one table :data:`FORMATS` says, per format, its suffixes, how its content is recognised and
+its reader.  This module picks the format and writes the plan's row blocks into a staged Zarr
+group; several files, and one big uncompressed CSV file, are converted by Dask tasks
+(:mod:`~rfstream.io.convert_tasks`, :mod:`~rfstream.io.csv_ranges`).  Narrative: docs/io.md.
 """
 from __future__ import annotations
 
@@ -184,43 +182,14 @@ def convert(src, dst, *, label_column="last", positive_class=None, rows_per_chun
             storage_options=None, block_size=csv_ranges.BLOCK_SIZE) -> dict:
     """Convert CSV, LIBSVM, Parquet, .npy or .npz files into a Zarr dataset, streaming.
 
-    The format (the table :data:`FORMATS`) follows the name (``.parquet .pq``; ``.npy``,
-    ``.npz``; ``.svm .libsvm .svmlight .trn .tst .t`` are LIBSVM) and otherwise the
-    content (Parquet's magic bytes ``PAR1``; a first data line ``label idx:val ...`` is
-    LIBSVM, anything else CSV).  gzip, bzip2 and xz compression is detected.  Sources are read twice, a
-    block of ``rows_per_chunk`` rows (Parquet: of one row group) at a time, so memory
-    does not grow with the number of rows (see :mod:`rfstream.io.csv`,
-    :mod:`rfstream.io.libsvm` and :mod:`rfstream.io.parquet`).
-
-    Several files (a directory or a glob: :func:`source_files`), all CSV, all LIBSVM
-    or all Parquet, are converted by Dask tasks on the current scheduler (the
-    workers of a ``distributed.Client``; see :mod:`rfstream.io.convert_tasks`): a
-    task per file summarises it, the summaries merge into the schema, then a task
-    per file (per Parquet row group) encodes its rows and writes them into their
-    region of the arrays.  Rows follow the files sorted by path; the result is the
-    conversion of the files' concatenation.  A compressed file cannot be split: one
-    gzip (bzip2, xz) file is one stream, read by one task, so split big data into
-    several files to convert them in parallel.  The CSV files follow the first one's
-    separator and label column; ``header`` applies to each file.
-
-    One uncompressed CSV file bigger than ``block_size`` bytes is converted by Dask
-    tasks too, in byte ranges of equal size, at most ``block_size`` bytes per task, cut at
-    newlines as ``dask.dataframe.read_csv`` cuts (:mod:`rfstream.io.csv_ranges`); the dataset is
-    the one stream's, bit for bit.  A file whose quoted fields hold line breaks where
-    it is cut is read as one stream.  Several uncompressed CSV files are read in byte
-    ranges the same way, each file's own.
-
-    CSV: lines at the top that start with ``#`` or ``|`` and blank lines are skipped;
-    ``?`` and pandas' usual markers (empty, ``NA``, ``nan`` ...) mean missing.  A column
-    whose values all parse as numbers is numeric (missing -> the column mean); any other
-    column is categorical and one-hot encoded into columns named ``"name=value"``, in
-    sorted order (missing -> all zeros).  Without a header, column ``j`` (0-based, label
-    included) is named ``"c{j}"``.  Parquet columns follow the same rules (nulls are
-    missing; numbers and booleans are numeric, dictionary columns categorical).
-
-    Labels are stripped of whitespace and of ONE trailing ``"."`` (adult.test writes
-    ``">50K."`` where adult.data writes ``">50K"``, KDD99 writes ``"normal."``), and
-    numeric labels are written canonically (``"-1.0"`` -> ``"-1"``).
+    The format (:data:`FORMATS`) follows the name, else the content; gzip, bzip2 and xz are
+    detected.  Sources are read twice, a block of ``rows_per_chunk`` rows at a time, so memory
+    does not grow with the rows.  Several files (one format), and one uncompressed CSV file
+    bigger than ``block_size``, are converted by Dask tasks on the current scheduler, into the
+    dataset of the files read one after the other in path order, bit for bit.  CSV
+    columns that all parse as numbers are numeric (missing -> the column mean), others are
+    one-hot encoded as ``"name=value"``; labels lose whitespace and one trailing ``"."``.
+    The rules in full: docs/io.md, "rfstream/io/convert.py".
 
     Parameters
     ----------
@@ -266,6 +235,15 @@ def convert(src, dst, *, label_column="last", positive_class=None, rows_per_chun
     -------
     dict
         The attributes written, plus ``path``, ``shape`` and ``seconds``.
+
+    Raises
+    ------
+    FileNotFoundError
+        ``src`` names no file.
+    FileExistsError
+        ``dst`` exists and ``overwrite`` is False.
+    ValueError
+        A bad option, files of different formats, or content that cannot be converted.
     """
     start = time.perf_counter()
     files = source_files(src, storage_options)

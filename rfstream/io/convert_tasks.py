@@ -1,35 +1,11 @@
 """A source read in parts: many files (or Parquet row groups) converted as Dask tasks.
 
-Behind :func:`rfstream.io.convert` when the source is a directory or a glob of
-several files (:func:`files_plan`; CSV files in byte ranges: :func:`readers_plan`,
-:class:`~rfstream.io.csv_ranges.CsvFiles`), or one uncompressed CSV file bigger than a block, read
-in byte ranges (:func:`parts_plan`, :mod:`rfstream.io.csv_ranges`).  Each
-format's *reader* (the ``reader`` of its row in
-:data:`rfstream.io.convert.FORMATS`: :class:`~rfstream.io.csv.CsvReader`,
-:class:`~rfstream.io.libsvm.LibsvmReader`, :class:`~rfstream.io.parquet.ParquetReader`;
-the protocol is in :func:`reader_plan`) gives the pure functions; this module makes
-them a graph and computes it with :func:`rfstream.cluster.compute`, so the tasks run
-on whatever scheduler is current (the workers of a ``distributed.Client``).
-
-Pass 1 is a reduction: one task per file (per part of a file read in parts) returns a
-small summary (column sums, categories, labels, the rows of each part), and a tree of
-merges, ``SPLIT_EVERY`` summaries per task, reduces them to the one the client decides
-the schema from.
-
-Pass 2 has one task per part (a whole file, one Parquet row group, or one byte range
-of a CSV file), in a fixed order (files sorted by path, parts in order): it encodes its
-rows, a block at a time, and writes them into its row region of the Zarr arrays, which
-the client created with their final shape.  A Zarr chunk is written whole, by one task, once:
-
-* a chunk inside one part's region is written by that part's task;
-* a chunk two or more parts share (a part's region starts or ends inside it) is
-  written by a *seam* task, which receives each sharing part's rows of that chunk
-  and writes the chunk from them.
-
-No lock is needed, on any scheduler (threads, processes, distributed), and no
-chunk is read back and rewritten.  A part passes at most two pieces of a chunk
-each to a seam task (less than ``2 * rows_per_chunk`` rows), worker to worker;
-no row reaches the client, whose memory does not grow with the data.
+Behind :func:`rfstream.io.convert` for several files (:func:`files_plan`, :func:`readers_plan`)
+and for one CSV file read in byte ranges (:func:`parts_plan`).  Each format's *reader*
+(protocol: :func:`reader_plan`) gives pure functions; this module makes them a graph run by
+:func:`rfstream.cluster.compute`.  Pass 1 is a reduction of per-part summaries; pass 2 has a
+task per part writing its own rows, and a *seam* task per Zarr chunk two parts share, so each
+chunk is written whole, once, with no lock and no row on the client.  Narrative: docs/io.md.
 """
 from __future__ import annotations
 
@@ -84,10 +60,8 @@ def merge_stats(a: dict, b: dict) -> dict:
 
 
 def reader_plan(reader, src: Location) -> Plan:
-    """A single-file :class:`Plan` from a *reader*, the form each text and Parquet
-    format takes so that its files can also be read in parallel tasks
-    (:mod:`rfstream.io.convert_tasks`).  A reader is built on the client from the
-    first file and the conversion's options, and provides:
+    """A single-file :class:`Plan` from a *reader*, built on the client from the first
+    file and the conversion's options; a reader provides:
 
     * ``scan(loc) -> Scan``: pass 1 over one file; ``Scan.rows`` is ``[[rows of
       each part]]`` (a part is a whole text file, or one Parquet row group) and
@@ -96,12 +70,10 @@ def reader_plan(reader, src: Location) -> Plan:
     * ``decide(scan or None) -> Schema``, on the client (None: pass 1 was skipped,
       ``like=`` gave the schema);
     * ``encode(loc, part, schema) -> Encoding``: pass 2 over one part;
-    * ``counts_are_free``: whether ``scan`` reads only metadata under ``like=``;
+    * ``counts_are_free``: whether ``scan`` reads only metadata under ``like=`` (else pass 1 is skipped);
     * for a file read in parts by separate tasks (:func:`parts_plan`), ``scan_part(loc,
       part) -> Scan`` with ``rows == [[rows of that part]]``, ``encode`` of each part, and
       ``whole``: the reader of the file as one stream.
-
-    Pass 1 is skipped under ``like=`` unless counting is free; the writer then grows.
     """
     scan = reader.scan(src) if reader.like is None or reader.counts_are_free else None
     schema = reader.decide(scan)
@@ -160,15 +132,9 @@ def files_plan(reader, files: list[Location], rows_per_chunk: int) -> Plan:
 
 
 def parts_plan(reader, loc: Location, n_parts: int, rows_per_chunk: int) -> Plan:
-    """One file read in ``n_parts`` parts (a CSV file's byte ranges): a pass-1 task per
-    part (``reader.scan_part``), merged in order; pass 2 as in :func:`files_plan`.
-
-    A scan whose ``stream_only`` is true says the parts cannot be read apart (a CSV
-    part that does not parse on its own: a quoted field across its end); the file is
-    then read as one stream on the client by ``reader.whole`` (:func:`reader_plan`).
-    ``reader.again(scan)`` is a reader to run pass 1 again with when the summary lacks
-    what the schema needs (:meth:`~rfstream.io.csv_ranges.CsvRanges.again`), else None.
-    """
+    """One file read in ``n_parts`` parts (a CSV file's byte ranges): pass 1 a task per part
+    (``reader.scan_part``, again while ``reader.again(scan)`` gives a reader), pass 2 as in
+    :func:`files_plan`; read as one stream by ``reader.whole`` when a scan is ``stream_only``."""
     units = [Job(loc, k) for k in range(n_parts)]
     reader, scan, token = _scan_parts(reader, lambda _: units)
     if scan.stream_only:
@@ -177,10 +143,8 @@ def parts_plan(reader, loc: Location, n_parts: int, rows_per_chunk: int) -> Plan
 
 
 def readers_plan(reader, rows_per_chunk: int, empty: str) -> Plan:
-    """Several files read in parts (``reader.units``: a :class:`Job` per part, in order;
-    :class:`~rfstream.io.csv_ranges.CsvFiles`): pass 1 a task per part, read again with
-    ``reader.again(scan)`` as long as that gives a reader (files to read whole, columns to
-    read as text); pass 2 as in :func:`files_plan`."""
+    """Several files read in parts (``reader.units``, :class:`~rfstream.io.csv_ranges.CsvFiles`):
+    pass 1 as in :func:`parts_plan`, pass 2 as in :func:`files_plan`."""
     reader, scan, token = _scan_parts(reader, lambda r: r.units)
     return units_plan(reader, reader.units, scan, rows_per_chunk, token, empty)
 

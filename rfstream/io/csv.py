@@ -1,26 +1,11 @@
 """CSV (and .data/.test/.txt, plain or compressed) -> dense float32 rows, in two passes.
 
-Read behind :func:`rfstream.io.convert`.
-
-The file is streamed with ``pandas.read_csv(..., chunksize=rows_per_chunk)``, one chunk
-in memory at a time.  ``dask.dataframe.read_csv`` is not used on purpose: gzip and
-bzip2 files cannot be split, so it would make one partition holding the whole file.
-
-Pass 1 (:func:`scan_file`) reads every value as text and keeps, per column
-(:class:`ColumnScan`), whether every non-missing value parses as a float, the exact
-sum and count (for the mean used to fill missing numbers) and the distinct stripped
-values (at most ``MAX_CATEGORIES``); and, for the label column, a
-:class:`~rfstream.io.ingest.LabelScanner`.  Memory does not grow with the number of
-rows, and the summaries of several files merge (:meth:`FileScan.merge`) into the
-summary of their concatenation.  Pass 2 (:meth:`CsvReader.encode`) re-reads the file
-with numeric columns parsed as float64 and yields one encoded block per chunk:
-numeric columns with missing values filled by the pass-1 mean, categorical columns
-one-hot encoded (missing -> all zeros).  The Parquet reader
-(:mod:`rfstream.io.parquet`) encodes its columns with the same classes.
-
-How to read a file (separator, leading comment lines, header, label column) is its
-:class:`Layout`, from :func:`sniff`; :func:`columns_from_attrs` checks it against the
-dataset a conversion's ``like=`` names.
+Read behind :func:`rfstream.io.convert`, streamed by ``pandas.read_csv(chunksize=...)`` (a
+compressed file cannot be split, so not ``dask.dataframe.read_csv``).  Pass 1
+(:func:`scan_file`, :class:`ColumnScan`) summarises each column in memory that does not grow
+with the rows; pass 2 (:meth:`CsvReader.encode`) fills missing numbers with the pass-1 mean
+and one-hot encodes the other columns.  How to read a file is its :class:`Layout`, from
+:func:`sniff`.  Parquet encodes with the same classes.  Narrative: docs/io.md.
 """
 
 from __future__ import annotations
@@ -191,11 +176,11 @@ def as_floats(s: pd.Series | pa.ChunkedArray) -> np.ndarray:
     ``float()`` parses it; ValueError where a value is not a number.  ``s`` is a pandas
     Series, or a column of text as Arrow parsed it (a byte range's, :mod:`rfstream.io.csv_ranges`).
 
-    Text is cast by Arrow (fast_float: correctly rounded, as ``float()``, and 10x faster
-    than ``float()`` value by value) when Arrow reads every value and each is finite;
-    otherwise (spaces, underscores, non-ASCII digits, ``nan``, ``inf``: forms where the two
-    may disagree on what is a number) by ``float()``, after its distinct values (a column
-    of text fails on one of the first, without a float made per row).
+    Text is cast by Arrow (fast_float: correctly rounded, as ``float()``; docs/io.md) when
+    Arrow reads every value and each is finite; otherwise (spaces, underscores, non-ASCII
+    digits, ``nan``, ``inf``: forms where the two may disagree on what is a number) by
+    ``float()``, after its distinct values (a column of text fails on one of the first,
+    without a float made per row).
     """
     arrow = isinstance(s, pa.ChunkedArray)
     if arrow or s.dtype.kind == "O" or isinstance(s.dtype, pd.StringDtype):
@@ -288,8 +273,7 @@ class FileScan:
 
     @property
     def lacks_categories(self) -> bool:
-        """Whether a column of text lacks values some part parsed as numbers only (``partial``):
-        pass 1 must be read again as text (:mod:`rfstream.io.csv_ranges`)."""
+        """Whether a text column lacks values some part parsed as numbers only: read pass 1 again."""
         return self.columns is not None and any(c.partial and not c.numeric for c in self.columns.values())
 
 

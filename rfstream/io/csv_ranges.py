@@ -1,60 +1,11 @@
 """CSV files read in byte ranges by Dask tasks: the dataset of one stream, bit for bit.
 
-Behind :func:`rfstream.io.convert` when the source is one uncompressed CSV file bigger
-than ``block_size`` bytes (:data:`BLOCK_SIZE` by default).  The file of ``size`` bytes is
-cut into ``n = ceil(size / block_size)`` ranges of equal nominal size, and each is read
-as ``dask.dataframe.read_csv(blocksize=...)`` reads its blocks (``fsspec.utils.read_block``
-with ``delimiter=b"\\n"``): range ``k`` has the nominal bytes ``[k * size // n, (k + 1) *
-size // n)`` and reads from just after the first newline at or after its start (the
-first range from byte 0) to just after the first newline at or after its end (or the end
-of the file), so every line is in exactly one range.  Equal ranges, rather than
-read_csv's blocks of ``block_size`` bytes and a short last one, keep the workers busy to
-the end of each pass (docs/BENCHMARKS.md, "One CSV file in byte ranges").  The first
-range also holds the leading comment lines and the header, which the sequential reader
-skips; it grows to take them whole.  Each range is a task of both passes
-(:func:`~rfstream.io.convert_tasks.parts_plan`): pass 1's summaries merge exactly (exact
-sums, sets of categories and labels, in order), and pass 2 writes each range's rows at
-its row offset, the sum of the rows pass 1 counted before it.  The result equals
-:class:`~rfstream.io.csv.CsvReader`'s one stream: the same X, y, attributes and chunks.
-
-Quoted fields.  A quoted field may hold the separator; one that holds a line break makes
-a cut at a newline ambiguous.  The test is pandas' own tokenizer: a range starts where a
-record starts (the first range by definition; the next one if this range ends outside
-quotes), so a cut inside a quoted field leaves the range before it ending inside that
-field, and pandas refuses it ("EOF inside string").  Any range that does not parse on
-its own (that, or a malformed row) marks its pass-1 summary ``stream_only`` and the file
-is read as one stream by :class:`~rfstream.io.csv.CsvReader` (which reports a malformed
-row as it always has).  The choice costs nothing where there are no quoted line breaks,
-and is sound without guessing from a sample: a file whose quotes hold line breaks only
-away from every cut is still read in parallel, and read right.  The leading comment
-lines and the header are found on the client: when they hold a bare carriage return, or
-a header name holds a line break, the file is read as one stream.
-
-Both passes of a range (the first range's rows after its comment lines and header) are
-parsed by Arrow's CSV reader when its rows hold no double quote and no NUL byte and the
-separator is one character: text with no quoting is split at newlines and separators alike by both
-parsers, and pandas' reading (leading spaces skipped, its missing-value markers, blank
-lines skipped) is applied to Arrow's columns (:func:`arrow_table`).  Anything Arrow
-refuses (a row of another width, a line of spaces, bytes that are not UTF-8, an empty
-range, text in a column pass 1 found numeric) is parsed by pandas.  Pass 1 summarises
-Arrow's columns in Arrow, with no Python string per field, which was most of what
-pandas' pass 1 cost (docs/BENCHMARKS.md, "One CSV file in byte ranges"): the columns
-whose first lines hold numbers only are parsed as float64 (:func:`scan_numbers`), the
-others as text (casts, distinct values).  Pass 2 has Arrow parse the numeric columns
-as float64: the same numbers as pandas' parser, bit for bit, from pandas 3.1 on
-(:data:`ARROW_NUMBERS`; before it, pass 2 stays with pandas), and the range's frames are
-cut at the output's chunks, so that each is written without a copy.
-
-Several files (:class:`CsvFiles`, :func:`several_plan`) are each read in their own ranges: a
-file bigger than a block is cut on the client, as one big file is; a smaller one is one range,
-whose comment lines and header its task finds.  A compressed file, one whose header the cuts
-cannot find, and one with a range that does not parse alone is read whole by one task, by
-pandas; pass 1 is read again with such a file so (:meth:`CsvFiles.again`).  The dataset is
-that of the files read one after the other, bit for bit.
-
-A compressed file (gzip, bzip2, xz) cannot be cut: it is read as one stream
-(:mod:`rfstream.io.csv`); split big data into several files to convert them in
-parallel (:mod:`rfstream.io.convert_tasks`).
+Behind :func:`rfstream.io.convert` for one uncompressed CSV file bigger than ``block_size``
+(:data:`BLOCK_SIZE`) and for several CSV files (:class:`CsvFiles`).  A file is cut into equal
+ranges at newlines as ``dask.dataframe.read_csv`` cuts (``fsspec.utils.read_block``), each a
+task of both passes; rows without quotes are parsed by Arrow with pandas' rules applied.  A
+range that does not parse alone (a quoted line break across a cut), a compressed file or a
+header the cuts cannot find is read as one stream.  Narrative: docs/io.md.
 """
 from __future__ import annotations
 
@@ -81,19 +32,12 @@ __all__ = ["BLOCK_SIZE", "CsvFiles", "CsvRanges", "check_block_size", "plan", "r
 
 BLOCK_SIZE = 64 * 2**20
 """Bytes of a CSV file per task: the largest block ``dask.dataframe.read_csv`` takes by
-default.  The rule, set before measuring: each task's fixed costs (scheduling, opening
-the file, pandas' parser, the seam chunks it shares) under 1% of its parse of the block,
-the block's bytes plus one chunk's DataFrame far below a worker's memory, and a file of
-a few blocks per worker for balance.  A file of one block or less is one stream."""
+default (the rule behind it: docs/io.md).  A file of one block or less is one stream."""
 
 
 def range_offsets(src: Location, layout: Layout, block_size: int | None) -> list[int]:
-    """The nominal first byte of each range of ``src`` (``[0]``: read it as one stream).
-
-    One stream when ``block_size`` is None, the file is compressed or not bigger than a
-    block, its leading comment lines or header hold a bare carriage return (lines pandas
-    counts that a cut at newlines would not), or a header name holds a line break.
-    """
+    """The nominal first byte of each range of ``src``; ``[0]``: one stream (no block size, a
+    compressed file or one block, a bare carriage return before the rows, a line break in a name)."""
     return ranges(src, layout, block_size)[0]
 
 
@@ -174,12 +118,8 @@ def scan_numbers(rows: bytes, layout: Layout, labels: LabelScanner | None) -> Fi
     text further on, or a number that is not finite (text such as ``nan(1)`` that
     ``float()`` refuses), or Arrow cannot read the rows.
 
-    Faster than text: no cast and no distinct values for those columns.  Their values
-    are not kept (the columns' scans are ``partial``); when a column turns out to hold
-    text in another range, the file's pass 1 is read again as text
-    (:meth:`CsvRanges.again`).  Where Arrow parses a field as a number, ``float()`` does
-    too, and to the same float64 (both round correctly), so the sums, counts and missing
-    fields are those of the text."""
+    Those columns' values are not kept (their scans are ``partial``; a column holding text
+    in another range makes :meth:`CsvRanges.again` read pass 1 again as text)."""
     head = rows[:rows.find(b"\n", SAMPLE_BYTES) + 1] or rows
     try:
         sample = arrow_table(head, layout)

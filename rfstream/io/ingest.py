@@ -1,15 +1,10 @@
 """Shared pieces of the dataset converters: file opening, labels, conversion plans.
 
-The public entry point is :func:`rfstream.io.convert`.
-
-Labels
-------
-A label read from text is *normalized*: surrounding whitespace and ONE trailing
-``"."`` are removed, so that ``">50K."`` (adult.test) and ``">50K"`` (adult.data),
-or ``"normal."`` (KDD99) and ``"normal"``, name the same class.  A label that then
-parses as a number is written in *canonical* form: integers without ``".0"``
-(``"-1.0"`` -> ``"-1"``), other numbers by ``repr``.  Class names are canonical
-labels, so ijcnn1's training labels ``-1.0/1.0`` and test labels ``-1/1`` agree.
+The public entry point is :func:`rfstream.io.convert`.  A label read from text is
+*normalized* (surrounding whitespace and ONE trailing ``"."`` removed: ``">50K."`` and
+``">50K"`` name one class) and, when it then parses as a number, written in *canonical*
+form (``"-1.0"`` -> ``"-1"``), so that a training and a test file agree.  Narrative:
+docs/io.md, "rfstream/io/ingest.py".
 """
 
 from __future__ import annotations

@@ -104,7 +104,7 @@ def test_a_hint_never_echoes_a_value(capsys):
 
 
 def test_rfstream_io_names_the_functions_whatever_was_imported_first():
-    """rfstream.io loads its names on first use; a submodule imported before (rfstream.io.convert,
+    """rfstream.io imports its names plainly; a submodule imported before (rfstream.io.convert,
     the module) does not hide the function of the same name."""
     code = ("import rfstream.io.convert, rfstream.io.split; from rfstream import io; "
             "print(callable(io.convert), io.convert.__module__, io.split_dataset.__module__)")
