@@ -279,7 +279,7 @@ def test_dask_weights_stay_on_the_workers(monkeypatch):
         calls.append((reads, max(np.size(v) for v in (out if len(collections) > 1 else (out,)))))
         return out
 
-    for module in ("ridge", "epochs", "targets", "weights", "sgd"):
+    for module in ("ridge.estimators", "sgd.epochs", "targets", "weights", "sgd.estimators"):
         monkeypatch.setattr(f"rfstream.solvers.{module}.compute", spy)
     StreamingRidge(alpha=1.0).fit(Xd, y, sample_weight=wd)
     assert len(calls) == 1 and calls[0][0]  # one pass, and it reads the weights
