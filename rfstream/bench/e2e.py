@@ -10,12 +10,8 @@ import sys
 import time
 from pathlib import Path
 
+from .cases import DATASETS, REGISTRY_NAMES
 from .measures import load, peak_rss, run_capped
-
-METHODS = ("rfstream", "sklearn-rbf", "sklearn-nystroem", "daskml-sgd")
-# the names --data takes -> their entries in rfstream.datasets.registry
-REGISTRY_NAMES = {"kdd99": "kddcup99", "adult": "adult"}
-DATASETS = tuple(REGISTRY_NAMES)
 
 
 def prepare_data(datasets, workdir, names=DATASETS):

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .e2e import METHODS
+from .cases import METHODS
 
 
 def plot(result, out):

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from rfstream.bench import e2e, measures, plots
+from rfstream.bench import cases, measures, plots
 
 
 def test_run_capped_reports_out_of_memory_at_the_cap():
@@ -17,7 +17,7 @@ def test_run_capped_reports_out_of_memory_at_the_cap():
 def test_plot_writes_every_figure(tmp_path):
     cap = 10 * 10**9
     rows = []
-    for method in e2e.METHODS:
+    for method in cases.METHODS:
         for D in (500, 2000):
             row = {"dataset": "adult", "method": method, "D": D}
             if method == "sklearn-nystroem" and D == 2000:
