@@ -276,28 +276,42 @@ class _BaseStreamingRidge(RidgeSearchMixin, LinearPredictMixin, BaseEstimator):
         self._forget_calibration()
         source = feature_source(Z)
         sizes = None if source is None else source.sizes
+        # the dispatch, "auto" resolved: conjugate gradients for "cg", "pcg" and wide sparse
+        # features of one gamma (memory.uses_iterations), else the Gram pass
+        weights = (sample_weight, weight_args)
         if uses_iterations(self.solver, n_features, groups.n_groups, sparse):
-            if sizes is not None:
-                raise ValueError(f"a list of n_components is searched from the Gram; got solver={self.solver!r}. "
-                                 "Use solver='gram', or give one n_components.")
-            refuse_without_gram(self.solver, evidence=self.select == "evidence",
-                                calibrate=self.calibrate != "auto" and bool(self.calibrate))
-            if np.ndim(self.alpha) > 0:
-                return self._search_iterative(Z, y, target_fn, n_targets, alphas, groups, sample_weight,
-                                              weight_args)
-            W, b, info = fit_iterative(self, Z, y, target_fn, n_targets, alphas, groups,
-                                       sample_weight=sample_weight, weight_args=weight_args)
-            self.alpha_ = float(alphas[0])
-            self.n_samples_seen_ = int(info["m"])
-            self.n_iter_ = 1 + info["n_iter"]
-            return W, b
+            return self._fit_by_iterations(Z, y, target_fn, n_targets, alphas, groups, sizes, weights)
+        return self._fit_by_gram(Z, y, target_fn, n_targets, alphas, groups, n_features, sizes, weights)
+
+    def _fit_by_iterations(self, Z, y, target_fn, n_targets, alphas, groups, sizes, weights):
+        """(W, b) by conjugate gradients (:mod:`rfstream.solvers.ridge.cg`); a list of alphas by
+        :mod:`rfstream.solvers.ridge.cg_search`."""
+        sample_weight, weight_args = weights
+        if sizes is not None:
+            raise ValueError(f"a list of n_components is searched from the Gram; got solver={self.solver!r}. "
+                             "Use solver='gram', or give one n_components.")
+        refuse_without_gram(self.solver, evidence=self.select == "evidence",
+                            calibrate=self.calibrate != "auto" and bool(self.calibrate))
+        if np.ndim(self.alpha) > 0:
+            return self._search_iterative(Z, y, target_fn, n_targets, alphas, groups, sample_weight,
+                                          weight_args)
+        W, b, info = fit_iterative(self, Z, y, target_fn, n_targets, alphas, groups,
+                                   sample_weight=sample_weight, weight_args=weight_args)
+        self.alpha_ = float(alphas[0])
+        self.n_samples_seen_ = int(info["m"])
+        self.n_iter_ = 1 + info["n_iter"]
+        return W, b
+
+    def _fit_by_gram(self, Z, y, target_fn, n_targets, alphas, groups, n_features, sizes, weights):
+        """(W, b) from one Gram pass (:mod:`rfstream.solvers.ridge.gram`), with the search (CV,
+        leave-one-out or the evidence) and the calibration pass where asked."""
         searching = (np.ndim(self.alpha) > 0 or groups.gammas is not None or sizes is not None
                      or self.select == "evidence")
         cv = self._choose_cv(Z, y, groups.n_groups, n_features, n_targets) if searching else (1, 1, None)
         n_folds, _, folds = (1, 1, None) if cv == "loo" else cv
         check_gram_memory(groups.n_groups, n_folds, n_features, n_targets)
         stats = self._statistics(groups, n_features, y, target_fn, n_targets, n_folds,
-                                 (sample_weight, weight_args), folds)
+                                 weights, folds)
         if sizes is not None:  # every listed size from the largest one's partials
             groups, stats = expand_sizes(groups, stats, sizes)
         totals = [{k: v.sum(axis=0) if n_folds > 1 else v[0] for k, v in group.items()} for group in stats]
@@ -306,7 +320,7 @@ class _BaseStreamingRidge(RidgeSearchMixin, LinearPredictMixin, BaseEstimator):
         basis = None
         if searching:
             chosen, basis = self._search(groups, y, stats, totals, alphas, cv,
-                                         (sample_weight, weight_args), target_fn)
+                                         weights, target_fn)
         else:
             self.alpha_ = float(alphas[0])
         self.n_features_in_ = int(totals[chosen]["s"].shape[0])  # of the chosen gamma and size
@@ -314,7 +328,7 @@ class _BaseStreamingRidge(RidgeSearchMixin, LinearPredictMixin, BaseEstimator):
         scoring_pass = searching and (cv == "loo" or self.scoring != "squared_error") and self.select == "cv"
         calibrating = self._calibrates(searching, n_features)
         if calibrating:
-            self._calibrate(groups, chosen, y, target_fn, (sample_weight, weight_args), W, b, basis,
+            self._calibrate(groups, chosen, y, target_fn, weights, W, b, basis,
                             totals[chosen])
         self.n_samples_seen_ = int(totals[0]["m"])
         self.n_iter_ = 1 + scoring_pass + calibrating
