@@ -255,7 +255,11 @@ class ParameterMixin:
             else:
                 form = "name=value"
                 if given:
-                    value = ast.literal_eval(given)
+                    try:
+                        value = ast.literal_eval(given)
+                    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+                        # not a literal: text, e.g. a name read from a file
+                        return match.group(0)
             return spell(name, value, form + (" (CLI)" if aside else ""))
 
         return _PLACEHOLDER.sub(one, self.text)

@@ -237,10 +237,10 @@ PREDICT = (
     Arg("--scores", "classifiers: also write array scores, the class probabilities of a model with "
         "predict_proba, else its decision values", action="store_true"),
     Arg("--std", "regressors fitted with a posterior (fit --calibrate): also write array std, the "
-        "posterior predictive standard deviation of each prediction", action="store_true"),
+        "posterior predictive standard deviation of each prediction", action="store_true", keywords=("return_std",)),
     Arg("--interval", "regressors fitted with a posterior (fit --calibrate): also write arrays lower and "
         "upper, the conformal prediction interval at this level, e.g. 0.9", type=_level("--interval"),
-        metavar="LEVEL", default_note="none"),
+        metavar="LEVEL", default_note="none", keywords=("predict_interval",)),
     OVERWRITE,
     STORAGE, X_ARRAY,
     *COMPUTE,
