@@ -196,8 +196,8 @@ def check_model(model, n_features, n_targets=None):
     check_search(fmap, solver)
     _check_bayes(fmap, solver)
     if fmap is not None and "standardize" in named and fmap.__sklearn_tags__().input_tags.positive_only:
-        raise ValueError(f"{type(fmap).__name__} takes histograms (input >= {fmap.input_floor:g}); the "
-                         "standardizer makes columns negative: pass standardize=False (CLI: --no-standardize).")
+        raise ParameterError(f"{type(fmap).__name__} takes histograms (input >= {fmap.input_floor:g}); the "
+                             "standardizer makes columns negative: pass {standardize=False}.", standardize=True)
     maps = gamma_candidates(fmap) if fmap is not None else []
     for step in [s for s in steps if s is not fmap] + (maps or ([fmap] if fmap is not None else [])):
         if hasattr(step, "check_parameters"):  # rfstream's estimators; a foreign one checks itself in fit

@@ -21,7 +21,7 @@ import dask
 from dask.base import named_schedulers
 
 from .embedded import local_cluster
-from .options import PROGRESS_MODES
+from .options import PROGRESS_MODES, ParameterError
 
 LOCAL_SCHEDULERS = ("threads", "synchronous", "processes")
 #: Data at most this large (X's bytes) run on threads when no scheduler is named ...
@@ -301,9 +301,9 @@ def connect(scheduler=None, *, n_workers=None, data_bytes=None):
     try:
         client = Client(scheduler, timeout=dask.config.get("rfstream.connect-timeout", "20s"))  # DASK_RFSTREAM__...
     except (OSError, TimeoutError) as exc:
-        raise ValueError(
+        raise ParameterError(
             f"could not connect to the Dask scheduler at {scheduler!r} ({exc}); "
-            "check the address, or leave scheduler (CLI: --scheduler) out to use an embedded cluster."
+            "check the address, or leave {scheduler} out to use an embedded cluster.", scheduler=scheduler
         ) from None
     with client, contextlib.ExitStack() as hooks:
         for hook in CLIENT_HOOKS:

@@ -22,6 +22,7 @@ from .io.checkpoints import dataset_identity, fingerprint_of, model_identity, re
 from .io.location import redact_url
 from .io.witness import content_witness
 from .io.zarr_source import lazy_array, open_source
+from .options import OutputExistsError, ParameterError
 from .preprocess import train_test_split
 from .random import check_seed
 from .selection.curves import at_size, report_files
@@ -91,9 +92,9 @@ class FitJob:
         self.sample_weight = sample_weight
         task = attrs.get("task")
         if not self.transformer and (y is None or task not in TASKS):
-            raise ValueError(f"{data} has no labels (task={task!r}); fit needs a labelled dataset (name the "
-                             "label array with y_array= and the task with task=), or solver=None for a "
-                             "transformer.")
+            raise ParameterError(f"{data} has no labels (task={task!r}); fit needs a labelled dataset (name the "
+                                 "label array with {y_array=*} and the task with {task=*}), or {solver=None} for a "
+                                 "transformer.", y_array=None, task=task, solver=solver)
         if model is None:
             routed_map, routed_solver = route(features, solver, task, params)
             model = make_model(None if self.transformer else task, features=features, solver=solver,
@@ -111,10 +112,11 @@ class FitJob:
             self.X, self.y, weights = self._hold_out(X, y, weights)
         self.fit_params = {} if weights is None else {"solver__sample_weight": weights}
         if out is not None and not overwrite and io.as_location(out, storage_options).exists():
-            raise FileExistsError(f"{out} already exists; pass overwrite=True (CLI: --overwrite) to replace it.")
+            raise OutputExistsError(f"{out} already exists; pass " "{overwrite=True} to replace it.",
+                                    overwrite=overwrite)
         if report and not selection.have_matplotlib():
-            raise ValueError("report=True draws the CV heat map with matplotlib, which is not installed; "
-                             "pip install 'rfstream[plot]', or leave report out.")
+            raise ParameterError("{report=True} draws the CV heat map with matplotlib, which is not installed; "
+                                 "pip install 'rfstream[plot]', or leave {report} out.", report=report)
         self.meta = {}
         self.stored = None
 
@@ -126,19 +128,20 @@ class FitJob:
         classes = attrs.get("classes")
         if not self.transformer and attrs.get("task") == "classification" and classes is not None \
                 and len(classes) < 2:
-            raise ValueError(f"{data} has {len(classes)} class ({classes!r:.80}); a classifier needs at "
-                             "least two (or task='regression' for numeric labels).")
+            raise ParameterError(f"{data} has {len(classes)} class ({classes!r:.80}); a classifier needs at "
+                                 "least two (or {task='regression'} for numeric labels).", task=attrs.get("task"))
 
     def _check_holdout(self, holdout, random_state):
         """``{"fraction", "random_state"}`` of a holdout (None without one)."""
         if holdout is None:
             return None
         if isinstance(holdout, bool) or not isinstance(holdout, (int, float)) or not 0 < holdout < 1:
-            raise ValueError(f"holdout (CLI: --holdout) must be a fraction of the rows in (0, 1), e.g. 0.2; "
-                             f"got {holdout!r}.")
+            raise ParameterError("{holdout (CLI)} must be a fraction of the rows in (0, 1), e.g. 0.2; "
+                                 f"got {holdout!r}.", holdout=holdout)
         if self.transformer:
-            raise ValueError("holdout (CLI: --holdout) scores a model on held-out rows; a transformer (fitted "
-                             "with solver=None) has no score: leave holdout out.")
+            raise ParameterError("{holdout} scores a model on held-out rows; a transformer (fitted "
+                                 "with {solver=None}) has no score: leave {holdout} out.", holdout=holdout,
+                                 solver=None)
         seed = FIT_DEFAULTS["random_state"] if random_state is None else random_state
         return {"fraction": float(holdout), "random_state": check_seed(seed)}
 
@@ -150,8 +153,8 @@ class FitJob:
                                  random_state=self.holdout["random_state"])
         self.held_out = (parts[1], parts[3])
         if parts[1].shape[0] == 0:
-            raise ValueError(f"holdout={self.holdout['fraction']} holds out none of the {X.shape[0]} rows of "
-                             f"{self.data}; hold out a larger fraction (CLI: --holdout).")
+            raise ParameterError("{holdout=} holds out " f"none of the {X.shape[0]} rows of {self.data}; hold "
+                                 "out a larger fraction.", holdout=self.holdout["fraction"])
         self._check_rows(self.data, parts[0], self.attrs)
         return parts[0], parts[2], (None if weights is None else parts[4])
 

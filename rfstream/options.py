@@ -5,10 +5,13 @@ and, spelt with dashes, the flag of ``rfstream fit``; the estimator parameter it
 who takes it; its default, choices, command-line type and help.  :mod:`rfstream.catalog`
 routes by it and :mod:`rfstream.cli` builds its parser from it.  The registries name their
 classes by dotted path, so that this module imports no estimator (``rfstream --help``).
-:class:`ParameterError` names the parameters it is about as data, for the CLI to say as flags.
+:class:`ParameterMixin` (:class:`ParameterError`, ...) names the parameters an error is about as
+data, for the CLI to say as flags.
 """
 from __future__ import annotations
 
+import ast
+import re
 from dataclasses import dataclass
 
 #: ``features`` name -> dotted path of the feature map's class, or (path, parameters it fixes)
@@ -212,13 +215,18 @@ def flag_of(param, value=None):
     return rows[0].flag if len(rows) == 1 else None
 
 
-class ParameterError(ValueError):
-    """A bad value of an estimator's parameter, with the parameters it names as data.
+class ParameterMixin:
+    """An exception whose message names parameters as data, for the CLI to say as flags.
 
-    ``text`` names each parameter of ``params`` (name -> value) as ``{name}`` (said
-    ``name``), ``{name=}`` (said ``name=value``) or ``{'name'}`` (said ``'name'``);
-    ``param`` is the first, the one the error is about.  :meth:`said` writes them another
-    way: the command line writes their flags (``--n-components``, ``--cv loo``).
+    ``text`` names each parameter of ``params`` (name -> value) by a placeholder:
+    ``{name}`` (said ``name``), ``{name=}`` (``name=value``), ``{name=LITERAL}`` (``name=LITERAL``,
+    a Python literal other than the parameter's value: ``{solver='gram'}``, ``{overwrite=True}``),
+    ``{name=*}`` (``name=``, the keyword given some value) or ``{'name'}`` (``'name'``); a
+    placeholder ending in `` (CLI)`` (``{test_size (CLI)}``) is said at the API with the flag
+    beside it, ``test_size (CLI: --test-size)``.  ``param`` is the first parameter, the one
+    the error is about.  :meth:`said` writes them another way: the command line writes their
+    flags (``--n-components``, ``--cv loo``).  Mixed into an exception class first
+    (:class:`ParameterError`), it keeps that class's ``except`` clauses working.
     """
 
     def __init__(self, text, **params):
@@ -229,14 +237,73 @@ class ParameterError(ValueError):
 
     def said(self, spell):
         """The message with each parameter written by ``spell(name, value, form)``, ``form``
-        one of "name", "name=value" and "'name'"."""
-        text = self.text
-        for name, value in self.params.items():
-            for placeholder, form in (("{%s=}", "name=value"), ("{'%s'}", "'name'"), ("{%s}", "name")):
-                text = text.replace(placeholder % name, spell(name, value, form))
-        return text
+        one of "name", "name=value", "name=" and "'name'", followed by " (CLI)" where the
+        placeholder asks for the flag beside the API's spelling."""
+
+        def one(match):
+            quoted, name, given, aside = match.groups()
+            name = quoted or name
+            if name not in self.params:
+                return match.group(0)
+            value = self.params[name]
+            if quoted:
+                form = "'name'"
+            elif given is None:
+                form = "name"
+            elif given == "*":
+                form = "name="
+            else:
+                form = "name=value"
+                if given:
+                    try:
+                        value = ast.literal_eval(given)
+                    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+                        # not a literal: text, e.g. a name read from a file
+                        return match.group(0)
+            return spell(name, value, form + (" (CLI)" if aside else ""))
+
+        return _PLACEHOLDER.sub(one, self.text)
+
+
+#: ``{'name'}``, or ``{name}`` / ``{name=}`` / ``{name=LITERAL}`` / ``{name=*}``, each optionally
+#: followed by `` (CLI)``
+_PLACEHOLDER = re.compile(r"\{(?:'(\w+)'|(\w+)(?:=([^{}]*?))?)( \(CLI\))?\}")
+
+
+class ParameterError(ParameterMixin, ValueError):
+    """A bad value of an estimator's parameter, with the parameters it names as data
+    (:class:`ParameterMixin`)."""
+
+
+class OutputExistsError(ParameterMixin, FileExistsError):
+    """An output that exists and may not be replaced (``overwrite``), the parameter as data."""
 
 
 def python_spelling(name, value, form):
-    """A parameter as the API writes it: ``n_components``, ``cv='loo'``, ``'alpha'``."""
-    return {"name": name, "name=value": f"{name}={value!r}", "'name'": repr(name)}[form]
+    """A parameter as the API writes it: ``n_components``, ``cv='loo'``, ``interval=``,
+    ``'alpha'``; with " (CLI)", the flag beside it (``test_size (CLI: --test-size)``)."""
+    form, aside, _ = form.partition(" (CLI)")
+    text = {"name": name, "name=value": f"{name}={value!r}", "name=": f"{name}=", "'name'": repr(name)}[form]
+    return f"{text} (CLI: {cli_guess(name, value, form)})" if aside else text
+
+
+def cli_guess(name, value, form):
+    """The flag of a parameter as the core can tell it: the table's (:func:`flag_of`), else the
+    name with dashes (``--no-`` before it for False); :func:`rfstream.cli.options.flag_spelling`,
+    which reads every command's arguments, says the same for the messages that use it."""
+    flag = flag_of(name, value)
+    dashed = "--" + name.replace("_", "-")
+    if form != "name=value":
+        return flag or dashed
+    if flag is None and isinstance(value, bool):
+        return dashed if value else "--no-" + dashed[2:]
+    return f"{flag or dashed} {value_word(value)}"
+
+
+def value_word(value):
+    """A value as the command line writes it: ``500,1000``, ``true``, ``none``, ``pcg``."""
+    if isinstance(value, (list, tuple)):
+        return ",".join(map(str, value))
+    if isinstance(value, bool) or value is None:
+        return str(value).lower()
+    return str(value)

@@ -23,6 +23,7 @@ from .io.location import redact_url
 from .io.model_files import load_model_document
 from .jobs import FitJob, open_data
 from .metrics import classification_metrics, regression_metrics
+from .options import ParameterError
 
 __all__ = ["INTERVAL_LEVEL", "check_model", "class_names", "data_bytes", "evaluate_dataset", "fit_dataset",
            "has_posterior", "load_fitted", "make_model", "model_task", "posterior_outputs", "predict_dataset",
@@ -207,9 +208,9 @@ def evaluate_dataset(model, meta, data, *, X=None, y=None, attrs=None, storage_o
     check_schema(meta, attrs, X, data)
     task = model_task(model, meta)
     if interval_level is not None and task != "regression":
-        raise ValueError(f"interval_level (CLI: --interval-level) scores a regressor's prediction intervals; "
-                         f"the model is a {task} model (its probabilities are scored by log_loss and the "
-                         "reliability table).")
+        raise ParameterError("{interval_level} scores a regressor's prediction intervals; "
+                             f"the model is a {task} model (its probabilities are scored by log_loss and the "
+                             "reliability table).", interval_level=interval_level)
     t0 = time.perf_counter()
     if task == "classification":
         classes = np.asarray(model.classes_)
@@ -307,9 +308,9 @@ def predict_dataset(model_path, data, out, *, overwrite=False, storage_options=N
                          "transform_dataset (rfstream transform) to write its output.")
     trained = meta.get("dataset", {})
     if (std or interval is not None) and trained.get("task") != "regression":
-        raise ValueError(f"std=True (CLI: --std) and interval= (CLI: --interval) are a regressor's; {model_path} "
-                         f"is a {trained.get('task')} model, whose class probabilities scores=True (CLI: "
-                         "--scores) writes.")
+        raise ParameterError("{std=True} and {interval=*} are a regressor's; " f"{model_path} is a "
+                             f"{trained.get('task')} model, whose class probabilities " "{scores=True} writes.",
+                             std=std, interval=interval, scores=scores)
     X, _, attrs = open_data(data, storage_options=storage_options, x_array=x_array, y_array=None)
     check_schema(meta, attrs, X, data)
     extra = {"model": redact_url(str(model_path)), "data": redact_url(str(data)), "task": trained.get("task"),
@@ -317,8 +318,8 @@ def predict_dataset(model_path, data, out, *, overwrite=False, storage_options=N
     arrays = {}
     if scores:
         if trained.get("task") != "classification" or not hasattr(model, "decision_function"):
-            raise ValueError(f"scores=True needs a classifier; {model_path} is a {trained.get('task')} "
-                             "model, whose predictions are its values.")
+            raise ParameterError("{scores=True} needs a classifier; " f"{model_path} is a {trained.get('task')} "
+                                 "model, whose predictions are its values.", scores=scores)
         kind = "predict_proba" if hasattr(model, "predict_proba") else "decision_function"
         arrays["scores"] = getattr(model, kind)(X)
         extra.update(scores=kind, score_classes=class_names(np.asarray(model.classes_), meta))
@@ -358,8 +359,8 @@ def _check_posterior(final, Z):
     """Refuse a model without a posterior: the library's own message for a ridge regressor
     fitted without calibration, one naming the fix for a solver that has none."""
     if "return_std" not in inspect.signature(final.predict).parameters:
-        raise ValueError(f"{type(final).__name__} keeps no posterior: std and prediction intervals come from "
-                         "a ridge regressor fitted with calibrate=True (CLI: --solver ridge --calibrate true).")
+        raise ParameterError(f"{type(final).__name__} keeps no posterior: std and prediction intervals come from "
+                             "a ridge regressor fitted with {calibrate=True}.", calibrate=None)
     if not hasattr(final, "predict_interval"):
         final.predict(Z, return_std=True)  # raises the solver's message (refit with calibrate=True)
 
@@ -421,8 +422,8 @@ def transform_dataset(model_path, data, out, *, overwrite=False, storage_options
     """
     model, meta = load_fitted(model_path, storage_options=storage_options)
     if hasattr(model, "predict") or not hasattr(model, "transform"):
-        raise ValueError(f"{model_path} ends in a solver; transform_dataset needs a transformer "
-                         "(fitted with solver=None); use predict_dataset for predictions.")
+        raise ParameterError(f"{model_path} ends in a solver; transform_dataset needs a transformer "
+                             "(fitted with {solver=None}); use predict_dataset for predictions.", solver=None)
     X, y, attrs = open_data(data, storage_options=storage_options, x_array=x_array)
     check_schema(meta, attrs, X, data)
     Z = model.transform(X)

@@ -35,7 +35,8 @@ def show(value):
 class Arg:
     """One argument: ``name`` is a flag (``--out``) or a positional's name (``data``).
 
-    ``type``, ``choices``, ``action``, ``required`` and ``metavar`` go to argparse.
+    ``type``, ``choices``, ``action``, ``required`` and ``metavar`` go to argparse;
+    ``keywords``: the library's other names for what it sets (said with this flag in errors).
     """
 
     name: str
@@ -47,6 +48,7 @@ class Arg:
     action: str | None = None
     required: bool = False
     metavar: str | None = None
+    keywords: tuple = ()
 
     def __post_init__(self):
         if (self.name.startswith("-") and self.default is None and self.default_note is None
@@ -156,8 +158,8 @@ STORAGE = Arg("--storage-options", 'options of every URL\'s filesystem, e.g. \'{
               '"http://127.0.0.1:9000"}\'', type=storage_options, metavar="JSON",
               default_note="the filesystem's environment, e.g. AWS_ENDPOINT_URL, AWS_ACCESS_KEY_ID, "
                            "AWS_SECRET_ACCESS_KEY")
-X_ARRAY = Arg("--x-array", "name of the features array in the Zarr group", default="X")
-Y_ARRAY = Arg("--y-array", "name of the labels array", default="y")
+X_ARRAY = Arg("--x-array", "name of the features array in the Zarr group", default="X", keywords=("x",))
+Y_ARRAY = Arg("--y-array", "name of the labels array", default="y", keywords=("y",))
 QUIET = Arg("--quiet", "no progress display and no summaries", action="store_true")
 SCHEDULER = Arg("--scheduler", "where to compute: a scheduler address (tcp://host:8786), 'threads' "
                 "(dask's threads in this process) or 'cluster' (an embedded LocalCluster, one worker "
@@ -235,10 +237,10 @@ PREDICT = (
     Arg("--scores", "classifiers: also write array scores, the class probabilities of a model with "
         "predict_proba, else its decision values", action="store_true"),
     Arg("--std", "regressors fitted with a posterior (fit --calibrate): also write array std, the "
-        "posterior predictive standard deviation of each prediction", action="store_true"),
+        "posterior predictive standard deviation of each prediction", action="store_true", keywords=("return_std",)),
     Arg("--interval", "regressors fitted with a posterior (fit --calibrate): also write arrays lower and "
         "upper, the conformal prediction interval at this level, e.g. 0.9", type=_level("--interval"),
-        metavar="LEVEL", default_note="none"),
+        metavar="LEVEL", default_note="none", keywords=("predict_interval",)),
     OVERWRITE,
     STORAGE, X_ARRAY,
     *COMPUTE,

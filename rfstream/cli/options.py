@@ -3,15 +3,15 @@ errors said with flags.
 
 The parser (:func:`add_fit_options`) and the applicability check (:func:`split_params`)
 are generated from the table; the parsers its rows name (``type="gamma"``) are here.
-An error that carries the parameter it is about (``error.param``, e.g.
-:class:`rfstream.options.ParameterError`) is said with that parameter's flag.
+An error that carries the parameters it names (:class:`rfstream.options.ParameterMixin`)
+is said with their flags, from the table or from the other commands' arguments.
 """
 from __future__ import annotations
 
 import argparse
-import re
 
-from ..options import OPTIONS, flag_of, python_spelling
+from ..options import OPTIONS, flag_of, python_spelling, value_word
+from . import arguments
 from .arguments import with_default
 
 
@@ -165,18 +165,6 @@ def add_fit_options(parser):
         parser.add_argument(option.flag, **kwargs)
 
 
-#: the library's words for a parameter, and the command line's for the same thing
-CLI_WORDS = (("report=True", "--report"), ("scores=True", "--scores"), ("solver='ridge'", "--solver ridge"),
-             ("name the label array with y_array= and the task with task=", "--y-array names the labels, "
-              "--task the task"), ("solver=None for a transformer", "--solver none for a transformer"),
-             ("a transformer (fitted with solver=None)", "a transformer (fitted with --solver none)"),
-             ("task='regression'", "--task regression"), ("calibrate=True", "--calibrate true"),
-             ("calibrate=False", "--calibrate false"), ("calibrate='auto'", "--calibrate auto"),
-             ("select='evidence'", "--select evidence"), ("select='cv'", "--select cv"),
-             ("solver='gram'", "--ridge-solver gram"),
-             ("return_std and predict_interval", "--std and --interval"))
-
-
 def printable(text):
     """``text`` with every character a terminal would act on (controls, escapes, bidi
     overrides such as U+202E) written as its Python escape: names read from a dataset or
@@ -184,36 +172,75 @@ def printable(text):
     return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in str(text))
 
 
-#: keywords of the API, not options of a fit, with a flag of their own
-KEYWORD_FLAGS = {"sample_weight": "--sample-weight", "x_array": "--x-array", "y_array": "--y-array",
-                 "interval_level": "--interval-level"}
-
-
 def flag_spelling(name, value, form):
-    """A parameter as the command line writes it (the flag of its row of
-    :data:`rfstream.options.OPTIONS`): ``--n-components``, ``--cv loo``; one without a flag
-    as the API writes it."""
-    flag = KEYWORD_FLAGS.get(name) or flag_of(name, value)
+    """A parameter as the command line writes it: the flag of its row of
+    :data:`rfstream.options.OPTIONS` (``--n-components``, ``--cv loo``), else of another
+    argument of a command (:func:`argument_flag`: ``--overwrite``, ``--no-standardize``,
+    ``--solver none``), else as the API writes it.  The " (CLI)" of a form asks the API for
+    the flag beside the name; here the flag alone is said."""
+    form = form.partition(" (CLI)")[0]
+    flag = flag_of(name, value)
     if flag is None:
-        return python_spelling(name, value, form)
-    if form != "name=value":
-        return flag
-    if isinstance(value, (list, tuple)):
-        return f"{flag} {','.join(map(str, value))}"
-    return f"{flag} {str(value).lower() if isinstance(value, bool) else value}"
+        flag, bare = argument_flag(name, value, form)
+        if flag is None:
+            return python_spelling(name, value, form)
+        if bare:
+            return flag
+    return f"{flag} {value_word(value)}" if form == "name=value" else flag
+
+
+def argument_flag(name, value, form):
+    """``(flag, bare)`` of the command-line argument (:mod:`rfstream.cli.arguments`) whose
+    destination (or one of its ``keywords``) is ``name``: a ``store_true`` flag says
+    ``name=True`` bare, and ``--no-NAME`` says ``name=False``; a flag with choices is the one
+    whose choices hold ``value``.  ``(None, False)`` when no argument sets ``name`` so."""
+    rows = ARGUMENT_FLAGS.get(name, ())
+    if form == "name=value":
+        if isinstance(value, bool):
+            rows = [row for row in rows if row[2] is value]
+        else:
+            rows = [row for row in rows if row[2] is None]
+            rows = [row for row in rows if row[1] and value_word(value) in map(value_word, row[1])] or \
+                [row for row in rows if not row[1]]
+    else:
+        rows = sorted(rows, key=lambda row: row[2] is False)  # --checkpoint before --no-checkpoint
+    if not rows:
+        return None, False
+    flag, _, boolean = rows[0]
+    return flag, form == "name=value" and boolean is not None
+
+
+def _argument_flags():
+    """parameter name -> ``[(flag, choices, the value a bare flag sets or None)]`` of every
+    optional argument of every command."""
+    table = {}
+    rows = (*arguments.CONVERT, *arguments.FIT_HEAD, *arguments.FIT_TAIL, *arguments.PREDICT,
+            *arguments.TRANSFORM, *arguments.EVALUATE, *arguments.INFO, *arguments.SPLIT, *arguments.DEMO)
+    for arg in rows:
+        if not arg.name.startswith("--"):
+            continue
+        name = arg.name[2:].replace("-", "_")
+        boolean = None
+        if arg.action == "store_true":
+            boolean = not name.startswith("no_")
+            name = name if boolean else name[3:]
+        for key in dict.fromkeys((name, *arg.keywords)):
+            entry = (arg.name, arg.choices or (), boolean)
+            if entry not in table.setdefault(key, []):
+                table[key].append(entry)
+    return table
+
+
+ARGUMENT_FLAGS = _argument_flags()
 
 
 def cli_message(error):
     """The first line of a library error as the command line says it: the parameters an
-    error carries (``error.said``, :class:`rfstream.options.ParameterError`) as their
-    flags, ``P (CLI: F)`` as ``F``, and the phrases of :data:`CLI_WORDS` as theirs."""
+    error carries (:class:`rfstream.options.ParameterMixin`) as their flags
+    (:func:`flag_spelling`); any other error as it reads."""
     said = getattr(error, "said", None)
-    message = (said(flag_spelling) if callable(said) else str(error)).splitlines()[0]
-    message = re.sub(r"[\w.=']+ \(CLI: ([^)]+)\)", r"\1", message)
-    message = re.sub(r"\(([^()]*?)[,;]? ?CLI: ([^)]+)\)", r"(\2)", message)
-    for library, cli in CLI_WORDS:
-        message = message.replace(library, cli)
-    return printable(message)
+    message = said(flag_spelling) if callable(said) and getattr(error, "params", None) else str(error)
+    return printable((message.splitlines() or [""])[0])
 
 
 def flag_error(error):

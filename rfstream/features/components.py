@@ -1,7 +1,7 @@
 """A list of ``n_components``: one draw of the largest map, every listed size searched from it.
 
 A map whose features hold its smaller maps (``prefix_valid``, :mod:`rfstream.features.prefix`)
-may be given ``n_components=[500, 1000, 2000]`` (CLI: ``--n-components 500,1000,2000``):
+may be given ``n_components=[500, 1000, 2000]`` (``rfstream fit --n-components 500,1000,2000``):
 ``fit`` draws the largest map and records ``component_sizes_``; until a solver calls
 :meth:`ComponentListMixin.select_components`, ``transform`` gives the largest map's features
 with a :class:`~rfstream.features.source.FeatureSource` holding the sizes, searched in one

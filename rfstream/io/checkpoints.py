@@ -23,6 +23,7 @@ import numpy as np
 
 from .._version import __version__
 from ..cluster import using_pass_store
+from ..options import ParameterMixin
 from .job_lock import LOCK, CheckpointBusy, JobLock
 from .location import StorageError, as_location, storage_errors
 
@@ -68,8 +69,9 @@ def model_identity(model):
             if k != "steps" and not hasattr(v, "get_params")}
 
 
-class CheckpointMismatch(ValueError):
-    """A checkpoint made by another job (command, dataset or version)."""
+class CheckpointMismatch(ParameterMixin, ValueError):
+    """A checkpoint made by another job (command, dataset or version); the parameters it names
+    as data (:class:`rfstream.options.ParameterMixin`)."""
 
 
 def _encode(values):
@@ -129,13 +131,13 @@ class Checkpoint:
                 raise CheckpointMismatch(
                     f"the checkpoint {self.location} was made by {made}, not by this one, or the dataset "
                     "changed since; run the command that made it on the unchanged data to resume, or pass "
-                    "restart=True (CLI: --restart) to start over.")
+                    "{restart=True} to start over.", restart=restart)
             self.steps = list(manifest.get("steps", []))
         self.description = ""
 
     def _refuse(self, why):
         return CheckpointMismatch(f"the checkpoint {self.location} is not rfstream's ({why}); use another "
-                                  "directory for the checkpoint (CLI: --checkpoint).")
+                                  "directory for the {checkpoint}.", checkpoint=None)
 
     def _read_manifest(self):
         """The manifest, checked: rfstream's format, and each step's file named as rfstream
@@ -204,12 +206,12 @@ class Checkpoint:
                     "of the same job finished first and wrote its output.") from None
         if hashlib.sha256(data).hexdigest() != step.get("sha256"):
             raise CheckpointMismatch(f"{target} is damaged (its SHA-256 differs from the manifest's); "
-                                     "pass restart=True (CLI: --restart) to start over.")
+                                     "pass {restart=True} to start over.", restart=False)
         mac = self._mac(k, sig, count, data)
         if mac is not None and not hmac.compare_digest(str(step.get("hmac", "")), mac):
             raise CheckpointMismatch(f"{target} is not authenticated by ${KEY_ENV} (written without it, "
-                                     "under another key, or edited); pass restart=True (CLI: --restart) "
-                                     "to start over.")
+                                     "under another key, or edited); pass {restart=True} "
+                                     "to start over.", restart=False)
         self.position += 1
         self.reused += 1
         return _decode(data, count)

@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..options import ParameterError
 from .location import Location
 
 MAX_CLASSES = 1000
@@ -242,8 +243,8 @@ class LabelScanner:
             )
         if self.positive is not None:
             if task == "regression":
-                raise ValueError("positive_class is only valid for classification; "
-                                 "got task='regression'")
+                raise ParameterError("positive_class is only valid for classification; "
+                                     "got {task='regression'}", task=task)
             if not self.positive_seen:
                 seen = ", ".join(repr(c) for c in sorted(self.classes)[:10])
                 raise ValueError(
@@ -256,17 +257,17 @@ class LabelScanner:
             is_class = not self.numeric or (self.integer and small)
             task = "classification" if is_class else "regression"
         if task == "regression" and not self.numeric:
-            raise ValueError(
-                f"{src}: task='regression' needs numeric labels, but label column {column!r} "
-                f"holds {self.example_text!r}; use task='classification' or another label_column"
-            )
+            raise ParameterError(
+                f"{src}: " "{task='regression'} needs numeric labels, but label column " f"{column!r} "
+                f"holds {self.example_text!r}; use " "{task='classification'} or another {label_column}",
+                task=task, label_column=column)
         if task == "regression":
             return LabelSchema("regression")
         if self.overflow:
-            raise ValueError(
+            raise ParameterError(
                 f"{src}: label column {column!r} has more than {MAX_CLASSES} distinct values, "
-                "too many for classification; use task='regression' or another label_column"
-            )
+                "too many for classification; use {task='regression'} or another {label_column}",
+                task=task, label_column=column)
         key = (lambda c: float(c)) if self.numeric else None
         return LabelSchema("classification", sorted(self.classes, key=key))
 

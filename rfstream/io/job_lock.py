@@ -17,6 +17,7 @@ import socket
 import threading
 import time
 
+from ..options import ParameterMixin
 from .location import storage_errors
 
 LOCK = "rfstream-checkpoint.lock"
@@ -26,8 +27,9 @@ SETTLE_SECONDS = 1.0
 STALE_ENV = "RFSTREAM_LOCK_STALE_SECONDS"
 
 
-class CheckpointBusy(ValueError):
-    """Another running job holds the checkpoint."""
+class CheckpointBusy(ParameterMixin, ValueError):
+    """Another running job holds the checkpoint (the parameters it names as data,
+    :class:`rfstream.options.ParameterMixin`)."""
 
 
 def stale_seconds():
@@ -142,7 +144,7 @@ class JobLock:
             f"another rfstream fit (pid {holder.get('pid')} on {holder.get('host')}, alive at {since}) "
             f"is using the checkpoint {self.checkpoint}; wait for it to end (a lock not renewed for "
             f"{stale_seconds():g} s is taken over: if that fit was killed, run again after {free}), or "
-            "give this one another out (CLI: --out) or checkpoint (CLI: --checkpoint).")
+            "give this one another {out} or {checkpoint}.", out=None, checkpoint=None)
 
     def acquire(self):
         if self.location.is_local:

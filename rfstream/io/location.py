@@ -23,6 +23,7 @@ import fsspec
 from fsspec.implementations.local import LocalFileSystem
 from zarr.storage import FsspecStore
 
+from ..options import ParameterMixin
 from .credentials import by_value, missing_credentials, on_a_worker, restore, secret_values, share, split
 
 __all__ = ["EXTRAS", "Location", "StorageError", "as_location", "is_url", "redact_url", "scrub_secrets"]
@@ -43,8 +44,9 @@ _URL_TYPO = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]+:(?!//)")
 _URL_PASSWORD = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*://[^/@:]*):[^/@]*@")
 
 
-class StorageError(ValueError):
-    """The store refused or could not be reached; the message names the location and the fix."""
+class StorageError(ParameterMixin, ValueError):
+    """The store refused or could not be reached; the message names the location and the fix
+    (and the parameters it names as data, :class:`rfstream.options.ParameterMixin`)."""
 
 
 def is_url(target) -> bool:
@@ -358,33 +360,33 @@ def as_storage_error(exc: Exception, location, doing: str) -> Exception | None:
     options = getattr(location, "storage_options", None) or {}
     text = scrub_secrets(_first_line(exc), options)
     if missing_credentials(exc):
-        return StorageError(_no_credentials(location, doing, text))
+        return StorageError(_no_credentials(location, doing, text), storage_options=None)
     if isinstance(exc, FileNotFoundError):
         if str(location) in text and text == _first_line(exc):
             return None
         return FileNotFoundError(f"{location} {doing}: {text}")
     if isinstance(exc, PermissionError):
         return StorageError(f"{location} {doing}: access denied ({text}); check the "
-                            "credentials (storage_options, CLI: --storage-options; or the filesystem's environment)")
+                            "credentials ({storage_options}; or the filesystem's environment)", storage_options=None)
     if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
         return StorageError(f"{location} {doing}: {text}; free space there or write "
                             "elsewhere (what was there before is untouched)")
     if isinstance(exc, OSError) or type(exc).__module__.split(".", 1)[0] in _NETWORK_MODULES:
         return StorageError(f"{location} {doing}: {text}; check the URL, the endpoint "
-                            "and the credentials (storage_options, CLI: --storage-options)")
+                            "and the credentials ({storage_options})", storage_options=None)
     return None
 
 
 def _no_credentials(location, doing: str, text: str) -> str:
     """Where the credentials for ``location`` were missing (a Dask worker, or this process) and
-    the ways to give them."""
+    the ways to give them (``{storage_options}``: the parameter, for :class:`StorageError`)."""
     if on_a_worker():
         return (f"the Dask workers could not find credentials for {location} ({text}); give the "
                 "workers their own (their environment, or an instance or pod role), or pass "
-                "storage_options (CLI: --storage-options), which rfstream sends to the workers")
+                "{storage_options}, which rfstream sends to the workers")
     return (f"{location} {doing}: no credentials found ({text}); set them in this environment "
             "(AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY for S3, a profile or a role), or pass "
-            "storage_options (CLI: --storage-options)")
+            "{storage_options}")
 
 
 def _first_line(exc) -> str:

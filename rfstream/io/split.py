@@ -16,6 +16,7 @@ import dask.array as da
 import numpy as np
 
 from ..cluster import compute
+from ..options import ParameterError
 from ..random import check_seed
 from ..reductions import sum_rows
 from .dataset import ChunkWriter, _y_dtype, open_dataset
@@ -51,8 +52,8 @@ class DatasetSplit:
     def __init__(self, data, train, test, *, test_size=0.25, stratify=False, random_state=0, overwrite=False,
                  storage_options=None, x_array=DEFAULT_X, y_array=DEFAULT_Y, rows_per_chunk=None):
         if isinstance(test_size, bool) or not isinstance(test_size, Real) or not 0 < test_size < 1:
-            raise ValueError(f"test_size (CLI: --test-size) must be a fraction in (0, 1), e.g. 0.25; "
-                             f"got {test_size!r}.")
+            raise ParameterError("{test_size (CLI)} must be a fraction in (0, 1), e.g. 0.25; "
+                                 f"got {test_size!r}.", test_size=test_size)
         self.seed = check_seed(random_state)
         self.test_size = float(test_size)
         self.stratify = bool(stratify)
@@ -71,8 +72,8 @@ class DatasetSplit:
         self.task = self.attrs.get("task") or infer_task(None if self.y is None else self.y.dtype)
         if self.stratify and (self.y is None or self.task != "classification"):
             what = "has no labels" if self.y is None else f"is a {self.task} dataset"
-            raise ValueError(f"stratify (CLI: --stratify) keeps the proportions of classes, and {data} {what}; "
-                             "leave it out.")
+            raise ParameterError("{stratify} keeps the proportions of classes, and " f"{data} {what}; "
+                                 "leave it out.", stratify=stratify)
         for out in (self.train, self.test):
             check_destination(out, overwrite, "zarr.json")
         self.extras = {}
@@ -120,8 +121,9 @@ class DatasetSplit:
         train, test = self.parts()
         for part, where in ((train, self.train), (test, self.test)):
             if part["X"].shape[0] == 0:
-                raise ValueError(f"test_size={self.test_size} leaves no rows for {where} (DATA has "
-                                 f"{self.X.shape[0]} rows); choose a test_size (CLI: --test-size) nearer 0.5.")
+                raise ParameterError("{test_size=} leaves no rows for " f"{where} (DATA has "
+                                     f"{self.X.shape[0]} rows); choose a " "{test_size} nearer 0.5.",
+                                     test_size=self.test_size)
         classes = self.attrs.get("classes")
         counted = self.y is not None and self.task == "classification" and classes is not None \
             and np.dtype(self.y.dtype).kind in "iu"

@@ -16,6 +16,7 @@ import shutil
 from contextlib import contextmanager
 from pathlib import Path
 
+from ..options import OutputExistsError
 from .location import Location, as_location, storage_errors
 
 COMMIT = "rfstream-commit.json"
@@ -46,7 +47,8 @@ def check_destination(dst, overwrite: bool, marker: str) -> None:
     if _abandoned(entries):
         return
     if not overwrite:
-        raise FileExistsError(f"{dst} already exists; pass overwrite=True (CLI: --overwrite) to replace it")
+        raise OutputExistsError(f"{dst} already exists; pass " "{overwrite=True (CLI)} to replace it",
+                                overwrite=overwrite)
     markers = {marker, COMMIT} | ({".zgroup"} if marker == "zarr.json" else set())  # Zarr v3 or v2
     if not markers.intersection(entries):
         what = "a Zarr dataset" if marker == "zarr.json" else "an rfstream model"

@@ -17,6 +17,7 @@ import numpy as np
 import zarr
 from dask.array.core import normalize_chunks
 
+from ..options import ParameterError
 from ..reductions import even_row_chunks
 from .location import Location, StorageError, as_location, as_storage_error
 from .staging import resolve_committed
@@ -42,8 +43,8 @@ class Source:
             return self.arrays[name]
         if not required:
             return None
-        raise ValueError(f"{self.where} has no array {name!r}; its arrays are {self.names()}; "
-                         "name the one to use (API: x=/y=, CLI: --x-array/--y-array)")
+        raise ParameterError(f"{self.where} has no array {name!r}; its arrays are {self.names()}; "
+                             "name the one to use ({x=*}/{y=*})", x=None, y=None)
 
 
 def _is_xarray(obj) -> bool:

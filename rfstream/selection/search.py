@@ -38,10 +38,10 @@ def check_search(fmap, solver):
     if alphas and not getattr(solver, "searches_alpha", False):
         raise ParameterError("the {'alpha'} parameter of " f"{type(solver).__name__} is one value, got "
                              f"{solver.get_params()['alpha']!r}: a list of alphas is searched by cross-validation "
-                             "of the ridge solver; give one alpha, or use solver='ridge'.", alpha=None)
+                             "of the ridge solver; give one alpha, or use {solver='ridge'}.", alpha=None, solver=None)
     if grid and not getattr(solver, "searches_gamma", False):
-        raise ValueError(f"a gamma grid (gamma={fmap.gamma!r}) is searched by cross-validation of the ridge "
-                         "solver; use solver='ridge', or give one gamma.")
+        raise ParameterError("a gamma grid ({gamma=}) is searched by cross-validation of the ridge "
+                             "solver; use {solver='ridge'}, or give one {gamma}.", gamma=fmap.gamma, solver=None)
     if getattr(solver, "solves_by_gram", False):
         check_iterative_search(solver, grid=grid)
 

@@ -29,8 +29,8 @@ CLIENT_SHARE = 0.8
 #: (:func:`cg_memory`).
 CG_CLIENT_COPIES = 12
 
-PCG_HINT = "solver='pcg' (CLI: --ridge-solver pcg), whose memory is D x {pcg_rank}"
-LOO_HINT = "cv='loo' (CLI: --cv loo), which needs one Gram"
+PCG_HINT = "{solver='pcg' (CLI)}, whose memory is D x {pcg_rank}"
+LOO_HINT = "{cv='loo' (CLI)}, which needs one Gram"
 
 
 def client_limit():
@@ -89,7 +89,7 @@ def check_gram_memory(n_groups, n_folds, n_features, n_targets):
         f"{partial / 2**30:.2f} GiB per task, {where}; lower {lower}"
         + (f", or use {LOO_HINT}" if K > 1 and gram_fits(G, 1, D, n_targets) else "")
         + (f", or use {PCG_HINT}" if G == 1 else "")
-        + " (or machines with more memory).", n_components=None, cv=None, pcg_rank=None
+        + " (or machines with more memory).", n_components=None, cv=None, pcg_rank=None, solver=None
     )
 
 

@@ -150,3 +150,47 @@ def test_a_parameter_error_is_said_with_the_flags_of_the_table():
     # a parameter that two options set is said by the one whose choices hold the value
     assert cli_message(ParameterError("{solver=} or {loss=}", solver="newton", loss="log_loss")) == \
         "--sgd-solver newton or --loss log_loss"
+
+
+def test_an_error_of_any_class_says_the_flags_of_every_command():
+    """A parameter without a row in the fit table is said with the flag of the command argument
+    that sets it: a bare ``store_true`` flag, ``--no-NAME`` for False, ``--flag value`` for a
+    choice, a keyword the argument names; the API's aside (``(CLI)``) is the flag the CLI says."""
+    from rfstream.cli.options import cli_message, flag_spelling
+    from rfstream.io.checkpoints import CheckpointMismatch
+    from rfstream.options import OutputExistsError, ParameterError, python_spelling
+
+    exists = OutputExistsError("m already exists; pass {overwrite=True} to replace it.", overwrite=False)
+    assert isinstance(exists, FileExistsError) and exists.param == "overwrite"
+    assert str(exists) == "m already exists; pass overwrite=True to replace it."
+    assert cli_message(exists) == "m already exists; pass --overwrite to replace it."
+    mismatch = CheckpointMismatch("pass {restart=True} to start over, or another {checkpoint}.", restart=False,
+                                  checkpoint=None)
+    assert cli_message(mismatch) == "pass --restart to start over, or another --checkpoint."
+    error = ParameterError("{standardize=False}, {solver=None}, {task='regression'}, {std=True} and "
+                           "{interval=*}, {x=*}/{y=*}, {test_size=}, {holdout (CLI)}", standardize=True,
+                           solver="ridge", task=None, std=None, interval=None, x=None, y=None, test_size=0.5,
+                           holdout=None)
+    assert str(error) == ("standardize=False, solver=None, task='regression', std=True and interval=, x=/y=, "
+                          "test_size=0.5, holdout (CLI: --holdout)")
+    assert cli_message(error) == ("--no-standardize, --solver none, --task regression, --std and --interval, "
+                                  "--x-array/--y-array, --test-size 0.5, --holdout")
+    for name, value, form in (("overwrite", True, "name=value"), ("standardize", False, "name=value"),
+                              ("solver", "pcg", "name=value"), ("cv", "loo", "name=value"),
+                              ("test_size", None, "name"), ("holdout", None, "name")):
+        assert python_spelling(name, value, form + " (CLI)") == \
+            f"{python_spelling(name, value, form)} (CLI: {flag_spelling(name, value, form)})"
+
+
+def test_no_module_writes_a_flag_beside_a_parameter_in_prose():
+    """Errors carry their parameters as data (rfstream.options.ParameterMixin): no message says
+    "(CLI: --flag)" by hand; the API's aside, where a message keeps one, is made from the tables
+    by rfstream/options.py alone."""
+    from pathlib import Path
+
+    import rfstream
+
+    root = Path(rfstream.__file__).parent
+    written = [str(path.relative_to(root)) for path in sorted(root.rglob("*.py"))
+               if "(CLI:" in path.read_text(encoding="utf-8") and path != root / "options.py"]
+    assert written == []

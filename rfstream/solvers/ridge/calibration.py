@@ -26,6 +26,7 @@ from ..._validation import check_X
 from ...cluster import compute
 from ...features.fused import feature_sub_blocks, fused_buffer
 from ...features.source import fused_rows
+from ...options import ParameterError
 from ...random import STREAM_CALIBRATION, row_uniform
 from ...reductions import Layout, shared
 from ..passes import RowSpec, row_sum, sub_blocks, weight_fields
@@ -351,9 +352,10 @@ class PosteriorPredictMixin:
     def _predictive_moments(self, X):
         check_is_fitted(self)
         if not hasattr(self, "posterior_factor_"):
-            raise ValueError(f"this {type(self).__name__} keeps no posterior: it was fitted with "
-                             "calibrate=False (or calibrate='auto' without a search, or an iterative "
-                             "solver); refit with calibrate=True for return_std and predict_interval.")
+            raise ParameterError(f"this {type(self).__name__} keeps no posterior: it was fitted with "
+                                 "{calibrate=False} (or {calibrate='auto'} without a search, or an iterative "
+                                 "solver); refit with {calibrate=True} for {return_std} and {predict_interval}.",
+                                 calibrate=self.calibrate, return_std=None, predict_interval=None)
         coef = np.atleast_2d(self.coef_)
         T = coef.shape[0]
         spec = {"coef": coef, "intercept": np.atleast_1d(self.intercept_),

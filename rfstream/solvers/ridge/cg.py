@@ -358,10 +358,10 @@ def check_iterative_search(estimator, grid=False):
         return
     if grid:
         raise ParameterError("{solver=} takes a single gamma (a gamma grid is searched from the Gram pass's "
-                             "per-gamma partials); pass one gamma, or solver='gram'.", solver=estimator.solver)
+                             "per-gamma partials); pass one gamma, or {solver='gram'}.", solver=estimator.solver)
     if np.ndim(estimator.alpha) > 0 and isinstance(estimator.cv, str):
         raise ParameterError("{solver=} searches a list of alphas by k-fold cross-validation; {cv=} needs "
-                             "the Gram (its inverse). Pass an int cv, or solver='gram'.", solver=estimator.solver,
+                             "the Gram (its inverse). Pass an int cv, or {solver='gram'}.", solver=estimator.solver,
                              cv=estimator.cv)
 
 

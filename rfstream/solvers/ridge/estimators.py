@@ -29,7 +29,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from ..._validation import check_X_y
 from ...cluster import compute
 from ...features.source import feature_source
-from ...options import CALIBRATE_MAX_FEATURES
+from ...options import CALIBRATE_MAX_FEATURES, ParameterError
 from ...random import check_seed
 from ..folds import check_cv
 from ..linear import LinearClassifierMixin, LinearPredictMixin, classifier_state, regressor_state
@@ -82,19 +82,19 @@ from .gram import (
 from .loo import loo_basis, loo_cross_validate, loo_solution
 from .nystrom_pcg import PCG_RANK
 
-#: What only the Gram solver gives: ``name: (why, the other way out)``.
-NEEDS_GRAM = {"select='evidence'": ("its eigendecomposition", "select='cv' with one alpha"),
-              "calibrate=True": ("the posterior is its D x D factor", "calibrate=False")}
+#: What only the Gram solver gives: ``parameter: (its value asked, why, the other way out)``.
+NEEDS_GRAM = {"select": ("evidence", "its eigendecomposition", "{select='cv'} with one alpha"),
+              "calibrate": (True, "the posterior is its D x D factor", "{calibrate=False}")}
 
 
 def refuse_without_gram(solver, *, evidence=False, calibrate=False):
     """Refuse ``select='evidence'`` (``evidence``) or ``calibrate=True`` (``calibrate``) with
     the iterative ridge ``solver``: the evidence and the posterior come from the Gram."""
-    for asked, name in ((evidence, "select='evidence'"), (calibrate, "calibrate=True")):
+    for asked, name in ((evidence, "select"), (calibrate, "calibrate")):
         if asked:
-            why, instead = NEEDS_GRAM[name]
-            raise ValueError(f"{name} needs the Gram solver ({why}); got solver={solver!r} (CLI: "
-                             f"--ridge-solver {solver}). Use solver='gram', or {instead}.")
+            value, why, instead = NEEDS_GRAM[name]
+            raise ParameterError("{" + name + "=} needs the Gram solver (" + why + "); got {solver=}. Use "
+                                 "{solver='gram'}, or " + instead + ".", **{name: value}, solver=solver)
 
 
 class RidgeSearchMixin:
@@ -288,8 +288,9 @@ class _BaseStreamingRidge(RidgeSearchMixin, LinearPredictMixin, BaseEstimator):
         :mod:`rfstream.solvers.ridge.cg_search`."""
         sample_weight, weight_args = weights
         if sizes is not None:
-            raise ValueError(f"a list of n_components is searched from the Gram; got solver={self.solver!r}. "
-                             "Use solver='gram', or give one n_components.")
+            raise ParameterError("a list of {n_components} is searched from the Gram; got {solver=}. "
+                                 "Use {solver='gram'}, or give one {n_components}.", solver=self.solver,
+                                 n_components=None)
         refuse_without_gram(self.solver, evidence=self.select == "evidence",
                             calibrate=self.calibrate != "auto" and bool(self.calibrate))
         if np.ndim(self.alpha) > 0:

@@ -20,8 +20,8 @@ def check_evidence_alphas(alphas):
     """Refuse an alpha of 0: the prior ``w ~ N(0, sigma^2 / alpha I)`` is then improper and
     the evidence undefined."""
     if np.any(alphas <= 0):
-        raise ParameterError("select='evidence' needs every alpha > 0 (the prior precision); got {alpha=}. Drop "
-                             "the 0, or use select='cv'.", alpha=alphas.tolist())
+        raise ParameterError("{select='evidence'} needs every alpha > 0 (the prior precision); got {alpha=}. "
+                             "Drop the 0, or use {select='cv'}.", alpha=alphas.tolist(), select="evidence")
 
 
 def centred_target_energy(total, fit_intercept):

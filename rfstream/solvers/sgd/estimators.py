@@ -23,6 +23,7 @@ from sklearn.utils.validation import check_is_fitted
 from ..._validation import check_X_y
 from ...cluster import compute
 from ...features.source import feature_source
+from ...options import ParameterError
 from ...random import STREAM_SGD_CHUNKS, check_seed
 from ..linear import LinearClassifierMixin, LinearPredictMixin, classifier_state, regressor_state
 from ..passes import fused_row_sum
@@ -315,9 +316,10 @@ class _BaseStreamingSGD(LinearPredictMixin, BaseEstimator):
         its row chunks (:func:`rfstream.solvers.weights.check_sample_weight`).  The stacked
         features of a map fitted with a gamma grid are refused: ridge searches a grid."""
         if getattr(feature_source(X), "grid", None) is not None:
-            raise ValueError(f"{type(self).__name__} takes the features of one gamma; the map was fitted "
-                             "with a gamma grid, which the ridge solver searches (StreamingRidge, "
-                             "StreamingRidgeClassifier; solver='ridge'). Give the map one gamma.")
+            raise ParameterError(f"{type(self).__name__} takes the features of one gamma; the map was fitted "
+                                 "with a gamma grid, which the ridge solver searches (StreamingRidge, "
+                                 "StreamingRidgeClassifier; {solver='ridge'}). Give the map one {gamma}.",
+                                 gamma=None, solver=None)
         X, y = check_X_y(self, X, y, reset=reset, accept_sparse="csr",
                          y_numeric=isinstance(self, RegressorMixin))
         if is_dask_collection(X):
