@@ -139,6 +139,20 @@ def test_a_source_file_given_for_a_dataset_says_convert(tmp_path, capsys):
                        f"{src} d.zarr (Python: rfstream.io.convert), then use d.zarr\n")
 
 
+def test_parameters_in_messages_are_the_flags_typed():
+    from rfstream.cli.options import cli_message
+    from rfstream.options import ParameterError
+
+    assert cli_message(ParameterError("lower {pcg_rank} (or {n_components}); {cv=} keeps one Gram",
+                                      pcg_rank=None, n_components=None, cv="loo")) == \
+        "lower --pcg-rank (or --n-components); --cv loo keeps one Gram"
+    assert cli_message(ParameterError("{solver=} needs {loss=}", solver="newton", loss="log_loss")) == \
+        "--sgd-solver newton needs --loss log_loss"
+    # names that mean something else on another estimator, paths, and words stay as they are
+    assert cli_message(ValueError("tol=1e-3 and max_iter=5 in /data/n_components.zarr: a gamma grid")) == \
+        "tol=1e-3 and max_iter=5 in /data/n_components.zarr: a gamma grid"
+
+
 def test_the_fit_summary_counts_the_passes_it_printed(tmp_path, capsys):
     rng = np.random.default_rng(1)
     X = rng.normal(size=(600, 3)).astype(np.float32)
