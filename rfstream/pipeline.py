@@ -401,12 +401,8 @@ def transform_dataset(model_path, data, out, *, overwrite=False, storage_options
         The rows to transform, with the training data's columns.
     out : str, Path or URL
         The new dataset (staged); its X is the transformer's output.
-    overwrite : bool
-        Replace an existing dataset at ``out``.
-    storage_options : dict, optional
-        For every location of the call.
-    x_array : str
-        The name of X's array.
+    overwrite, storage_options, x_array
+        As in :func:`predict_dataset`.
     rows_per_chunk : int, optional
         Rows per Zarr chunk of ``out`` (default: the rows of ``data``'s first block).
 
