@@ -212,10 +212,11 @@ def argument_flag(name, value, form):
 
 def _argument_flags():
     """parameter name -> ``[(flag, choices, the value a bare flag sets or None)]`` of every
-    optional argument of every command."""
+    optional argument of every command: every :class:`~rfstream.cli.arguments.Arg` the module
+    of arguments defines, alone or in a command's table (a new command's table is found too)."""
     table = {}
-    rows = (*arguments.CONVERT, *arguments.FIT_HEAD, *arguments.FIT_TAIL, *arguments.PREDICT,
-            *arguments.TRANSFORM, *arguments.EVALUATE, *arguments.INFO, *arguments.SPLIT, *arguments.DEMO)
+    rows = [arg for value in vars(arguments).values() for arg in (value if isinstance(value, tuple) else (value,))
+            if isinstance(arg, arguments.Arg)]
     for arg in rows:
         if not arg.name.startswith("--"):
             continue
