@@ -13,19 +13,18 @@ import importlib
 from functools import partial
 
 import numpy as np
-
 from sklearn.pipeline import Pipeline
 from sklearn.utils._param_validation import InvalidParameterError
 
 from . import options
-from .options import ParameterError
 from .features.width import check_draw_size, nominal_width, planned_features
+from .options import FIT_DEFAULTS, TASKS, ParameterError
 from .preprocess import Standardizer
 from .selection import check_search, gamma_candidates
-from .solvers.ridge.estimators import refuse_without_gram
-from .solvers.ridge.evidence import check_evidence_alphas
 from .solvers.kpca import KernelPCA, check_kpca_memory
 from .solvers.memory import check_pass_memory, check_ridge_memory
+from .solvers.ridge.estimators import refuse_without_gram
+from .solvers.ridge.evidence import check_evidence_alphas
 
 
 def _load(path):
@@ -46,8 +45,6 @@ FEATURES = {name: _factory(entry) for name, entry in options.FEATURES.items()}
 #: A pipeline may also end in its map (``solver=None``).
 SOLVERS = {name: {task: _load(path) for task, path in entry.items()} if isinstance(entry, dict) else _load(entry)
            for name, entry in options.SOLVERS.items()}
-TASKS = options.TASKS
-FIT_DEFAULTS = options.FIT_DEFAULTS
 
 
 class NotApplicable(ValueError):

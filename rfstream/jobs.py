@@ -16,13 +16,13 @@ import numpy as np
 
 from . import io, selection
 from ._version import __version__
-from .catalog import FIT_DEFAULTS, TASKS, check_model, is_transformer, make_model, route
+from .catalog import check_model, is_transformer, make_model, route
 from .cluster import current_run
 from .io.checkpoints import dataset_identity, fingerprint_of, model_identity, resumable
 from .io.location import redact_url
 from .io.witness import content_witness
 from .io.zarr_source import lazy_array, open_source
-from .options import OutputExistsError, ParameterError
+from .options import FIT_DEFAULTS, TASKS, OutputExistsError, ParameterError
 from .preprocess import train_test_split
 from .random import check_seed
 from .selection.curves import at_size, report_files

@@ -17,13 +17,13 @@ import numpy as np
 from sklearn.base import is_classifier
 
 from . import io
-from .catalog import TASKS, check_model, make_model  # make_model, check_model: public here too (README)
+from .catalog import check_model, make_model  # public here too (README)
 from .cluster import ensure_run_context
 from .io.location import redact_url
 from .io.model_files import load_model_document
 from .jobs import FitJob, open_data
 from .metrics import classification_metrics, regression_metrics
-from .options import ParameterError
+from .options import TASKS, ParameterError
 
 __all__ = ["INTERVAL_LEVEL", "check_model", "class_names", "data_bytes", "evaluate_dataset", "fit_dataset",
            "has_posterior", "load_fitted", "make_model", "model_task", "posterior_outputs", "predict_dataset",

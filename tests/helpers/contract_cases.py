@@ -16,11 +16,12 @@ import numpy as np
 import pandas as pd
 import pytest
 import scipy.sparse as sp
-from helpers.sklearn_checks import FLOAT32_ROW_GROUPING
 from sklearn.base import BaseEstimator
 
-from rfstream.catalog import FEATURES, SOLVERS, TASKS
+from helpers.sklearn_checks import FLOAT32_ROW_GROUPING
+from rfstream.catalog import FEATURES, SOLVERS
 from rfstream.features import CompactRandomFeatures, FastfoodFeatures
+from rfstream.options import TASKS
 
 #: the predicting solvers, one estimator per task (a transformer entry, kpca, is one class:
 #: its contract is test_kpca_* in tests/test_contract_solvers.py)
