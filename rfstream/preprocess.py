@@ -18,6 +18,7 @@ from sklearn.utils.validation import check_is_fitted
 from ._validation import check_X
 from .cluster import compute
 from .random import STREAM_SPLIT, check_seed, chunk_offsets, row_uniform
+from .devices import array_namespace, blocks_like, is_numpy, numpy_dtype, on_device_once, xp_dtype
 from .reductions import block_partials, moments, reduce_rows, sum_rows, unpack_moments
 
 
@@ -123,6 +124,8 @@ class Standardizer(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         return self
 
     def _block(self, x):
+        if not is_numpy(x):
+            return self._device_block(x)
         x = np.asarray(x)
         dtype = _float_dtype(x.dtype)
         x = x.astype(dtype, copy=True)
@@ -130,6 +133,17 @@ class Standardizer(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
             x -= self.mean_.astype(dtype)
         if self.with_std:
             x /= self.scale_.astype(dtype)
+        return x
+
+    def _device_block(self, x):
+        """:meth:`_block` of rows on a device, in their array namespace (rfstream.devices)."""
+        xp = array_namespace(x)
+        dtype = _float_dtype(numpy_dtype(x))
+        x = xp.astype(x, xp_dtype(xp, dtype))
+        if self.with_mean:
+            x = x - on_device_once(self.mean_, xp, dtype)
+        if self.with_std:
+            x = x / on_device_once(self.scale_, xp, dtype)
         return x
 
     def transform(self, X):
@@ -140,7 +154,7 @@ class Standardizer(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         if isinstance(X, da.Array):
             dtype = _float_dtype(X.dtype)
             return X.map_blocks(
-                self._block, dtype=dtype, chunks=X.chunks, meta=np.empty((0, 0), dtype)
+                self._block, dtype=dtype, chunks=X.chunks, meta=blocks_like(X, 2, dtype)
             )
         return self._block(X)
 

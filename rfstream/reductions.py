@@ -16,6 +16,8 @@ import dask
 import dask.array as da
 import numpy as np
 
+from .devices import array_namespace, is_numpy, to_host
+
 NUMPY_BLOCK = 65536
 
 
@@ -220,13 +222,28 @@ def _aggregate(parts, axis=0, keepdims=False, *, combine):
 # --- moments: count, mean and centred second moment, combined exactly --------
 
 def moments_chunk(x, offset=0):
-    """Partials ``[n, mean (d), M2 (d)]`` of one block, in float64."""
+    """Partials ``[n, mean (d), M2 (d)]`` of one block, in float64 (rows on a device: made
+    there, in their namespace, :func:`device_moments`)."""
+    if not is_numpy(x):
+        return device_moments(x)
     x = np.asarray(x, dtype=np.float64)
     n = x.shape[0]
     with np.errstate(invalid="ignore", over="ignore"):  # inf in x: non-finite moments, reported by the caller
         mean = x.mean(axis=0) if n else np.zeros(x.shape[1])
         m2 = ((x - mean) ** 2).sum(axis=0)
     return np.concatenate([[n], mean, m2])
+
+
+def device_moments(x):
+    """:func:`moments_chunk` of rows in their array namespace (rfstream.devices); float64 on the host."""
+    xp = array_namespace(x)
+    n = x.shape[0]
+    if n == 0:
+        return np.concatenate([[0.0], np.zeros(2 * x.shape[1])])
+    x = xp.astype(x, xp.float64)
+    mean = xp.mean(x, axis=0)
+    m2 = xp.sum((x - mean) ** 2, axis=0)
+    return np.concatenate([[n], to_host(mean), to_host(m2)])
 
 
 def moments_combine(parts, axis=0, keepdims=True):

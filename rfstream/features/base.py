@@ -29,6 +29,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from .._validation import check_X
+from ..devices import CPU_FIX, ON_DEVICE, DeviceError, blocks_like, device_of_meta
 from ..kernels import KERNELS
 from ..random import check_seed
 from .source import FeatureSource, attach_source
@@ -249,6 +250,10 @@ class FeatureMap(ComponentListMixin, PrefixMixin, ClassNamePrefixFeaturesOutMixi
         dtype = self._output_dtype()
         n_out = self._n_features_out
         name = f"{type(self).__name__.lower()}-{tokenize(self, X)}"
+        if device_of_meta(X._meta) != "cpu":  # rows on a device: the features stay there
+            return attach_source(X.map_blocks(self._on_device(), dtype=dtype, chunks=(X.chunks[0], (n_out,)),
+                                              meta=blocks_like(X, 2, dtype), name=name),
+                                 FeatureSource(self._fused_block(), X))
         Z = X.map_blocks(
             self._block,
             dtype=dtype,
@@ -272,6 +277,19 @@ class FeatureMap(ComponentListMixin, PrefixMixin, ClassNamePrefixFeaturesOutMixi
         that a task's sub-blocks share one buffer (:mod:`rfstream.features.fused`); the
         default ignores ``out``."""
         return self._block(x)
+
+    def _device_features(self):
+        """The features of rows in their array namespace (:mod:`rfstream.features.on_device`),
+        or None for a map that does not run on a device.  Default: None."""
+        return None
+
+    def _on_device(self):
+        """:meth:`_device_features`, or the one-line refusal of a map without them."""
+        features = self._device_features()
+        if features is None:
+            raise DeviceError(f"{type(self).__name__} does not run on a device (maps that do: "
+                              f"{', '.join(ON_DEVICE['features'])}); " f"{CPU_FIX}.", device="cuda")
+        return features
 
     def _fused_block(self):
         """The block function of passes that make the features inside their tasks

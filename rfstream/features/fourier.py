@@ -15,6 +15,7 @@ from ..options import ParameterError
 from ..samplers import SAMPLERS, check_sampler, sample_weights
 from .base import KERNEL_PARAMETERS, FeatureMap
 from .fused import ScaledBlock
+from .on_device import DeviceTwin, FourierOnDevice
 from .grid import GammaGridMixin
 
 __all__ = ["FOURIER_PARAMETERS", "RandomFourierFeatures", "project_with_offset"]
@@ -252,10 +253,16 @@ class RandomFourierFeatures(GammaGridMixin, FeatureMap):
         """``sqrt(2/D)`` times the cosines (:class:`~rfstream.features.fused.ScaledBlock`) for the
         "cos" variant, so that a pass may apply the constant to its partials (and the cosines to
         its buffer's whole rows); else ``_block_into``."""
+        device = self._device_features()
         if self.variant != "cos":
-            return self._block_into
+            return DeviceTwin(self._block_into, device)
         return ScaledBlock(self._cosines_into, math.sqrt(2.0 / self.random_weights_.shape[1]),
-                           (self._projection_into, np.cos))
+                           (self._projection_into, np.cos), device)
+
+    def _device_features(self):
+        """The features in the rows' array namespace (:class:`~rfstream.features.on_device.FourierOnDevice`)."""
+        return FourierOnDevice(self.random_weights_, getattr(self, "random_offset_", None)
+                               if self.variant == "cos" else None, self.variant)
 
 
 _STACKED = OrderedDict()  # (id(W), id(b)) -> (W, b, [W; b]): the last few pairs' stacks

@@ -36,12 +36,14 @@ class ScaledBlock(NamedTuple):
     Calling it gives the scaled features, as the map's ``_block_into`` would; a pass may
     instead apply ``scale`` to its partials (:func:`unscaled_block`).  ``parts``, when given,
     is ``(project, ufunc)``: ``unscaled(x, out)`` is ``project(x, out)`` then ``ufunc`` in
-    place (:func:`whole_rows`).
+    place (:func:`whole_rows`).  ``device``: the same features in the rows' array namespace
+    (:mod:`rfstream.features.on_device`), or None.
     """
 
     unscaled: Callable
     scale: float
     parts: tuple | None = None
+    device: Callable | None = None
 
     def __call__(self, x, out=None):
         z = self.unscaled(x, out)

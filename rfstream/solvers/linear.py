@@ -18,7 +18,9 @@ from sklearn.utils.validation import check_is_fitted
 
 from .._validation import check_X
 from ..io.model_checks import ARRAY_KINDS
+from ..devices import array_namespace, blocks_like, device_of_meta, is_numpy, numpy_dtype, on_device_once, to_host
 from ..features.fused import feature_sub_blocks, fused_buffer
+from ..features.on_device import device_block
 from ..features.source import fused_rows
 from ..reductions import shared
 
@@ -41,8 +43,25 @@ def _fused_linear_block(x, coef, intercept, one, features, dtype, n_features):
     return out[:, 0] if one else out
 
 
+def _device_linear_block(x, coef, intercept, one, features=None):
+    """``_linear_block`` of rows on a device (of their features, made there by the map's device
+    twin, :mod:`rfstream.features.on_device`): the decisions stay on the device, in float64."""
+    z = x if features is None else features(x)
+    xp = array_namespace(z)
+    out = xp.astype(xp.matmul(z, on_device_once(coef.T, xp, numpy_dtype(z))), xp.float64)
+    out = out + on_device_once(intercept, xp, np.float64)
+    return out[:, 0] if one else out
+
+
 def scores_to_labels(scores, classes):
-    """Class labels of decision scores: ``scores > 0`` for one column, else the argmax."""
+    """Class labels of decision scores: ``scores > 0`` for one column, else the argmax (on a
+    device: there, for numeric classes)."""
+    if not is_numpy(scores):
+        xp = array_namespace(scores)
+        index = xp.astype(scores > 0, xp.int64) if scores.ndim == 1 else xp.argmax(scores, axis=1)
+        if classes.dtype.kind in "biuf":
+            return xp.take(on_device_once(classes, xp), index)
+        return classes[to_host(index)]
     if scores.ndim == 1:
         return classes[(scores > 0).astype(np.intp)]
     return classes[np.argmax(scores, axis=1)]
@@ -62,6 +81,10 @@ class LinearPredictMixin:
             chunks = (X.chunks[0],) if one else (X.chunks[0], (coef.shape[0],))
             kwargs = {"dtype": np.float64, "chunks": chunks, "drop_axis": [1] if one else [],
                       "meta": np.empty((0,) * len(chunks), np.float64)}
+            if device_of_meta(rows._meta) != "cpu":  # rows on a device: decisions made and kept there
+                kwargs["meta"] = blocks_like(rows, len(chunks), np.float64)
+                return rows.map_blocks(_device_linear_block, coef, intercept, one,
+                                       None if features is None else shared(device_block(features)), **kwargs)
             if features is not None:  # X = map.transform(rows): the features are made in the task
                 return rows.map_blocks(_fused_linear_block, coef, intercept, one, shared(features), X.dtype,
                                        X.shape[1], **kwargs)
@@ -90,10 +113,11 @@ class LinearClassifierMixin(LinearPredictMixin):
 def labels_from_scores(scores, classes):
     """Class labels from decision values (sign for (n,), argmax for (n, K)); lazy for dask."""
     if isinstance(scores, da.Array):
+        on_device = device_of_meta(scores._meta) != "cpu" and classes.dtype.kind in "biuf"
         return scores.map_blocks(
             scores_to_labels, classes, dtype=classes.dtype,
             drop_axis=[1] if scores.ndim == 2 else [], chunks=(scores.chunks[0],),
-            meta=np.empty((0,), classes.dtype),
+            meta=blocks_like(scores, 1, classes.dtype) if on_device else np.empty((0,), classes.dtype),
         )
     return scores_to_labels(scores, classes)
 

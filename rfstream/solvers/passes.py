@@ -15,6 +15,7 @@ from functools import partial
 import numpy as np
 import scipy.sparse as sp
 
+from ..devices import CPU_FIX, DeviceError, is_numpy
 from ..features.fused import (
     FUSED_SUB_BLOCK,
     even_sub_blocks,
@@ -22,6 +23,7 @@ from ..features.fused import (
     fused_buffer,
     fused_pass,
 )
+from ..features.on_device import device_block
 from ..reductions import Layout, sum_rows
 from .folds import row_folds
 from .weights import row_weights
@@ -54,6 +56,8 @@ class RowSpec:
         input rows ``x`` (:mod:`rfstream.features.fused`); None: ``x`` holds them.
     dtype : numpy dtype
         The features' dtype.
+    precision : str
+        The device's products (:data:`rfstream.devices.PRECISIONS`); the CPU ignores it.
     """
 
     layout: Layout
@@ -65,6 +69,7 @@ class RowSpec:
     seed: int = 0
     features: Callable | None = None
     dtype: np.dtype = np.dtype(np.float32)
+    precision: str = "fp32"
 
     def for_rows(self, **arrays):
         """This spec with ``columns`` naming the ``arrays`` (of :data:`COLUMNS`) that are not None."""
@@ -89,11 +94,32 @@ class RowSpec:
 def sub_blocks(z, spec, width):
     """``(start, stop, features)`` of the equal sub-blocks of at most ``FUSED_SUB_BLOCK`` rows
     of a block ``z``: made by ``spec.features`` into one buffer ``width`` wide
-    (:func:`rfstream.features.fused.feature_sub_blocks`), or slices of the stored block."""
+    (:func:`rfstream.features.fused.feature_sub_blocks`), or slices of the stored block; rows
+    on a device: made there (:func:`device_sub_blocks`)."""
+    if not is_numpy(z):
+        return device_sub_blocks(z, spec)
     if spec.features is not None:
         return feature_sub_blocks(z, spec.features, fused_buffer(z.shape[0], width, np.dtype(spec.dtype)))
     z = sp.csr_matrix(z) if sp.issparse(z) else z
     return ((start, stop, z[start:stop]) for start, stop in even_sub_blocks(z.shape[0], FUSED_SUB_BLOCK))
+
+
+def device_features(spec):
+    """The device twin of ``spec.features`` (:func:`rfstream.features.on_device.device_block`;
+    None: the rows are stored features), or the one-line refusal of a map without one."""
+    if spec.features is None:
+        return None
+    features = device_block(spec.features)
+    if features is None:
+        raise DeviceError("these features do not run on a device; " f"{CPU_FIX}.", device="cuda")
+    return features
+
+
+def device_sub_blocks(z, spec):
+    """:func:`sub_blocks` of rows ``z`` on a device, in their array namespace."""
+    features = device_features(spec)
+    for start, stop in even_sub_blocks(z.shape[0], FUSED_SUB_BLOCK):
+        yield start, stop, z[start:stop] if features is None else features(z[start:stop])
 
 
 def present(arrays):

@@ -24,6 +24,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from ..._validation import check_X
 from ...cluster import compute
+from ...devices import is_numpy, take_rows
 from ...features.fused import feature_sub_blocks, fused_buffer
 from ...features.source import fused_rows
 from ...options import ParameterError
@@ -31,6 +32,7 @@ from ...random import STREAM_CALIBRATION, row_uniform
 from ...reductions import Layout, shared
 from ..passes import RowSpec, row_sum, sub_blocks, weight_fields
 from .gram import FeatureGroups, group_chunk, group_spec
+from .on_device import device_leverage_and_decisions
 
 SCORE_BINS = 4096
 SCORE_EDGES = np.geomspace(1e-4, 1e4, SCORE_BINS + 1)
@@ -78,6 +80,8 @@ def leverage_and_decisions(zs, spec, buffers):
     as ``||(z - mu) L||^2`` and its decision values ``(z - mu) W + (b + mu W)``, made in the
     dtype of ``spec.L`` (the features' own) from the centred rows, returned as float64.
     ``buffers``: two arrays of at least ``zs``'s shape in that dtype, reused."""
+    if not is_numpy(zs):
+        return device_leverage_and_decisions(zs, spec)
     m = zs.shape[0]
     centred, a = buffers[0][:m], buffers[1][:m]
     np.subtract(zs, spec.mu, out=centred)
@@ -138,8 +142,8 @@ def calibration_chunk(z, *rows, offset, spec):
     parts["n"] += c.sum()
     buffers = None
     for start, stop, zs in sub_blocks(z, spec, spec.L.shape[0]):
-        zs = zs.toarray() if sp.issparse(zs) else np.asarray(zs)
-        if buffers is None or buffers[0].shape[0] < zs.shape[0]:
+        zs = zs.toarray() if sp.issparse(zs) else zs
+        if is_numpy(zs) and (buffers is None or buffers[0].shape[0] < zs.shape[0]):
             buffers = [np.empty(zs.shape, dtype=spec.L.dtype) for _ in range(2)]
         h, decisions = leverage_and_decisions(zs, spec, buffers)
         h += spec.inv_n
@@ -164,7 +168,7 @@ def sampled_rows(z, rows, offset, spec):
     ``row_uniform(seed, STREAM_CALIBRATION, i) < fraction``, whatever the chunking."""
     u = row_uniform(spec.seed, STREAM_CALIBRATION, offset, offset + z.shape[0])
     keep = np.flatnonzero(u < spec.fraction)
-    return z[keep], tuple(None if r is None else np.asarray(r)[keep] for r in rows)
+    return take_rows(z, keep), tuple(None if r is None else np.asarray(r)[keep] for r in rows)
 
 
 def _count_decisions(counts, decisions, coded, weights):

@@ -16,10 +16,12 @@ import numpy as np
 import scipy.linalg
 
 from ...cluster import compute
+from ...devices import is_numpy
 from ...reductions import Layout
 from ..passes import RowSpec, row_sum, sub_blocks, weight_fields
 from ..targets import encode_classes
 from .gram import group_chunk, group_spec
+from .on_device import device_held_out_decisions
 
 
 def check_alpha(alpha):
@@ -209,6 +211,8 @@ def score_layout(n_scored, n_candidates, n_classes, scoring):
 
 def held_out_decisions(z, folds, W, b):
     """``z[i] W[k] + b[k]`` for each row i of fold k < len(W) (m, P); other rows NaN."""
+    if not is_numpy(z):
+        return device_held_out_decisions(z, folds, W, b)
     out = np.full((z.shape[0], W.shape[2]), np.nan)
     for k in range(W.shape[0]):
         rows = np.flatnonzero(folds == k)

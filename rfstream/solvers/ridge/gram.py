@@ -17,6 +17,7 @@ from typing import NamedTuple
 import numpy as np
 import scipy.sparse as sp
 
+from ...devices import CPU_FIX, DeviceError, current_precision, is_numpy
 from ...features.components import prefix_block
 from ...features.fused import (
     even_sub_blocks,
@@ -27,6 +28,7 @@ from ...features.fused import (
 )
 from ...features.source import feature_source, fused_rows
 from ...reductions import Layout, even_rows
+from .on_device import device_gram_chunk
 
 SUB_BLOCK = 8192
 
@@ -45,6 +47,8 @@ def gram_chunk(z, *rows, offset, spec):
     :func:`rfstream.features.source.fused_rows`, whose blocks are of ``spec.dtype``)
     ``z`` holds the input rows and the features are computed here (:func:`_fused_fold`).
     """
+    if not is_numpy(z):  # rows on a device: the same partials, made there
+        return device_gram_chunk(z, *rows, offset=offset, spec=spec, label_sums=_label_sums, sub_block=SUB_BLOCK)
     layout, n_folds = spec.layout, spec.n_folds
     out = layout.empty()
     if z.shape[0] == 0:
@@ -249,7 +253,7 @@ def group_spec(chunk, groups, spec, models=None):
     group's block function as ``features`` (None for CSR blocks, made whole by
     :func:`group_chunk`), the features' dtype, and ``models[g]`` (the fields of that
     gamma's models, e.g. the scoring pass's weights) when given."""
-    specs = tuple(replace(spec, features=None if whole else block, dtype=groups.dtype,
+    specs = tuple(replace(spec, features=None if whole else block, dtype=groups.dtype, precision=current_precision(),
                           **(models[g] if models is not None else {}))
                   for g, (block, whole) in enumerate(groups.blocks))
     return GroupSpec(chunk, groups.blocks, specs)
@@ -260,6 +264,8 @@ def group_chunk(x, *rows, offset, spec):
     chunk function ``spec.chunk`` with ``spec.specs[g]`` (dense features made inside the
     chunk), or on its CSR features made here."""
     parts = []
+    if not is_numpy(x) and any(whole for _, whole in spec.blocks):
+        raise DeviceError("sparse features do not run on a device; " f"{CPU_FIX}.", device="cuda")
     for (block, whole), group in zip(spec.blocks, spec.specs):
         parts.append(spec.chunk(block(x) if whole else x, *rows, offset=offset, spec=group))
     return parts[0] if len(parts) == 1 else np.concatenate(parts)

@@ -1,0 +1,99 @@
+"""Ridge's passes on a device: the products of the Gram, scoring and calibration passes in the
+rows' array namespace (rfstream.devices), their partials back on the host in float64.
+
+The Gram pass's partials are those of :func:`rfstream.solvers.ridge.gram.gram_chunk` (the same
+layout: count, weight sum, Z'1, Y'1, Z'Z, Z'Y, Y'Y per fold): each sub-block of
+:data:`~rfstream.solvers.ridge.gram.SUB_BLOCK` rows makes its features on the device (in the
+map's dtype, float32 by default), its products ``[Z, 1]' [Z, Y, 1]`` in that dtype (FP32, or
+TF32 where ``precision="tf32"``), accumulated across sub-blocks in float64 on the device, and
+copied to the host once per fold of the task.  Labels, weights and folds stay on the host
+(they are a few numbers per row) and travel to the device as the sub-block's ``[Y, 1]``.
+The scoring and calibration passes make their decision values and leverages on the device and
+bin them on the host.  docs/gpu.md.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ...devices import array_namespace, like, numpy_dtype, on_device_once, products_in, to_host, xp_dtype
+from ...features.fused import even_sub_blocks
+from ..passes import device_features
+
+
+def device_gram_chunk(x, *rows, offset, spec, label_sums, sub_block):
+    """:func:`rfstream.solvers.ridge.gram.gram_chunk` of rows ``x`` on a device (``label_sums``
+    and ``sub_block`` are that module's, passed in to keep one definition of each)."""
+    layout, n_folds = spec.layout, spec.n_folds
+    out = layout.empty()
+    if x.shape[0] == 0:
+        return out
+    xp = array_namespace(x)
+    Y = np.asarray(spec.targets(spec.take(rows)["y"]), dtype=np.float64)
+    c = spec.row_weights(rows, offset)
+    folds = spec.row_folds(x.shape[0], rows, offset)
+    features = device_features(spec)
+    dtype = np.dtype(spec.dtype)
+    parts = layout.unpack(out)
+    every = n_folds == 1 and "folds" not in spec.columns
+    with products_in(spec.precision, xp):
+        for k in range(n_folds):
+            index = None if every else np.flatnonzero(folds == k)
+            yk = Y if every else Y[index]
+            ck = None if c is None else (c if every else c[index])
+            label_sums(parts, k, yk, ck)
+            if yk.shape[0] == 0:
+                continue
+            xk = x if every else xp.take(x, like(index, xp), axis=0)
+            G, C, s = _fold_products(xp, xk, yk, ck, features, dtype, sub_block)
+            parts["G"][k] += to_host(G)
+            parts["C"][k] += to_host(C)
+            parts["s"][k] += to_host(s)
+    return out
+
+
+def _fold_products(xp, x, Y, c, features, dtype, sub_block):
+    """``(Z'Z, Z'Y, Z'1)`` of one fold's rows, in float64 on the device: per sub-block, the
+    features ``Z_s`` (scaled by ``sqrt(c)`` with row weights) and one product
+    ``Z_s' [Z_s, Y_s, 1]`` in ``dtype``, added in float64."""
+    f64 = xp.float64
+    y1 = np.ones((Y.shape[0], Y.shape[1] + 1), dtype=dtype)
+    y1[:, :-1] = Y
+    root = None if c is None else np.sqrt(c).astype(dtype)
+    if root is not None:
+        y1 *= root[:, None]
+    total = None
+    for start, stop in even_sub_blocks(x.shape[0], sub_block):
+        zs = x[start:stop] if features is None else features(x[start:stop])
+        zs = xp.astype(zs, xp_dtype(xp, dtype))
+        if root is not None:
+            zs = zs * like(root[start:stop, None], xp)
+        zy = xp.concat([zs, like(y1[start:stop], xp)], axis=1)
+        product = xp.astype(xp.matmul(xp.matrix_transpose(zs), zy), f64)
+        total = product if total is None else total + product
+    D = total.shape[0]
+    return total[:, :D], total[:, D:-1], total[:, -1]
+
+
+def device_held_out_decisions(z, folds, W, b):
+    """:func:`rfstream.solvers.ridge.cv.held_out_decisions` of device features ``z``: the
+    products on the device, the (m, P) decisions back on the host in float64."""
+    xp = array_namespace(z)
+    out = np.full((z.shape[0], W.shape[2]), np.nan)
+    for k in range(W.shape[0]):
+        index = np.flatnonzero(folds == k)
+        if index.size:
+            zk = xp.take(z, like(index, xp), axis=0)
+            out[index] = to_host(xp.astype(xp.matmul(zk, on_device_once(W[k], xp, numpy_dtype(z))), xp.float64)) + b[k]
+    return out
+
+
+def device_leverage_and_decisions(zs, spec):
+    """:func:`rfstream.solvers.ridge.calibration.leverage_and_decisions` of device features:
+    ``||(z - mu) L||^2`` and ``(z - mu) W + intercept`` made on the device in the features'
+    dtype, back on the host in float64."""
+    xp = array_namespace(zs)
+    dtype = np.dtype(spec.L.dtype)
+    centred = zs - on_device_once(spec.mu, xp, dtype)
+    decisions = to_host(xp.astype(xp.matmul(centred, on_device_once(spec.W, xp, dtype)), xp.float64))
+    a = xp.matmul(centred, on_device_once(spec.L, xp, dtype))
+    return to_host(xp.sum(xp.astype(a * a, xp.float64), axis=1)), decisions + spec.intercept
