@@ -197,6 +197,28 @@ def check_precision(precision, device):
     return precision
 
 
+def check_model_on_device(model, device):
+    """Refuse, before the first pass, a model with a step that does not run on ``device``
+    (:data:`ON_DEVICE`); nothing for the CPU."""
+    if device == "cpu":
+        return
+    steps = [step for _, step in getattr(model, "steps", [("model", model)])]
+    for step in steps:
+        name = type(step).__name__
+        if name == "Standardizer":
+            continue
+        if name in ON_DEVICE["features"]:
+            continue
+        if name in ON_DEVICE["solvers"]:
+            if getattr(step, "solver", "auto") not in ON_DEVICE["ridge_solver"]:
+                raise DeviceError(f"ridge's solver={step.solver!r} does not run on a device (its Gram pass does: "
+                                  "--ridge-solver gram); " f"{CPU_FIX}.", device=device)
+            continue
+        raise DeviceError(f"{name} does not run on a device (on the device: the standardizing, "
+                          f"{', '.join(ON_DEVICE['features'])} and ridge's Gram solver); " f"{CPU_FIX}.",
+                          device=device)
+
+
 def rows_to(x, device):
     """One row block moved to ``device`` (a task's first step after its read)."""
     if device == "cuda":

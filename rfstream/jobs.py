@@ -18,6 +18,7 @@ from . import io, selection
 from ._version import __version__
 from .catalog import check_model, is_transformer, make_model, route
 from .cluster import current_run
+from .devices import check_device, check_model_on_device, check_precision, on_device, products_at
 from .io.checkpoints import dataset_identity, fingerprint_of, model_identity, resumable
 from .io.location import redact_url
 from .io.witness import content_witness
@@ -73,8 +74,10 @@ class FitJob:
     def __init__(self, data, *, features="rff", solver="ridge", standardize=True, out=None, overwrite=False,
                  X=None, y=None, attrs=None, feature_params=None, solver_params=None, storage_options=None,
                  x_array="X", y_array="y", task=None, model=None, sample_weight=None, checkpoint=None,
-                 restart=False, report=None, holdout=None, **params):
+                 restart=False, report=None, holdout=None, device="cpu", precision=None, **params):
         self.transformer = is_transformer(solver) if model is None else not hasattr(model, "predict")
+        self.device = check_device(device)
+        self.precision = check_precision(precision, self.device)
         if X is None:
             X, y, attrs = open_data(data, storage_options=storage_options, x_array=x_array,
                                     y_array=None if self.transformer else y_array, task=task)
@@ -102,6 +105,7 @@ class FitJob:
                                feature_params={**routed_map, **(feature_params or {})},
                                solver_params={**routed_solver, **(solver_params or {})})
         self.model = check_model(model, X.shape[1])
+        check_model_on_device(self.model, self.device)
         self._check_rows(data, X, attrs)
         weights = sample_weight
         if isinstance(sample_weight, str):
@@ -110,6 +114,7 @@ class FitJob:
         self.held_out = None
         if self.holdout is not None:
             self.X, self.y, weights = self._hold_out(X, y, weights)
+        self.X = on_device(self.X, self.device)  # each task moves its rows to the device after the read
         self.fit_params = {} if weights is None else {"solver__sample_weight": weights}
         if out is not None and not overwrite and io.as_location(out, storage_options).exists():
             raise OutputExistsError(f"{out} already exists; pass " "{overwrite=True} to replace it.",
@@ -166,7 +171,8 @@ class FitJob:
         The description names classes and the dataset's last path part only.  A holdout's
         fraction and seed are part of it: the rows fitted on."""
         extra = {"sample_weight": self.sample_weight if isinstance(self.sample_weight, str) else None,
-                 "transformer": self.transformer, "holdout": self.holdout}
+                 "transformer": self.transformer, "holdout": self.holdout, "device": self.device,
+                 "precision": self.precision}
         witness = content_witness(self.data, self.storage_options)  # None for a group given directly
         digest = fingerprint_of("fit", model_identity(self.model), dataset_identity(self.X, self.attrs, witness),
                                 extra)
@@ -197,8 +203,9 @@ class FitJob:
         run = current_run()
         passes_before = None if run is None else run.passes
         t0 = time.perf_counter()
-        self.model = selection.fit_model(self.model, self.X, None if self.transformer else self.y,
-                                         **self.fit_params)
+        with products_at(self.precision):
+            self.model = selection.fit_model(self.model, self.X, None if self.transformer else self.y,
+                                             **self.fit_params)
         meta = {"dataset": dataset_metadata(self.data, self.X, self.attrs),
                 "fit_seconds": round(time.perf_counter() - t0, 3)}
         if run is not None:  # every pass over the rows, as the progress lines number them
@@ -213,6 +220,8 @@ class FitJob:
             meta["calibration"] = calibrated
         if isinstance(self.sample_weight, str):
             meta["sample_weight"] = self.sample_weight
+        if self.device != "cpu":
+            meta["device"] = {"device": self.device, "precision": self.precision}
         if self.holdout is not None:  # its metrics: rfstream.pipeline.score_holdout
             meta["holdout"] = {**self.holdout, "rows": int(self.held_out[0].shape[0])}
         if self.stored is not None:

@@ -15,6 +15,7 @@ import numbers
 import numpy as np
 from scipy import special, stats
 
+from .devices import to_host
 from .cluster import compute
 from .options import KERNELS
 from .random import sample_row_indices
@@ -234,7 +235,7 @@ def auto_gamma(X, kernel="gaussian", *, n_samples=1000, k=50, random_state=None)
 
     sample = X.iloc[idx] if hasattr(X, "iloc") else X[idx]
     if hasattr(sample, "dask"):  # dask array: gather only the touched chunks, through the one door
-        sample = compute(sample)
+        sample = to_host(compute(sample))  # rows on a device: the sample's distances on the host
 
     from sklearn.metrics import pairwise_distances
 

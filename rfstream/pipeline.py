@@ -19,6 +19,7 @@ from sklearn.base import is_classifier
 from . import io
 from .catalog import check_model, make_model  # public here too (README)
 from .cluster import ensure_run_context
+from .devices import check_device, check_model_on_device, host_blocks, on_device
 from .io.location import redact_url
 from .io.model_files import load_model_document
 from .jobs import FitJob, open_data
@@ -43,7 +44,7 @@ def fit_dataset(data, *, features="rff", solver="ridge", standardize=True, out=N
                 X=None, y=None, attrs=None, feature_params=None, solver_params=None,
                 storage_options=None, x_array="X", y_array="y", task=None, model=None,
                 sample_weight=None, checkpoint=None, restart=False, report=None, progress=None, holdout=None,
-                **params):
+                device="cpu", precision=None, **params):
     """Fit a model on a Zarr dataset (or on given dask arrays) and save it to ``out``.
 
     Every parameter is checked (:func:`check_model`) before the first pass; the fit runs on the
@@ -89,6 +90,13 @@ def fit_dataset(data, *, features="rff", solver="ridge", standardize=True, out=N
         :func:`evaluate_dataset`, in the metadata's ``holdout`` (:func:`score_holdout`); the
         rows are those of :func:`rfstream.train_test_split` (and ``rfstream split``) seeded
         by ``random_state``.
+    device : {"cpu", "cuda", "auto"}
+        Where the passes' products happen: "cuda" moves each task's rows to the worker's GPU
+        after the read (cupy) and runs the passes that have a device form there; a model with
+        a step that has none is refused before the first pass (docs/gpu.md).  "auto": cuda
+        where cupy finds a device, else cpu.
+    precision : {"fp32", "tf32"}, optional
+        The device's matrix products (default fp32; tf32: tensor cores, docs/gpu.md).
     **params
         The named options of :data:`rfstream.options.OPTIONS` by the flag's name
         (``n_components=2000, alpha=[0.1, 1, 10], ridge_solver="pcg", epochs=5``) or any
@@ -113,7 +121,7 @@ def fit_dataset(data, *, features="rff", solver="ridge", standardize=True, out=N
                  overwrite=overwrite, X=X, y=y, attrs=attrs, feature_params=feature_params,
                  solver_params=solver_params, storage_options=storage_options, x_array=x_array,
                  y_array=y_array, task=task, model=model, sample_weight=sample_weight, checkpoint=checkpoint,
-                 restart=restart, report=report, holdout=holdout, **params)
+                 restart=restart, report=report, holdout=holdout, device=device, precision=precision, **params)
     with ensure_run_context(progress), job.resumable():
         model, meta = job.fit()
         score_holdout(job)
@@ -128,7 +136,7 @@ def score_holdout(job):
     if job.held_out is None:
         return None
     X, y = job.held_out
-    result = evaluate_dataset(job.model, job.meta, job.data, X=X, y=y, attrs=job.attrs)
+    result = evaluate_dataset(job.model, job.meta, job.data, X=X, y=y, attrs=job.attrs, device=job.device)
     for key in ("data", "fit_seconds", "task", "n_unseen_labels"):  # the fit's, or the whole dataset's
         result.pop(key, None)
     job.meta["holdout"].update(result)
@@ -158,7 +166,7 @@ def check_schema(meta, attrs, X, data_path):
 
 
 def evaluate_dataset(model, meta, data, *, X=None, y=None, attrs=None, storage_options=None,
-                     x_array="X", y_array="y", interval_level=None):
+                     x_array="X", y_array="y", interval_level=None, device="cpu"):
     """The model's metrics on a labelled dataset, in one pass over its rows.
 
     All are sums over the rows' blocks in one reduction (nothing of length n reaches the
@@ -181,6 +189,8 @@ def evaluate_dataset(model, meta, data, *, X=None, y=None, attrs=None, storage_o
     interval_level : float, optional
         The level of the prediction intervals scored for a model with a posterior
         (:func:`has_posterior`; default :data:`INTERVAL_LEVEL`).
+    device : {"cpu", "cuda", "auto"}
+        Where the features and decisions are made (as :func:`fit_dataset`'s ``device``).
 
     Returns
     -------
@@ -206,6 +216,7 @@ def evaluate_dataset(model, meta, data, *, X=None, y=None, attrs=None, storage_o
     if y is None:
         raise ValueError(f"{data} has no labels; use `rfstream predict` instead of evaluate.")
     check_schema(meta, attrs, X, data)
+    X = rows_on_device(model, X, device)
     task = model_task(model, meta)
     if interval_level is not None and task != "regression":
         raise ParameterError("{interval_level} scores a regressor's prediction intervals; "
@@ -216,8 +227,8 @@ def evaluate_dataset(model, meta, data, *, X=None, y=None, attrs=None, storage_o
         classes = np.asarray(model.classes_)
         binary = classes.size == 2 and hasattr(model, "decision_function")
         proba = model.predict_proba(X) if hasattr(model, "predict_proba") else None
-        metrics = classification_metrics(y, model.predict(X), classes, proba=proba,
-                                         scores=model.decision_function(X) if binary else None)
+        metrics = classification_metrics(y, host_blocks(model.predict(X)), classes, proba=host_blocks(proba),
+                                         scores=host_blocks(model.decision_function(X)) if binary else None)
         result = {"metric": "error_rate", "value": metrics["error_rate"], **metrics,
                   "classes": class_names(classes, meta)}
     else:
@@ -228,7 +239,7 @@ def evaluate_dataset(model, meta, data, *, X=None, y=None, attrs=None, storage_o
             level = INTERVAL_LEVEL if level is None else level
             y_pred, _, (lower, upper) = posterior_outputs(model, X, level)
             bounds = {"lower": lower, "upper": upper}
-        metrics = regression_metrics(y, model.predict(X) if y_pred is None else y_pred, **bounds)
+        metrics = regression_metrics(y, host_blocks(model.predict(X) if y_pred is None else y_pred), **bounds)
         result = {"metric": "relative_rmse", "value": metrics["relative_rmse"], **metrics}
         if bounds:
             result["interval_level"] = float(level)
@@ -258,7 +269,7 @@ def class_names(classes, meta):
 
 
 def predict_dataset(model_path, data, out, *, overwrite=False, storage_options=None, x_array="X",
-                    scores=False, std=False, interval=None, outputs=None):
+                    scores=False, std=False, interval=None, outputs=None, device="cpu"):
     """Predict every row of a dataset with a saved model; write them to the Zarr ``out``.
 
     The workers read their rows and write their predictions themselves; every array comes
@@ -290,6 +301,9 @@ def predict_dataset(model_path, data, out, *, overwrite=False, storage_options=N
         conformal prediction interval (:func:`prediction_interval`).
     outputs : dict, optional
         More array names, each mapped to a function ``(model, X) -> array`` with X's rows.
+    device : {"cpu", "cuda", "auto"}
+        Where the features and decisions are made (as :func:`fit_dataset`'s ``device``); the
+        predictions are written from the host.
 
     Returns
     -------
@@ -313,6 +327,7 @@ def predict_dataset(model_path, data, out, *, overwrite=False, storage_options=N
                              std=std, interval=interval, scores=scores)
     X, _, attrs = open_data(data, storage_options=storage_options, x_array=x_array, y_array=None)
     check_schema(meta, attrs, X, data)
+    X = rows_on_device(model, X, device)
     extra = {"model": redact_url(str(model_path)), "data": redact_url(str(data)), "task": trained.get("task"),
              "classes": trained.get("classes")}
     arrays = {}
@@ -333,9 +348,18 @@ def predict_dataset(model_path, data, out, *, overwrite=False, storage_options=N
             extra["interval_level"] = float(interval)
     arrays.update({name: make(model, X) for name, make in (outputs or {}).items()})
     with ensure_run_context():
-        io.write_predictions(model.predict(X) if y_pred is None else y_pred, out, arrays=arrays,
+        arrays = {name: host_blocks(array) for name, array in arrays.items()}
+        io.write_predictions(host_blocks(model.predict(X) if y_pred is None else y_pred), out, arrays=arrays,
                              overwrite=overwrite, storage_options=storage_options, attrs=extra)
     return int(X.shape[0])
+
+
+def rows_on_device(model, X, device):
+    """``X`` with its blocks moved to ``device`` in their tasks, after the model's steps are
+    checked to run there (:func:`rfstream.devices.check_model_on_device`): before any pass."""
+    device = check_device(device)
+    check_model_on_device(model, device)
+    return on_device(X, device)
 
 
 def _final_step(model, X):
@@ -387,7 +411,7 @@ def prediction_interval(model, X, level):
 
 
 def transform_dataset(model_path, data, out, *, overwrite=False, storage_options=None, x_array="X",
-                      rows_per_chunk=None):
+                      rows_per_chunk=None, device="cpu"):
     """Write a saved transformer's output for every row of a dataset as a new Zarr dataset.
 
     The workers write it block by block; the dataset's labels, when it has them, are kept as
@@ -405,6 +429,8 @@ def transform_dataset(model_path, data, out, *, overwrite=False, storage_options
         As in :func:`predict_dataset`.
     rows_per_chunk : int, optional
         Rows per Zarr chunk of ``out`` (default: the rows of ``data``'s first block).
+    device : {"cpu", "cuda", "auto"}
+        Where the features are made (as :func:`fit_dataset`'s ``device``); written from the host.
 
     Returns
     -------
@@ -422,7 +448,7 @@ def transform_dataset(model_path, data, out, *, overwrite=False, storage_options
                              "(fitted with {solver=None}); use predict_dataset for predictions.", solver=None)
     X, y, attrs = open_data(data, storage_options=storage_options, x_array=x_array)
     check_schema(meta, attrs, X, data)
-    Z = model.transform(X)
+    Z = host_blocks(model.transform(rows_on_device(model, X, device)))
     if getattr(Z, "_meta", None) is not None and not isinstance(Z._meta, np.ndarray):
         raise ValueError(f"{model_path} makes sparse features, which a Zarr dataset does not hold; "
                          "transform with a dense feature map.")

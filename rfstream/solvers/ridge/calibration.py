@@ -24,7 +24,8 @@ from sklearn.utils.validation import check_is_fitted
 
 from ..._validation import check_X
 from ...cluster import compute
-from ...devices import is_numpy, take_rows
+from ...devices import array_namespace, is_numpy, numpy_dtype, on_device_once, take_rows, to_host, xp_dtype
+from ...features.on_device import device_block
 from ...features.fused import feature_sub_blocks, fused_buffer
 from ...features.source import fused_rows
 from ...options import ParameterError
@@ -297,12 +298,29 @@ def _leverage_factor(F, X):
 
 
 def _moments_block(x, spec, features=None, dtype=None, n_features=None):
+    if not is_numpy(x):  # rows on a device: the products there, the moments on the host
+        return _device_moments_block(x, spec, features)
     if features is None:
         return _moments(x, spec)
     out = np.empty((x.shape[0], 2 * spec["coef"].shape[0]))
     for start, stop, z in feature_sub_blocks(x, features, fused_buffer(x.shape[0], n_features, dtype)):
         out[start:stop] = _moments(z, spec)
     return out
+
+
+def _device_moments_block(x, spec, features):
+    """:func:`_moments_block` of rows on a device: their features, decisions and ``(z - mu) L``
+    (or ``F``) made there (:mod:`rfstream.solvers.ridge.on_device`); mean and std as float64 on the host."""
+    z = x if features is None else device_block(features)(x)
+    xp = array_namespace(z)
+    dtype = numpy_dtype(z) if spec["L"] is not None else np.dtype(np.float64)
+    mean = xp.matmul(z, on_device_once(spec["coef"].T, xp, numpy_dtype(z)))  # as predict
+    mean = to_host(xp.astype(mean, xp.float64)) + spec["intercept"]
+    centred = xp.astype(z, xp_dtype(xp, dtype)) - on_device_once(spec["mu"], xp, dtype)
+    a = xp.matmul(centred, on_device_once(spec["L"] if spec["L"] is not None else spec["F"], xp, dtype))
+    h = to_host(xp.sum(xp.astype(a * a, xp.float64), axis=1))
+    var = spec["noise"][None, :] * (1.0 + spec["inv_n"] + h)[:, None]
+    return np.hstack([mean, np.sqrt(var)])
 
 
 def _will_calibrate(estimator):
@@ -387,7 +405,7 @@ class PosteriorPredictMixin:
 
 
 def _proba_block(scores, platt):
-    return platt_probabilities(scores, platt)
+    return platt_probabilities(to_host(scores), platt)  # decisions on a device: Platt's sigmoids on the host
 
 
 class CalibratedProbaMixin:

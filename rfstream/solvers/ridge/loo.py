@@ -15,11 +15,13 @@ import scipy.linalg
 import scipy.sparse as sp
 
 from ...cluster import compute
+from ...devices import is_numpy
 from ...reductions import Layout
 from ..passes import RowSpec, row_sum, sub_blocks, weight_fields
 from ..targets import encode_classes
 from .cv import _add_counts, best_candidate, cv_table, fold_scores, score_layout
 from .gram import group_chunk, group_spec
+from .on_device import device_rotation
 
 
 def loo_basis(total, fit_intercept):
@@ -89,7 +91,8 @@ def loo_chunk(z, *rows, offset, spec):
     for start, stop, zs in blocks:
         sub = slice(start, stop)
         zs = zs.toarray() if sp.issparse(zs) else zs
-        a = np.asarray(zs, dtype=np.float64) @ U - mu @ U  # U'(z_i - mu), one GEMM
+        # U'(z_i - mu), one GEMM (rows on a device: made there, in float64)
+        a = (np.asarray(zs, dtype=np.float64) @ U if is_numpy(zs) else device_rotation(zs, U)) - mu @ U
         decisions = []
         for alpha in spec.alphas:
             inv = 1.0 / (s + alpha)

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...devices import array_namespace, like, numpy_dtype, on_device_once, products_in, to_host, xp_dtype
+from ...devices import array_namespace, like, numpy_dtype, on_device_once, products_in, take_rows, to_host, xp_dtype
 from ...features.fused import even_sub_blocks
 from ..passes import device_features
 
@@ -43,7 +43,7 @@ def device_gram_chunk(x, *rows, offset, spec, label_sums, sub_block):
             label_sums(parts, k, yk, ck)
             if yk.shape[0] == 0:
                 continue
-            xk = x if every else xp.take(x, like(index, xp), axis=0)
+            xk = x if every else take_rows(x, index)
             G, C, s = _fold_products(xp, xk, yk, ck, features, dtype, sub_block)
             parts["G"][k] += to_host(G)
             parts["C"][k] += to_host(C)
@@ -82,7 +82,7 @@ def device_held_out_decisions(z, folds, W, b):
     for k in range(W.shape[0]):
         index = np.flatnonzero(folds == k)
         if index.size:
-            zk = xp.take(z, like(index, xp), axis=0)
+            zk = take_rows(z, index)
             out[index] = to_host(xp.astype(xp.matmul(zk, on_device_once(W[k], xp, numpy_dtype(z))), xp.float64)) + b[k]
     return out
 
@@ -97,3 +97,10 @@ def device_leverage_and_decisions(zs, spec):
     decisions = to_host(xp.astype(xp.matmul(centred, on_device_once(spec.W, xp, dtype)), xp.float64))
     a = xp.matmul(centred, on_device_once(spec.L, xp, dtype))
     return to_host(xp.sum(xp.astype(a * a, xp.float64), axis=1)), decisions + spec.intercept
+
+
+def device_rotation(zs, U):
+    """``zs U`` of device features in float64, on the host (the leave-one-out pass's
+    :func:`rfstream.solvers.ridge.loo.loo_chunk`)."""
+    xp = array_namespace(zs)
+    return to_host(xp.matmul(xp.astype(zs, xp.float64), on_device_once(U, xp, np.float64)))
