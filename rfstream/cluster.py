@@ -267,7 +267,7 @@ def choose_scheduler(scheduler=None, data_bytes=None):
 
 
 @contextlib.contextmanager
-def connect(scheduler=None, *, n_workers=None, data_bytes=None):
+def connect(scheduler=None, *, n_workers=None, data_bytes=None, device="cpu"):
     """Context manager that yields a ``distributed.Client`` or ``None``.
 
     Parameters
@@ -281,6 +281,8 @@ def connect(scheduler=None, *, n_workers=None, data_bytes=None):
     data_bytes : int, optional
         X's bytes, for the small-data rule (:func:`small_data_limit`); None: unknown, the
         embedded LocalCluster.
+    device : str
+        "cuda": the embedded cluster's workers are the GPUs' (:func:`rfstream.embedded.gpu_cluster_kwargs`).
     """
     scheduler = choose_scheduler(scheduler, data_bytes)
     if scheduler in LOCAL_SCHEDULERS:
@@ -290,7 +292,7 @@ def connect(scheduler=None, *, n_workers=None, data_bytes=None):
     from distributed import Client
 
     if scheduler is None:
-        with local_cluster(n_workers) as cluster, Client(cluster) as client:
+        with local_cluster(n_workers, device) as cluster, Client(cluster) as client:
             yield client
         return
     if "://" not in scheduler and ":" not in scheduler:

@@ -15,12 +15,8 @@ import threading
 
 import numpy as np
 
-from .options import ParameterError
+from .options import DEVICES, PRECISIONS, ParameterError  # PRECISIONS: cuBLAS math modes
 
-#: the devices a job runs on; "auto" is cuda where cupy finds a device, else cpu
-DEVICES = ("cpu", "cuda", "auto")
-#: the precision of the device's products (cuBLAS math mode); the CPU computes in the features' dtype
-PRECISIONS = ("fp32", "tf32")
 #: what runs on the device, by map and solver (the rest is refused before the first pass)
 ON_DEVICE = {
     "features": ("RandomFourierFeatures",),
@@ -28,7 +24,7 @@ ON_DEVICE = {
     "ridge_solver": ("auto", "gram"),
 }
 #: the fix a refusal names
-CPU_FIX = "run it with --device cpu (device='cpu')"
+CPU_FIX = "run it with {device='cpu'}"
 
 
 class DeviceError(ParameterError, RuntimeError):
@@ -162,7 +158,7 @@ def check_device(device):
     if device == "auto":
         return "cuda" if found else "cpu"
     if not found:
-        raise DeviceError("{device=cuda} " f"{why}; install the GPU extra (pip install \"rfstream[cuda]\", "
+        raise DeviceError("{device='cuda'} " f"{why}; install the GPU extra (pip install \"rfstream[cuda]\", "
                           "cupy for your CUDA version) on a machine with an NVIDIA GPU, or "
                           f"{CPU_FIX}.", device=device)
     return "cuda"
@@ -191,8 +187,8 @@ def check_precision(precision, device):
         raise ParameterError("{precision} must be one of " f"{', '.join(PRECISIONS)}; got {precision!r}.",
                              precision=precision)
     if precision != "fp32" and device == "cpu":
-        raise ParameterError("{precision=" f"{precision}" "} is a CUDA device's (tensor cores); on the CPU "
-                             "products are in the features' dtype: leave {precision} out or use {device=cuda}.",
+        raise ParameterError("{precision=} is a CUDA device's (tensor cores); on the CPU "
+                             "products are in the features' dtype: leave {precision} out or use {device='cuda'}.",
                              precision=precision, device=device)
     return precision
 
@@ -243,14 +239,15 @@ def meta_of(device, ndim, dtype):
 
 
 def device_of_meta(meta):
-    """The device a dask array's blocks live on, from its ``meta``: "cpu", "cuda" or "generic"."""
-    if meta is None or type(meta) is np.ndarray or hasattr(meta, "tocsr"):
+    """Where a dask array's blocks live, from its ``meta``: "cpu" (numpy, scipy sparse), "generic"
+    (:class:`GenericRows`), "cuda" (cupy), or "device" (any other array API namespace)."""
+    if meta is None or is_numpy(meta):
         return "cpu"
     if isinstance(meta, GenericRows):
         return "generic"
     if type(meta).__module__.split(".")[0] == "cupy":
         return "cuda"
-    return "cpu"
+    return "device"
 
 
 def on_device(X, device):
@@ -261,8 +258,13 @@ def on_device(X, device):
 
 
 def blocks_like(X, ndim, dtype):
-    """The ``meta`` of an array computed from ``X``'s blocks on their device."""
-    return meta_of(device_of_meta(getattr(X, "_meta", None)), ndim, dtype)
+    """The ``meta`` of an array computed from ``X``'s blocks on their device, in their namespace."""
+    meta = getattr(X, "_meta", None)
+    where = device_of_meta(meta)
+    if where != "device":
+        return meta_of(where, ndim, dtype)
+    xp = array_namespace(meta)
+    return xp.empty((0,) * ndim, dtype=xp_dtype(xp, dtype))
 
 
 def host_blocks(A):

@@ -83,16 +83,34 @@ def environ_kept(names):
                 os.environ[name] = value
 
 
+def gpu_cluster_kwargs():
+    """``(cluster class, keywords)`` of the embedded cluster for ``device="cuda"``: dask-cuda's
+    ``LocalCUDACluster`` (one worker per GPU, as RAPIDS users expect) when it is installed, else
+    one worker process whose threads share the one GPU (docs/gpu.md)."""
+    try:
+        from dask_cuda import LocalCUDACluster
+    except ImportError:
+        from distributed import LocalCluster
+
+        return LocalCluster, local_cluster_kwargs(1)  # its threads: every core
+    return LocalCUDACluster, {"host": "127.0.0.1", "dashboard_address": "127.0.0.1:0"}
+
+
 @contextlib.contextmanager
-def local_cluster(n_workers=None):
-    """The embedded LocalCluster for the block (:func:`local_cluster_kwargs`, :func:`embedded_config`),
-    this process's environment as it was before it and after it (:func:`environ_kept`; again when the
-    block ends, for a worker restarted by its nanny meanwhile)."""
+def local_cluster(n_workers=None, device="cpu"):
+    """The embedded LocalCluster for the block (:func:`local_cluster_kwargs`, :func:`embedded_config`;
+    for ``device="cuda"`` :func:`gpu_cluster_kwargs`), this process's environment as it was before it
+    and after it (:func:`environ_kept`; again when the block ends, for a worker restarted by its nanny
+    meanwhile)."""
     from distributed import LocalCluster
 
     with dask.config.set(embedded_config()):  # the workers take the config they start with
         names = list(dask.config.get(PRE_SPAWN, {}))
         with environ_kept(names):
-            cluster = LocalCluster(**local_cluster_kwargs(n_workers))
+            if device == "cuda":
+                kind, kwargs = gpu_cluster_kwargs()
+                cluster = kind(**kwargs)
+            else:
+                cluster = LocalCluster(**local_cluster_kwargs(n_workers))
     with cluster, environ_kept(names):
         yield cluster

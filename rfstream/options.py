@@ -44,6 +44,10 @@ TASKS = ("classification", "regression")
 #: names of the kernels (:mod:`rfstream.kernels`) and of the frequency samplers (:mod:`rfstream.samplers`)
 KERNELS = ("gaussian", "laplacian", "cauchy")
 SAMPLERS = ("mc", "orthogonal", "qmc")
+#: the devices a job runs on ("auto": cuda where cupy finds a device) and the precisions of the
+#: device's products (:mod:`rfstream.devices`)
+DEVICES = ("cpu", "cuda", "auto")
+PRECISIONS = ("fp32", "tf32")
 #: how the passes' progress is shown (:func:`rfstream.cluster.set_progress`)
 PROGRESS_MODES = ("auto", "always", "never")
 #: ridge's ``calibrate="auto"`` calibrates a search on at most this many features (the regressor

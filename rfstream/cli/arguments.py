@@ -12,7 +12,7 @@ import argparse
 import json
 from dataclasses import dataclass
 
-from ..options import FEATURES, PROGRESS_MODES, SOLVERS, TASKS  # the library's names, without importing it
+from ..options import DEVICES, FEATURES, PRECISIONS, PROGRESS_MODES, SOLVERS, TASKS  # the library's names, without importing it
 
 LOCATION = "a local path or a URL (s3://, gs://, abfs://, memory://, file://"
 
@@ -170,6 +170,9 @@ PROGRESS = Arg("--progress", "progress of each pass on stderr: auto is a bar on 
                "otherwise one line per finished pass with its time; always a bar; never nothing",
                choices=PROGRESS_MODES, default="auto")
 OVERWRITE = Arg("--overwrite", "replace the output if it exists", action="store_true")
+DEVICE = Arg("--device", "where the features and products are made: cuda moves each task's rows to "
+             "its worker's GPU (needs pip install 'rfstream[cuda]'; with --scheduler cluster, one worker per "
+             "GPU); auto: cuda where cupy finds a device (docs/gpu.md)", choices=DEVICES, default="cpu")
 DATA = (STORAGE, X_ARRAY, Y_ARRAY)
 COMPUTE = (QUIET, PROGRESS, SCHEDULER)
 MODEL = Arg("model", f"model directory (rfstream fit --out): {LOCATION}, https://)")
@@ -224,6 +227,9 @@ FIT_TAIL = (
         "(the rows rfstream split --test-size FRACTION --random-state writes as TEST; seeded by "
         "--random-state), in the summary and the model's metadata", type=_level("--holdout", "a fraction", "0.2"),
         metavar="FRACTION", default_note="every row is fitted on"),
+    DEVICE,
+    Arg("--precision", "--device cuda: the products' precision, fp32 or tf32 (tensor cores; its accuracy: "
+        "docs/gpu.md)", choices=PRECISIONS, default_note="fp32"),
     OVERWRITE,
     *DATA,
     *COMPUTE,
@@ -241,6 +247,7 @@ PREDICT = (
     Arg("--interval", "regressors fitted with a posterior (fit --calibrate): also write arrays lower and "
         "upper, the conformal prediction interval at this level, e.g. 0.9", type=_level("--interval"),
         metavar="LEVEL", default_note="none", keywords=("predict_interval",)),
+    DEVICE,
     OVERWRITE,
     STORAGE, X_ARRAY,
     *COMPUTE,
@@ -251,6 +258,7 @@ TRANSFORM = (
     Arg("data", "Zarr dataset with the training data's columns"),
     Arg("--out", f"Zarr dataset to write, X the transformer's output (and y, the data's labels): {LOCATION})",
         required=True),
+    DEVICE,
     OVERWRITE,
     STORAGE, X_ARRAY,
     *COMPUTE,
@@ -265,6 +273,7 @@ EVALUATE = (
     Arg("--interval-level", "a regressor with a posterior (fit --calibrate): the level of the prediction "
         "intervals whose coverage and mean width are reported", type=_level("--interval-level"),
         metavar="LEVEL", default_note="0.9 for a model with a posterior, else no intervals"),
+    DEVICE,
     *DATA,
     *COMPUTE,
 )

@@ -66,7 +66,9 @@ def _connect(args, X=None, data=None):
         size = int(X.nbytes)
     else:
         size = pipeline.data_bytes(data, storage_options=args.storage_options, x_array=args.x_array)
-    return connect(args.scheduler, data_bytes=size)
+    from ..devices import check_device
+
+    return connect(args.scheduler, data_bytes=size, device=check_device(getattr(args, "device", "cpu")))
 
 
 def cmd_convert(args):
@@ -143,7 +145,8 @@ def fit_options(args):
     return {**named, "features": args.features, "solver": solver, "standardize": not args.no_standardize,
             "out": args.out, "overwrite": args.overwrite, "task": args.task, "sample_weight": args.sample_weight,
             "checkpoint": resume.checkpoint_location(args), "restart": args.restart,
-            "report": True if args.report else None, "holdout": args.holdout, **_source(args)}
+            "report": True if args.report else None, "holdout": args.holdout, "device": args.device,
+            "precision": args.precision, **_source(args)}
 
 
 def cmd_fit(args):
@@ -185,7 +188,7 @@ def cmd_evaluate(args):
     model, meta = pipeline.load_fitted(args.model, storage_options=args.storage_options)
     with _connect(args, data=args.data):
         result = pipeline.evaluate_dataset(model, meta, args.data, interval_level=args.interval_level,
-                                           **_source(args))
+                                           device=args.device, **_source(args))
     result["model"] = str(args.model)
     data_name = io.as_location(args.data).name.split(".")[0] or "data"
     out = io.as_location(args.out or f"{str(args.model).rstrip('/')}/metrics-{data_name}.json",
@@ -248,7 +251,7 @@ def cmd_predict(args):
     with _connect(args, data=args.data):
         rows = pipeline.predict_dataset(args.model, args.data, args.out, overwrite=args.overwrite,
                                         scores=args.scores, std=args.std, interval=args.interval,
-                                        **_source(args, labels=False))
+                                        device=args.device, **_source(args, labels=False))
     if not args.quiet:
         _print_json({"predictions": str(args.out), "rows": rows})
 
@@ -258,7 +261,8 @@ def cmd_transform(args):
 
     with _connect(args, data=args.data):
         shape = pipeline.transform_dataset(args.model, args.data, args.out, overwrite=args.overwrite,
-                                           storage_options=args.storage_options, x_array=args.x_array)
+                                           storage_options=args.storage_options, x_array=args.x_array,
+                                           device=args.device)
     if not args.quiet:
         _print_json({"dataset": str(args.out), "shape": list(shape)})
 

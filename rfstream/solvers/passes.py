@@ -119,7 +119,7 @@ def device_sub_blocks(z, spec):
     """:func:`sub_blocks` of rows ``z`` on a device, in their array namespace."""
     features = device_features(spec)
     for start, stop in even_sub_blocks(z.shape[0], FUSED_SUB_BLOCK):
-        yield start, stop, z[start:stop] if features is None else features(z[start:stop])
+        yield start, stop, z[start:stop, :] if features is None else features(z[start:stop, :])
 
 
 def present(arrays):

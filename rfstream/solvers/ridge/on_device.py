@@ -63,7 +63,7 @@ def _fold_products(xp, x, Y, c, features, dtype, sub_block):
         y1 *= root[:, None]
     total = None
     for start, stop in even_sub_blocks(x.shape[0], sub_block):
-        zs = x[start:stop] if features is None else features(x[start:stop])
+        zs = x[start:stop, :] if features is None else features(x[start:stop, :])
         zs = xp.astype(zs, xp_dtype(xp, dtype))
         if root is not None:
             zs = zs * like(root[start:stop, None], xp)

@@ -1,0 +1,127 @@
+"""Ridge's passes on a device (rfstream.solvers.ridge.on_device), run on CPU: every chunk function
+of the Gram, scoring, leave-one-out and calibration passes, given array_api_strict rows, gives the
+numpy path's partials to float32 rounding (the specs are the ones a real fit builds: folds,
+weights, several targets, a gamma grid, sizes); and whole fits through the device path
+(:class:`rfstream.devices.GenericRows`) give the CPU's models."""
+from __future__ import annotations
+
+import dask
+import dask.array as da
+import numpy as np
+import pytest
+from sklearn.pipeline import make_pipeline
+
+import array_api_strict as xps
+
+from rfstream.devices import GenericRows, on_device, to_host
+from rfstream.features import RandomFourierFeatures
+from rfstream.preprocess import Standardizer
+from rfstream.solvers import StreamingRidge, StreamingRidgeClassifier
+from rfstream.solvers.ridge import calibration, cv, estimators, gram, loo
+from rfstream.solvers.linear import _device_linear_block, _linear_block
+
+pytestmark = pytest.mark.filterwarnings("ignore:the chosen alpha")
+
+RNG = np.random.default_rng(3)
+X = RNG.normal(size=(1500, 5)).astype(np.float32)
+Y_CLASS = ((X[:, 0] * X[:, 1] > 0).astype(int) + (X[:, 2] > 0.8)).astype(np.int64)  # three classes
+Y_REG = np.sin(X[:, 0]) + X[:, 1] * X[:, 2] + 0.1 * RNG.normal(size=X.shape[0])
+W = RNG.uniform(0.5, 2.0, size=X.shape[0])
+CHUNKS = 500
+
+
+@pytest.fixture(autouse=True)
+def _one_process():
+    with dask.config.set(scheduler="sync"):
+        yield
+
+
+@pytest.fixture
+def strict_twins(monkeypatch):
+    """Every pass's chunk run twice, on the numpy rows and on the same rows as array_api_strict;
+    the partials compared; the names of the chunk functions so checked, returned."""
+    checked = []
+    original = gram.group_chunk
+
+    def both(x, *rows, offset, spec):
+        host = original(x, *rows, offset=offset, spec=spec)
+        twin = original(xps.asarray(x), *rows, offset=offset, spec=spec)
+        np.testing.assert_allclose(twin, host, rtol=1e-4, atol=1e-4 * max(1.0, float(np.abs(host).max())))
+        checked.append(spec.chunk.__name__)
+        return host
+
+    for module in (estimators, cv, loo, calibration):
+        monkeypatch.setattr(module, "group_chunk", both)
+    return checked
+
+
+def _pipeline(solver, n_components=48, gamma=0.4, **params):
+    return make_pipeline(Standardizer(), RandomFourierFeatures(n_components, gamma=gamma, random_state=0),
+                         solver(**params))
+
+
+def _dask(a):
+    return da.from_array(a, chunks=CHUNKS if a.ndim == 1 else (CHUNKS, -1))
+
+
+@pytest.mark.parametrize("params", [
+    {"alpha": [0.1, 1.0, 10.0], "cv": 3},  # Gram by fold, the scoring pass, calibration (Platt)
+    {"alpha": [0.1, 1.0], "cv": "loo"},  # the leave-one-out pass
+    {"alpha": [0.1, 1.0], "cv": 3, "scoring": "roc_auc", "binary": True},
+], ids=["cv", "loo", "roc_auc"])
+def test_classifier_chunks_on_strict_rows_equal_numpys(strict_twins, params):
+    params = dict(params)
+    y = (Y_CLASS > 0).astype(np.int64) if params.pop("binary", False) else Y_CLASS
+    _pipeline(StreamingRidgeClassifier, **params).fit(_dask(X), _dask(y))
+    assert "gram_chunk" in strict_twins
+    assert ("loo_chunk" if params["cv"] == "loo" else "score_chunk") in strict_twins
+    assert "calibration_chunk" in strict_twins
+
+
+def test_regressor_chunks_with_weights_a_grid_and_sizes_on_strict_rows_equal_numpys(strict_twins):
+    model = make_pipeline(Standardizer(), RandomFourierFeatures([16, 48], gamma=[0.2, 0.8], random_state=0),
+                          StreamingRidge(alpha=[0.1, 1.0], cv=3, calibrate=True))
+    model.fit(_dask(X), _dask(Y_REG), streamingridge__sample_weight=_dask(W))
+    assert {"gram_chunk", "calibration_chunk"} <= set(strict_twins)
+
+
+def test_decisions_on_strict_rows_equal_numpys():
+    z = RNG.normal(size=(40, 6)).astype(np.float32)
+    coef, intercept = RNG.normal(size=(3, 6)), RNG.normal(size=3)
+    got = _device_linear_block(xps.asarray(z), coef, intercept, False)
+    np.testing.assert_allclose(to_host(got), _linear_block(z, coef, intercept, False), rtol=1e-5, atol=1e-5)
+
+
+def _same_models(a, b, rtol=1e-3):
+    sa, sb = a[-1], b[-1]
+    np.testing.assert_allclose(sb.coef_, sa.coef_, rtol=rtol, atol=rtol * np.abs(sa.coef_).max())
+    assert getattr(sa, "alpha_", None) == getattr(sb, "alpha_", None)
+
+
+@pytest.mark.parametrize("params", [
+    {"alpha": [0.1, 1.0, 10.0], "cv": 3},
+    {"alpha": [0.1, 1.0], "select": "evidence"},
+    {"alpha": 1.0},
+], ids=["cv", "evidence", "one-alpha"])
+def test_a_fit_through_the_device_path_is_the_cpus(params):
+    Xd, yd = _dask(X), _dask(Y_CLASS)
+    cpu = _pipeline(StreamingRidgeClassifier, gamma="auto", **params).fit(Xd, yd)
+    device = _pipeline(StreamingRidgeClassifier, gamma="auto", **params).fit(on_device(Xd, "generic"), yd)
+    _same_models(cpu, device)
+    labels = device.predict(on_device(Xd, "generic"))
+    assert isinstance(labels._meta, GenericRows)  # the rows' kind in, the same kind out
+    assert np.mean(np.asarray(labels.compute()) == cpu.predict(Xd).compute()) > 0.995
+    if hasattr(cpu[-1], "platt_"):
+        np.testing.assert_allclose(device.predict_proba(on_device(Xd, "generic")).compute(),
+                                   cpu.predict_proba(Xd).compute(), atol=1e-3)
+
+
+def test_a_regressors_posterior_through_the_device_path_is_the_cpus():
+    Xd, yd = _dask(X), _dask(Y_REG)
+    cpu = _pipeline(StreamingRidge, alpha=[0.1, 1.0], calibrate=True).fit(Xd, yd)
+    device = _pipeline(StreamingRidge, alpha=[0.1, 1.0], calibrate=True).fit(on_device(Xd, "generic"), yd)
+    _same_models(cpu, device)
+    mean_c, std_c = cpu[-1].predict(cpu[:-1].transform(Xd), return_std=True)
+    mean_d, std_d = device[-1].predict(device[:-1].transform(on_device(Xd, "generic")), return_std=True)
+    np.testing.assert_allclose(np.asarray(mean_d.compute()), mean_c.compute(), rtol=1e-3, atol=1e-3)
+    np.testing.assert_allclose(np.asarray(std_d.compute()), std_c.compute(), rtol=1e-3)
