@@ -66,3 +66,17 @@ def adult_train_zarr(prepared) -> Path:
 def adult_test_zarr(prepared) -> Path:
     """Adult test set encoded like the training set (16,281 rows)."""
     return prepared("adult")[1]
+
+
+def pytest_collection_modifyitems(config, items):
+    """Tests marked ``gpu`` need a CUDA device and cupy: skipped where cupy finds none (CI has
+    none; they are what runs on a GPU machine, docs/gpu.md)."""
+    gpu = [item for item in items if item.get_closest_marker("gpu")]
+    if not gpu:
+        return
+    from rfstream.devices import cuda_available
+
+    found, why = cuda_available()
+    if not found:
+        for item in gpu:
+            item.add_marker(pytest.mark.skip(reason=f"no CUDA device: cupy {why}"))
