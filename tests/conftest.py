@@ -79,4 +79,4 @@ def pytest_collection_modifyitems(config, items):
     found, why = cuda_available()
     if not found:
         for item in gpu:
-            item.add_marker(pytest.mark.skip(reason=f"no CUDA device: cupy {why}"))
+            item.add_marker(pytest.mark.skip(reason=f"no CUDA device: {why}"))
