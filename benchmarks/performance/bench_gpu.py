@@ -49,7 +49,7 @@ def gram_pass(n, d, D, precision, sub_block=8192):
 
     from rfstream.devices import products_in
     from rfstream.features import RandomFourierFeatures
-    from rfstream.solvers.ridge.on_device import _fold_products
+    from rfstream.solvers.ridge.on_device import fold_products
 
     rows = min(n, 262_144)  # one task's rows, repeated to n: the device holds them once
     x = cupy.random.standard_normal((rows, d), dtype=cupy.float32)
@@ -60,7 +60,7 @@ def gram_pass(n, d, D, precision, sub_block=8192):
     def one_pass():
         with products_in(precision, cupy):
             for _ in range(repeats):
-                _fold_products(cupy, x, Y, None, features, np.dtype(np.float32), sub_block)
+                fold_products(cupy, x, Y, None, features, np.dtype(np.float32), sub_block)
 
     z = cupy.random.standard_normal((sub_block, D + 2), dtype=cupy.float32)
 

@@ -44,14 +44,14 @@ def device_gram_chunk(x, *rows, offset, spec, label_sums, sub_block):
             if yk.shape[0] == 0:
                 continue
             xk = x if every else take_rows(x, index)
-            G, C, s = _fold_products(xp, xk, yk, ck, features, dtype, sub_block)
+            G, C, s = fold_products(xp, xk, yk, ck, features, dtype, sub_block)
             parts["G"][k] += to_host(G)
             parts["C"][k] += to_host(C)
             parts["s"][k] += to_host(s)
     return out
 
 
-def _fold_products(xp, x, Y, c, features, dtype, sub_block):
+def fold_products(xp, x, Y, c, features, dtype, sub_block):
     """``(Z'Z, Z'Y, Z'1)`` of one fold's rows, in float64 on the device: per sub-block, the
     features ``Z_s`` (scaled by ``sqrt(c)`` with row weights) and one product
     ``Z_s' [Z_s, Y_s, 1]`` in ``dtype``, added in float64."""
