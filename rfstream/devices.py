@@ -17,12 +17,8 @@ import numpy as np
 
 from .options import DEVICES, PRECISIONS, ParameterError  # PRECISIONS: cuBLAS math modes
 
-#: what runs on the device, by map and solver (the rest is refused before the first pass)
-ON_DEVICE = {
-    "features": ("RandomFourierFeatures",),
-    "solvers": ("StreamingRidge", "StreamingRidgeClassifier"),
-    "ridge_solver": ("auto", "gram"),
-}
+#: the steps that run on the device (the rest is refused before the first pass, docs/gpu.md)
+ON_DEVICE = ("Standardizer", "RandomFourierFeatures", "StreamingRidge", "StreamingRidgeClassifier", "KernelPCA")
 #: the fix a refusal names
 CPU_FIX = "run it with {device='cpu'}"
 
@@ -198,21 +194,11 @@ def check_model_on_device(model, device):
     (:data:`ON_DEVICE`); nothing for the CPU."""
     if device == "cpu":
         return
-    steps = [step for _, step in getattr(model, "steps", [("model", model)])]
-    for step in steps:
+    for _, step in getattr(model, "steps", [("model", model)]):
         name = type(step).__name__
-        if name == "Standardizer":
-            continue
-        if name in ON_DEVICE["features"]:
-            continue
-        if name in ON_DEVICE["solvers"]:
-            if getattr(step, "solver", "auto") not in ON_DEVICE["ridge_solver"]:
-                raise DeviceError(f"ridge's solver={step.solver!r} does not run on a device (its Gram pass does: "
-                                  "--ridge-solver gram); " f"{CPU_FIX}.", device=device)
-            continue
-        raise DeviceError(f"{name} does not run on a device (on the device: the standardizing, "
-                          f"{', '.join(ON_DEVICE['features'])} and ridge's Gram solver); " f"{CPU_FIX}.",
-                          device=device)
+        if name not in ON_DEVICE:
+            raise DeviceError(f"{name} does not run on a device (what does: {', '.join(ON_DEVICE)}); "
+                              f"{CPU_FIX}.", device=device)
 
 
 def rows_to(x, device):

@@ -287,8 +287,8 @@ class FeatureMap(ComponentListMixin, PrefixMixin, ClassNamePrefixFeaturesOutMixi
         """:meth:`_device_features`, or the one-line refusal of a map without them."""
         features = self._device_features()
         if features is None:
-            raise DeviceError(f"{type(self).__name__} does not run on a device (maps that do: "
-                              f"{', '.join(ON_DEVICE['features'])}); " f"{CPU_FIX}.", device="cuda")
+            raise DeviceError(f"{type(self).__name__} does not run on a device (what does: "
+                              f"{', '.join(ON_DEVICE)}); " f"{CPU_FIX}.", device="cuda")
         return features
 
     def _fused_block(self):

@@ -17,7 +17,9 @@ from typing import NamedTuple
 
 import numpy as np
 
+from ..devices import is_numpy
 from ..reductions import even_chunks
+from .on_device import device_block
 from .source import fused_rows
 
 #: Rows per sub-block when a task computes the features itself: small enough for a
@@ -117,8 +119,13 @@ def fused_chunk(x, *others, offset, features, dtype, n_features, chunk, size, re
     :class:`ScaledBlock`'s ``scale`` is applied once to ``out`` instead of to the features.
     """
     out = np.zeros(size, dtype=np.float64)
-    features, scale = unscaled_block(features) if rescale is not None else (features, 1.0)
     rows = stream_rows(x.shape[1], n_features, size)
+    if not is_numpy(x):  # rows on a device: each sub-block's features made there by the map's twin
+        device = device_block(features)
+        for start, stop in even_sub_blocks(x.shape[0], rows):
+            chunk(device(x[start:stop, :]), *(o[start:stop] for o in others), offset=offset + start, out=out)
+        return out
+    features, scale = unscaled_block(features) if rescale is not None else (features, 1.0)
     buf = fused_buffer(x.shape[0], n_features, dtype, rows)
     for start, stop, z in feature_sub_blocks(x, features, buf, rows):
         chunk(z, *(o[start:stop] for o in others), offset=offset + start, out=out)

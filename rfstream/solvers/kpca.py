@@ -29,12 +29,14 @@ from sklearn.utils.validation import check_is_fitted
 
 from .._validation import check_X
 from ..cluster import compute
+from ..devices import array_namespace, blocks_like, is_numpy, numpy_dtype, on_device_once, xp_dtype
 from ..features.fused import feature_sub_blocks, fused_buffer
+from ..features.on_device import device_block
 from ..features.source import fused_rows
 from ..random import check_seed
 from ..reductions import Layout, shared
 from .memory import check_gram_memory, gram_fits
-from .passes import RowSpec, row_sum, sub_blocks
+from .passes import RowSpec, device_column_sums, device_products, row_sum, sub_blocks
 
 __all__ = ["GRAM_MAX_FEATURES", "KernelPCA", "check_kpca_memory", "covariance_chunk", "product_chunk",
            "project_block", "uses_gram"]
@@ -71,6 +73,10 @@ def _summed_sub_blocks(x, spec, parts):
     """The block's features a sub-block at a time, its rows ``n`` and ``s = Z'1`` summed on the way."""
     parts["n"][...] = x.shape[0]
     for _, _, z in sub_blocks(x, spec, parts["s"].shape[0]):
+        if not is_numpy(z) and not sp.issparse(z):  # features on a device
+            parts["s"] += device_column_sums(z)
+            yield z
+            continue
         z = _dense(z, spec)
         parts["s"] += np.asarray(z.sum(axis=0, dtype=np.float64)).ravel()
         yield z
@@ -81,7 +87,9 @@ def covariance_chunk(x, *rows, offset, spec):
     out = spec.layout.empty()
     parts = spec.layout.unpack(out)
     for z in _summed_sub_blocks(x, spec, parts):
-        if sp.issparse(z):
+        if not is_numpy(z) and not sp.issparse(z):
+            parts["G"] += device_products(z, z)
+        elif sp.issparse(z):
             parts["G"] += (z.T @ z).toarray()
         else:
             parts["G"] += z.T @ z  # SYRK in the features' dtype, summed in float64
@@ -100,6 +108,11 @@ def product_chunk(x, *rows, offset, spec):
     out = spec.layout.empty()
     parts = spec.layout.unpack(out)
     for z in _summed_sub_blocks(x, spec, parts):
+        if not is_numpy(z) and not sp.issparse(z):
+            xp = array_namespace(z)
+            parts["P"] += device_products(z, xp.matmul(z, on_device_once(spec.basis, xp, numpy_dtype(z))))
+            parts["q"] += device_column_sums(z * z)
+            continue
         basis = spec.basis.astype(z.dtype, copy=False)
         parts["P"] += np.asarray(z.T @ (z @ basis))
         squares = z.multiply(z) if sp.issparse(z) else np.square(z)
@@ -110,7 +123,14 @@ def product_chunk(x, *rows, offset, spec):
 def project_block(x, mean, components, features=None, dtype=None):
     """Scores ``(z - mean) components'`` of one block: ``x`` holds the features, or, with
     ``features`` (a map's block function), the input rows whose features are made here a
-    sub-block at a time (:func:`rfstream.features.fused.feature_sub_blocks`)."""
+    sub-block at a time (:func:`rfstream.features.fused.feature_sub_blocks`); rows on a device:
+    made there, the scores kept there."""
+    if not is_numpy(x) and not sp.issparse(x):
+        z = x if features is None else device_block(features)(x)
+        xp = array_namespace(z)
+        dtype = np.dtype(dtype or numpy_dtype(z))
+        z = xp.astype(z, xp_dtype(xp, dtype)) - on_device_once(mean, xp, dtype)
+        return xp.matmul(z, on_device_once(components.T, xp, dtype))
     if features is None:
         dtype = x.dtype if x.dtype in (np.float32, np.float64) else np.dtype(np.float64)
         W = components.T.astype(dtype)
@@ -343,7 +363,7 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
         dtype = np.dtype(Z.dtype) if Z.dtype in (np.float32, np.float64) else np.dtype(np.float64)
         k = self.n_components_
         name = f"kernelpca-{tokenize(self, Z)}"
-        kwargs = dict(dtype=dtype, chunks=(rows.chunks[0], (k,)), meta=np.empty((0, k), dtype=dtype), name=name)
+        kwargs = dict(dtype=dtype, chunks=(rows.chunks[0], (k,)), meta=blocks_like(rows, 2, dtype), name=name)
         if features is None:
             return Z.map_blocks(project_block, self.mean_, self.components_, **kwargs)
         return rows.map_blocks(project_block, self.mean_, shared(self.components_), shared(features),

@@ -15,7 +15,7 @@ from functools import partial
 import numpy as np
 import scipy.sparse as sp
 
-from ..devices import CPU_FIX, DeviceError, is_numpy
+from ..devices import CPU_FIX, DeviceError, array_namespace, is_numpy, to_host
 from ..features.fused import (
     FUSED_SUB_BLOCK,
     even_sub_blocks,
@@ -120,6 +120,18 @@ def device_sub_blocks(z, spec):
     features = device_features(spec)
     for start, stop in even_sub_blocks(z.shape[0], FUSED_SUB_BLOCK):
         yield start, stop, z[start:stop, :] if features is None else features(z[start:stop, :])
+
+
+def device_column_sums(z):
+    """Float64 column sums of a block in its namespace, on the host."""
+    xp = array_namespace(z)
+    return to_host(xp.sum(xp.astype(z, xp.float64), axis=0))
+
+
+def device_products(a, b):
+    """``a' b`` of two blocks in their namespace (in their dtype), as float64 on the host."""
+    xp = array_namespace(a)
+    return to_host(xp.astype(xp.matmul(xp.matrix_transpose(a), b), xp.float64))
 
 
 def present(arrays):

@@ -80,7 +80,7 @@ def test_a_regressors_intervals_and_a_transformers_output_on_the_device_path(num
 
 @pytest.mark.parametrize("params,named", [
     ({"features": "binning"}, "RandomBinningFeatures does not run on a device"),
-    ({"ridge_solver": "pcg"}, "solver='pcg' does not run on a device"),
+    ({"features": "polysketch"}, "PolynomialCountSketch does not run on a device"),
     ({"solver": "sgd"}, "StreamingSGDClassifier does not run on a device"),
     ({"features": "tefm-s"}, "TEFM does not run on a device"),
 ])

@@ -19,12 +19,14 @@ import scipy.sparse as sp
 from sklearn.exceptions import ConvergenceWarning
 
 from ...cluster import compute
+from ...devices import is_numpy
 from ...options import ParameterError
 from ...random import check_seed
 from ...reductions import Layout
 from ..memory import check_cg_memory, check_pcg_memory
 from ..passes import RowSpec, fused_row_sum, weight_fields
 from .nystrom_pcg import ROWS_PER_RANK, NystromPreconditioner
+from .on_device import device_normal_product, device_stats
 
 #: Columns of a dense sub-block of :data:`STATS_ROWS` rows converted to float64 at a time by
 #: :func:`stats_chunk`: its float64 work is 2 x rows x STATS_COLUMNS x 8 bytes (64 MiB for 4096
@@ -108,6 +110,13 @@ def stats_chunk(z, *rows, offset, spec, out):
     cY = Y if c is None else c[:, None] * Y
     FY = cY if K == 1 else (F[:, :, None] * cY[:, None, :]).reshape(m, K * T)
     G = np.column_stack([Fc, FY])  # s and C of every fold from one product per slice
+    if not is_numpy(z) and not sp.issparse(z):  # features on a device: the products there
+        sums, squares = device_stats(z, G, Fc if "d" in parts else None)
+        parts["s"][:] += sums[:K]
+        parts["C"][:] += sums[K:].reshape(K, T, -1).transpose(0, 2, 1)
+        if "d" in parts:
+            parts["d"][:] += squares
+        return
     for cols, zj in float64_columns(z):
         if sp.issparse(zj):
             sums = np.asarray(zj.T @ G).T
@@ -182,6 +191,12 @@ def product_chunk(z, *rows, offset, spec, out):
         return
     V = spec.V
     c = spec.row_weights(rows, offset)
+    if not is_numpy(z) and not sp.issparse(z):  # features on a device: the products there
+        keep = None
+        if spec.held_out is not None:
+            keep = spec.row_folds(z.shape[0], rows, offset)[:, None] != spec.held_out[None, :]
+        out += device_normal_product(z, V, c, keep)
+        return
     if V.dtype == np.float32 and not sp.issparse(z):
         z = np.asarray(z, dtype=np.float32)
         zv = z @ V

@@ -16,6 +16,7 @@ import scipy.linalg
 import scipy.sparse as sp
 
 from ...cluster import compute
+from ...devices import to_host
 from ...features.source import fused_rows
 from ..weights import row_weights
 
@@ -38,6 +39,7 @@ def sampled_features(Z, y, sample_weight, idx):
     ``Z = map.transform(X)`` only the m input rows are read and their features made here."""
     block, rows = fused_rows(Z, even=False)
     x, labels, weights = compute(*(None if a is None else a[idx] for a in (rows, y, sample_weight)))
+    x = to_host(x)  # rows on a device: the m sampled rows' features made on the client, as on the CPU
     z = block(np.asarray(x)) if block is not None else x
     z = z.toarray() if sp.issparse(z) else np.asarray(z)
     return (z if z.dtype in (np.float32, np.float64) else z.astype(np.float64)), labels, weights

@@ -104,3 +104,28 @@ def device_rotation(zs, U):
     :func:`rfstream.solvers.ridge.loo.loo_chunk`)."""
     xp = array_namespace(zs)
     return to_host(xp.matmul(xp.astype(zs, xp.float64), on_device_once(U, xp, np.float64)))
+
+
+def device_stats(z, G, Fc=None):
+    """The statistics pass's products of device features (:func:`rfstream.solvers.ridge.cg.stats_chunk`):
+    ``G' z`` and, given ``Fc``, ``Fc' (z * z)``, made in float64 on the device, on the host."""
+    xp = array_namespace(z)
+    z = xp.astype(z, xp.float64)
+    sums = to_host(xp.matmul(xp.matrix_transpose(like(G, xp, np.float64)), z))
+    squares = None if Fc is None else to_host(xp.matmul(xp.matrix_transpose(like(Fc, xp, np.float64)), z * z))
+    return sums, squares
+
+
+def device_normal_product(z, V, c=None, keep=None):
+    """``Z'(C (Z V))`` of device features, flat, float64 on the host
+    (:func:`rfstream.solvers.ridge.cg.product_chunk`): in ``V``'s dtype, rows weighted by ``c``
+    and column j zero on the rows ``keep[:, j]`` is False (the fold its system leaves out)."""
+    xp = array_namespace(z)
+    dtype = np.dtype(V.dtype)
+    z = xp.astype(z, xp_dtype(xp, dtype))
+    zv = xp.matmul(z, on_device_once(V, xp, dtype))
+    if c is not None:
+        zv = zv * like(c[:, None], xp, dtype)
+    if keep is not None:
+        zv = zv * like(keep, xp, dtype)
+    return to_host(xp.astype(xp.matmul(xp.matrix_transpose(z), zv), xp.float64)).ravel()

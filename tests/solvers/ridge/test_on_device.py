@@ -55,9 +55,9 @@ def strict_twins(monkeypatch):
     return checked
 
 
-def _pipeline(solver, n_components=48, gamma=0.4, **params):
+def _pipeline(estimator, n_components=48, gamma=0.4, **params):
     return make_pipeline(Standardizer(), RandomFourierFeatures(n_components, gamma=gamma, random_state=0),
-                         solver(**params))
+                         estimator(**params))
 
 
 def _dask(a):
@@ -125,3 +125,66 @@ def test_a_regressors_posterior_through_the_device_path_is_the_cpus():
     mean_d, std_d = device[-1].predict(device[:-1].transform(on_device(Xd, "generic")), return_std=True)
     np.testing.assert_allclose(np.asarray(mean_d.compute()), mean_c.compute(), rtol=1e-3, atol=1e-3)
     np.testing.assert_allclose(np.asarray(std_d.compute()), std_c.compute(), rtol=1e-3)
+
+
+@pytest.fixture
+def strict_fused_twins(monkeypatch):
+    """The same check for the passes that make their features a sub-block at a time
+    (:func:`rfstream.features.fused.fused_chunk`: the CG and PCG passes)."""
+    from rfstream.features import fused
+
+    checked = []
+    original = fused.fused_chunk
+
+    def both(x, *others, offset, chunk, **kw):
+        host = original(x, *others, offset=offset, chunk=chunk, **kw)
+        twin = original(xps.asarray(x), *others, offset=offset, chunk=chunk, **kw)
+        np.testing.assert_allclose(twin, host, rtol=1e-4, atol=1e-4 * max(1.0, float(np.abs(host).max())))
+        checked.append(getattr(chunk, "func", chunk).__name__)
+        return host
+
+    monkeypatch.setattr(fused, "fused_chunk", both)
+    return checked
+
+
+@pytest.mark.parametrize("solver", ["cg", "pcg"])
+def test_cg_and_pcg_chunks_on_strict_rows_equal_numpys(strict_fused_twins, solver):
+    _pipeline(StreamingRidge, solver=solver, alpha=1.0, pcg_rank=16, max_iter=30).fit(_dask(X), _dask(Y_REG))
+    assert {"stats_chunk", "product_chunk"} <= set(strict_fused_twins)
+
+
+@pytest.mark.parametrize("solver", ["cg", "pcg"])
+def test_cg_and_pcg_through_the_device_path_are_the_cpus(solver):
+    Xd, yd = _dask(X), _dask(Y_REG)
+    kw = {"solver": solver, "alpha": 1.0, "pcg_rank": 16, "max_iter": 30}
+    cpu = _pipeline(StreamingRidge, **kw).fit(Xd, yd)
+    device = _pipeline(StreamingRidge, **kw).fit(on_device(Xd, "generic"), yd)
+    _same_models(cpu, device, rtol=1e-3)
+
+
+@pytest.mark.parametrize("method", ["gram", "randomized"])
+def test_kernel_pca_on_strict_rows_and_through_the_device_path_is_the_cpus(monkeypatch, method):
+    from rfstream.solvers import kpca
+
+    checked = []
+    for name in ("covariance_chunk", "product_chunk"):
+        original = getattr(kpca, name)
+
+        def both(x, *rows, offset, spec, original=original):
+            host = original(x, *rows, offset=offset, spec=spec)
+            twin = original(xps.asarray(x), *rows, offset=offset, spec=spec)
+            np.testing.assert_allclose(twin, host, rtol=1e-4, atol=1e-4 * max(1.0, float(np.abs(host).max())))
+            checked.append(original.__name__)
+            return host
+
+        monkeypatch.setattr(kpca, name, both)
+    Xd = _dask(X)
+    model = lambda: make_pipeline(Standardizer(), kpca.KernelPCA(4, features=RandomFourierFeatures(
+        32, gamma=0.4, random_state=0), method=method))  # noqa: E731
+    cpu = model().fit(Xd)
+    assert checked
+    monkeypatch.undo()
+    device = model().fit(on_device(Xd, "generic"))
+    scores = device.transform(on_device(Xd, "generic"))
+    assert isinstance(scores._meta, GenericRows)
+    np.testing.assert_allclose(np.asarray(scores.compute()), cpu.transform(Xd).compute(), rtol=1e-3, atol=1e-3)
