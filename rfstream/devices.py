@@ -18,7 +18,8 @@ import numpy as np
 from .options import DEVICES, PRECISIONS, ParameterError  # PRECISIONS: cuBLAS math modes
 
 #: the steps that run on the device (the rest is refused before the first pass, docs/gpu.md)
-ON_DEVICE = ("Standardizer", "RandomFourierFeatures", "StreamingRidge", "StreamingRidgeClassifier", "KernelPCA")
+ON_DEVICE = ("Standardizer", "RandomFourierFeatures", "PolynomialCountSketch", "StreamingRidge",
+             "StreamingRidgeClassifier", "KernelPCA")
 #: the fix a refusal names
 CPU_FIX = "run it with {device='cpu'}"
 

@@ -32,6 +32,7 @@ from .._validation import check_X
 from ..devices import CPU_FIX, ON_DEVICE, DeviceError, blocks_like, device_of_meta
 from ..kernels import KERNELS
 from ..random import check_seed
+from .on_device import DeviceTwin
 from .source import FeatureSource, attach_source
 from .grid import check_gamma_param, resolve_gamma
 from .components import ComponentListMixin
@@ -293,8 +294,10 @@ class FeatureMap(ComponentListMixin, PrefixMixin, ClassNamePrefixFeaturesOutMixi
 
     def _fused_block(self):
         """The block function of passes that make the features inside their tasks
-        (:class:`~rfstream.features.source.FeatureSource`): ``_block_into`` by default."""
-        return self._block_into
+        (:class:`~rfstream.features.source.FeatureSource`): ``_block_into`` by default, with
+        its device twin (:meth:`_device_features`) where the map has one."""
+        device = self._device_features()
+        return self._block_into if device is None else DeviceTwin(self._block_into, device)
 
     # --------------------------------------------------------------- helpers
     def _output_dtype(self) -> np.dtype:

@@ -10,6 +10,7 @@ import scipy.sparse as sp
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from .base import FeatureMap
+from .on_device import SketchOnDevice
 
 __all__ = ["PolynomialCountSketch", "count_sketch", "polynomial_kernel"]
 
@@ -164,6 +165,11 @@ class PolynomialCountSketch(FeatureMap):
         if self.coef0 != 0:
             xs = np.hstack([xs, np.full((n, 1), math.sqrt(self.coef0))])
         return xs
+
+    def _device_features(self):
+        """The sketch in the rows' array namespace (:class:`~rfstream.features.on_device.SketchOnDevice`)."""
+        return SketchOnDevice(self.index_hash_, self.bit_hash_, self.gamma_, self.coef0, self.n_components,
+                              self._output_dtype())
 
     def _block(self, x):
         return self._block_into(x)

@@ -48,3 +48,14 @@ def test_each_gamma_of_a_grid_has_its_twin():
 def test_a_block_without_a_twin_has_none():
     assert device_block(lambda x, out=None: x) is None
     assert device_block(None) is None
+
+
+@pytest.mark.parametrize("coef0", [0.0, 1.0])
+def test_the_polynomial_sketch_on_another_namespace_equals_numpys(coef0):
+    from rfstream.features import PolynomialCountSketch
+
+    sketch = PolynomialCountSketch(degree=3, coef0=coef0, gamma=0.5, n_components=64, random_state=0).fit(X)
+    twin = device_block(sketch._fused_block())
+    got = twin(xps.asarray(X))
+    assert array_namespace(got) is xps
+    np.testing.assert_allclose(to_host(got), sketch.transform(X), rtol=1e-4, atol=1e-5)

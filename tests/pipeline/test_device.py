@@ -80,7 +80,7 @@ def test_a_regressors_intervals_and_a_transformers_output_on_the_device_path(num
 
 @pytest.mark.parametrize("params,named", [
     ({"features": "binning"}, "RandomBinningFeatures does not run on a device"),
-    ({"features": "polysketch"}, "PolynomialCountSketch does not run on a device"),
+    ({"features": "arccos"}, "ArcCosineFeatures does not run on a device"),
     ({"solver": "sgd"}, "StreamingSGDClassifier does not run on a device"),
     ({"features": "tefm-s"}, "TEFM does not run on a device"),
 ])
@@ -114,3 +114,11 @@ def test_on_a_gpu_the_fit_and_the_predictions_are_the_cpus(labelled, tmp_path, p
                                atol=tolerance * np.abs(cpu[-1].coef_).max())
     labels = model.predict(on_device(open_data(labelled)[0], "cuda"))
     assert isinstance(labels._meta, cupy.ndarray)  # cupy-backed in, cupy-backed out
+
+
+def test_the_polynomial_sketch_on_the_device_path_is_the_cpus(labelled, tmp_path):
+    fitted = {device: pipeline.fit_dataset(labelled, device=device, features="polysketch", degree=2,
+                                           n_components=64, alpha=[0.1, 1.0])[0] for device in ("cpu", "generic")}
+    cpu, dev = fitted["cpu"][-1], fitted["generic"][-1]
+    np.testing.assert_allclose(dev.coef_, cpu.coef_, rtol=1e-3, atol=1e-3 * np.abs(cpu.coef_).max())
+    assert dev.alpha_ == cpu.alpha_
