@@ -123,22 +123,43 @@ def take_rows(x, index):
     return xp.take(x, like(np.asarray(index, dtype=np.int64), xp), axis=0)
 
 
-_PRECISION = contextvars.ContextVar("rfstream_precision", default="fp32")
+_JOB = contextvars.ContextVar("rfstream_job_device", default=("cpu", "fp32"))
+
+#: the client's eigendecompositions of a job on a CUDA device are made there from this order up
+#: (the rule, written before any GPU measurement: at D = 2,000 an eigh takes seconds on 2 cores and
+#: the issue's H200 took 0.12 s; below 1,024 the copies and the call cost what the host's takes)
+DEVICE_EIGH_MIN = 1024
 
 
 def current_precision():
-    """The precision of the device's products in the passes built now (:func:`products_at`)."""
-    return _PRECISION.get()
+    """The precision of the device's products in the passes built now (:func:`running_on`)."""
+    return _JOB.get()[1]
 
 
 @contextlib.contextmanager
-def products_at(precision):
-    """The passes built in the block take ``precision`` (:data:`PRECISIONS`) into their specs."""
-    token = _PRECISION.set(precision or "fp32")
+def running_on(device, precision=None):
+    """In the block, the passes built take ``precision`` (:data:`PRECISIONS`) into their specs and
+    the client's large eigendecompositions use ``device`` (:func:`symmetric_eigh`)."""
+    token = _JOB.set((device or "cpu", precision or "fp32"))
     try:
         yield
     finally:
-        _PRECISION.reset(token)
+        _JOB.reset(token)
+
+
+def symmetric_eigh(G):
+    """``(values, vectors)`` of the symmetric float64 ``G`` on the host: made on the job's device
+    when it is a GPU (or the test switch) and ``G`` is at least :data:`DEVICE_EIGH_MIN` wide, else
+    None (the caller's own scipy call keeps its driver and its memory reuse)."""
+    device = _JOB.get()[0]
+    if device not in ("cuda", "generic") or G.shape[0] < DEVICE_EIGH_MIN:
+        return None
+    if device == "cuda":
+        import cupy as xp
+    else:
+        xp = np
+    values, vectors = xp.linalg.eigh(like(G, xp, np.float64))
+    return to_host(values), to_host(vectors)
 
 
 def check_device(device):

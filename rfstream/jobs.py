@@ -18,7 +18,7 @@ from . import io, selection
 from ._version import __version__
 from .catalog import check_model, is_transformer, make_model, route
 from .cluster import current_run
-from .devices import check_device, check_model_on_device, check_precision, on_device, products_at
+from .devices import check_device, check_model_on_device, check_precision, on_device, running_on
 from .io.checkpoints import dataset_identity, fingerprint_of, model_identity, resumable
 from .io.location import redact_url
 from .io.witness import content_witness
@@ -203,7 +203,7 @@ class FitJob:
         run = current_run()
         passes_before = None if run is None else run.passes
         t0 = time.perf_counter()
-        with products_at(self.precision):
+        with running_on(self.device, self.precision):
             self.model = selection.fit_model(self.model, self.X, None if self.transformer else self.y,
                                              **self.fit_params)
         meta = {"dataset": dataset_metadata(self.data, self.X, self.attrs),

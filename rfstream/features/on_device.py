@@ -16,6 +16,7 @@ from functools import partial
 from typing import NamedTuple
 
 import numpy as np
+from dask.base import normalize_token
 
 from ..devices import array_namespace, on_device_once, xp_dtype
 from .components import prefix_block
@@ -56,6 +57,10 @@ class SketchOnDevice:
 
     def __getstate__(self):
         return {**self.__dict__, "_matrices": None}
+
+    def __dask_tokenize__(self):
+        return normalize_token((type(self).__name__, self.index_hash, self.bit_hash, self.gamma, self.coef0,
+                                self.width, self.dtype.name))
 
     def __call__(self, x):
         xp = array_namespace(x)

@@ -69,3 +69,15 @@ def test_standardizing_rows_in_another_namespace_equals_numpys(rows):
     got = scaler._block(rows(X))
     assert array_namespace(got) is array_namespace(rows(X))
     np.testing.assert_allclose(to_host(got), scaler._block(X), rtol=1e-6, atol=1e-6)
+
+
+def test_the_clients_eigh_moves_to_the_jobs_device_from_its_rule_up():
+    A = np.random.default_rng(2).normal(size=(devices.DEVICE_EIGH_MIN, 40))
+    G = A @ A.T + np.eye(A.shape[0])
+    assert devices.symmetric_eigh(G) is None  # outside a job on a device
+    with devices.running_on("generic"):
+        values, vectors = devices.symmetric_eigh(G)
+        assert devices.symmetric_eigh(G[:-1, :-1]) is None  # below the rule's order
+    np.testing.assert_allclose(vectors @ (values[:, None] * vectors.T), G, atol=1e-8)
+    with devices.running_on("cpu"):
+        assert devices.symmetric_eigh(G) is None

@@ -122,3 +122,12 @@ def test_the_polynomial_sketch_on_the_device_path_is_the_cpus(labelled, tmp_path
     cpu, dev = fitted["cpu"][-1], fitted["generic"][-1]
     np.testing.assert_allclose(dev.coef_, cpu.coef_, rtol=1e-3, atol=1e-3 * np.abs(cpu.coef_).max())
     assert dev.alpha_ == cpu.alpha_
+
+
+def test_leave_one_out_past_the_eigh_rule_on_the_device_path_is_the_cpus(labelled):
+    width = devices.DEVICE_EIGH_MIN + 16  # the client's eigendecomposition made by the device's namespace
+    fitted = {device: pipeline.fit_dataset(labelled, device=device, n_components=width, gamma=0.3, cv="loo",
+                                           alpha=[1.0, 10.0], calibrate=False)[0] for device in ("cpu", "generic")}
+    cpu, dev = fitted["cpu"][-1], fitted["generic"][-1]
+    np.testing.assert_allclose(dev.coef_, cpu.coef_, rtol=1e-3, atol=1e-3 * np.abs(cpu.coef_).max())
+    assert dev.alpha_ == cpu.alpha_

@@ -15,7 +15,7 @@ import scipy.linalg
 import scipy.sparse as sp
 
 from ...cluster import compute
-from ...devices import is_numpy
+from ...devices import is_numpy, symmetric_eigh
 from ...reductions import Layout
 from ..passes import RowSpec, row_sum, sub_blocks, weight_fields
 from ..targets import encode_classes
@@ -36,7 +36,7 @@ def loo_basis(total, fit_intercept):
         mu, nu = total["s"] / n, total["t"] / n
         G -= n * np.outer(mu, mu)  # in place (the outer product is one more D x D, briefly)
         C = C - n * np.outer(mu, nu)
-    s, U = scipy.linalg.eigh(G, overwrite_a=True, driver="evr", check_finite=False)
+    s, U = symmetric_eigh(G) or scipy.linalg.eigh(G, overwrite_a=True, driver="evr", check_finite=False)
     total["G"] = None
     return {"U": U, "s": np.maximum(s, 0.0), "UC": U.T @ C, "mu": mu, "nu": nu,
             "inv_n": 1.0 / max(total["n"], 1e-300) if fit_intercept else 0.0}
