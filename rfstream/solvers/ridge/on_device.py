@@ -44,16 +44,17 @@ def device_gram_chunk(x, *rows, offset, spec, label_sums, sub_block):
             if yk.shape[0] == 0:
                 continue
             xk = x if every else take_rows(x, index)
-            G, C, s = fold_products(xp, xk, yk, ck, features, dtype, sub_block)
-            parts["G"][k] += to_host(G)
-            parts["C"][k] += to_host(C)
-            parts["s"][k] += to_host(s)
+            total = to_host(fold_products(xp, xk, yk, ck, features, dtype, sub_block))  # one copy per fold
+            D = total.shape[0]
+            parts["G"][k] += total[:, :D]
+            parts["C"][k] += total[:, D:-1]
+            parts["s"][k] += total[:, -1]
     return out
 
 
 def fold_products(xp, x, Y, c, features, dtype, sub_block):
-    """``(Z'Z, Z'Y, Z'1)`` of one fold's rows, in float64 on the device: per sub-block, the
-    features ``Z_s`` (scaled by ``sqrt(c)`` with row weights) and one product
+    """``[Z'Z, Z'Y, Z'1]`` (D x (D + T + 1)) of one fold's rows, in float64 on the device: per
+    sub-block, the features ``Z_s`` (scaled by ``sqrt(c)`` with row weights) and one product
     ``Z_s' [Z_s, Y_s, 1]`` in ``dtype``, added in float64."""
     f64 = xp.float64
     y1 = np.ones((Y.shape[0], Y.shape[1] + 1), dtype=dtype)
@@ -70,8 +71,7 @@ def fold_products(xp, x, Y, c, features, dtype, sub_block):
         zy = xp.concat([zs, like(y1[start:stop], xp)], axis=1)
         product = xp.astype(xp.matmul(xp.matrix_transpose(zs), zy), f64)
         total = product if total is None else total + product
-    D = total.shape[0]
-    return total[:, :D], total[:, D:-1], total[:, -1]
+    return total
 
 
 def device_held_out_decisions(z, folds, W, b):
