@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import copy
 import os
 import sys
 import time
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import dask
 from dask.base import named_schedulers
@@ -41,6 +42,7 @@ class RunContext:
     passes: int = 0  # passes finished (computed or taken from the store) in this run
     store: object = None  # the pass store in use (using_pass_store), e.g. a checkpoint
     last_store: object = None  # the last store used, kept after its block (the CLI says what it keeps)
+    prefetched: dict = field(default_factory=dict)  # graph name -> value computed ahead (prefetch)
 
 
 _DEFAULT = {"progress": "never"}  # the process's display mode: a setting, not a run's state
@@ -176,11 +178,36 @@ def signature(collections):
     return parts
 
 
+def prefetch(*collections):
+    """Compute ``collections`` now, in one pass (their common inputs read once), for the run's
+    later :func:`compute` calls of the same collections (the same graph names), which then take
+    the values without a pass of their own; returns nothing.  Outside a run: nothing is kept."""
+    run = _RUN.get()
+    lazy = [c for c in collections if dask.is_dask_collection(c) and getattr(c, "name", None)]
+    if run is None or not lazy:
+        return
+    values = compute(*lazy)
+    for c, value in zip(lazy, values if len(lazy) > 1 else (values,)):
+        run.prefetched[c.name] = value
+
+
+def _prefetched(run, lazy):
+    """The values of ``lazy`` computed ahead (:func:`prefetch`), copies, or None unless all were."""
+    memo = run.prefetched
+    if not memo or not all(getattr(c, "name", None) in memo for c in lazy):
+        return None
+    return {c.name: copy.deepcopy(memo[c.name]) for c in lazy}
+
+
 def compute(*collections):
     """Compute dask collections (numpy values pass through), with progress: a tuple for
     several collections, a single value otherwise."""
     lazy = [c for c in collections if dask.is_dask_collection(c)]
     run = _RUN.get() or RunContext(progress=_DEFAULT["progress"])  # outside a run: a pass on its own
+    ahead = _prefetched(run, lazy) if lazy else None
+    if ahead is not None:  # computed by the run's prefetch: no pass of its own
+        results = tuple(ahead[c.name] if dask.is_dask_collection(c) else c for c in collections)
+        return results if len(results) > 1 else results[0]
     checkpoint = run.store if lazy else None
     sig = signature(lazy) if checkpoint is not None else None
     stored = checkpoint.replay(sig, len(lazy)) if checkpoint is not None else None

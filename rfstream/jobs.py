@@ -12,23 +12,30 @@ from __future__ import annotations
 import contextlib
 import time
 
+import dask.array as da
 import numpy as np
 
 from . import io, selection
 from ._version import __version__
 from .catalog import check_model, is_transformer, make_model, route
-from .cluster import current_run
+from .cluster import current_run, prefetch
 from .devices import check_device, check_model_on_device, check_precision, on_device, running_on
 from .io.checkpoints import dataset_identity, fingerprint_of, model_identity, resumable
 from .io.location import redact_url
 from .io.witness import content_witness
 from .io.zarr_source import lazy_array, open_source
 from .options import FIT_DEFAULTS, TASKS, OutputExistsError, ParameterError
-from .preprocess import train_test_split
-from .random import check_seed
+from .features.base import FeatureMap
+from .features.grid import needs_auto
+from .kernels import AUTO_SAMPLE_ROWS
+from .param_lists import gamma_items
+from .preprocess import Standardizer, train_test_split
+from .random import check_seed, sample_row_indices
+from .reductions import moments
 from .selection.curves import at_size, report_files
 from .selection.heatmap import surface_title
 from .selection.summary import calibration_summary
+from .solvers import StreamingRidgeClassifier
 from .solvers.targets import planned_targets
 
 
@@ -65,6 +72,33 @@ def dataset_metadata(data, X, attrs):
     return {"path": redact_url(str(data)), "n_rows": int(X.shape[0]), "n_features": int(X.shape[1]),
             "task": attrs.get("task"), "classes": attrs.get("classes"),
             "feature_names": attrs.get("feature_names"), "categorical": attrs.get("categorical")}
+
+
+def first_look(model, X, y):
+    """What the model's first passes read from the rows alone, built as its steps build it, for
+    one pass (:func:`rfstream.cluster.prefetch`): a Standardizer's moments, the rows that
+    ``gamma="auto"`` samples (the map's ``random_state`` spawns the sampler, as
+    :func:`rfstream.features.grid.auto_value` does), and a classifier's classes.  A collection
+    its step then builds otherwise is computed by that step as before (issue "many workers",
+    docs/design-notes.md)."""
+    steps = [step for _, step in getattr(model, "steps", [])]
+    wanted = []
+    if not isinstance(X, da.Array) or not steps:
+        return wanted
+    first = 0
+    if isinstance(steps[0], Standardizer):
+        wanted.append(moments(X))
+        first = 1
+    fmap = steps[first] if len(steps) > first else None
+    items = gamma_items(getattr(fmap, "gamma", 1.0))[0] if isinstance(fmap, FeatureMap) else ()
+    if needs_auto(items) and not np.isnan(X.shape[0]):
+        (child,) = np.random.default_rng(check_seed(fmap.random_state)).spawn(1)
+        wanted.append(X[sample_row_indices(int(X.shape[0]), AUTO_SAMPLE_ROWS, np.random.default_rng(child))])
+    solver = steps[-1]
+    if isinstance(y, da.Array) and isinstance(solver, StreamingRidgeClassifier):
+        wanted.extend(da.unique(y, return_counts=True) if isinstance(solver.class_weight, str)
+                      else (da.unique(y),))
+    return wanted
 
 
 class FitJob:
@@ -204,6 +238,7 @@ class FitJob:
         passes_before = None if run is None else run.passes
         t0 = time.perf_counter()
         with running_on(self.device, self.precision):
+            prefetch(*first_look(self.model, self.X, None if self.transformer else self.y))
             self.model = selection.fit_model(self.model, self.X, None if self.transformer else self.y,
                                              **self.fit_params)
         meta = {"dataset": dataset_metadata(self.data, self.X, self.attrs),

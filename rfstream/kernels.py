@@ -15,9 +15,10 @@ import numbers
 import numpy as np
 from scipy import special, stats
 
-from .devices import to_host
 from .cluster import compute
+from .devices import to_host
 from .options import KERNELS
+from .preprocess import gather_rows
 from .random import sample_row_indices
 
 # Distance that each kernel is a function of (for the bandwidth rule).
@@ -181,7 +182,11 @@ def _gamma_from_sigma(kernel, sigma):
     return 1.0 / sigma**2
 
 
-def auto_gamma(X, kernel="gaussian", *, n_samples=1000, k=50, random_state=None) -> float:
+#: rows ``gamma="auto"`` samples (:func:`auto_gamma`)
+AUTO_SAMPLE_ROWS = 1000
+
+
+def auto_gamma(X, kernel="gaussian", *, n_samples=AUTO_SAMPLE_ROWS, k=50, random_state=None) -> float:
     """Bandwidth rule of the papers: gamma from the mean k-th nearest-neighbour distance.
 
     ``sigma`` is the mean, over ``n_samples`` rows sampled without replacement
@@ -233,9 +238,14 @@ def auto_gamma(X, kernel="gaussian", *, n_samples=1000, k=50, random_state=None)
     idx = sample_row_indices(n, n_samples, np.random.default_rng(random_state))
     k = min(int(k), idx.size - 1)
 
-    sample = X.iloc[idx] if hasattr(X, "iloc") else X[idx]
-    if hasattr(sample, "dask"):  # dask array: gather only the touched chunks, through the one door
+    if hasattr(X, "dask") and not hasattr(X, "iloc"):  # gather only the touched chunks, through the one door
+        sample, finish = gather_rows(X, idx)
         sample = to_host(compute(sample))  # rows on a device: the sample's distances on the host
+        sample = sample if finish is None else finish(sample)
+    else:
+        sample = X.iloc[idx] if hasattr(X, "iloc") else X[idx]
+        if hasattr(sample, "dask"):
+            sample = to_host(compute(sample))
 
     from sklearn.metrics import pairwise_distances
 

@@ -37,6 +37,22 @@ def _float_dtype(dtype):
     return dtype if dtype in (np.float32, np.float64) else np.float64
 
 
+#: the attribute of a Standardizer's dask output that names ``(scaler, input)``: a few rows of the
+#: output are the scaler's ``_block`` of the same rows of the input (:func:`gather_rows`)
+STANDARDIZED = "_rfstream_standardized"
+
+
+def gather_rows(X, index):
+    """The rows ``index`` of the dask array ``X``, lazy; for a Standardizer's output, gathered from
+    its input and standardized on the client: the same numbers, from the input's graph (so that a
+    prefetch of the input's rows serves them, :func:`rfstream.cluster.prefetch`)."""
+    made = getattr(X, STANDARDIZED, None)
+    if made is None:
+        return X[index], None
+    scaler, source = made
+    return source[index], scaler._block
+
+
 class Standardizer(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
     """Zero mean, unit variance per column, fitted in one streaming pass.
 
@@ -153,9 +169,9 @@ class Standardizer(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         X = check_X(self, X, reset=False)
         if isinstance(X, da.Array):
             dtype = _float_dtype(X.dtype)
-            return X.map_blocks(
-                self._block, dtype=dtype, chunks=X.chunks, meta=blocks_like(X, 2, dtype)
-            )
+            out = X.map_blocks(self._block, dtype=dtype, chunks=X.chunks, meta=blocks_like(X, 2, dtype))
+            setattr(out, STANDARDIZED, (self, X))  # rows gathered from out may be gathered from X
+            return out
         return self._block(X)
 
     def inverse_transform(self, X):

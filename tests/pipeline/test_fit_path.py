@@ -215,3 +215,16 @@ def test_a_list_of_alphas_for_a_solver_that_does_not_search_is_one_line(labelled
     assert cli.main(["fit", str(labelled), "--solver", "sgd", "--alpha", "1e-4,1e-3", "--out",
                      str(tmp_path / "m"), "--scheduler", "threads", "--quiet"]) == 2
     assert "--solver ridge" in capsys.readouterr().err
+
+
+def test_the_moments_the_auto_gammas_sample_and_the_classes_share_one_pass(labelled, tmp_path, monkeypatch):
+    from rfstream import jobs
+
+    kw = {"n_components": 64, "alpha": [0.1, 1.0], "gamma": "auto"}
+    model, meta = pipeline.fit_dataset(labelled, **kw)
+    monkeypatch.setattr(jobs, "first_look", lambda *args: [])  # each step's own pass, as before
+    alone, alone_meta = pipeline.fit_dataset(labelled, **kw)
+    assert meta["passes"] == alone_meta["passes"] - 2  # moments, sample and classes: one pass, not three
+    assert model[1].gamma_ == alone[1].gamma_
+    np.testing.assert_array_equal(model[0].mean_, alone[0].mean_)
+    np.testing.assert_array_equal(model[-1].coef_, alone[-1].coef_)
