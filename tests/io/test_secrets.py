@@ -129,7 +129,7 @@ def test_no_credential_is_written_or_printed(way, s3, workdir, capfd, caplog, mo
          "--quiet", *so)
     summary = json.loads(_cli(capfd, printed, "fit", f"{root}/data.zarr", "--out", f"{root}/model",
                               "--progress", "auto", *FIT, *so))
-    assert summary["passes"] >= 3 and "resumed" not in summary
+    assert summary["passes"] >= 2 and "resumed" not in summary  # a checkpoint of several passes
     _cli(capfd, printed, "evaluate", f"{root}/model", f"{root}/data.zarr", "--format", "json", "--scheduler",
          "threads", *so)
     _cli(capfd, printed, "predict", f"{root}/model", f"{root}/data.zarr", "--out", f"{root}/pred.zarr",
