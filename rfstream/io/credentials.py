@@ -170,7 +170,7 @@ def give_to_workers(client, done: bool = False) -> None:
 
     courier = _GIVEN.get(client)
     if courier is None:
-        courier = _GIVEN[client] = Courier(client, _SHARED)
+        courier = _GIVEN[client] = Courier(client, _SHARED, install, uninstall)
     courier.deliver()
 
 

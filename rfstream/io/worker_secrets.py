@@ -14,9 +14,9 @@ import contextlib
 import gc
 import time
 
-from distributed.protocol.pickle import dumps
+from functools import partial
 
-from . import credentials
+from distributed.protocol.pickle import dumps
 
 __all__ = ["Courier", "drop", "install"]
 
@@ -30,15 +30,18 @@ LEASE_SECONDS = 30.0
 COLLECT_AFTER_SECONDS = 3.0
 
 _HELD: dict[str, set] = {}   # on a worker: client id -> the tokens it gave
+_FORGET = []  # on a worker: [uninstall(tokens)], as the client's install gave it
 _WATCHED: dict[str, asyncio.Task] = {}  # on a worker: client id -> its watch
 
 
 # ------------------------------------------------------------------ on a worker
-async def install(client_id, shared, dask_worker=None) -> bool:
-    """Keep ``shared`` (token -> credentials) for ``client_id``'s tasks and watch that client.
-    Never raises: distributed logs a failed function's arguments."""
+async def install(client_id, shared, keep, forget, dask_worker=None) -> bool:
+    """Keep ``shared`` (token -> credentials) for ``client_id``'s tasks with ``keep(shared)``
+    and watch that client; ``forget(tokens)`` drops them.  Never raises: distributed logs a
+    failed function's arguments."""
     try:
-        credentials.install(shared)
+        keep(shared)
+        _FORGET[:] = [forget]
         _HELD.setdefault(client_id, set()).update(shared)
         if client_id not in _WATCHED and dask_worker is not None:
             _WATCHED[client_id] = asyncio.get_running_loop().create_task(watch(client_id, dask_worker))
@@ -54,7 +57,8 @@ def drop(client_id) -> None:
     if task is not None and task is not _current_task():
         task.cancel()
     kept = set().union(*_HELD.values()) if _HELD else set()
-    credentials.uninstall(tokens - kept)
+    if _FORGET:
+        _FORGET[0](tokens - kept)
     with contextlib.suppress(RuntimeError):  # the dead client's tasks are freed meanwhile
         asyncio.get_running_loop().call_later(COLLECT_AFTER_SECONDS, gc.collect)
 
@@ -105,13 +109,14 @@ def _current_task():
 
 # ------------------------------------------------------------------ on the client
 class Courier:
-    """Gives one client's workers the credentials of ``shared`` (a dict this process fills)
-    over direct connections: all of them at :meth:`deliver`, and every :data:`POLL_SECONDS`
+    """Gives one client's workers the credentials of ``shared`` (a dict this process fills;
+    ``keep`` and ``forget``, what a worker does with them) over direct connections: all of them at :meth:`deliver`, and every :data:`POLL_SECONDS`
     those that joined since; :meth:`close` takes them back."""
 
-    def __init__(self, client, shared: dict):
+    def __init__(self, client, shared: dict, keep, forget):
         self.client = client
         self.shared = shared
+        self.keep, self.forget = keep, forget
         self.given: dict[str, frozenset] = {}  # worker address -> tokens given
         self._poll = None
 
@@ -126,7 +131,8 @@ class Courier:
         workers = await self.client.scheduler.ncores()  # {address: threads}: the workers now
         tokens = frozenset(self.shared)
         todo = [a for a in workers if every or self.given.get(a) != tokens]
-        function, args = dumps(install), dumps((self.client.id, dict(self.shared)))
+        function = dumps(partial(install, keep=self.keep, forget=self.forget))
+        args = dumps((self.client.id, dict(self.shared)))
         results = await asyncio.gather(*(self._call(a, function, args) for a in todo), return_exceptions=True)
         for address, ok in zip(todo, results):
             if ok is True:
