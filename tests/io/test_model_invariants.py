@@ -127,3 +127,21 @@ def test_the_cli_refuses_in_one_line_and_saved_models_still_load(tmp_path, kpca,
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and err.startswith("rfstream: error:") and "Traceback" not in err, err
     assert not (tmp_path / "t.zarr").exists()
+
+
+@pytest.mark.parametrize("est, name, value, match", [
+    ("circulant", "random_offset_", np.zeros(30, np.float32), "circulant_"),
+    ("circulant", "signs_", np.full(4, 0.5, np.float32), "signs_"),
+    ("nystroem", "normalization_", np.eye(8)[:, :6], "normalization_"),
+    ("nystroem", "normalization_", np.triu(np.ones((8, 8))), "symmetric"),
+    ("standardizer", "scale_", -np.ones(4), "scale_"),
+])
+def test_more_maps_whose_arrays_disagree_are_refused(tmp_path, est, name, value, match):
+    from rfstream import CirculantFeatures, Standardizer
+    from rfstream.datadriven.nystroem import NystroemFeatures
+
+    est = {"circulant": CirculantFeatures(16, random_state=0),
+           "nystroem": NystroemFeatures(n_components=8, random_state=0), "standardizer": Standardizer()}[est]
+    path = _saved(tmp_path, est.fit(X))
+    _set_array(path, _top, name, value)
+    _refused(path, match)
