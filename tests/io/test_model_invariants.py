@@ -145,3 +145,29 @@ def test_more_maps_whose_arrays_disagree_are_refused(tmp_path, est, name, value,
     path = _saved(tmp_path, est.fit(X))
     _set_array(path, _top, name, value)
     _refused(path, match)
+
+
+def _data_driven(name):
+    from rfstream import TEFM, CompactNonlinearMap, EERFFeatures, LKRFFeatures, SESFeatures
+    from rfstream.features.fastfood import FastfoodFeatures
+
+    return {"cnm": CompactNonlinearMap(n_components=8, random_state=0, max_iter=2),
+            "eerf": EERFFeatures(8, n_candidates=40, subsample=1.0, random_state=0),
+            "lkrf": LKRFFeatures(8, n_candidates=40, subsample=1.0, random_state=0),
+            "tefm": TEFM(n_components=4, random_state=0), "ses": SESFeatures(n_components=8, random_state=0),
+            "fastfood": FastfoodFeatures(16, random_state=0)}[name]
+
+
+@pytest.mark.parametrize("name, attribute, value, match", [
+    ("cnm", "classes_", np.array([1, 0]), "classes_ must hold distinct"),
+    ("cnm", "projection_", np.zeros((3, 8)), "projection_"),
+    ("eerf", "selected_", np.arange(8) + 40, r"selected_ must hold values in \[0, 40\)"),
+    ("lkrf", "weights_", np.ones(39), "weights_"),
+    ("tefm", "components_", np.ones((16, 4)), "orthonormal"),
+    ("ses", "weights_", np.ones(5), "weights_"),
+    ("fastfood", "perm_", np.zeros((4, 4), np.int64), "permutation"),
+])
+def test_data_driven_maps_whose_attributes_disagree_are_refused(tmp_path, name, attribute, value, match):
+    path = _saved(tmp_path, _data_driven(name).fit(X, Y3 % 2))
+    _set_array(path, _top, attribute, value)
+    _refused(path, match)
