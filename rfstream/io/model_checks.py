@@ -250,12 +250,14 @@ class FittedView:
 def check_fitted(cls, view: FittedView) -> list:
     """Check ``view`` against the rule ``cls`` declares for its own fitted state, its
     ``_fitted_rule(view)`` (not inherited: a subclass states its own), before any array is
-    read; every other rfstream estimator gets the generic check (a positive
-    ``n_features_in_``) and the probe.  Returns what to check once the arrays are read, for
+    read; every rfstream estimator gets the generic check (a positive ``n_features_in_``,
+    one ``feature_names_in_`` per input column) and the probe.  Returns what to check once the arrays are read, for
     :func:`check_finite`: ``(name, lowest)`` of each array whose values must be finite (and,
     unless ``lowest`` is None, at least ``lowest``), then the rule's :class:`ValueRule`\ s."""
     if "n_features_in_" in view.fitted:
         view.int("n_features_in_")
+        if "feature_names_in_" in view.fitted:  # one name per input column, as sklearn checks them
+            view.array("feature_names_in_", (view.int("n_features_in_"),), kinds="US", finite=False)
     declared = cls.__module__.startswith("rfstream.") and "_fitted_rule" in vars(cls)
     rule = cls._fitted_rule if declared else None
     if rule is not None:

@@ -171,3 +171,15 @@ def test_data_driven_maps_whose_attributes_disagree_are_refused(tmp_path, name, 
     path = _saved(tmp_path, _data_driven(name).fit(X, Y3 % 2))
     _set_array(path, _top, attribute, value)
     _refused(path, match)
+
+
+def test_feature_names_must_match_the_input_width(tmp_path):
+    import pandas as pd
+
+    from rfstream import Standardizer
+
+    frame = pd.DataFrame(X, columns=list("abcd"))
+    path = _saved(tmp_path, Standardizer().fit(frame))
+    np.testing.assert_array_equal(load_model(path).transform(frame), Standardizer().fit(frame).transform(frame))
+    _set_array(path, _top, "feature_names_in_", np.array(["a", "b", "c"]))
+    _refused(path, "feature_names_in_")
