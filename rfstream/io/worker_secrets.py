@@ -20,7 +20,9 @@ from distributed.protocol.pickle import dumps
 
 __all__ = ["Courier", "drop", "install"]
 
-#: how often a worker asks the scheduler whether the client that gave it credentials is still there
+#: how often a worker asks the scheduler whether the client that gave it credentials is still
+#: there, at least (slower on a large cluster: as often as the worker's heartbeat, which
+#: distributed keeps under 200 a second at the scheduler)
 CHECK_SECONDS = 1.0
 #: how often the client looks for workers that joined since it last gave credentials
 POLL_SECONDS = 1.0
@@ -75,7 +77,7 @@ async def watch(client_id, worker) -> None:
     or its process killed), or cannot be reached for :data:`LEASE_SECONDS`."""
     confirmed = time.monotonic()
     while client_id in _HELD:
-        await asyncio.sleep(CHECK_SECONDS)
+        await asyncio.sleep(_check_seconds(worker))
         try:
             events = await worker.scheduler.events(topic=client_id)
         except Exception:  # the scheduler is away: keep them a while, as the client may be too
@@ -88,6 +90,11 @@ async def watch(client_id, worker) -> None:
     if _WATCHED.get(client_id) is _current_task():
         _WATCHED.pop(client_id)
     drop(client_id)
+
+
+def _check_seconds(worker) -> float:
+    heartbeat = getattr(worker, "periodic_callbacks", {}).get("heartbeat")
+    return max(CHECK_SECONDS, getattr(heartbeat, "callback_time", 0) / 1000)
 
 
 def connected(events) -> bool:
