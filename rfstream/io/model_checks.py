@@ -253,7 +253,7 @@ def check_fitted(cls, view: FittedView) -> list:
     read; every rfstream estimator gets the generic check (a positive ``n_features_in_``,
     one ``feature_names_in_`` per input column) and the probe.  Returns what to check once the arrays are read, for
     :func:`check_finite`: ``(name, lowest)`` of each array whose values must be finite (and,
-    unless ``lowest`` is None, at least ``lowest``), then the rule's :class:`ValueRule`\ s."""
+    unless ``lowest`` is None, at least ``lowest``), then the rule's :class:`ValueRule` items."""
     if "n_features_in_" in view.fitted:
         view.int("n_features_in_")
         if "feature_names_in_" in view.fitted:  # one name per input column, as sklearn checks them
