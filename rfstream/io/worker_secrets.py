@@ -13,12 +13,11 @@ import asyncio
 import contextlib
 import gc
 import time
-
 from functools import partial
 
 from distributed.protocol.pickle import dumps
 
-__all__ = ["Courier", "drop", "install"]
+__all__ = ["Courier", "connected", "drop", "install", "release", "watch"]
 
 #: how often a worker asks the scheduler whether the client that gave it credentials is still
 #: there, at least (slower on a large cluster: as often as the worker's heartbeat, which
@@ -65,7 +64,7 @@ def drop(client_id) -> None:
         asyncio.get_running_loop().call_later(COLLECT_AFTER_SECONDS, gc.collect)
 
 
-async def forget(client_id) -> bool:
+async def release(client_id) -> bool:
     """:func:`drop`, as the client's ``run`` on a worker when it closes."""
     with contextlib.suppress(Exception):
         drop(client_id)
@@ -117,8 +116,9 @@ def _current_task():
 # ------------------------------------------------------------------ on the client
 class Courier:
     """Gives one client's workers the credentials of ``shared`` (a dict this process fills;
-    ``keep`` and ``forget``, what a worker does with them) over direct connections: all of them at :meth:`deliver`, and every :data:`POLL_SECONDS`
-    those that joined since; :meth:`close` takes them back."""
+    ``keep`` and ``forget``: what a worker does with them) over direct connections: all of
+    them at :meth:`deliver`, and every :data:`POLL_SECONDS` those that joined since;
+    :meth:`close` takes them back."""
 
     def __init__(self, client, shared: dict, keep, forget):
         self.client = client
@@ -168,7 +168,7 @@ class Courier:
             self.client.sync(self._forget)
 
     async def _forget(self) -> None:
-        function, args = dumps(forget), dumps((self.client.id,))
+        function, args = dumps(release), dumps((self.client.id,))
         await asyncio.gather(*(self.client.rpc(a).run(function=function, args=args, wait=True)
                                for a in self.given), return_exceptions=True)
         self.given.clear()
