@@ -13,8 +13,8 @@ workers read the files and write the Zarr chunks:
     the Dask workers, the location and both fixes, within seconds, although the
     workers' instance-metadata service does not answer (a port that never replies);
 (c) ``--storage-options`` holds the credentials, the workers' and the client's
-    environments hold none: it works, and no message the client sends the scheduler
-    (the task graph among them) holds the secret;
+    environments hold none: it works, no message the client sends the scheduler (the task
+    graph among them) holds the secret, and the worker holds none once the command ended;
 (d) what a second client of the same cluster can read back: nothing of the secret on the
     scheduler (its objects, its logs) while the first client lives (the workers hold it, one
     that joined later too), and nothing on the scheduler or the workers once the first
@@ -183,8 +183,11 @@ def test_storage_options_reach_the_workers_but_not_the_graph(store, client_env, 
 
     monkeypatch.setattr(Client, "_send_to_scheduler", record)
     so = json.dumps({"key": key, "secret": secret, "client_kwargs": {"endpoint_url": endpoint}})
-    with dask_cluster(tmp_path, 1, env=_environment(endpoint)) as (address, _, _):
+    with dask_cluster(tmp_path, 1, env=_environment(endpoint)) as (address, second, _):
         assert _convert(address, "s3://work/c.zarr", "--storage-options", so) == 0, capfd.readouterr().err
+        cloudpickle.register_pickle_by_value(secret_client)
+        time.sleep(4)  # the command's client closed: the worker forgets at once, collects again after 3 s
+        assert not any(second.run(secret_client.holders, secret[::-1]).values())
     assert _converted(admin, "work/c.zarr") == [120, 5]
     graphs = [m for m in sent if b"update-graph" in m]
     assert len(graphs) >= 2  # pass 1 (scan) and pass 2 (encode and write)
