@@ -298,10 +298,17 @@ def test_content_witness_follows_linked_arrays(tmp_path):
     whole = tmp_path / "whole.zarr"
     whole.symlink_to(store)
     before = content_witness(linked), content_witness(whole)
+    X, _ = io.open_dataset(linked)
+    job = fingerprint_of("fit", dataset_identity(X, {}, before[0]))
+    with resumable(tmp_path / "ck", job):
+        _passes(2)
     array = zarr.open_array(str(store / "X"), mode="r+")
     array[:100] = array[:100] + 1.0
     after = content_witness(linked), content_witness(whole)
     assert after[0] != before[0] and after[1] != before[1]
+    with pytest.raises(CheckpointMismatch, match="or the dataset changed since"):  # never resumed
+        with resumable(tmp_path / "ck", fingerprint_of("fit", dataset_identity(X, {}, after[0]))):
+            pass
 
 
 def test_content_witness_on_an_object_store():
