@@ -36,7 +36,7 @@ MISSING = frozenset({"NoCredentialsError", "PartialCredentialsError", "Credentia
 _SHARED: dict[str, list] = {}  # token -> [(path of the option, value)], in this process
 _TOKENS: dict[str, str] = {}   # the credentials as JSON text -> their token
 _GIVEN = weakref.WeakKeyDictionary()  # client -> its Courier (rfstream.io.worker_secrets)
-_ON_A_WORKER = []  # [True] once a plugin installed credentials here: this process is a worker's
+_ON_A_WORKER = []  # [True] once a client gave credentials here: this process is a worker's
 
 
 def secret_values(options, secret=False) -> list:
@@ -175,8 +175,8 @@ def give_to_workers(client, done: bool = False) -> None:
 
 
 def on_a_worker() -> bool:
-    """Whether this code runs on a Dask worker (in its task, or in a process that was given
-    the plugin) rather than in the client."""
+    """Whether this code runs on a Dask worker (in its task, or in a process a client gave
+    credentials to) rather than in the client."""
     if _ON_A_WORKER:
         return True
     if "distributed" not in sys.modules:

@@ -230,3 +230,13 @@ def test_no_secret_on_the_scheduler_nor_after_a_killed_client(store, client_env,
             if first.poll() is None:
                 first.kill()
                 first.wait()
+
+
+def test_a_client_is_connected_while_its_last_event_is_add_client():
+    from rfstream.io.worker_secrets import connected
+
+    add, remove = {"action": "add-client"}, {"action": "remove-client"}
+    assert connected([[1.0, add]]) and connected([[1.0, add], [2.0, remove], [3.0, add]])
+    assert not connected([[1.0, add], [2.0, remove]])
+    assert not connected([])  # its events cleared after it left
+    assert connected([[1.0, add], [2.0, {"action": "other"}], [3.0, "text"]])
