@@ -115,7 +115,9 @@ class Standardizer(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         """What a saved model's fitted state must hold (:mod:`rfstream.io.model_checks`)."""
         d = view.int("n_features_in_")
         for name in ("mean_", "scale_", "var_"):
-            view.array(name, (d,))
+            view.array(name, (d,), nonnegative=name == "var_")
+        view.check("scale_ must be positive (each column is divided by it)",
+                   lambda s: bool(np.all(s > 0)), "scale_")
 
     def fit(self, X, y=None):
         """The column moments of ``X`` in one pass (a reduction over the row blocks for dask input)."""

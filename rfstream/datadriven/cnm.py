@@ -262,10 +262,27 @@ class CompactNonlinearMap(ClassifierMixin, FeatureMap):
 
     @staticmethod
     def _fitted_rule(view):
-        """What a saved model's fitted state must hold (:mod:`rfstream.io.model_checks`): a
-        dense projection, or a circulant one (its first row and signs)."""
-        names = ("circulant_", "signs_") if view.params.get("structure") == "circulant" else ("projection_",)
-        view.arrays(*names, "offset_")
+        """What a saved model's fitted state must hold (:mod:`rfstream.io.model_checks`): ``k``
+        phases and a dense ``d x k`` projection, or a circulant one (``ceil(k / d)`` rows of
+        ``d``, ``d`` signs); as a classifier, sorted distinct classes and a linear model of
+        the ``k`` features."""
+        d = view.int("n_features_in_")
+        k = view.array("offset_")
+        if len(k) != 1:
+            view.fail(f"offset_ has shape {k}, not (n_components,)")
+        if view.params.get("structure") == "circulant":
+            view.array("circulant_", (-(-k[0] // d), d))
+            view.array("signs_", (d,))
+        else:
+            view.array("projection_", (d, k[0]))
+        if view.fitted.get("classes_") is not None:
+            shape = view.array("classes_", kinds="biuUS", finite=False)
+            if len(shape) != 1 or shape[0] < 2:
+                view.fail("classes_ must be one-dimensional with at least two classes")
+            view.distinct_sorted("classes_")
+            targets = 1 if shape[0] == 2 else shape[0]
+            view.array("coef_", (targets, k[0]))
+            view.array("intercept_", (targets,))
 
     def _draw(self, rng, n_features):
         """Random Fourier initialization (Algorithm 3, line 1), kept in float64 until ``fit`` ends."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .scored import LabelScoredFeatures
+from .scored import LabelScoredFeatures, scored_state
 
 __all__ = ["EERFFeatures", "top_m"]
 
@@ -152,6 +152,8 @@ class EERFFeatures(LabelScoredFeatures):
     >>> eerf.transform(X).shape, eerf.scores_.shape
     ((300, 20), (200,))
     """
+
+    _fitted_rule = staticmethod(scored_state)  # what a saved model's fitted state must hold
 
     def _select(self, scores):
         return top_m(scores, self.n_components)

@@ -13,7 +13,7 @@ from typing import ClassVar
 import numpy as np
 from sklearn.utils._param_validation import Interval
 
-from .scored import LabelScoredFeatures
+from .scored import LabelScoredFeatures, scored_state
 
 __all__ = ["LKRFFeatures", "chi_square_weights", "project_simplex"]
 
@@ -149,6 +149,8 @@ class LKRFFeatures(LabelScoredFeatures):
         super().__init__(n_components, n_candidates=n_candidates, subsample=subsample, base=base,
                          score_mode=score_mode, kernel=kernel, gamma=gamma, sampler=sampler,
                          random_state=random_state, dtype=dtype)
+
+    _fitted_rule = staticmethod(scored_state)  # what a saved model's fitted state must hold
 
     def _select(self, scores):
         self.weights_ = chi_square_weights(np.asarray(scores) ** 2, float(self.rho))

@@ -245,8 +245,17 @@ class NystroemFeatures(KernelFeatureMap):
 
     @staticmethod
     def _fitted_rule(view):
-        """What a saved model's fitted state must hold (:mod:`rfstream.io.model_checks`)."""
-        view.arrays("components_", "normalization_")
+        """What a saved model's fitted state must hold (:mod:`rfstream.io.model_checks`):
+        ``m`` landmarks of the ``d`` inputs, the symmetric ``m x m`` ``K_mm^{+1/2}`` of rank at
+        most ``m``."""
+        d = view.int("n_features_in_")
+        landmarks = view.array("components_")
+        if len(landmarks) != 2 or landmarks[1] != d:
+            view.fail(f"components_ has shape {landmarks}, not (n_landmarks, {d})")
+        view.array("normalization_", (landmarks[0], landmarks[0]))
+        if "rank_" in view.fitted:
+            view.at_most("rank_", view.int("rank_", low=0), landmarks[0], "the number of landmarks")
+        view.check("normalization_ must be symmetric", lambda a: np.allclose(a, a.T), "normalization_")
 
     def _draw(self, rng, n_features):
         """The pilot map of ``landmarks="leverage"`` (its frequencies); nothing for "uniform"."""

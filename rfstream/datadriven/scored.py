@@ -181,6 +181,24 @@ def _keep_columns(fmap, index):
 
 # --------------------------------------------------------------- estimators
 
+def scored_state(view):
+    """The fitted state of a map that keeps the best-scored candidates (EERF, LKRF; a saved
+    model's, :mod:`rfstream.io.model_checks`): a score per candidate, the kept candidates'
+    indices among them, and sorted distinct classes when the labels were classes."""
+    candidates = view.array("scores_")
+    if len(candidates) != 1:
+        view.fail(f"scores_ has shape {candidates}, not (n_candidates,)")
+    kept = view.array("selected_", kinds="iu", finite=False)
+    if len(kept) != 1:
+        view.fail(f"selected_ has shape {kept}, not (n_components,)")
+    view.within("selected_", 0, candidates[0])
+    if view.fitted.get("classes_") is not None:
+        view.array("classes_", kinds="biuUS", finite=False)
+        view.distinct_sorted("classes_")
+    if "weights_" in view.fitted:
+        view.array("weights_", candidates, nonnegative=True)
+
+
 class LabelScoredFeatures(FeatureMap):
     """Base of EERF and LKRF: candidates, the score pass, and the kept features.
 

@@ -247,8 +247,9 @@ class SESFeatures(FeatureMap):
 
     @staticmethod
     def _fitted_rule(view):
-        """What a saved model's fitted state must hold (:mod:`rfstream.io.model_checks`)."""
-        view.arrays("weights_")
+        """What a saved model's fitted state must hold (:mod:`rfstream.io.model_checks`): a
+        weight per frequency."""
+        view.array("weights_", (view.int("n_components", param=True),))
 
     def _draw(self, rng, n_features):
         self.seed_ = int(rng.integers(0, 2**63 - 1))

@@ -293,8 +293,13 @@ class TEFM(FeatureMap):
 
     @staticmethod
     def _fitted_rule(view):
-        """What a saved model's fitted state must hold (:mod:`rfstream.io.model_checks`)."""
-        view.arrays("components_")
+        """What a saved model's fitted state must hold (:mod:`rfstream.io.model_checks`): the
+        orthonormal ``d x l`` basis ``Q`` of the ``d = n_random_features_`` random features."""
+        d = view.int("n_random_features_")
+        view.array("components_", (d, view.int("n_components", param=True)))
+        view.check("components_ must have orthonormal columns",
+                   lambda q: np.allclose(q.T.astype(np.float64) @ q, np.eye(q.shape[1]), atol=1e-3),
+                   "components_")
 
     def _draw(self, rng, n_features):
         d = self._d()

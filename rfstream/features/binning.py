@@ -150,8 +150,15 @@ class RandomBinningFeatures(GammaGridMixin, FeatureMap):
 
     @staticmethod
     def _fitted_rule(view):
-        """What a saved model's fitted state must hold (:mod:`rfstream.io.model_checks`)."""
-        view.arrays("pitches_", "offsets_", "hash_multipliers_", "hash_salts_")
+        """What a saved model's fitted state must hold (:mod:`rfstream.io.model_checks`): per
+        grid, a pitch, an offset and a hash multiplier of each input column, and a salt."""
+        d = view.int("n_features_in_")
+        shape = view.array("pitches_")
+        if len(shape) != 2 or shape[1] != d:
+            view.fail(f"pitches_ has shape {shape}, not (n_grids, {d})")
+        view.array("offsets_", shape)
+        view.array("hash_multipliers_", shape, kinds="u", finite=False)
+        view.array("hash_salts_", shape[:1], kinds="u", finite=False)
 
     def _draw(self, rng, n_features):
         """Pitches and shifts drawn for ``gamma = 1`` (kept) and scaled by ``1 / gamma_``:

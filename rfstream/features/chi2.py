@@ -272,8 +272,13 @@ class SkewedChi2Sampler(FeatureMap):
 
     @staticmethod
     def _fitted_rule(view):
-        """What a saved model's fitted state must hold (:mod:`rfstream.io.model_checks`)."""
-        view.arrays("random_weights_", "random_offset_")
+        """What a saved model's fitted state must hold (:mod:`rfstream.io.model_checks`): a
+        weight per input column and component, an offset per component."""
+        d = view.int("n_features_in_")
+        shape = view.array("random_weights_")
+        if len(shape) != 2 or shape[0] != d:
+            view.fail(f"random_weights_ has shape {shape}, not ({d}, n_components)")
+        view.array("random_offset_", shape[1:])
 
     def _draw(self, rng, n_features):
         dtype = self._output_dtype()

@@ -167,8 +167,16 @@ class CirculantFeatures(KernelFeatureMap):
 
     @staticmethod
     def _fitted_rule(view):
-        """What a saved model's fitted state must hold (:mod:`rfstream.io.model_checks`)."""
-        view.arrays("circulant_", "signs_", "random_offset_")
+        """What a saved model's fitted state must hold (:mod:`rfstream.io.model_checks`):
+        ``ceil(k / d)`` circulant vectors of the ``d`` inputs, ``d`` signs, ``k`` phases."""
+        d = view.int("n_features_in_")
+        blocks = view.array("circulant_")
+        k = view.array("random_offset_")
+        if len(k) != 1 or len(blocks) != 2 or blocks != (-(-k[0] // d), d):
+            view.fail(f"circulant_ has shape {blocks}, not (ceil(k / {d}), {d}) for the k = "
+                      f"{k[0] if len(k) == 1 else k} phases of random_offset_")
+        view.array("signs_", (d,))
+        view.one_of("signs_", (-1.0, 1.0))
 
     def _draw(self, rng, n_features):
         dtype = self._output_dtype()

@@ -88,6 +88,24 @@ class FastfoodFeatures(KernelFeatureMap):
             setattr(self, name, getattr(self, name)[:k].copy())
         self.random_offset_ = self.random_offset_[:n].copy()
 
+    @staticmethod
+    def _fitted_rule(view):
+        """What a saved model's fitted state must hold (:mod:`rfstream.io.model_checks`):
+        ``ceil(k / p)`` stacks of ``p = next_power_of_two(d)`` signs, permutations, Gaussians
+        and scales, and ``k`` phases."""
+        p = next_power_of_two(view.int("n_features_in_"))
+        k = view.array("random_offset_")
+        if len(k) != 1:
+            view.fail(f"random_offset_ has shape {k}, not (n_components,)")
+        shape = (-(-k[0] // p), p)
+        view.array("signs_", shape)
+        view.array("perm_", shape, kinds="iu", finite=False)
+        view.array("gauss_", shape)
+        view.array("scale_", shape)
+        view.one_of("signs_", (-1.0, 1.0))
+        view.check("perm_ must hold a permutation of 0..p-1 in each row",
+                   lambda a: bool(np.all(np.sort(a, axis=1) == np.arange(a.shape[1]))), "perm_")
+
     def _draw(self, rng, n_features):
         p = next_power_of_two(n_features)
         k = -(-self.n_components // p)

@@ -138,8 +138,15 @@ class PolynomialCountSketch(FeatureMap):
 
     @staticmethod
     def _fitted_rule(view):
-        """What a saved model's fitted state must hold (:mod:`rfstream.io.model_checks`)."""
-        view.arrays("index_hash_", "bit_hash_")
+        """What a saved model's fitted state must hold (:mod:`rfstream.io.model_checks`): one
+        hash of each input column (and of ``sqrt(coef0)``) per degree, buckets in
+        ``[0, n_components)``, signs -1 or 1."""
+        width = view.int("n_features_in_") + (view.params.get("coef0", 0) != 0)
+        degree = view.int("degree", param=True)
+        view.array("index_hash_", (degree, width), kinds="iu", finite=False)
+        view.array("bit_hash_", (degree, width))
+        view.within("index_hash_", 0, view.int("n_components", param=True))
+        view.one_of("bit_hash_", (-1.0, 1.0))
 
     def _draw(self, rng, n_features):
         d = n_features + (self.coef0 != 0)

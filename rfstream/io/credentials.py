@@ -2,10 +2,11 @@
 
 A :class:`~rfstream.io.location.Location` (and a Zarr store on one) pickles its options without
 the credentials (the options named as :data:`SECRET_NAME` matches) and with a random token
-(:func:`share`); the credentials reach each distributed client's workers once, as a worker
-plugin (:func:`give_to_workers`), and a worker puts them back (:func:`restore`).  Without
-options a worker uses its own environment or role.  Dask's ``processes`` scheduler gets them
-whole (:func:`by_value`).  Narrative: docs/robustness.md, "rfstream/io/credentials.py".
+(:func:`share`); the credentials reach each distributed client's workers from the client itself,
+never through the scheduler, and only while that client lives (:func:`give_to_workers`,
+:mod:`rfstream.io.worker_secrets`); a worker puts them back (:func:`restore`).  Without options a
+worker uses its own environment or role.  Dask's ``processes`` scheduler gets them whole
+(:func:`by_value`).  Narrative: docs/robustness.md, "rfstream/io/credentials.py".
 """
 from __future__ import annotations
 
@@ -34,9 +35,8 @@ MISSING = frozenset({"NoCredentialsError", "PartialCredentialsError", "Credentia
 
 _SHARED: dict[str, list] = {}  # token -> [(path of the option, value)], in this process
 _TOKENS: dict[str, str] = {}   # the credentials as JSON text -> their token
-_GIVEN = weakref.WeakKeyDictionary()  # client -> the tokens its workers were given
-_PROCESS = secrets.token_hex(6)  # names this process's plugin on a cluster shared with others
-_ON_A_WORKER = []  # [True] once a plugin installed credentials here: this process is a worker's
+_GIVEN = weakref.WeakKeyDictionary()  # client -> its Courier (rfstream.io.worker_secrets)
+_ON_A_WORKER = []  # [True] once a client gave credentials here: this process is a worker's
 
 
 def secret_values(options, secret=False) -> list:
@@ -108,11 +108,39 @@ def install(shared: dict) -> None:
         _TOKENS[json.dumps(found, default=repr)] = token
 
 
-def uninstall(shared: dict) -> None:
-    """On a worker: forget the credentials of ``shared`` (the plugin was taken back)."""
-    for token, found in shared.items():
-        _SHARED.pop(token, None)
-        _TOKENS.pop(json.dumps(found, default=repr), None)
+def uninstall(tokens) -> None:
+    """On a worker: forget the credentials of ``tokens`` (their client is gone), and the
+    filesystems built with them that fsspec keeps in its instance caches."""
+    values = set()
+    for token in tokens:
+        found = _SHARED.pop(token, None)
+        if found is not None:
+            _TOKENS.pop(json.dumps(found, default=repr), None)
+            values.update(secret_values([value for _, value in found], secret=True))
+    if values:
+        _forget_filesystems(values)
+
+
+def _forget_filesystems(values: set) -> None:
+    """Remove from every fsspec filesystem class's instance cache the instances whose options
+    hold one of ``values``."""
+    import gc
+
+    import fsspec
+
+    classes, stack = set(), [fsspec.AbstractFileSystem]
+    while stack:
+        for sub in stack.pop().__subclasses__():
+            if sub not in classes:
+                classes.add(sub)
+                stack.append(sub)
+    for cls in classes:
+        cache = vars(cls).get("_cache")
+        if isinstance(cache, dict):
+            for key in [key for key, fs in cache.items()
+                        if values & set(secret_values(getattr(fs, "storage_options", {})))]:
+                cache.pop(key, None)
+    gc.collect()
 
 
 def _default_client():
@@ -129,28 +157,26 @@ def _default_client():
 
 
 def give_to_workers(client, done: bool = False) -> None:
-    """Give ``client``'s workers every credential this process has shared, as one worker
-    plugin (again when more were shared since); ``done``: take the plugin back."""
-    name = f"rfstream-storage-options-{_PROCESS}"
+    """Give ``client``'s workers every credential this process has shared, straight from this
+    process (:class:`rfstream.io.worker_secrets.Courier`); ``done``: take them back."""
     if done:
-        if _GIVEN.pop(client, None) is not None and client.status == "running":
-            try:
-                client.unregister_worker_plugin(name)
-            except Exception:  # the cluster went away: nothing is left there to take back
-                pass
+        courier = _GIVEN.pop(client, None)
+        if courier is not None:
+            courier.close()
         return
-    if _GIVEN.get(client) == set(_SHARED):
+    if not _SHARED:
         return
-    from .worker_plugin import StorageOptions
+    from .worker_secrets import Courier
 
-    shared = dict(_SHARED)
-    client.register_plugin(StorageOptions(shared, install, uninstall), name=name)
-    _GIVEN[client] = set(shared)
+    courier = _GIVEN.get(client)
+    if courier is None:
+        courier = _GIVEN[client] = Courier(client, _SHARED, install, uninstall)
+    courier.deliver()
 
 
 def on_a_worker() -> bool:
-    """Whether this code runs on a Dask worker (in its task, or in a process that was given
-    the plugin) rather than in the client."""
+    """Whether this code runs on a Dask worker (in its task, or in a process a client gave
+    credentials to) rather than in the client."""
     if _ON_A_WORKER:
         return True
     if "distributed" not in sys.modules:

@@ -2,7 +2,8 @@
 
 A dataset rfstream writes is a Zarr v3 group: ``X`` (n x d float32, chunked by rows only),
 optional ``y`` (int32 class codes into ``attrs["classes"]``, -1 for a label unseen in a
-``like=`` training set, or float32 targets) and attributes.  Every writer stages its output
+``like=`` training set, or float32 targets) and attributes; every chunk zstd-compressed with its
+checksum (:func:`new_array`).  Every writer stages its output
 (:mod:`rfstream.io.staging`); readers take any Zarr v2 or v3 group, arrays chosen by name
 (:mod:`rfstream.io.zarr_source`).  The layout and its attributes: docs/io.md,
 "rfstream/io/dataset.py".
@@ -31,7 +32,10 @@ from .zarr_source import (
     open_source,
 )
 
-__all__ = ["dataset_info", "iter_row_chunks", "onehot_columns", "open_dataset", "write_dataset"]
+__all__ = ["dataset_info", "iter_row_chunks", "new_array", "onehot_columns", "open_dataset", "write_dataset"]
+
+#: zstd's level for the chunks rfstream writes (0: zstd's default, 3)
+ZSTD_LEVEL = 0
 
 
 class ChunkWriter:
@@ -46,10 +50,10 @@ class ChunkWriter:
         # every chunk is stored, zeros too: zarr's test for a chunk of fill values costs
         # more than compressing it (docs/io.md)
         config = {"write_empty_chunks": True}
-        self.X = self.group.create_array("X", shape=(n0, n_features), dtype="float32",
-                                         chunks=(rows_per_chunk, n_features), fill_value=0, config=config)
-        self.y = None if y_dtype is None else self.group.create_array(
-            "y", shape=(n0,), dtype=np.dtype(y_dtype).name, chunks=(rows_per_chunk,),
+        self.X = new_array(self.group, "X", shape=(n0, n_features), dtype="float32",
+                           chunks=(rows_per_chunk, n_features), fill_value=0, config=config)
+        self.y = None if y_dtype is None else new_array(
+            self.group, "y", shape=(n0,), dtype=np.dtype(y_dtype).name, chunks=(rows_per_chunk,),
             fill_value=0, config=config)
 
     def append(self, X: np.ndarray, y: np.ndarray | None) -> None:
@@ -78,6 +82,15 @@ def writable_group(target) -> zarr.Group:
         with storage_errors(target, "cannot be written"):
             return zarr.open_group(target.zarr_store(read_only=False), mode="w", zarr_format=3)
     return zarr.open_group(target, mode="w", zarr_format=3)
+
+
+def new_array(group: zarr.Group, name: str, **kwargs) -> zarr.Array:
+    """``group.create_array`` as every array rfstream writes is made: each chunk
+    zstd-compressed with zstd's frame checksum, so that a damaged chunk fails to decode
+    (one line, :class:`rfstream.io.zarr_source.CheckedReader`) instead of reading as other numbers."""
+    from zarr.codecs import ZstdCodec
+
+    return group.create_array(name, compressors=[ZstdCodec(level=ZSTD_LEVEL, checksum=True)], **kwargs)
 
 
 def json_attrs(attrs: dict) -> dict:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import re
+from typing import Callable, NamedTuple
 
 import numpy as np
 
@@ -155,9 +156,19 @@ def check_estimator_node(spec, path: str, where: str) -> None:
 
 
 # ------------------------------------------------------------------ the fitted state
+class ValueRule(NamedTuple):
+    """An invariant between fitted values, checked once they are read: ``test(*values of
+    names)`` must be true, else the model is refused saying ``text``."""
+
+    text: str
+    test: Callable
+    names: tuple
+
+
 class FittedView:
     """The fitted entries of one estimator before its arrays are read: scalars as they are,
-    arrays as their manifest entry (shape, dtype)."""
+    arrays as their manifest entry (shape, dtype); :meth:`check` adds invariants between the
+    values, tested once read."""
 
     def __init__(self, fitted: dict, params: dict, manifest: dict, where: str):
         self.fitted = fitted
@@ -165,6 +176,7 @@ class FittedView:
         self.manifest = manifest
         self.where = where
         self.finite = []  # (name, lowest allowed value or None), checked once read
+        self.rules = []  # ValueRule, checked once read (after finiteness)
 
     def fail(self, text):
         raise ModelFileError(f"{self.where}: {text}; the fitted state is inconsistent.")
@@ -203,34 +215,82 @@ class FittedView:
         for name in names:
             self.array(name, kinds="biuf", finite=False)
 
+    def text(self, name, choices):
+        """A fitted string that must be one of ``choices``."""
+        value = self.fitted.get(name)
+        if value not in choices:
+            self.fail(f"{name} is {str(value)[:40]!r}, not one of {', '.join(choices)}")
+        return value
+
+    def at_most(self, name, value, limit, limit_name):
+        """Require ``value`` (of ``name``, already checked) to be at most ``limit``."""
+        if value > limit:
+            self.fail(f"{name} is {value}, more than {limit_name} = {limit}")
+
+    def check(self, text, test, *names):
+        """Once ``names`` are read, refuse the model with ``text`` unless ``test(*values)``."""
+        self.rules.append(ValueRule(text, test, names))
+
+    def distinct_sorted(self, name):
+        """``name`` (a 1-d array) holds distinct values in increasing order (``np.unique``'s)."""
+        self.check(f"{name} must hold distinct values in increasing order",
+                   lambda a: a.ndim == 1 and bool(np.all(a[1:] > a[:-1])), name)
+
+    def within(self, name, low, high):
+        """Every value of ``name`` lies in ``[low, high)`` (indices, hash buckets)."""
+        self.check(f"{name} must hold values in [{low}, {high})",
+                   lambda a: a.size == 0 or bool(a.min() >= low and a.max() < high), name)
+
+    def one_of(self, name, values):
+        """Every value of ``name`` is one of ``values`` (signs: -1 and 1)."""
+        self.check(f"{name} must hold only {', '.join(map(str, values))}",
+                   lambda a: bool(np.all(np.isin(a, values))), name)
+
 
 def check_fitted(cls, view: FittedView) -> list:
     """Check ``view`` against the rule ``cls`` declares for its own fitted state, its
     ``_fitted_rule(view)`` (not inherited: a subclass states its own), before any array is
-    read; every other rfstream estimator gets the generic check (a positive
-    ``n_features_in_``) and the probe.  Returns ``(name, lowest)`` of each array whose
-    values must be finite once read (and, unless ``lowest`` is None, at least ``lowest``),
-    for :func:`check_finite`."""
+    read; every rfstream estimator gets the generic check (a positive ``n_features_in_``,
+    one ``feature_names_in_`` per input column) and the probe.  Returns what to check once the arrays are read, for
+    :func:`check_finite`: ``(name, lowest)`` of each array whose values must be finite (and,
+    unless ``lowest`` is None, at least ``lowest``), then the rule's :class:`ValueRule` items."""
     if "n_features_in_" in view.fitted:
         view.int("n_features_in_")
+        if "feature_names_in_" in view.fitted:  # one name per input column, as sklearn checks them
+            view.array("feature_names_in_", (view.int("n_features_in_"),), kinds="US", finite=False)
     declared = cls.__module__.startswith("rfstream.") and "_fitted_rule" in vars(cls)
     rule = cls._fitted_rule if declared else None
     if rule is not None:
         if not view.fitted:
             view.fail("it has no fitted state")
         rule(view)
-    return view.finite
+    return view.finite + view.rules
 
 
 def check_finite(est, names, where: str) -> None:
     """Refuse a read array of ``names`` (:func:`check_fitted`'s list) with a value that is not
-    finite, or below its lowest allowed value."""
-    for name, lowest in names:
+    finite, or below its lowest allowed value, and a fitted state that breaks a
+    :class:`ValueRule`."""
+    for item in names:
+        if isinstance(item, ValueRule):
+            _check_rule(est, item, where)
+            continue
+        name, lowest = item
         value = getattr(est, name)
         if not np.all(np.isfinite(value)):
             raise ModelFileError(f"{where}: {name} has values that are not finite.")
         if lowest is not None and np.any(value < lowest):
             raise ModelFileError(f"{where}: {name} has values below {lowest}; it holds counts or variances.")
+
+
+def _check_rule(est, rule: ValueRule, where: str) -> None:
+    try:
+        with np.errstate(all="ignore"):
+            held = bool(rule.test(*(getattr(est, name) for name in rule.names)))
+    except Exception:  # values a rule cannot even compare break it
+        held = False
+    if not held:
+        raise ModelFileError(f"{where}: {rule.text}; the fitted state is inconsistent.")
 
 
 # ------------------------------------------------------------------ the probe

@@ -11,7 +11,7 @@ import dask.array as da
 import numpy as np
 
 from ..cluster import compute
-from .dataset import writable_group
+from .dataset import new_array, writable_group
 from .location import as_location
 from .staging import staging
 from .zarr_source import lazy_array, open_source
@@ -69,7 +69,7 @@ def write_predictions(pred, path, *, scores=None, arrays=None, attrs=None, overw
             if values.shape[0] != pred.shape[0]:
                 raise ValueError(f"{name} has {values.shape[0]} rows but the predictions {pred.shape[0]}.")
             sources[name] = _regular(values, rows)
-        targets = [group.create_array(name, shape=a.shape, dtype=a.dtype, chunks=tuple(c[0] for c in a.chunks))
+        targets = [new_array(group, name, shape=a.shape, dtype=a.dtype, chunks=tuple(c[0] for c in a.chunks))
                    for name, a in sources.items()]
         stored = da.store(list(sources.values()), targets, lock=False, compute=False)
         compute(*(stored if isinstance(stored, (list, tuple)) else [stored]))  # workers write their blocks

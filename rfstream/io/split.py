@@ -19,7 +19,7 @@ from ..cluster import compute
 from ..options import ParameterError
 from ..random import check_seed
 from ..reductions import sum_rows
-from .dataset import ChunkWriter, _y_dtype, open_dataset
+from .dataset import ChunkWriter, _y_dtype, new_array, open_dataset
 from .location import as_location, redact_url
 from .staging import check_destination, staging
 from .zarr_source import DEFAULT_X, DEFAULT_Y, SCHEMA_VERSION, infer_task, lazy_array, open_source
@@ -145,8 +145,8 @@ class DatasetSplit:
                 for name in self.extras:
                     a = part[name]
                     sources.append(a.rechunk((rpc,) + (-1,) * (a.ndim - 1)))
-                    targets.append(writer.group.create_array(name, shape=a.shape, dtype=a.dtype,
-                                                             chunks=(rpc,) + a.shape[1:], fill_value=0))
+                    targets.append(new_array(writer.group, name, shape=a.shape, dtype=a.dtype,
+                                             chunks=(rpc,) + a.shape[1:], fill_value=0))
                 stored = da.store(sources, targets, lock=False, compute=False)
                 writes += stored if isinstance(stored, (list, tuple)) else [stored]
                 if counted:

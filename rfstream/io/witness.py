@@ -2,8 +2,9 @@
 
 :func:`content_witness` is a short digest that any rewrite of the dataset changes, without
 reading its chunks: every file's size, inode and times plus the SHA-256 of the Zarr metadata
-documents on a local disk; every object's size and version stamps on a store; ``None`` for a
-zarr Group or an xarray Dataset.  Reading the dataset changes nothing in it.
+documents on a local disk (symbolic links followed: an array directory may be one); every
+object's size and version stamps on a store; ``None`` for a zarr Group or an xarray Dataset.
+Reading the dataset changes nothing in it.
 Narrative, and the one change it can miss: docs/robustness.md, "rfstream/io/witness.py".
 """
 from __future__ import annotations
@@ -41,8 +42,14 @@ def _local_entries(location):
     if os.path.isfile(root):
         return [_local_entry(root, os.path.basename(root))]
     entries = []
+    seen = set()  # (device, inode) of each directory walked: a link loop is walked once
     with storage_errors(location, "cannot be read"):
-        for folder, dirs, files in os.walk(root):
+        for folder, dirs, files in os.walk(root, followlinks=True):  # X -> ../store/X is data too
+            st = os.stat(folder)
+            if (st.st_dev, st.st_ino) in seen:
+                dirs[:] = []
+                continue
+            seen.add((st.st_dev, st.st_ino))
             dirs.sort()
             for name in sorted(files):
                 path = os.path.join(folder, name)

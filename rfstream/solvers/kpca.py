@@ -249,6 +249,31 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
             self.features.check_parameters(int(n_features))
 
     # ------------------------------------------------------------------ fit
+    @staticmethod
+    def _fitted_rule(view):
+        """What a saved model's fitted state must hold (:mod:`rfstream.io.model_checks`):
+        ``n_components_`` orthonormal rows of ``D`` features by decreasing variance, the
+        features' mean, and the ratios of the total variance that ``fit`` computes."""
+        k = view.int("n_components_")
+        view.at_most("n_components_", k, view.int("n_components", param=True), "n_components")
+        mean = view.array("mean_", None if "features_" in view.fitted else (view.int("n_features_in_"),))
+        if len(mean) != 1:
+            view.fail(f"mean_ has shape {mean}, not (D,)")
+        view.at_most("n_components_", k, mean[0], "the number of features")
+        view.array("components_", (k, mean[0]))
+        view.array("explained_variance_", (k,), nonnegative=True)
+        view.array("explained_variance_ratio_", (k,), nonnegative=True)
+        view.number("total_variance_", nonnegative=True)
+        view.int("n_samples_")
+        view.text("method_", ("gram", "randomized"))
+        view.check("components_ must be orthonormal rows",
+                   lambda c: np.allclose(c @ c.T, np.eye(c.shape[0]), atol=1e-5), "components_")
+        view.check("explained_variance_ must be in decreasing order",
+                   lambda v: bool(np.all(np.diff(v) <= 0)), "explained_variance_")
+        view.check("explained_variance_ratio_ must be explained_variance_ / total_variance_",
+                   lambda r, v, t: np.allclose(r, v / t if t > 0 else 0.0, rtol=1e-6, atol=1e-12),
+                   "explained_variance_ratio_", "explained_variance_", "total_variance_")
+
     @_fit_context(prefer_skip_nested_validation=False)  # the map validates its own parameters
     def fit(self, X, y=None):
         """Fit the map (``features``) and the principal components of its features.

@@ -125,10 +125,12 @@ def labels_from_scores(scores, classes):
 def classifier_state(view):
     """The fitted state of a linear classifier (a saved model's, :mod:`rfstream.io.model_checks`):
     ``classes_`` (two or more), ``coef_`` and ``intercept_`` (one row per class, one for two
-    classes), and a calibrated ridge classifier's ``platt_``."""
+    classes), and a calibrated ridge classifier's ``platt_``; the classes distinct and sorted
+    (as ``np.unique`` gives them: a class's row is found by its rank)."""
     shape = view.array("classes_", kinds=ARRAY_KINDS, finite=False)
     if len(shape) != 1 or shape[0] < 2:
         view.fail("classes_ must be one-dimensional with at least two classes")
+    view.distinct_sorted("classes_")
     targets = 1 if shape[0] == 2 else shape[0]
     view.array("coef_", (targets, view.int("n_features_in_")))
     view.array("intercept_", (targets,))

@@ -286,6 +286,31 @@ def test_content_witness_changes_with_any_rewrite_and_not_with_a_read(tmp_path):
     assert content_witness(zarr.open_group(str(path), mode="r")) is None  # no location
 
 
+def test_content_witness_follows_linked_arrays(tmp_path):
+    """An array directory that is a symbolic link (``X -> ../store/X``), or the dataset
+    itself one: a rewrite behind the link changes the witness; a link loop ends."""
+    store = _dataset(tmp_path / "store", 0)
+    linked = tmp_path / "linked.zarr"
+    linked.mkdir()
+    for name in os.listdir(store):
+        (linked / name).symlink_to(store / name)
+    (linked / "loop").symlink_to(linked)  # a cycle is walked once, never forever
+    whole = tmp_path / "whole.zarr"
+    whole.symlink_to(store)
+    before = content_witness(linked), content_witness(whole)
+    X, _ = io.open_dataset(linked)
+    job = fingerprint_of("fit", dataset_identity(X, {}, before[0]))
+    with resumable(tmp_path / "ck", job):
+        _passes(2)
+    array = zarr.open_array(str(store / "X"), mode="r+")
+    array[:100] = array[:100] + 1.0
+    after = content_witness(linked), content_witness(whole)
+    assert after[0] != before[0] and after[1] != before[1]
+    with pytest.raises(CheckpointMismatch, match="or the dataset changed since"):  # never resumed
+        with resumable(tmp_path / "ck", fingerprint_of("fit", dataset_identity(X, {}, after[0]))):
+            pass
+
+
 def test_content_witness_on_an_object_store():
     url = "memory://witness/d.zarr"
     rng = np.random.default_rng(0)

@@ -72,3 +72,41 @@ def test_open_errors(tmp_path):
         open_dataset(tmp_path / "empty")
     with pytest.raises(FileNotFoundError, match=r"source file .*missing\.csv does not exist"):
         convert(tmp_path / "missing.csv", tmp_path / "m.zarr")
+
+
+def _codecs(path):
+    import json
+
+    return json.loads(path.read_text())["codecs"]
+
+
+def test_every_chunk_rfstream_writes_carries_a_checksum(tmp_path):
+    """zstd's frame checksum on every array rfstream writes (datasets, splits, predictions)."""
+    from rfstream.io.predictions import write_predictions
+    from rfstream.io.split import split_dataset
+
+    rng = np.random.default_rng(0)
+    X, y = rng.normal(size=(80, 3)), np.arange(80) % 2
+    write_dataset(tmp_path / "d.zarr", X, y, rows_per_chunk=20)
+    split_dataset(tmp_path / "d.zarr", tmp_path / "train.zarr", tmp_path / "test.zarr")
+    write_predictions(da.from_array(X[:, 0], chunks=20), tmp_path / "p.zarr", scores=X[:, :2])
+    metas = [tmp_path / f for f in ("d.zarr/X/zarr.json", "d.zarr/y/zarr.json", "train.zarr/X/zarr.json",
+                                     "test.zarr/y/zarr.json", "p.zarr/y_pred/zarr.json")]
+    for meta in metas:
+        assert {"name": "zstd", "configuration": {"level": 0, "checksum": True}} in _codecs(meta), meta
+
+
+def test_one_flipped_bit_in_a_chunk_is_one_line(tmp_path):
+    """A chunk with one bit flipped fails to decode: one line naming the dataset and rows, never
+    other numbers (random floats are stored nearly raw by zstd, so the flip would read silently)."""
+    rng = np.random.default_rng(0)
+    path = tmp_path / "d.zarr"
+    write_dataset(path, rng.normal(size=(200, 4)), np.arange(200) % 2, rows_per_chunk=100)
+    chunk = path / "X" / "c" / "0" / "0"
+    data = bytearray(chunk.read_bytes())
+    data[len(data) // 2] ^= 0x01
+    chunk.write_bytes(bytes(data))
+    X, _ = open_dataset(path)
+    with pytest.raises(ValueError, match=r"rows 0-100 of array 'X' cannot be read .*checksum") as refused:
+        X.compute(scheduler="synchronous")
+    assert "\n" not in str(refused.value)

@@ -13,19 +13,29 @@ workers read the files and write the Zarr chunks:
     the Dask workers, the location and both fixes, within seconds, although the
     workers' instance-metadata service does not answer (a port that never replies);
 (c) ``--storage-options`` holds the credentials, the workers' and the client's
-    environments hold none: it works, and no message the client sends the scheduler
-    (the task graph among them) holds the secret.
+    environments hold none: it works, no message the client sends the scheduler (the task
+    graph among them) holds the secret, and the worker holds none once the command ended;
+(d) what a second client of the same cluster can read back: nothing of the secret on the
+    scheduler (its objects, its logs) while the first client lives (the workers hold it, one
+    that joined later too), and nothing on the scheduler or the workers once the first
+    client's process is SIGKILLed.
 """
 import json
 import os
+import signal
 import socket
+import subprocess
+import sys
 import time
 import urllib.request
 
 import botocore.session
 import pytest
 import s3fs
-from helpers.services import WORKER_ENV, dask_cluster, s3_server
+import cloudpickle
+from helpers import secret_client
+from helpers.secret_client import holders
+from helpers.services import WORKER_ENV, dask_cluster, s3_server, start_worker
 from distributed import Client
 from distributed.protocol import dumps
 
@@ -173,10 +183,60 @@ def test_storage_options_reach_the_workers_but_not_the_graph(store, client_env, 
 
     monkeypatch.setattr(Client, "_send_to_scheduler", record)
     so = json.dumps({"key": key, "secret": secret, "client_kwargs": {"endpoint_url": endpoint}})
-    with dask_cluster(tmp_path, 1, env=_environment(endpoint)) as (address, _, _):
+    with dask_cluster(tmp_path, 1, env=_environment(endpoint)) as (address, second, _):
         assert _convert(address, "s3://work/c.zarr", "--storage-options", so) == 0, capfd.readouterr().err
+        cloudpickle.register_pickle_by_value(secret_client)
+        time.sleep(4)  # the command's client closed: the worker forgets at once, collects again after 3 s
+        assert not any(second.run(secret_client.holders, secret[::-1]).values())
     assert _converted(admin, "work/c.zarr") == [120, 5]
     graphs = [m for m in sent if b"update-graph" in m]
     assert len(graphs) >= 2  # pass 1 (scan) and pass 2 (encode and write)
     assert not [m for m in sent if secret.encode() in m or key.encode() in m]
     assert not capfd.readouterr().err
+
+
+def test_no_secret_on_the_scheduler_nor_after_a_killed_client(store, client_env, tmp_path):
+    endpoint, keys, admin = store
+    key, secret = keys["workers"]
+    client_env(None)
+    cloudpickle.register_pickle_by_value(secret_client)  # the probe runs where tests/ is not importable
+    script = secret_client.__file__
+    options = json.dumps({"key": key, "secret": secret, "client_kwargs": {"endpoint_url": endpoint}})
+    env = dict(_environment(endpoint), RFSTREAM_TEST_OPTIONS=options,
+               PYTHONPATH=os.pathsep.join(sys.path))
+    with dask_cluster(tmp_path, 1, env=_environment(endpoint)) as (address, second, workers):
+        first = subprocess.Popen([sys.executable, script, address, "s3://raw/adult/part-0.csv"], env=env,
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            line = first.stdout.readline()
+            assert line.strip() == str(len(_csv(0))), first.stderr.read() if first.poll() is not None else line
+            assert second.run_on_scheduler(holders, secret[::-1]) == []  # while the client lives
+            workers.append(start_worker(address, env=_environment(endpoint)))  # one that joins later
+            second.wait_for_workers(2, timeout=60)
+            time.sleep(3)  # the client looks for new workers every POLL_SECONDS
+            held = second.run(holders, secret[::-1])
+            assert len(held) == 2 and all(held.values()), held  # the probe sees what the workers hold
+            first.send_signal(signal.SIGKILL)
+            first.wait()
+            for _ in range(3):  # a worker drops them within about CHECK_SECONDS + COLLECT_AFTER_SECONDS
+                time.sleep(4)
+                held = {"scheduler": second.run_on_scheduler(holders, secret[::-1]),
+                        **second.run(holders, secret[::-1])}
+                if not any(held.values()):
+                    break
+            assert not any(held.values()), held
+            assert not [m for m in second.get_events() if secret in str(m)]
+        finally:
+            if first.poll() is None:
+                first.kill()
+                first.wait()
+
+
+def test_a_client_is_connected_while_its_last_event_is_add_client():
+    from rfstream.io.worker_secrets import connected
+
+    add, remove = {"action": "add-client"}, {"action": "remove-client"}
+    assert connected([[1.0, add]]) and connected([[1.0, add], [2.0, remove], [3.0, add]])
+    assert not connected([[1.0, add], [2.0, remove]])
+    assert not connected([])  # its events cleared after it left
+    assert connected([[1.0, add], [2.0, {"action": "other"}], [3.0, "text"]])
