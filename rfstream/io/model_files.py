@@ -15,14 +15,13 @@ import importlib
 import inspect
 import io
 import json
-import os
-import stat
 import sys
 
 import numpy as np
 
 from .._version import __version__
 from . import model_checks as checks
+from . import nofollow
 from .location import Location, StorageError, as_location
 from .model_checks import ModelFileError
 from .staging import resolve_committed, staging
@@ -174,17 +173,13 @@ def model_root(path, storage_options=None) -> Location:
     return resolve_committed(as_location(path, storage_options))
 
 
-def _nofollow(path, flags):
-    return os.open(path, flags | getattr(os, "O_NOFOLLOW", 0))
-
-
 class _Dir:
-    """A model directory's files, read without leaving it: on a local disk no symlink is
-    followed below the directory (``arrays/`` and every file must be what they say)."""
+    """A model directory's files, read without leaving it: on a local disk each part below
+    the directory is opened relative to its parent's descriptor without following a link
+    (:mod:`rfstream.io.nofollow`), so ``arrays/`` swapped for a link mid-read leads nowhere."""
 
     def __init__(self, root: Location):
         self.root = root
-        self.real = os.path.realpath(root.path) if root.is_local else None
 
     def open(self, name: str):
         """``(file object, size)`` of the regular file ``name`` (a relative path); None if absent."""
@@ -197,20 +192,13 @@ class _Dir:
             if info.get("type") != "file":
                 return None
             return loc.open("rb"), int(info["size"])
-        path = self.root.path
-        for part in name.split("/"):
-            path = os.path.join(path, part)
-            try:
-                mode = os.lstat(path).st_mode
-            except (FileNotFoundError, NotADirectoryError):
-                return None
-            if stat.S_ISLNK(mode):
+        try:
+            return nofollow.open_file(self.root.path, name)
+        except nofollow.Refused as exc:
+            if "link" in exc.why:
                 raise ModelFileError(f"{loc} is (or is under) a symbolic link; a model directory "
-                                     "holds its own files.")
-        if not stat.S_ISREG(mode) or not os.path.realpath(path).startswith(self.real + os.sep):
+                                     "holds its own files.") from None
             return None
-        f = open(path, "rb", opener=_nofollow)
-        return f, os.fstat(f.fileno()).st_size
 
     def read_json(self, name: str):
         opened = self.open(name)
