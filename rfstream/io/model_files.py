@@ -24,6 +24,7 @@ from . import model_checks as checks
 from . import nofollow
 from .location import Location, StorageError, as_location
 from .model_checks import ModelFileError
+from .model_metadata import check_metadata
 from .staging import resolve_committed, staging
 
 FORMAT = "rfstream-model"
@@ -384,6 +385,7 @@ def load_model_document(path, *, storage_options=None):
     try:
         model = _Reader(root, doc.get("arrays", {})).estimator(doc["estimator"], top=True)
         checks.probe(model, str(meta))
+        check_metadata(model, doc.get("metadata", {}), str(meta))
     except (ModelFileError, StorageError):
         raise
     except Exception as exc:  # whatever a malformed document makes the classes raise
