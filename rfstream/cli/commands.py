@@ -40,7 +40,8 @@ def _source(args, labels=True):
 
 @contextlib.contextmanager
 def _warnings_as_lines():
-    """Collect the warnings of a block and print each distinct one as one line on stderr.
+    """Collect the warnings of a block and print each distinct one as one line on stderr
+    when it ends normally (none when it raises: the error is the command's one line).
 
     ``ResourceWarning`` is left out: it reports an object some library left open (an aiohttp
     session of an object store's filesystem, collected whenever the garbage collector
