@@ -11,6 +11,7 @@ import re
 import numpy as np
 import pytest
 from helpers.cli import one_error_line, run
+from helpers.services import S3_CREDENTIALS, s3_server
 
 from rfstream import RandomFourierFeatures, StreamingRidgeClassifier, save_model
 from rfstream.io import open_dataset, write_dataset
@@ -27,6 +28,18 @@ def memory_url(request):
     url = f"memory://rfstream-staging/{request.node.name}"
     yield url
     as_location(url).remove()
+
+
+@pytest.fixture(scope="module")
+def s3():
+    """``(bucket URL, storage options)`` on a fresh moto S3 server process."""
+    import s3fs
+
+    with pytest.MonkeyPatch.context() as mp, s3_server() as endpoint:
+        for key, value in S3_CREDENTIALS.items():
+            mp.setenv(key, value)
+        s3fs.S3FileSystem(endpoint_url=endpoint).mkdir("rfstream-staging")
+        yield "s3://rfstream-staging", {"endpoint_url": endpoint}
 
 
 def _releases(loc):
@@ -47,6 +60,18 @@ def test_a_folder_of_v_names_is_never_taken_for_an_interrupted_write(where, tmp_
     files = _releases(dst)
     with pytest.raises(FileExistsError, match="already exists"):
         write_dataset(dst.path if where == "local" else str(dst), X, Y)
+    assert _intact(dst, files)
+
+
+@pytest.mark.parametrize("command", ["predict", "convert"])
+def test_on_s3_a_folder_of_v_names_is_kept(s3, small, command, capsys):
+    bucket, options = s3
+    dst = as_location(f"{bucket}/{command}/releases", options)
+    files = _releases(dst)
+    data, model, _, csv = small
+    argv = ["predict", model, data, "--out", str(dst)] if command == "predict" else ["convert", csv, str(dst)]
+    assert run([*argv, "--storage-options", json.dumps(options), "--scheduler", "threads", "--quiet"]) == 2
+    assert "already exists" in one_error_line(capsys)
     assert _intact(dst, files)
 
 
