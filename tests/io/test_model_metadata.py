@@ -7,7 +7,12 @@ import pytest
 from helpers.cli import one_error_line, run
 from sklearn.pipeline import make_pipeline
 
-from rfstream import RandomFourierFeatures, StreamingRidge, StreamingRidgeClassifier, save_model
+from rfstream import (
+    RandomFourierFeatures,
+    StreamingRidge,
+    StreamingRidgeClassifier,
+    save_model,
+)
 from rfstream.io import write_dataset
 from rfstream.io.model_checks import ModelFileError
 from rfstream.pipeline import load_fitted

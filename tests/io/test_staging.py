@@ -12,12 +12,12 @@ import numpy as np
 import pytest
 from helpers.cli import one_error_line, run
 from helpers.services import S3_CREDENTIALS, s3_server
+from sklearn.pipeline import make_pipeline
 
 from rfstream import RandomFourierFeatures, StreamingRidgeClassifier, save_model
 from rfstream.io import open_dataset, write_dataset
 from rfstream.io.location import as_location
 from rfstream.io.staging import staging
-from sklearn.pipeline import make_pipeline
 
 X = np.random.default_rng(0).standard_normal((40, 3)).astype(np.float32)
 Y = (X[:, 0] > 0).astype(np.int32)
