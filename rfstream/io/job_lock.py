@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import math
 import os
 import secrets
 import socket
@@ -108,9 +107,14 @@ def _shown(value):
     return " ".join(str(value).split())[:80].encode("ascii", "backslashreplace").decode()
 
 
-def _is_number(value):
-    """A JSON number (a bool is not one)."""
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
+def _in_window(beat):
+    """Whether ``beat`` is a heartbeat a live holder may have written: a JSON number (a bool is
+    not one) in [now - :func:`stale_seconds`, now + :data:`MAX_SKEW_SECONDS`] (never NaN,
+    infinite, far ahead or old)."""
+    if not isinstance(beat, (int, float)) or isinstance(beat, bool):
+        return False
+    now = time.time()
+    return now - stale_seconds() <= beat <= now + MAX_SKEW_SECONDS
 
 
 class JobLock:
@@ -164,11 +168,8 @@ class JobLock:
     def _stale(self, holder):
         if holder.get("stale"):
             return True
-        beat, pid = holder.get("beat"), holder.get("pid", -1)
-        if not _is_number(beat) or type(pid) is not int or pid >= 2**31:
-            return True
-        now = time.time()
-        if not now - stale_seconds() <= beat <= now + MAX_SKEW_SECONDS:  # NaN, inf, far ahead, old
+        pid = holder.get("pid", -1)
+        if not _in_window(holder.get("beat")) or type(pid) is not int or pid >= 2**31:
             return True
         if holder.get("host") != socket.gethostname() or pid <= 0:
             return False
@@ -180,7 +181,7 @@ class JobLock:
         return _gone(pid, holder.get("start"))
 
     def _busy(self, holder):
-        beat = holder.get("beat") if _is_number(holder.get("beat")) and math.isfinite(holder["beat"]) else 0.0
+        beat = float(holder["beat"]) if _in_window(holder.get("beat")) else time.time()
         since = time.strftime("%H:%M:%S", time.localtime(beat))
         free = time.strftime("%H:%M:%S", time.localtime(beat + stale_seconds()))
         return CheckpointBusy(

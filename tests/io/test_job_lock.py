@@ -15,6 +15,7 @@ from rfstream.datasets import registry
 from rfstream.io import job_lock
 from rfstream.io.checkpoints import resumable
 from rfstream.io.job_lock import LOCK, CheckpointBusy
+from rfstream.io.location import as_location
 
 
 def _doc(beat, **extra):
@@ -145,3 +146,13 @@ def test_the_cli_refuses_an_oversized_lock_in_one_line_and_restart_takes_it(magi
     assert run(["fit", magic, "--out", tmp_path / "model", *FIT]) == 2
     assert "--restart" in one_error_line(capsys)
     assert run(["fit", magic, "--out", tmp_path / "model", *FIT, "--restart"]) == 0
+
+
+@pytest.mark.parametrize("beat", ["1e400", "NaN", str(10**400), '"x"'])
+def test_a_busy_message_never_fails_on_the_lock_it_read(where, beat):
+    """The refusal of a lock taken between the look and the create names its holder from
+    whatever that file holds: a heartbeat that is no date cannot make it raise."""
+    lock = job_lock.JobLock(as_location(str(where)))
+    (where / LOCK).write_text(_doc(beat))
+    busy = lock._busy(lock._holder())
+    assert isinstance(busy, CheckpointBusy) and "\n" not in str(busy)
