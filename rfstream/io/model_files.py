@@ -15,6 +15,7 @@ import importlib
 import inspect
 import io
 import json
+import os
 import sys
 import warnings
 
@@ -26,7 +27,7 @@ from . import nofollow
 from .location import Location, StorageError, as_location
 from .model_checks import ModelFileError
 from .model_metadata import check_metadata
-from .staging import resolve_committed, staging
+from .staging import COMMIT, VERSION_NAME, resolve_committed, staging
 
 FORMAT = "rfstream-model"
 FORMAT_VERSION = 1
@@ -50,6 +51,11 @@ def _class_path(obj) -> str:
 class _Writer:
     def __init__(self, root: Location):
         self.root = root
+        # a committed version (a store's layout on a local disk) is a part below the destination
+        # the user named: opened without following a link too
+        parent, version = os.path.split(root.path.rstrip("/")) if root.is_local else ("", "")
+        committed = VERSION_NAME.fullmatch(version) and os.path.isfile(os.path.join(parent, COMMIT))
+        self.base, self.prefix = (parent, f"{version}/") if committed else (root.path, "")
         self.arrays = {}
 
     def array(self, value: np.ndarray, where: str) -> dict:
@@ -182,6 +188,11 @@ class _Dir:
 
     def __init__(self, root: Location):
         self.root = root
+        # a committed version (a store's layout on a local disk) is a part below the destination
+        # the user named: opened without following a link too
+        parent, version = os.path.split(root.path.rstrip("/")) if root.is_local else ("", "")
+        committed = VERSION_NAME.fullmatch(version) and os.path.isfile(os.path.join(parent, COMMIT))
+        self.base, self.prefix = (parent, f"{version}/") if committed else (root.path, "")
 
     def open(self, name: str):
         """``(file object, size)`` of the regular file ``name`` (a relative path); None if absent."""
@@ -195,7 +206,7 @@ class _Dir:
                 return None
             return loc.open("rb"), int(info["size"])
         try:
-            return nofollow.open_file(self.root.path, name)
+            return nofollow.open_file(self.base, self.prefix + name)
         except nofollow.Refused as exc:
             if "link" in exc.why:
                 raise ModelFileError(f"{loc} is (or is under) a symbolic link; a model directory "

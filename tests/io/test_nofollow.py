@@ -55,3 +55,31 @@ def test_a_model_whose_arrays_are_swapped_for_a_link_mid_load_reads_nothing_outs
         load_model(str(model))
     monkeypatch.undo()
     assert not [p for p in opened if p.startswith(str(outside))]
+
+
+def test_a_committed_version_swapped_for_a_link_is_never_followed(tmp_path, monkeypatch):
+    """A store's layout on a local disk (``DST/rfstream-commit.json`` naming ``v-<hex>``): the
+    version is a part below the destination, opened without following a link even when it
+    is swapped after the reader's check."""
+    X = np.random.default_rng(0).standard_normal((20, 3))
+    dst = tmp_path / "dst"
+    save_model(RandomFourierFeatures(n_components=4, random_state=0).fit(X), str(tmp_path / "saved"))
+    dst.mkdir()
+    shutil.copytree(tmp_path / "saved", dst / "v-0a1b")
+    (dst / "rfstream-commit.json").write_text('{"format": "rfstream-commit", "current": "v-0a1b"}')
+    assert load_model(str(dst)).n_components == 4
+    outside = tmp_path / "outside"
+    shutil.copytree(tmp_path / "saved", outside)
+    real_open, swapped = os.open, []
+
+    def swapping_open(path, flags, *args, **kwargs):
+        if not swapped and os.fspath(path) == str(dst):  # after resolve_committed looked at v-0a1b
+            swapped.append(True)
+            shutil.rmtree(dst / "v-0a1b")
+            (dst / "v-0a1b").symlink_to(outside)
+        return real_open(path, flags, *args, **kwargs)
+
+    monkeypatch.setattr(os, "open", swapping_open)
+    with pytest.raises(ModelFileError, match="symbolic link"):
+        load_model(str(dst))
+    assert swapped
