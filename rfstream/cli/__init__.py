@@ -86,7 +86,7 @@ def _run_command(name, args):
     none when it fails (its refusal is its one line: an overflow seen on the way is no news)."""
     from . import commands
 
-    with commands._warnings_as_lines():
+    with commands._warnings_as_lines(every=False):
         return getattr(commands, name)(args)
 
 

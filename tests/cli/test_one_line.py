@@ -63,3 +63,22 @@ def test_a_bad_value_in_files_converted_by_the_embedded_clusters_tasks_is_one_li
     assert main(["convert", str(folder), str(tmp_path / "out.zarr"), "--scheduler", "cluster", "--quiet"]) == 2
     line = _one_line(capfd.readouterr().err)
     assert "b.csv" in line and "inf" in line
+
+
+@pytest.mark.parametrize("fails", [True, False])
+def test_a_commands_warnings_are_lines_after_success_and_nothing_before_a_refusal(monkeypatch, capsys, fails):
+    import warnings
+
+    from rfstream.cli import commands
+
+    def command(args):
+        warnings.warn("overflow encountered in matmul", RuntimeWarning)
+        if fails:
+            raise ValueError("the model is refused")
+
+    monkeypatch.setattr(commands, "cmd_info", command)
+    assert main(["info", "anything"]) == (2 if fails else 0)
+    err = capsys.readouterr().err
+    want = "rfstream: error: the model is refused" if fails else \
+        "rfstream: warning: overflow encountered in matmul"
+    assert _one_line(err) == want
