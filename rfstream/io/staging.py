@@ -19,6 +19,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from ..options import OutputExistsError
+from . import nofollow
 from .location import Location, as_location, storage_errors
 
 COMMIT = "rfstream-commit.json"
@@ -51,12 +52,13 @@ def _proven_marker(dst: Location, name: str) -> str | None:
         return None
     version = f"{VERSION_PREFIX}{found.group(1)}"
     target = dst.child(name)
-    if target.is_local and (os.path.islink(target.path) or not os.path.isfile(target.path)):
-        return None
     try:
-        with target.open("rb") as f:
-            data = f.read(MAX_MARKER_BYTES + 1)
-    except OSError:
+        if target.is_local:  # a regular file, not a link, read relative to the destination's descriptor
+            data = nofollow.read_file(dst.path, name, MAX_MARKER_BYTES)
+        else:
+            with target.open("rb") as f:
+                data = f.read(MAX_MARKER_BYTES + 1)
+    except OSError:  # nofollow.Refused too
         return None
     return version if data == _marker_doc(version) else None
 

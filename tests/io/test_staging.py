@@ -174,3 +174,21 @@ def test_split_refuses_parts_inside_data_or_each_other(parts, tmp_path, capsys):
     assert run(["split", data, *(tmp_path / p for p in parts), "--overwrite", "--quiet"]) == 2
     assert re.search(r"DATA|one inside the other", one_error_line(capsys))
     assert sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*")) == before
+
+
+def test_a_marker_that_is_a_link_proves_nothing(tmp_path):
+    """On a local disk (a store's layout copied there) the marker must be a regular file of
+    its own: a link to a valid marker elsewhere is no proof."""
+    dst = tmp_path / "out.zarr"
+    (dst / "v-ab").mkdir(parents=True)
+    (dst / "v-ab" / "data").write_text("someone's")
+    valid = tmp_path / "marker.json"
+    valid.write_text(json.dumps({"format": "rfstream-write", "version": "v-ab"}))
+    (dst / "rfstream-write-ab.json").symlink_to(valid)
+    with pytest.raises(FileExistsError, match="already exists"):
+        write_dataset(str(dst), X, Y)
+    assert (dst / "v-ab" / "data").read_text() == "someone's"
+    (dst / "rfstream-write-ab.json").unlink()
+    (dst / "rfstream-write-ab.json").write_text(valid.read_text())  # the proof, as a write leaves it
+    write_dataset(str(dst), X, Y)
+    np.testing.assert_array_equal(np.asarray(open_dataset(str(dst))[0]), X)
