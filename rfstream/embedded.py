@@ -77,7 +77,7 @@ def local_cluster_kwargs(n_workers=None):
         "host": "127.0.0.1",
         "dashboard_address": "127.0.0.1:0",
         "memory_limit": int(0.8 * memory / n_workers),
-        "preload": [__name__],
+        "preload": [*dask.config.get("distributed.worker.preload", []), __name__],  # the user's kept
     }
 
 
