@@ -156,3 +156,23 @@ def test_a_busy_message_never_fails_on_the_lock_it_read(where, beat):
     (where / LOCK).write_text(_doc(beat))
     busy = lock._busy(lock._holder())
     assert isinstance(busy, CheckpointBusy) and "\n" not in str(busy)
+
+
+def test_a_lock_rfstream_may_not_read_needs_restart(where, monkeypatch):
+    """Permissions cannot be tested as root: the read is made to fail as it would for
+    another user's lock of mode 600."""
+    (where / LOCK).write_text(_doc(time.time()))
+    real = job_lock.nofollow.read_file
+
+    def denied(root, name, limit):
+        data = real(root, name, limit)
+        if name == LOCK and data is not None and b'"another"' in data:  # the other user's lock only
+            raise PermissionError(13, "Permission denied", name)
+        return data
+
+    monkeypatch.setattr(job_lock.nofollow, "read_file", denied)
+    with pytest.raises(CheckpointBusy, match=r"cannot be read.*restart"), resumable(where, "job"):
+        pass
+    assert (where / LOCK).exists()
+    _take(where, restart=True)
+    assert not (where / LOCK).exists()
