@@ -58,8 +58,11 @@ def _intact(loc, files):
 def test_a_folder_of_v_names_is_never_taken_for_an_interrupted_write(where, tmp_path, memory_url):
     dst = as_location(str(tmp_path / "releases") if where == "local" else f"{memory_url}/releases")
     files = _releases(dst)
+    target = dst.path if where == "local" else str(dst)
     with pytest.raises(FileExistsError, match="already exists"):
-        write_dataset(dst.path if where == "local" else str(dst), X, Y)
+        write_dataset(target, X, Y)
+    with pytest.raises(ValueError, match="refusing to overwrite .* not a Zarr dataset"):
+        write_dataset(target, X, Y, overwrite=True)  # not rfstream's output either
     assert _intact(dst, files)
 
 
