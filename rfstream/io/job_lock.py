@@ -143,7 +143,7 @@ class JobLock:
                 try:
                     data = nofollow.read_file(self.checkpoint.path, LOCK, MAX_LOCK_BYTES)
                 except nofollow.Refused as exc:
-                    if "bytes" in exc.why:
+                    if exc.kind == "size":
                         return {"unreadable": exc.why}
                     return {"stale": True}  # a link or not a regular file: removed, never followed
                 except IsADirectoryError:

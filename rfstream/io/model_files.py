@@ -208,7 +208,7 @@ class _Dir:
         try:
             return nofollow.open_file(self.base, self.prefix + name)
         except nofollow.Refused as exc:
-            if "link" in exc.why:
+            if exc.kind == "link":
                 raise ModelFileError(f"{loc} is (or is under) a symbolic link; a model directory "
                                      "holds its own files.") from None
             return None

@@ -21,11 +21,14 @@ _NONBLOCK = getattr(os, "O_NONBLOCK", 0)  # a FIFO at a file's name is not waite
 
 
 class Refused(OSError):
-    """A part of the name is a symbolic link, or not the kind of entry it must be; ``why`` says which."""
+    """A part of the name is a symbolic link, or not the kind of entry it must be: ``why`` says
+    it in words, ``kind`` as one of "link", "type" (not a regular file or not a plain name),
+    "size" (larger than allowed), "full" (a directory that holds files)."""
 
-    def __init__(self, name, why):
+    def __init__(self, name, why, kind):
         super().__init__(errno.ELOOP, f"{name} {why}")
         self.why = why
+        self.kind = kind
 
 
 def _open_part(part, flags, dir_fd, name):
@@ -33,7 +36,7 @@ def _open_part(part, flags, dir_fd, name):
         return os.open(part, flags | _NOFOLLOW | _CLOEXEC, dir_fd=dir_fd)
     except OSError as exc:
         if exc.errno == errno.ELOOP or exc.errno == errno.ENOTDIR and _is_link(part, dir_fd):
-            raise Refused(name, "is (or is under) a symbolic link") from None
+            raise Refused(name, "is (or is under) a symbolic link", "link") from None
         raise
 
 
@@ -62,7 +65,7 @@ def directory(root, parts=()):
 
 def _check_part(part):
     if part in ("", ".", "..") or "/" in part or "\0" in part:
-        raise Refused(part, "is not a plain name")
+        raise Refused(part, "is not a plain name", "type")
 
 
 def open_file(root, name):
@@ -79,7 +82,7 @@ def open_file(root, name):
     info = os.fstat(fd)
     if not stat.S_ISREG(info.st_mode):
         os.close(fd)
-        raise Refused(name, "is not a regular file")
+        raise Refused(name, "is not a regular file", "type")
     return os.fdopen(fd, "rb"), info.st_size
 
 
@@ -92,10 +95,10 @@ def read_file(root, name, limit):
     f, size = opened
     with f:
         if size > limit:
-            raise Refused(name, f"is {size} bytes, more than the {limit} it may have")
+            raise Refused(name, f"is {size} bytes, more than the {limit} it may have", "size")
         data = f.read(limit + 1) if limit < 2**62 else f.read()
     if len(data) > limit:
-        raise Refused(name, f"holds more than the {limit} bytes it may have")
+        raise Refused(name, f"holds more than the {limit} bytes it may have", "size")
     return data
 
 
@@ -117,5 +120,5 @@ def remove_entry(root, name):
             return
         except OSError as exc:
             if exc.errno in (errno.ENOTEMPTY, errno.EEXIST):
-                raise Refused(name, "is a directory that holds files") from None
+                raise Refused(name, "is a directory that holds files", "full") from None
             raise
