@@ -4,12 +4,14 @@
 single-threaded worker process per core, the memory split between them, the dashboard on 127.0.0.1
 (:func:`local_cluster_kwargs`); dask's config quieted for a batch job and the workers' allocator set,
 where the user has not set them (:func:`embedded_config`); the client's environment put back after
-the nannies write into it (:func:`environ_kept`).  Why each setting: docs/robustness.md,
+the nannies write into it (:func:`environ_kept`); each worker's "Compute Failed" log of a task's
+exception left out, as the client raises it (:func:`dask_setup`).  Why each setting: docs/robustness.md,
 "rfstream/embedded.py".
 """
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 
 import dask
@@ -45,9 +47,24 @@ def embedded_config():
             if dask.config.get(key, None) == dask.config.get(key, None, config=defaults)}
 
 
+class _ComputeFailedDropped(logging.Filter):
+    """Drops distributed's "Compute Failed" record of a task's exception: the client raises that
+    exception itself (the CLI says it in one line), and the embedded workers write to its stderr."""
+
+    def filter(self, record):
+        return not str(record.msg).startswith("Compute Failed")
+
+
+def dask_setup(worker):
+    """Run in each embedded worker process at its start (``preload``): :class:`_ComputeFailedDropped`."""
+    logger = logging.getLogger("distributed.worker")
+    if not any(isinstance(f, _ComputeFailedDropped) for f in logger.filters):
+        logger.addFilter(_ComputeFailedDropped())
+
+
 def local_cluster_kwargs(n_workers=None):
     """LocalCluster's arguments: ``n_workers`` worker processes (default: one per core) sharing the cores
-    and 80% of the memory, on 127.0.0.1."""
+    and 80% of the memory, on 127.0.0.1, each set up by :func:`dask_setup`."""
     import psutil
 
     cores = os.cpu_count() or 1
@@ -60,6 +77,7 @@ def local_cluster_kwargs(n_workers=None):
         "host": "127.0.0.1",
         "dashboard_address": "127.0.0.1:0",
         "memory_limit": int(0.8 * memory / n_workers),
+        "preload": [*dask.config.get("distributed.worker.preload", []), __name__],  # the user's kept
     }
 
 

@@ -22,6 +22,7 @@ from .cluster import ensure_run_context
 from .devices import check_device, check_model_on_device, host_blocks, on_device
 from .io.location import redact_url
 from .io.model_files import load_model_document
+from .io.staging import check_apart
 from .jobs import FitJob, open_data
 from .metrics import classification_metrics, regression_metrics
 from .options import TASKS, ParameterError
@@ -314,8 +315,9 @@ def predict_dataset(model_path, data, out, *, overwrite=False, storage_options=N
     ------
     ValueError
         A transformer, ``scores`` of a regressor, ``std`` or ``interval`` of a model without a
-        posterior, or a dataset with other columns.
+        posterior, a dataset with other columns, or ``out`` on DATA or MODEL.
     """
+    check_apart(out, {"DATA": data, "MODEL": model_path}, storage_options)
     model, meta = load_fitted(model_path, storage_options=storage_options)
     if not hasattr(model, "predict"):
         raise ValueError(f"{model_path} is a transformer, which does not predict; use "
@@ -440,8 +442,10 @@ def transform_dataset(model_path, data, out, *, overwrite=False, storage_options
     Raises
     ------
     ValueError
-        A model that ends in a solver, sparse features, or a dataset with other columns.
+        A model that ends in a solver, sparse features, a dataset with other columns, or
+        ``out`` on DATA or MODEL.
     """
+    check_apart(out, {"DATA": data, "MODEL": model_path}, storage_options)
     model, meta = load_fitted(model_path, storage_options=storage_options)
     if hasattr(model, "predict") or not hasattr(model, "transform"):
         raise ParameterError(f"{model_path} ends in a solver; transform_dataset needs a transformer "

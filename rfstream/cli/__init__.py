@@ -82,9 +82,12 @@ class _Later:
 
 
 def _run_command(name, args):
+    """Run ``commands.<name>``: its warnings printed one line each when it succeeds, and
+    none when it fails (its refusal is its one line: an overflow seen on the way is no news)."""
     from . import commands
 
-    return getattr(commands, name)(args)
+    with commands._warnings_as_lines(every=False):
+        return getattr(commands, name)(args)
 
 
 def build_parser():

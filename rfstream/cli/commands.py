@@ -39,14 +39,18 @@ def _source(args, labels=True):
 
 
 @contextlib.contextmanager
-def _warnings_as_lines():
-    """Collect the warnings of a block and print each distinct one as one line on stderr.
+def _warnings_as_lines(every=True):
+    """Collect the warnings of a block and print each distinct one as one line on stderr
+    when it ends normally (none when it raises: the error is the command's one line);
+    ``every``: each warning, else those Python's filters let through (no library's
+    ``DeprecationWarning``).
 
     ``ResourceWarning`` is left out: it reports an object some library left open (an aiohttp
     session of an object store's filesystem, collected whenever the garbage collector
     runs), nothing the command's user can act on."""
     with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
+        if every:
+            warnings.simplefilter("always")
         yield
     shown = [w for w in caught if not issubclass(w.category, ResourceWarning)]
     for message in dict.fromkeys(str(w.message).splitlines()[0] for w in shown):

@@ -18,12 +18,15 @@ import json
 import os
 import posixpath
 import re
+import sys
 
 import numpy as np
 
 from .._version import __version__
 from ..cluster import using_pass_store
 from ..options import ParameterMixin
+from . import made_directory as made_dirs
+from . import nofollow
 from .job_lock import LOCK, CheckpointBusy, JobLock
 from .location import StorageError, as_location, storage_errors
 
@@ -38,6 +41,10 @@ MANIFEST = "rfstream-checkpoint.json"
 #: is checked by its SHA-256 only (against damage, not against someone who rewrites both).
 KEY_ENV = "RFSTREAM_CHECKPOINT_KEY"
 FORMAT = "rfstream-checkpoint"
+#: the most bytes a manifest may have (a few hundred a pass): a larger one is not rfstream's
+MAX_MANIFEST_BYTES = 64 * 2**20
+#: no bound of its own on a pass's file: what a pass returns is bounded by the memory plan
+MAX_PASS_BYTES = sys.maxsize
 #: every name rfstream writes in a checkpoint's directory: the manifest, the lock, the passes,
 #: and their temporary names while written (``.NAME.XXXXXXXX``, renamed whole)
 _NAMES = r"(rfstream-checkpoint\.json|rfstream-checkpoint\.lock|pass-\d{5}\.npz)"
@@ -104,10 +111,11 @@ def _decode(data, count):
 class Checkpoint:
     """The passes of one job stored at ``location`` (docs/robustness.md).
 
-    ``made_directory``: this run made the checkpoint's directory (else it is kept when
-    the checkpoint is removed: a directory rfstream did not make is never deleted)."""
+    ``made_directory``: the token of the checkpoint's directory when this run made it
+    (:mod:`rfstream.io.made_directory`); else the manifest's token counts only when the
+    marker beside the directory proves it, and a directory rfstream did not make is kept."""
 
-    def __init__(self, location, fingerprint, *, restart=False, storage_options=None, made_directory=False):
+    def __init__(self, location, fingerprint, *, restart=False, storage_options=None, made_directory=None):
         self.location = as_location(location, storage_options)
         self.fingerprint = str(fingerprint)
         self.position = 0  # passes seen by this run
@@ -115,7 +123,10 @@ class Checkpoint:
         self.steps = []
         self.written = set()  # the names this run wrote
         manifest = self._read_manifest()
-        self.made_directory = bool(made_directory or (manifest or {}).get("made_directory") is True)
+        claimed = (manifest or {}).get("made_directory")
+        if not made_directory and self.location.is_local and made_dirs.proven(self.location.path, claimed):
+            made_directory = claimed  # an earlier run made it: its marker says so
+        self.made_directory = made_directory if isinstance(made_directory, str) else None
         top = self.location.path.rstrip("/")
         others = [f for f in self.location.files()
                   if not (_own(f.name) and posixpath.dirname(f.path.rstrip("/")) == top)] \
@@ -143,14 +154,13 @@ class Checkpoint:
         """The manifest, checked: rfstream's format, and each step's file named as rfstream
         names it (``pass-NNNNN.npz``, in order); None when there is none."""
         target = self.location.child(MANIFEST)
-        with storage_errors(target, "cannot be read"):
-            if not target.isfile():
-                return None
-            self._check_not_a_link(target)
-            try:
-                manifest = json.loads(target.read_bytes())
-            except ValueError:
-                manifest = None
+        data = self._read(target, MAX_MANIFEST_BYTES)
+        if data is None:
+            return None
+        try:
+            manifest = json.loads(data)
+        except (ValueError, RecursionError):
+            manifest = None
         if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
             raise self._refuse(f"{MANIFEST} is not an rfstream checkpoint manifest")
         steps = manifest.get("steps", [])
@@ -163,10 +173,22 @@ class Checkpoint:
                 raise self._refuse(f"its manifest names {shown} as pass {k + 1}, not {step_name(k)}")
         return manifest
 
-    def _check_not_a_link(self, target):
-        """On a local disk, a file of the checkpoint that is a symbolic link (to anywhere) is refused."""
-        if target.is_local and os.path.islink(target.path):
-            raise self._refuse(f"{target.name} is a symbolic link")
+    def _read(self, target, limit):
+        """The bytes of the checkpoint's file ``target`` (None when missing), read on a local
+        disk without following a link (:mod:`rfstream.io.nofollow`); one larger than ``limit``
+        bytes, a link or anything but a regular file make the checkpoint not rfstream's."""
+        with storage_errors(target, "cannot be read"):
+            if not target.is_local:
+                if not target.isfile():
+                    return None
+                size = int(target.fs.info(target.path).get("size") or 0)
+                if size > limit:
+                    raise self._refuse(f"{target.name} is {size} bytes, more than the {limit} it may have")
+                return target.read_bytes()
+            try:
+                return nofollow.read_file(self.location.path, target.name, limit)
+            except nofollow.Refused as exc:
+                raise self._refuse(f"{target.name} {exc.why}") from None
 
     def _write_manifest(self):
         doc = {"format": FORMAT, "rfstream_version": __version__, "fingerprint": self.fingerprint,
@@ -196,14 +218,14 @@ class Checkpoint:
             self._write_manifest()
             return None
         target = self.location.child(step_name(k))  # the name rfstream gives, checked against the manifest
-        self._check_not_a_link(target)
-        with storage_errors(target, "cannot be read"):
-            try:
-                data = target.read_bytes()
-            except FileNotFoundError:  # named by the manifest this run read, gone since
-                raise CheckpointBusy(
-                    f"the checkpoint {self.location} was removed while this run replayed it: another run "
-                    "of the same job finished first and wrote its output.") from None
+        try:
+            data = self._read(target, MAX_PASS_BYTES)
+        except FileNotFoundError:
+            data = None
+        if data is None:  # named by the manifest this run read, gone since
+            raise CheckpointBusy(
+                f"the checkpoint {self.location} was removed while this run replayed it: another run "
+                "of the same job finished first and wrote its output.")
         if hashlib.sha256(data).hexdigest() != step.get("sha256"):
             raise CheckpointMismatch(f"{target} is damaged (its SHA-256 differs from the manifest's); "
                                      "pass {restart=True} to start over.", restart=False)
@@ -269,9 +291,9 @@ class Checkpoint:
             self._remove_own_files()
 
     def remove_directory(self):
-        """Delete the checkpoint's directory when this job made it and nothing is left in it."""
-        if self.made_directory:
-            remove_empty_directory(self.location)
+        """Delete the checkpoint's directory when rfstream made it (this run, or an earlier one
+        its marker proves) and nothing is left in it."""
+        remove_made_directory(self.location, self.made_directory)
 
     def remove(self):
         """Delete the checkpoint's files, and its directory when rfstream made it and nothing
@@ -289,12 +311,12 @@ def _own(name):
     return bool(OWN_NAME.fullmatch(name))
 
 
-def remove_empty_directory(location):
-    """Remove the local directory ``location`` if it is empty (``rmdir``: never its content);
-    an object store has no directories to remove."""
-    if location.is_local:
-        with contextlib.suppress(OSError):
-            os.rmdir(location.path)
+def remove_made_directory(location, token):
+    """Remove the local directory ``location`` if rfstream made it with ``token`` and it is empty
+    (``rmdir``: never its content; :mod:`rfstream.io.made_directory`); an object store has no
+    directories to remove."""
+    if location.is_local and token:
+        made_dirs.remove(location.path, token)
 
 
 def will_recur(exc):
@@ -323,7 +345,7 @@ def resumable(location, fingerprint="", *, restart=False, description="", storag
     and left for the caller to :meth:`~Checkpoint.remove` when the block succeeds.
     """
     where = as_location(location, storage_options)
-    lock = JobLock(where).acquire()
+    lock = JobLock(where).acquire(restart=restart)
     made = lock.made_directory
     checkpoint = None
     failure = None
@@ -343,5 +365,5 @@ def resumable(location, fingerprint="", *, restart=False, description="", storag
                     checkpoint.remove_files()
         finally:
             lock.release()
-        if drop and (checkpoint.made_directory if checkpoint is not None else made):
-            remove_empty_directory(where)
+        if drop:
+            remove_made_directory(where, checkpoint.made_directory if checkpoint is not None else made)

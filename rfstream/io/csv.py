@@ -25,6 +25,7 @@ from .ingest import (
     ExactSum,
     LabelEncoder,
     LabelScanner,
+    check_text,
     compression_of,
     encoding_stats,
     first_data_lines,
@@ -244,6 +245,7 @@ class ColumnScan:
     def column(self, name, path):
         if self.numeric:
             return ("num", self.total.mean(self.count))
+        check_text(self.values or (), path, f"column {name!r}")
         if self.values is None:
             raise ValueError(
                 f"{path}: column {name!r} is not numeric and has more than {MAX_CATEGORIES} "

@@ -187,6 +187,15 @@ def resolve_label_column(label_column, names, header, path) -> int | None:
                     f"got {label_column!r}")
 
 
+def check_text(values, src, what: str) -> None:
+    """Refuse values read as text that hold a NUL byte: no text file has one (a binary or
+    damaged file; read on, ``3\0.5`` would become a category instead of a number)."""
+    bad = next((v for v in values if isinstance(v, str) and "\0" in v), None)
+    if bad is not None:
+        raise ValueError(f"{src}: {what} holds a NUL byte (in {bad[:40]!r}); a CSV file is text: remove "
+                         "the byte, or export the file again")
+
+
 @dataclass
 class LabelScanner:
     """Pass 1 over the labels: counts, distinct values (at most MAX_CLASSES kept), kind."""
@@ -236,6 +245,7 @@ class LabelScanner:
 
     def decide(self, task: str, src: Location, column: Any) -> LabelSchema:
         """Task and classes after pass 1 (see :func:`rfstream.io.convert`)."""
+        check_text(self.classes, src, f"label column {column!r}")
         if self.n_missing:
             raise ValueError(
                 f"{src}: {self.n_missing} rows have no value in label column {column!r} "

@@ -16,16 +16,18 @@ import inspect
 import io
 import json
 import os
-import stat
 import sys
+import warnings
 
 import numpy as np
 
 from .._version import __version__
 from . import model_checks as checks
+from . import nofollow
 from .location import Location, StorageError, as_location
 from .model_checks import ModelFileError
-from .staging import resolve_committed, staging
+from .model_metadata import check_metadata
+from .staging import COMMIT, VERSION_NAME, resolve_committed, staging
 
 FORMAT = "rfstream-model"
 FORMAT_VERSION = 1
@@ -49,6 +51,11 @@ def _class_path(obj) -> str:
 class _Writer:
     def __init__(self, root: Location):
         self.root = root
+        # a committed version (a store's layout on a local disk) is a part below the destination
+        # the user named: opened without following a link too
+        parent, version = os.path.split(root.path.rstrip("/")) if root.is_local else ("", "")
+        committed = VERSION_NAME.fullmatch(version) and os.path.isfile(os.path.join(parent, COMMIT))
+        self.base, self.prefix = (parent, f"{version}/") if committed else (root.path, "")
         self.arrays = {}
 
     def array(self, value: np.ndarray, where: str) -> dict:
@@ -174,17 +181,18 @@ def model_root(path, storage_options=None) -> Location:
     return resolve_committed(as_location(path, storage_options))
 
 
-def _nofollow(path, flags):
-    return os.open(path, flags | getattr(os, "O_NOFOLLOW", 0))
-
-
 class _Dir:
-    """A model directory's files, read without leaving it: on a local disk no symlink is
-    followed below the directory (``arrays/`` and every file must be what they say)."""
+    """A model directory's files, read without leaving it: on a local disk each part below
+    the directory is opened relative to its parent's descriptor without following a link
+    (:mod:`rfstream.io.nofollow`), so ``arrays/`` swapped for a link mid-read leads nowhere."""
 
     def __init__(self, root: Location):
         self.root = root
-        self.real = os.path.realpath(root.path) if root.is_local else None
+        # a committed version (a store's layout on a local disk) is a part below the destination
+        # the user named: opened without following a link too
+        parent, version = os.path.split(root.path.rstrip("/")) if root.is_local else ("", "")
+        committed = VERSION_NAME.fullmatch(version) and os.path.isfile(os.path.join(parent, COMMIT))
+        self.base, self.prefix = (parent, f"{version}/") if committed else (root.path, "")
 
     def open(self, name: str):
         """``(file object, size)`` of the regular file ``name`` (a relative path); None if absent."""
@@ -197,20 +205,13 @@ class _Dir:
             if info.get("type") != "file":
                 return None
             return loc.open("rb"), int(info["size"])
-        path = self.root.path
-        for part in name.split("/"):
-            path = os.path.join(path, part)
-            try:
-                mode = os.lstat(path).st_mode
-            except (FileNotFoundError, NotADirectoryError):
-                return None
-            if stat.S_ISLNK(mode):
+        try:
+            return nofollow.open_file(self.base, self.prefix + name)
+        except nofollow.Refused as exc:
+            if exc.kind == "link":
                 raise ModelFileError(f"{loc} is (or is under) a symbolic link; a model directory "
-                                     "holds its own files.")
-        if not stat.S_ISREG(mode) or not os.path.realpath(path).startswith(self.real + os.sep):
+                                     "holds its own files.") from None
             return None
-        f = open(path, "rb", opener=_nofollow)
-        return f, os.fstat(f.fileno()).st_size
 
     def read_json(self, name: str):
         opened = self.open(name)
@@ -395,7 +396,10 @@ def load_model_document(path, *, storage_options=None):
     meta = root.child("model.json")
     try:
         model = _Reader(root, doc.get("arrays", {})).estimator(doc["estimator"], top=True)
-        checks.probe(model, str(meta))
+        with np.errstate(all="ignore"), warnings.catch_warnings():  # a refusal says it all, in one line
+            warnings.simplefilter("ignore")
+            checks.probe(model, str(meta))
+        check_metadata(model, doc.get("metadata", {}), str(meta))
     except (ModelFileError, StorageError):
         raise
     except Exception as exc:  # whatever a malformed document makes the classes raise

@@ -21,7 +21,7 @@ from ..random import check_seed
 from ..reductions import sum_rows
 from .dataset import ChunkWriter, _y_dtype, new_array, open_dataset
 from .location import as_location, redact_url
-from .staging import check_destination, staging
+from .staging import check_destination, overlap, staging
 from .zarr_source import DEFAULT_X, DEFAULT_Y, SCHEMA_VERSION, infer_task, lazy_array, open_source
 
 __all__ = ["DatasetSplit", "split_dataset"]
@@ -63,9 +63,14 @@ class DatasetSplit:
         source, self.train, self.test = (as_location(p, storage_options) for p in (data, train, test))
         if _same(self.train, self.test):
             raise ValueError(f"TRAIN and TEST are the same location ({self.train}); give two different ones.")
+        if overlap(self.train, self.test):
+            raise ValueError(f"TRAIN ({self.train}) and TEST ({self.test}) are one inside the other; give two "
+                             "separate locations.")
         for out in (self.train, self.test):
-            if _same(out, source):
-                raise ValueError(f"{out} is DATA itself; write the split to other locations.")
+            how = overlap(out, source)
+            if how is not None:
+                said = "is DATA itself" if how == "is" else f"{how} DATA ({source})"
+                raise ValueError(f"{out} {said}; write the split to other locations.")
         opened = open_source(data, storage_options)  # DATA missing: FileNotFoundError
         self.X, self.y = open_dataset(data, x=x_array, y=y_array, storage_options=storage_options)
         self.attrs = dict(opened.attrs)

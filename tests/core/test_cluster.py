@@ -101,3 +101,26 @@ def test_embedded_cluster_quiets_its_background_work_but_keeps_user_settings(mon
     environ = {"MALLOC_TRIM_THRESHOLD_": 0}  # a user's choice of the workers' environment is kept
     with dask.config.set({"distributed.nanny.pre-spawn-environ": environ}):
         assert "distributed.nanny.pre-spawn-environ" not in embedded_config()
+
+
+def test_the_embedded_workers_preload_their_log_filter_after_the_users():
+    """Each embedded worker runs ``rfstream.embedded.dask_setup`` (no "Compute Failed" record of
+    a task's error, which the client raises), after any preload the user configured."""
+    import logging
+
+    from rfstream.embedded import dask_setup
+
+    assert local_cluster_kwargs(1)["preload"] == ["rfstream.embedded"]
+    with dask.config.set({"distributed.worker.preload": ["mine"]}):
+        assert local_cluster_kwargs(1)["preload"] == ["mine", "rfstream.embedded"]
+    logger = logging.getLogger("distributed.worker")
+    kept = list(logger.filters)
+    try:
+        dask_setup(None)
+        dask_setup(None)  # once is enough
+        record = logging.LogRecord("distributed.worker", logging.ERROR, "", 0, "Compute Failed\nKey: %s", ("k",), None)
+        other = logging.LogRecord("distributed.worker", logging.ERROR, "", 0, "Worker stream died", (), None)
+        assert len(logger.filters) == len(kept) + 1
+        assert not logger.filter(record) and logger.filter(other)
+    finally:
+        logger.filters[:] = kept

@@ -12,7 +12,8 @@ from unittest import mock
 @contextmanager
 def recording_opens():
     """Every path opened through ``builtins.open``, ``io.open`` or ``os.open`` in the block (a list,
-    real paths), the files still opened as usual."""
+    real paths; an ``os.open`` relative to a ``dir_fd`` as what it opened), the files still opened
+    as usual."""
     seen = []
     real_open, real_os_open = builtins.open, os.open
 
@@ -25,8 +26,12 @@ def recording_opens():
         return real_open(file, *args, **kwargs)
 
     def fake_os_open(file, *args, **kwargs):
-        record(file)
-        return real_os_open(file, *args, **kwargs)
+        if kwargs.get("dir_fd") is None:
+            record(file)
+        fd = real_os_open(file, *args, **kwargs)
+        if kwargs.get("dir_fd") is not None:
+            seen.append(os.path.realpath(f"/proc/self/fd/{fd}"))
+        return fd
 
     with mock.patch.object(builtins, "open", fake_open), mock.patch.object(io, "open", fake_open), \
             mock.patch.object(os, "open", fake_os_open):

@@ -100,7 +100,8 @@ def _check(saved, case, tmp, path):
             assert "\n" not in str(exc)
             model = None
     real_tmp, real_model = os.path.realpath(tmp), os.path.realpath(path)
-    strays = [p for p in seen if p.startswith(real_tmp + os.sep) and not p.startswith(real_model + os.sep)]
+    strays = [p for p in seen if p.startswith(real_tmp + os.sep) and p != real_model
+              and not p.startswith(real_model + os.sep)]
     assert not strays, strays
     assert _tree(tmp) == before
     if model is not None:

@@ -260,3 +260,18 @@ def test_the_evidence_compares_gammas_of_a_map_fitted_once_per_gamma():
     assert model[-1].gamma_ == (0.1, 1.0)[best] and model[-1].cv_results_["scoring"] == "log_evidence"
     np.testing.assert_allclose(model[-1].cv_results_["log_evidence"],
                                np.concatenate([f[-1].cv_results_["log_evidence"] for f in fits]))
+
+
+@pytest.mark.parametrize("data", ["reg.zarr", "clf.zarr"])
+def test_a_list_of_sizes_and_of_alphas_without_gammas_saves_its_report(work, data, capsys):
+    """Three sizes, two alphas, one gamma: every column of the table has one entry per
+    candidate, so the chosen size's surface and the curve are drawn (no IndexError at save,
+    which the checkpoint would make every rerun meet again)."""
+    out = work / f"sizes-{data}"
+    assert run("fit", work / data, "--out", out, "--n-components", "8,16,32", "--alpha", "1,10",
+               "--report", *THREADS) == 0
+    chosen = pipeline.load_fitted(out)[1]["selection"]
+    assert len(chosen["cv"]["alpha"]) == len(chosen["cv"]["mean_score"]) == 6
+    assert chosen["cv"]["alpha"] == [1.0, 10.0] * 3
+    if have_matplotlib():
+        assert (out / "n_components_curve.png").read_bytes()[:4] == b"\x89PNG"

@@ -165,6 +165,7 @@ class RidgeSearchMixin:
             del self.gammas_, self.gamma_
         if groups.sizes is not None:
             self.cv_results_["n_components"] = np.repeat(groups.sizes, alphas.size)
+            self.cv_results_["alpha"] = np.tile(alphas, groups.n_groups)  # one per candidate, as every column
             self.n_components_ = int(groups.sizes[chosen])
         elif hasattr(self, "n_components_"):
             del self.n_components_
