@@ -58,6 +58,21 @@ def check_width(width: int, where: str) -> int:
                       "a dataset rfstream reads has fewer columns (is an index or the schema wrong?)")
 
 
+#: Rows of one block a model's output is made in (predict, transform, the probe at load):
+#: :data:`rfstream.features.fused.FUSED_SUB_BLOCK`.
+MODEL_BLOCK_ROWS = 4096
+
+
+def check_model_width(width: int, where: str) -> int:
+    """Refuse an estimator of a loaded model whose output is wider than a block of
+    :data:`MODEL_BLOCK_ROWS` float64 rows can hold in half the client's memory
+    (:func:`client_limit`), or than :data:`MAX_FEATURES`: a parameter of a few bytes in
+    ``model.json`` (``sample_steps``, ``n_components``) that would cost GBs to run."""
+    limit = min(MAX_FEATURES, client_limit() // (2 * 8 * MODEL_BLOCK_ROWS))
+    return check_size(f"{where}: its output width", int(width), limit,
+                      "the model asks for more memory than the plan allows; it is not one rfstream fits here")
+
+
 def block_rows(width: int, rows: int, cell_bytes: int = 4) -> int:
     """The rows of one block of ``width`` columns of ``cell_bytes`` each: ``rows``, or fewer
     so that the block stays within :data:`BLOCK_BYTES` (at least one)."""

@@ -14,6 +14,8 @@ import re
 
 import numpy as np
 
+from .. import sizes
+
 #: the largest ``model.json`` read (bytes)
 MAX_JSON_BYTES = 64 * 2**20
 #: the deepest nesting of lists and objects in ``model.json``
@@ -231,6 +233,21 @@ def check_finite(est, names, where: str) -> None:
             raise ModelFileError(f"{where}: {name} has values that are not finite.")
         if lowest is not None and np.any(value < lowest):
             raise ModelFileError(f"{where}: {name} has values below {lowest}; it holds counts or variances.")
+
+
+def check_width(est, where: str) -> None:
+    """Refuse an estimator whose output width (``_n_features_out``, from its parameters and
+    fitted scalars) is over :func:`rfstream.sizes.check_model_width`'s bound, before the model
+    is probed; a width it cannot say is left to the probe."""
+    try:
+        width = getattr(est, "_n_features_out", None)
+    except Exception:  # a fitted state too broken to say: the probe refuses it
+        return
+    if isinstance(width, (int, np.integer)) and not isinstance(width, bool):
+        try:
+            sizes.check_model_width(width, where)
+        except sizes.SizeError as exc:
+            raise ModelFileError(str(exc)) from None
 
 
 # ------------------------------------------------------------------ the probe
