@@ -20,8 +20,8 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .convert_tasks import Encoding, Schema
 from .. import sizes
+from .convert_tasks import Encoding, Schema
 from .ingest import (
     BoundedText,
     ExactSum,

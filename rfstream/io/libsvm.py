@@ -16,8 +16,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .convert_tasks import Encoding, Schema
 from .. import sizes
+from .convert_tasks import Encoding, Schema
 from .ingest import (
     LabelEncoder,
     LabelScanner,

@@ -11,10 +11,10 @@ from __future__ import annotations
 from numbers import Integral
 
 import numpy as np
-import psutil
 
 from ..cluster import worker_memory
 from ..options import ParameterError
+from ..sizes import client_limit
 from .ridge.gram import SUB_BLOCK
 from .ridge.nystrom_pcg import ROWS_PER_RANK
 
@@ -22,8 +22,6 @@ from .ridge.nystrom_pcg import ROWS_PER_RANK
 #: features wider than this (a float64 Gram of 4096 x 4096 is 128 MiB per partial);
 #: dense features keep the one-pass Gram (CG costs a pass per iteration).
 CG_MIN_FEATURES = 4096
-#: The share of this machine's memory the client may use for a solve.
-CLIENT_SHARE = 0.8
 
 #: D x P float64 arrays the client holds at the peak of a CG solve of P systems
 #: (:func:`cg_memory`).
@@ -31,11 +29,6 @@ CG_CLIENT_COPIES = 12
 
 PCG_HINT = "{solver='pcg' (CLI)}, whose memory is D x {pcg_rank}"
 LOO_HINT = "{cv='loo' (CLI)}, which needs one Gram"
-
-
-def client_limit():
-    """The bytes the client may use: :data:`CLIENT_SHARE` of this machine's memory."""
-    return int(CLIENT_SHARE * psutil.virtual_memory().total)
 
 
 def gram_memory(n_groups, n_folds, n_features, n_targets):
