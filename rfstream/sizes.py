@@ -30,7 +30,7 @@ MAX_FEATURES = BLOCK_BYTES // (4 * MIN_BLOCK_ROWS)
 #: :data:`BLOCK_BYTES` at most.
 MAX_CHUNK_BYTES = 4 * BLOCK_BYTES
 #: The most row chunks a dataset read may have (each is a task and a tuple entry).
-MAX_ROW_CHUNKS = 2**20
+MAX_ROW_CHUNKS = 2**16
 
 
 class SizeError(ParameterError):

@@ -299,6 +299,7 @@ def dataset_info(path, *, x=DEFAULT_X, y=DEFAULT_Y, storage_options=None) -> dic
     X = source.array(x)
     labels = _labels(source, y)
     Y = None if labels is None else source.array(labels)
+    _check_chunks(source, ((x, X), (labels, Y)))
     attrs = dict(source.attrs)
     if "task" not in attrs:
         attrs["task"] = infer_task(None if Y is None else Y.dtype)
@@ -318,13 +319,18 @@ def iter_row_chunks(path, *, x=DEFAULT_X, y=DEFAULT_Y, storage_options=None
     X = source.array(x)
     labels = _labels(source, y)
     Y = None if labels is None else source.array(labels)
-    for name, array in ((x, X), (labels, Y)):
-        if array is not None and not isinstance(array, (np.ndarray, da.Array)):
-            check_chunks(array, source.where, name)
+    _check_chunks(source, ((x, X), (labels, Y)))
     step = X.chunks[0] if isinstance(X.chunks[0], int) else X.chunks[0][0]
     for a in range(0, X.shape[0], step):
         b = min(a + step, X.shape[0])
         yield a, np.asarray(X[a:b]), (None if Y is None else np.asarray(Y[a:b]))
+
+
+def _check_chunks(source, arrays) -> None:
+    """:func:`~rfstream.io.zarr_source.check_chunks` of each Zarr array of ``(name, array)``."""
+    for name, array in arrays:
+        if array is not None and not isinstance(array, (np.ndarray, da.Array)):
+            check_chunks(array, source.where, name)
 
 
 def onehot_columns(attrs):

@@ -236,18 +236,23 @@ def check_finite(est, names, where: str) -> None:
 
 
 def check_width(est, where: str) -> None:
-    """Refuse an estimator whose output width (``_n_features_out``, from its parameters and
-    fitted scalars) is over :func:`rfstream.sizes.check_model_width`'s bound, before the model
-    is probed; a width it cannot say is left to the probe."""
+    """Refuse an estimator whose input width (``n_features_in_``) is over
+    :data:`rfstream.sizes.MAX_FEATURES` or whose output width (``_n_features_out``, from its
+    parameters and fitted scalars) is over :func:`rfstream.sizes.check_model_width`'s bound,
+    before the model is probed; a width it cannot say is left to the probe."""
     try:
         width = getattr(est, "_n_features_out", None)
     except Exception:  # a fitted state too broken to say: the probe refuses it
-        return
-    if isinstance(width, (int, np.integer)) and not isinstance(width, bool):
-        try:
+        width = None
+    n_in = getattr(est, "n_features_in_", None)
+    try:
+        if isinstance(n_in, (int, np.integer)) and not isinstance(n_in, bool):
+            sizes.check_size(f"{where}: n_features_in_", int(n_in), sizes.MAX_FEATURES,
+                             "no dataset rfstream reads is that wide")
+        if isinstance(width, (int, np.integer)) and not isinstance(width, bool):
             sizes.check_model_width(width, where)
-        except sizes.SizeError as exc:
-            raise ModelFileError(str(exc)) from None
+    except sizes.SizeError as exc:
+        raise ModelFileError(str(exc)) from None
 
 
 # ------------------------------------------------------------------ the probe
