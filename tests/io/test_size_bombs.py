@@ -152,3 +152,30 @@ def test_zarr_metadata_that_lie_are_refused(tmp_path, rows, chunk_rows, columns,
     one_line_exit_2(["fit", data, "--out", tmp_path / "m", "--n-components", "8", "--no-checkpoint"],
                     needle, f"{sizes.MAX_ROW_CHUNKS if chunk_rows < rows else sizes.MAX_CHUNK_BYTES:,}")
     assert not (tmp_path / "m").exists()
+
+
+def _npy_header(shape, dtype="<f4") -> bytes:
+    import io
+
+    buffer = io.BytesIO()
+    np.lib.format.write_array_header_1_0(buffer, {"descr": dtype, "fortran_order": False, "shape": shape})
+    return buffer.getvalue()
+
+
+def test_an_npy_of_2_28_columns_is_refused_before_its_names(tmp_path):
+    """A sparse file of one row of 2^28 columns (1 GiB, no disk): 2^28 feature names would be ~20 GB."""
+    src = tmp_path / "wide.npy"
+    header = _npy_header((1, 2**28))
+    with open(src, "wb") as f:
+        f.write(header)
+        f.truncate(len(header) + 4 * 2**28)
+    one_line_exit_2(["convert", src, tmp_path / "o.zarr"], "268,435,456", f"{sizes.MAX_FEATURES:,}")
+
+
+def test_an_npz_member_declaring_80_gb_is_refused_before_it_is_read(tmp_path):
+    import zipfile
+
+    src = tmp_path / "big.npz"
+    with zipfile.ZipFile(src, "w") as archive:
+        archive.writestr("X.npy", _npy_header((10**6, 10**4), "<f8") + b"\0" * 64)
+    one_line_exit_2(["convert", src, tmp_path / "o.zarr"], "80,000,000,000")
