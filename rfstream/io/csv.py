@@ -124,6 +124,7 @@ def sniff(path: Location, sep="auto", header="auto", label_column="last") -> Lay
         raise ValueError(f"{path}: no data rows (the file is empty or only comments)")
     if sep == "auto":
         sep = next((s for s in (",", "\t", ";") if s in lines[0]), r"\s+")
+    sizes.check_width(max(line.count(sep) + 1 for line in lines) if len(sep) == 1 else 1, path)
     rows = _records(lines, sep, path)
     if header == "auto":
         header = (len(rows) == 2 and not any(_is_number(v) or v in NA_VALUES for v in rows[0])

@@ -56,6 +56,13 @@ def test_a_huge_libsvm_line_is_refused(tmp_path):
     one_line_exit_2(["convert", src, tmp_path / "o.zarr"], "line", f"{sizes.MAX_LINE_BYTES:,}")
 
 
+def test_a_csv_of_two_million_fields_is_refused_by_the_sniffer(tmp_path):
+    """A 4 MB line of 2,000,000 fields: a column summary each would be GBs before a row is read."""
+    src = tmp_path / "fields.csv"
+    src.write_text(",".join(["1"] * 2_000_000) + "\n" + ",".join(["2"] * 2_000_000) + "\n")
+    one_line_exit_2(["convert", src, tmp_path / "o.zarr"], "2,000,000", f"{sizes.MAX_FEATURES:,}")
+
+
 def test_a_block_of_long_rows_after_short_ones_is_refused(tmp_path):
     """Lines under the limit, but more text in a block of rows than a block may hold: 100 short
     rows (the sniffer's sample), then 40 rows of 8 MiB (a 320 MiB block for pandas, a 300 KB

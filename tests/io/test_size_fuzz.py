@@ -7,7 +7,7 @@ import pytest
 from helpers.capped import ROOT, run_capped
 
 #: examples per kind: a loaded two-core machine runs each kind in well under a minute
-EXAMPLES = {"models": 80, "datasets": 50}
+EXAMPLES = {"models": 60, "datasets": 40}
 
 
 @pytest.mark.parametrize("kind", sorted(EXAMPLES))
