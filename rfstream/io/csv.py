@@ -11,6 +11,7 @@ and one-hot encodes the other columns.  How to read a file is its :class:`Layout
 from __future__ import annotations
 
 import io
+import re
 from collections.abc import Iterator
 from contextlib import ExitStack, nullcontext
 from dataclasses import dataclass, field
@@ -111,6 +112,13 @@ def _unique_names(names: list[str]) -> list[str]:
     return out
 
 
+def _fields(line: str, sep: str) -> int:
+    """The fields of ``line`` at most (quotes not honoured), counted without making them."""
+    if len(sep) == 1:
+        return line.count(sep) + 1
+    return sum(1 for _ in re.finditer(sep, line)) + 1
+
+
 def sniff(path: Location, sep="auto", header="auto", label_column="last") -> Layout:
     """Leading comment lines, separator, header and label column of a CSV file.
 
@@ -124,7 +132,7 @@ def sniff(path: Location, sep="auto", header="auto", label_column="last") -> Lay
         raise ValueError(f"{path}: no data rows (the file is empty or only comments)")
     if sep == "auto":
         sep = next((s for s in (",", "\t", ";") if s in lines[0]), r"\s+")
-    sizes.check_width(max(line.count(sep) + 1 for line in lines) if len(sep) == 1 else 1, path)
+    sizes.check_width(max(_fields(line, sep) for line in lines), path)
     rows = _records(lines, sep, path)
     if header == "auto":
         header = (len(rows) == 2 and not any(_is_number(v) or v in NA_VALUES for v in rows[0])
