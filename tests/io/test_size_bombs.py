@@ -186,3 +186,22 @@ def test_an_npz_member_declaring_80_gb_is_refused_before_it_is_read(tmp_path):
     with zipfile.ZipFile(src, "w") as archive:
         archive.writestr("X.npy", _npy_header((10**6, 10**4), "<f8") + b"\0" * 64)
     one_line_exit_2(["convert", src, tmp_path / "o.zarr"], "80,000,000,000")
+
+
+def test_split_writes_wide_rows_in_chunks_chosen_from_their_width(tmp_path, monkeypatch):
+    """With blocks of 1 MiB (monkeypatched, to keep the data small), 2,000 columns take 131-row
+    chunks; split asked for 1,000-row chunks writes 131-row ones, each from whole source blocks."""
+    from rfstream.io import open_dataset, split_dataset, write_dataset
+
+    monkeypatch.setattr(sizes, "BLOCK_BYTES", 2**20)
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(600, 2000)).astype(np.float32)
+    write_dataset(tmp_path / "wide.zarr", X, np.arange(600) % 2)
+    split_dataset(tmp_path / "wide.zarr", tmp_path / "train.zarr", tmp_path / "test.zarr", test_size=0.5,
+                  rows_per_chunk=1000)
+    for name in ("wide", "train", "test"):
+        assert (name, zarr.open_group(str(tmp_path / f"{name}.zarr"), mode="r")["X"].chunks[0]) == (name, 131)
+    train, _ = open_dataset(tmp_path / "train.zarr")
+    test, _ = open_dataset(tmp_path / "test.zarr")
+    got = np.concatenate([train.compute(), test.compute()])
+    np.testing.assert_array_equal(got[np.argsort(got[:, 0])], X[np.argsort(X[:, 0])])
