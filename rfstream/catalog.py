@@ -19,6 +19,7 @@ from sklearn.utils._param_validation import InvalidParameterError
 from . import options
 from .features.width import check_draw_size, nominal_width, planned_features
 from .options import FIT_DEFAULTS, TASKS, ParameterError
+from .param_lists import component_sizes, is_listed
 from .preprocess import Standardizer
 from .selection import check_search, gamma_candidates
 from .solvers.kpca import KernelPCA, check_kpca_memory
@@ -213,8 +214,19 @@ def check_model(model, n_features, n_targets=None):
         if width is not None:
             check_pass_memory(width * groups, n_targets, sparse=sparse)
             if getattr(solver, "solves_by_gram", False):
-                check_ridge_memory(solver, width, n_targets, n_groups=groups, sparse=sparse)
+                check_ridge_memory(solver, width, n_targets, n_groups=groups, sparse=sparse,
+                                   widths=_size_widths(fmap, width))
     return model
+
+
+def _size_widths(fmap, width):
+    """The width of each listed ``n_components`` size of ``fmap`` (prefixes of the largest,
+    ``width``), or None for one size."""
+    value = None if fmap is None else fmap.get_params(deep=False).get("n_components")
+    if not is_listed(value):
+        return None
+    listed = component_sizes(value)
+    return [max(1, width * k // listed[-1]) for k in listed]
 
 
 class InvalidParameter(ParameterError, InvalidParameterError):

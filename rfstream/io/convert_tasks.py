@@ -185,7 +185,7 @@ def units_plan(reader, units: list[Job], scan, rows_per_chunk: int, token: str, 
 
     def write(writer) -> None:
         target = Target(writer.X, writer.y)
-        graph = _write_graph(_reader_key(reader, token), schema, jobs, target, rows_per_chunk, token)
+        graph = _write_graph(_reader_key(reader, token), schema, jobs, target, writer.chunk_rows, token)
         stats.update(compute(graph))
         writer.rows = start
 

@@ -11,6 +11,7 @@ and one-hot encodes the other columns.  How to read a file is its :class:`Layout
 from __future__ import annotations
 
 import io
+import re
 from collections.abc import Iterator
 from contextlib import ExitStack, nullcontext
 from dataclasses import dataclass, field
@@ -20,8 +21,10 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from .. import sizes
 from .convert_tasks import Encoding, Schema
 from .ingest import (
+    BoundedText,
     ExactSum,
     LabelEncoder,
     LabelScanner,
@@ -30,6 +33,7 @@ from .ingest import (
     encoding_stats,
     first_data_lines,
     like_label_schema,
+    open_binary,
     open_text,
     resolve_label_column,
 )
@@ -57,6 +61,7 @@ class Layout:
     names: list
     label_index: int | None
     compression: str | None
+    line_chars: int = 0  # the longest of the sniffed lines: rows per parsed block (:func:`read_rows`)
 
     @property
     def features(self) -> list[int]:
@@ -108,6 +113,13 @@ def _unique_names(names: list[str]) -> list[str]:
     return out
 
 
+def _fields(line: str, sep: str) -> int:
+    """The fields of ``line`` at most (quotes not honoured), counted without making them."""
+    if len(sep) == 1:
+        return line.count(sep) + 1
+    return sum(1 for _ in re.finditer(sep, line)) + 1
+
+
 def sniff(path: Location, sep="auto", header="auto", label_column="last") -> Layout:
     """Leading comment lines, separator, header and label column of a CSV file.
 
@@ -121,6 +133,7 @@ def sniff(path: Location, sep="auto", header="auto", label_column="last") -> Lay
         raise ValueError(f"{path}: no data rows (the file is empty or only comments)")
     if sep == "auto":
         sep = next((s for s in (",", "\t", ";") if s in lines[0]), r"\s+")
+    sizes.check_width(max(_fields(line, sep) for line in lines), path)
     rows = _records(lines, sep, path)
     if header == "auto":
         header = (len(rows) == 2 and not any(_is_number(v) or v in NA_VALUES for v in rows[0])
@@ -129,36 +142,52 @@ def sniff(path: Location, sep="auto", header="auto", label_column="last") -> Lay
         raise ValueError(f"header={header!r} is not valid; use 'auto', True or False")
     names = _unique_names(rows[0]) if header else [f"c{j}" for j in range(len(rows[0]))]
     index = resolve_label_column(label_column, names, header, path)
-    return Layout(path, sep, skip, bool(header), names, index, compression_of(path))
+    return Layout(path, sep, skip, bool(header), names, index, compression_of(path),
+                  max(len(line) for line in lines))
 
 
 # ----------------------------------------------------------------- reading
+#: the text one parsed block of rows may hold (pandas holds it whole, and several times over)
+BLOCK_TEXT = 2 * sizes.BLOCK_BYTES
+
+
+def read_rows(layout: Layout, rows_per_chunk: int) -> int:
+    """Rows per parsed block: ``rows_per_chunk``, or fewer so that a block of the file's fields
+    (:data:`rfstream.sizes.TEXT_CELL_BYTES` each once parsed) and of its sniffed lines stays
+    within :data:`rfstream.sizes.BLOCK_BYTES`."""
+    rows = sizes.block_rows(len(layout.names), rows_per_chunk, sizes.TEXT_CELL_BYTES)
+    return sizes.block_rows(1, rows, max(1, layout.line_chars))
+
+
 def read_chunks(layout: Layout, rows_per_chunk: int, dtype, usecols=None,
                 source=None) -> Iterator[pd.DataFrame]:
-    """Stream the file in DataFrames of ``rows_per_chunk`` rows, columns named 0..n-1.
+    """Stream the file in DataFrames of ``rows_per_chunk`` rows, columns named 0..n-1; a line
+    longer than :data:`rfstream.sizes.MAX_LINE_BYTES`, or a block of more than :data:`BLOCK_TEXT`
+    characters, is refused before pandas holds it (:class:`~rfstream.io.ingest.BoundedText`).
 
     ``source``: an open file to read instead of the layout's (a byte range of it,
     :mod:`rfstream.io.csv_ranges`), uncompressed."""
     with ExitStack() as stack:
-        if source is not None:
-            compression = None
-        elif layout.path.is_local:  # pandas' own reader of a local file is the fastest
-            source, compression = layout.path.path, layout.compression
-        else:
-            source, compression = stack.enter_context(open_text(layout.path)), None
-        yield from _parse(layout, source, compression, rows_per_chunk, dtype, usecols)
+        if source is None:  # pandas parses a local file's bytes fastest; a URL's text as before
+            source = stack.enter_context((open_binary if layout.path.is_local else open_text)(layout.path))
+        bounded = BoundedText(source, layout.path, BLOCK_TEXT, rows_per_chunk)
+        yield from _parse(layout, bounded, rows_per_chunk, dtype, usecols)
 
 
-def _parse(layout: Layout, source, compression, rows_per_chunk: int, dtype, usecols):
+def _parse(layout: Layout, source: BoundedText, rows_per_chunk: int, dtype, usecols):
     reader = pd.read_csv(
         source, sep=layout.sep, header=0 if layout.header else None,
         names=list(range(len(layout.names))), skiprows=layout.skiprows, dtype=dtype,
         chunksize=rows_per_chunk, skipinitialspace=True, na_values=NA_VALUES,
-        compression=compression, skip_blank_lines=True, index_col=False, usecols=usecols,
+        skip_blank_lines=True, index_col=False, usecols=usecols,
     )
     try:
         with reader:
-            yield from reader
+            for frame in reader:
+                source.block_done()
+                yield frame
+    except sizes.SizeError:
+        raise
     except pd.errors.ParserError as exc:
         raise ValueError(
             f"{layout.path}: cannot read as CSV: {exc}. Every row must have "
@@ -330,6 +359,10 @@ def schema_attrs(layout: Layout, columns) -> dict:
 def like_columns(attrs: dict, names) -> list:
     """``(kind, fill value or categories)`` of the named feature columns of a dataset."""
     cat = attrs["categorical"]
+    for name in names:
+        if name in cat:
+            sizes.check_size(f"the number of categories of column {name!r} in the schema", len(cat[name]),
+                             MAX_CATEGORIES, "convert writes no more; is this the training set's schema?")
     return [("cat", cat[n]) if n in cat else ("num", attrs["fill_values"][n]) for n in names]
 
 
@@ -436,6 +469,7 @@ class CsvReader:
         self.task = task
         self.like = like
         self.rows_per_chunk = rows_per_chunk
+        self.read_rows = read_rows(self.layout, rows_per_chunk)
         self.labeled = self.layout.label_index is not None
         if like_attrs is not None:  # checked here, before any task runs
             self.like_columns = columns_from_attrs(like_attrs, self.layout, like)
@@ -458,9 +492,9 @@ class CsvReader:
     def scan(self, loc: Location) -> FileScan:
         layout = self.file_layout(loc)
         if self.like is not None:
-            return FileScan([[count_rows(layout, self.rows_per_chunk)]], None, None)
+            return FileScan([[count_rows(layout, self.read_rows)]], None, None)
         labels = LabelScanner(self.positive) if self.labeled else None
-        return scan_file(layout, self.rows_per_chunk, labels)
+        return scan_file(layout, self.read_rows, labels)
 
     def decide(self, scan: FileScan | None) -> Schema:
         layout = self.layout
@@ -469,7 +503,8 @@ class CsvReader:
         else:
             columns = [scan.columns[j].column(layout.names[j], layout.path) for j in layout.features]
             labels = scan.labels.decide(self.task, layout.path, layout.label_name) if self.labeled else None
-        n_features = Encoder(layout, columns).n_features
+        n_features = sizes.check_width(sum(1 if kind == "num" else len(info) for kind, info in columns),
+                                       layout.path)
         if n_features == 0:
             raise ValueError(f"{layout.path}: no feature columns besides the label")
         attrs = {**schema_attrs(layout, columns), **missing_filled(layout, scan)}
@@ -492,7 +527,7 @@ class CsvReader:
 
         def parsed():
             with source() if source is not None else nullcontext() as f:
-                for df in read_chunks(layout, self.rows_per_chunk, enc.dtypes(), source=f):
+                for df in read_chunks(layout, self.read_rows, enc.dtypes(), source=f):
                     df.index += first_row
                     yield df
 

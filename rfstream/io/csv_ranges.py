@@ -19,12 +19,13 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pacsv
-from fsspec.utils import read_block
+from fsspec.utils import read_block, seek_delimiter
 from packaging.version import Version
 
+from .. import sizes
 from .convert_tasks import Job, Schema, parts_plan, readers_plan
 from .csv import NA_VALUES, ColumnScan, CsvReader, FileScan, Layout, read_chunks, scan_frames
-from .ingest import LabelScanner, Plan, compression_of
+from .ingest import LabelScanner, Plan, compression_of, long_line
 from .location import Location, storage_errors
 
 __all__ = ["BLOCK_SIZE", "CsvFiles", "CsvRanges", "check_block_size", "plan", "range_offsets", "several_blocks",
@@ -204,6 +205,8 @@ class CsvRanges:
         start = self.offsets[part]
         length = self.offsets[part + 1] - start if part + 1 < len(self.offsets) else None
         with storage_errors(loc, "cannot be read"), loc.open("rb") as f:
+            for at in (start, None if length is None else start + length):
+                _check_cut(f, at, loc)
             return read_block(f, start, length, delimiter=b"\n")
 
     def arrow_rows(self, part: int, data: bytes) -> bytes | None:
@@ -249,9 +252,9 @@ class CsvRanges:
         with self.source(loc, part, data)() as source:
             try:
                 if self.like is not None:  # the rows only: where pass 2 writes them
-                    frames = read_chunks(layout, self.rows_per_chunk, str, usecols=[0], source=source)
+                    frames = read_chunks(layout, self.whole.read_rows, str, usecols=[0], source=source)
                     return FileScan([[sum(len(df) for df in frames)]], None, None)
-                frames = read_chunks(layout, self.rows_per_chunk, str, source=source)
+                frames = read_chunks(layout, self.whole.read_rows, str, source=source)
                 return scan_frames(layout, frames, labels)
             except ValueError:  # a quoted field across a cut, or a malformed row: one stream decides
                 columns = None if self.like is not None else {j: ColumnScan() for j in layout.features}
@@ -293,6 +296,18 @@ class CsvRanges:
                 frames = table_frames(table, starts[part], self.rows_per_chunk, outputs[part])
         return self.whole.encode(loc, part, replace(schema, spec=spec), layout=layout, frames=frames,
                                  source=self.source(loc, part, data), first_row=starts[part])
+
+
+def _check_cut(f, at: int | None, loc: Location) -> None:
+    """Refuse a range whose cut at byte ``at`` falls in a line longer than
+    :data:`rfstream.sizes.MAX_LINE_BYTES`: ``read_block`` would read to its end (one block at
+    a time here, so nothing of the line's size is held)."""
+    if not at:
+        return
+    f.seek(at)
+    seek_delimiter(f, b"\n", 2**16)
+    if f.tell() - at > sizes.MAX_LINE_BYTES:
+        raise long_line(loc)
 
 
 def first_rows(rows) -> list[int]:

@@ -20,6 +20,7 @@ import dask.array as da
 import numpy as np
 import zarr
 
+from .. import sizes
 from ..cluster import compute
 from .location import Location, as_location, storage_errors
 from .staging import staging
@@ -27,6 +28,7 @@ from .zarr_source import (
     DEFAULT_X,
     DEFAULT_Y,
     SCHEMA_VERSION,
+    check_chunks,
     infer_task,
     lazy_array,
     open_source,
@@ -39,35 +41,57 @@ ZSTD_LEVEL = 0
 
 
 class ChunkWriter:
-    """Writes row blocks into X (and y) of a new Zarr group, growing it if needed."""
+    """Writes row blocks into X (and y) of a new Zarr group, growing it if needed, a whole
+    chunk at a time.  A chunk holds ``rows_per_chunk`` rows, or fewer for wide data
+    (:func:`rfstream.sizes.block_rows`: ``chunk_rows``); the width itself is bounded
+    (:func:`rfstream.sizes.check_width`)."""
 
     def __init__(self, target, n_features: int, y_dtype, rows_per_chunk: int,
                  n_rows: int | None = None):
+        sizes.check_width(n_features, "the dataset written")
+        self.chunk_rows = sizes.block_rows(n_features, rows_per_chunk)
         self.group = writable_group(target)
         self.n_rows = n_rows
-        self.rows = 0
+        self.rows = 0  # appended, written or pending
+        self.pending = []  # blocks of rows not yet a whole chunk
         n0 = n_rows or 0
         # every chunk is stored, zeros too: zarr's test for a chunk of fill values costs
         # more than compressing it (docs/io.md)
         config = {"write_empty_chunks": True}
         self.X = new_array(self.group, "X", shape=(n0, n_features), dtype="float32",
-                           chunks=(rows_per_chunk, n_features), fill_value=0, config=config)
+                           chunks=(self.chunk_rows, n_features), fill_value=0, config=config)
         self.y = None if y_dtype is None else new_array(
-            self.group, "y", shape=(n0,), dtype=np.dtype(y_dtype).name, chunks=(rows_per_chunk,),
+            self.group, "y", shape=(n0,), dtype=np.dtype(y_dtype).name, chunks=(self.chunk_rows,),
             fill_value=0, config=config)
 
     def append(self, X: np.ndarray, y: np.ndarray | None) -> None:
-        a, b = self.rows, self.rows + len(X)
+        self.pending.append((X, y))
+        self.rows += len(X)
+        if sum(len(p[0]) for p in self.pending) >= self.chunk_rows:
+            self._write_pending(whole=True)
+
+    def _write_pending(self, whole: bool) -> None:
+        """Write the pending rows: the whole chunks among them, or (``whole=False``) all."""
+        Xs = [p[0] for p in self.pending]
+        X = Xs[0] if len(Xs) == 1 else np.concatenate(Xs)
+        y = None if self.y is None else (self.pending[0][1] if len(Xs) == 1 else
+                                         np.concatenate([p[1] for p in self.pending]))
+        n = len(X) - len(X) % self.chunk_rows if whole else len(X)
+        a = self.rows - len(X)
+        b = a + n
         if b > self.X.shape[0]:
             self.X.resize((b, self.X.shape[1]))
             if self.y is not None:
                 self.y.resize((b,))
-        self.X[a:b] = X
-        if self.y is not None:
-            self.y[a:b] = y
-        self.rows = b
+        if n:
+            self.X[a:b] = X[:n]
+            if self.y is not None:
+                self.y[a:b] = y[:n]
+        self.pending = [] if n == len(X) else [(X[n:], None if y is None else y[n:])]
 
     def finish(self, attrs: dict) -> None:
+        if self.pending:
+            self._write_pending(whole=False)
         if self.n_rows is not None and self.rows != self.n_rows:
             raise ValueError(f"read {self.rows} rows in pass 2 but {self.n_rows} in pass 1; "
                              "did the source file change during the conversion?")
@@ -193,14 +217,15 @@ def write_dataset(path, X, y=None, *, attrs=None, rows_per_chunk=65536, overwrit
 
 def _write(target, X, y, d, y_dtype, rows_per_chunk, n, meta) -> None:
     w = ChunkWriter(target, d, y_dtype, rows_per_chunk, n)
+    step = w.chunk_rows
     if isinstance(X, da.Array) or isinstance(y, da.Array):
-        _store_dask(w, X, y, rows_per_chunk)
+        _store_dask(w, X, y, step)
+        w.rows = n
     else:
-        for a in range(0, n, rows_per_chunk):
-            b = min(a + rows_per_chunk, n)
+        for a in range(0, n, step):
+            b = min(a + step, n)
             w.append(X[a:b].astype(np.float32, copy=False),
                      None if y is None else y[a:b].astype(y_dtype, copy=False))
-    w.rows = n
     w.finish(meta)
 
 
@@ -287,6 +312,7 @@ def dataset_info(path, *, x=DEFAULT_X, y=DEFAULT_Y, storage_options=None) -> dic
     X = source.array(x)
     labels = _labels(source, y)
     Y = None if labels is None else source.array(labels)
+    _check_chunks(source, ((x, X), (labels, Y)))
     attrs = dict(source.attrs)
     if "task" not in attrs:
         attrs["task"] = infer_task(None if Y is None else Y.dtype)
@@ -306,10 +332,18 @@ def iter_row_chunks(path, *, x=DEFAULT_X, y=DEFAULT_Y, storage_options=None
     X = source.array(x)
     labels = _labels(source, y)
     Y = None if labels is None else source.array(labels)
+    _check_chunks(source, ((x, X), (labels, Y)))
     step = X.chunks[0] if isinstance(X.chunks[0], int) else X.chunks[0][0]
     for a in range(0, X.shape[0], step):
         b = min(a + step, X.shape[0])
         yield a, np.asarray(X[a:b]), (None if Y is None else np.asarray(Y[a:b]))
+
+
+def _check_chunks(source, arrays) -> None:
+    """:func:`~rfstream.io.zarr_source.check_chunks` of each Zarr array of ``(name, array)``."""
+    for name, array in arrays:
+        if array is not None and not isinstance(array, (np.ndarray, da.Array)):
+            check_chunks(array, source.where, name)
 
 
 def onehot_columns(attrs):

@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from .. import sizes
 from ..options import ParameterError
 from .location import Location
 
@@ -49,15 +50,80 @@ def compression_of(src: Location) -> str | None:
 
 
 @contextmanager
-def open_text(src: Location):
-    """Open a plain, gzip, bzip2 or xz text file, local or remote; universal newlines."""
+def open_binary(src: Location):
+    """Open a plain, gzip, bzip2 or xz file, local or remote, as its decompressed bytes."""
     compression = compression_of(src)
     with src.open("rb") as raw:
         opener = {"gzip": lambda f: gzip.GzipFile(fileobj=f), "bz2": bz2.BZ2File,
                   "xz": lzma.LZMAFile}.get(compression)
-        binary = opener(raw) if opener else raw
-        with io.TextIOWrapper(binary, encoding="utf-8", errors="replace", newline=None) as text:
-            yield text
+        yield opener(raw) if opener else raw
+
+
+@contextmanager
+def open_text(src: Location):
+    """Open a plain, gzip, bzip2 or xz text file, local or remote; universal newlines."""
+    with open_binary(src) as binary, \
+            io.TextIOWrapper(binary, encoding="utf-8", errors="replace", newline=None) as text:
+        yield text
+
+
+def long_line(where, lineno=None) -> sizes.SizeError:
+    """The one line of a line of text longer than :data:`rfstream.sizes.MAX_LINE_BYTES`."""
+    at = f" line {lineno}" if lineno else " a line"
+    return sizes.SizeError(f"{where}:{at} is longer than the limit of {sizes.MAX_LINE_BYTES:,} characters "
+                           "(rfstream.sizes.MAX_LINE_BYTES); is this a text file of rows? Split the line "
+                           "or remove it")
+
+
+def bounded_lines(f, where) -> Iterator[str]:
+    """The lines of the open text file ``f``, none read past :data:`rfstream.sizes.MAX_LINE_BYTES`
+    characters: a longer line is refused (:func:`long_line`) before it is held whole."""
+    limit = sizes.MAX_LINE_BYTES
+    lineno = 0
+    while line := f.readline(limit + 1):
+        lineno += 1
+        if len(line) > limit and not line.endswith("\n"):
+            raise long_line(where, lineno)
+        yield line
+
+
+class BoundedText:
+    """A text file handed to a parser (pandas) a read at a time, refused in one line where a line
+    runs past :data:`rfstream.sizes.MAX_LINE_BYTES` characters, or where more than ``block_chars``
+    are read since :meth:`block_done` (the text of one block of rows: the parser holds it whole)."""
+
+    def __init__(self, f, where, block_chars: int, rows: int):
+        self.f = f
+        self.where = where
+        self.block_chars = block_chars
+        self.rows = rows
+        self.run = 0      # characters since the last line break
+        self.taken = 0    # characters since the last block
+
+    def read(self, size: int = -1):
+        text = self.f.read(sizes.MAX_LINE_BYTES if size is None or size < 0 else size)
+        nl, cr = ("\n", "\r") if isinstance(text, str) else (b"\n", b"\r")
+        breaks = [i for i in (text.find(nl), text.find(cr)) if i >= 0]
+        if breaks:
+            last = max(text.rfind(nl), text.rfind(cr))
+            longest, self.run = self.run + min(breaks), len(text) - last - 1
+        else:
+            longest = self.run = self.run + len(text)
+        if longest > sizes.MAX_LINE_BYTES:
+            raise long_line(self.where)
+        self.taken += len(text)
+        if self.taken > self.block_chars:
+            raise sizes.SizeError(
+                f"{self.where}: {self.rows:,} rows hold more than {self.block_chars:,} characters, over the "
+                "limit of one block (rfstream.sizes.BLOCK_BYTES); lower {rows_per_chunk}",
+                rows_per_chunk=self.rows)
+        return text
+
+    def block_done(self) -> None:
+        self.taken = 0
+
+    def __getattr__(self, name):
+        return getattr(self.f, name)
 
 
 def is_comment(line: str) -> bool:
@@ -71,7 +137,7 @@ def first_data_lines(path: Location, n: int = 2) -> tuple[int, list[str]]:
     skip = 0
     lines = []
     with open_text(path) as f:
-        for line in f:
+        for line in bounded_lines(f, path):
             if not lines and is_comment(line):
                 skip += 1
             elif line.strip():

@@ -13,14 +13,15 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
-from itertools import islice
 
 import numpy as np
 
+from .. import sizes
 from .convert_tasks import Encoding, Schema
 from .ingest import (
     LabelEncoder,
     LabelScanner,
+    bounded_lines,
     encoding_stats,
     first_data_lines,
     like_label_schema,
@@ -47,15 +48,22 @@ def is_libsvm(loc: Location) -> bool:
 def _lines(path: Location) -> Iterator[tuple[int, str]]:
     """(line number, content without comment) of every non-blank line."""
     with open_text(path) as f:
-        for lineno, line in enumerate(f, 1):
+        for lineno, line in enumerate(bounded_lines(f, path), 1):
             line = line.split("#", 1)[0].strip()
             if line:
                 yield lineno, line
 
 
 def _batches(path: Location, size: int):
-    it = _lines(path)
-    while batch := list(islice(it, size)):
+    """Lists of at most ``size`` lines, and of about :data:`rfstream.sizes.BLOCK_BYTES` of text at most."""
+    batch, chars = [], 0
+    for item in _lines(path):
+        batch.append(item)
+        chars += len(item[1])
+        if len(batch) == size or chars >= sizes.BLOCK_BYTES:
+            yield batch
+            batch, chars = [], 0
+    if batch:
         yield batch
 
 
@@ -165,6 +173,7 @@ class LibsvmReader:
             if d <= 0:
                 raise ValueError(f"{self.first}: no features (no index:value pairs)")
             labels = scan.labels.decide(self.task, self.first, "first token") if self.labeled else None
+        d = sizes.check_width(d, self.first if self.like is None else f"like={self.like}")
         labels = labels if self.labeled else None
         attrs = {"format": "libsvm", "index_base": base,
                  "feature_names": [f"f{j + base}" for j in range(d)],
@@ -178,7 +187,7 @@ class LibsvmReader:
         labels = LabelEncoder(label_schema, loc) if label_schema else None
 
         def blocks():
-            for batch in _batches(loc, self.rows_per_chunk):
+            for batch in _batches(loc, sizes.block_rows(d, self.rows_per_chunk)):  # rows from the width
                 X, raw = _block(loc, batch, base, d, labels is not None)
                 yield X, (labels.encode(np.asarray(raw, dtype=object)) if labels else None)
 

@@ -15,6 +15,8 @@ from typing import Callable, NamedTuple
 
 import numpy as np
 
+from .. import sizes
+
 #: the largest ``model.json`` read (bytes)
 MAX_JSON_BYTES = 64 * 2**20
 #: the deepest nesting of lists and objects in ``model.json``
@@ -291,6 +293,26 @@ def _check_rule(est, rule: ValueRule, where: str) -> None:
         held = False
     if not held:
         raise ModelFileError(f"{where}: {rule.text}; the fitted state is inconsistent.")
+
+
+def check_width(est, where: str) -> None:
+    """Refuse an estimator whose input width (``n_features_in_``) is over
+    :data:`rfstream.sizes.MAX_FEATURES` or whose output width (``_n_features_out``, from its
+    parameters and fitted scalars) is over :func:`rfstream.sizes.check_model_width`'s bound,
+    before the model is probed; a width it cannot say is left to the probe."""
+    try:
+        width = getattr(est, "_n_features_out", None)
+    except Exception:  # a fitted state too broken to say: the probe refuses it
+        width = None
+    n_in = getattr(est, "n_features_in_", None)
+    try:
+        if isinstance(n_in, (int, np.integer)) and not isinstance(n_in, bool):
+            sizes.check_size(f"{where}: n_features_in_", int(n_in), sizes.MAX_FEATURES,
+                             "no dataset rfstream reads is that wide")
+        if isinstance(width, (int, np.integer)) and not isinstance(width, bool):
+            sizes.check_model_width(width, where)
+    except sizes.SizeError as exc:
+        raise ModelFileError(str(exc)) from None
 
 
 # ------------------------------------------------------------------ the probe

@@ -334,6 +334,7 @@ class _Reader:
         for k, v in fitted.items():
             setattr(est, k, self.value(v))
         checks.check_finite(est, finite, where)
+        checks.check_width(est, where)
         return est
 
 

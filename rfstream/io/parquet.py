@@ -17,6 +17,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from .. import sizes
 from .convert_tasks import Encoding, Schema
 from .csv import ColumnScan, Encoder, FileScan, Layout, like_columns, missing_filled, schema_attrs
 from .ingest import (
@@ -148,8 +149,11 @@ class ParquetReader:
                                  f"like={like}; pass label_column=None for unlabeled data")
         else:
             features = [n for n in names if n != self.label]
+        sizes.check_width(len(features), first)
         self.layout = Layout(first, "", 0, True, features + ([self.label] if self.label else []),
                              len(features) if self.label else None, None)
+        # rows per batch from the width (a text cell's bytes each: Arrow's strings, pandas' frame)
+        self.read_rows = sizes.block_rows(len(self.layout.names), rows_per_chunk, sizes.TEXT_CELL_BYTES)
         self.label_index = None if self.label is None else names.index(self.label)
         self.kinds = self._check(schema, first)
         if like_attrs is not None:
@@ -187,7 +191,7 @@ class ParquetReader:
             scans = {j: ColumnScan(numeric=self.kinds[j] != "cat",
                                    values=None if self.kinds[j] == "num" else set()) for j in features}
             labels = LabelScanner(self.positive) if self.label else None
-            for batch in _batches(pf, loc, self.layout.names, self.rows_per_chunk):
+            for batch in _batches(pf, loc, self.layout.names, self.read_rows):
                 for j in features:
                     column = batch.column(self.layout.names[j])
                     scans[j].update(_numeric(column) if self.kinds[j] == "num" else _text(column))
@@ -203,7 +207,8 @@ class ParquetReader:
             columns = [scan.columns[j].column(layout.names[j], self.first) for j in layout.features]
             labels = scan.labels.decide(self.task, self.first, self.label) if self.label else None
         labels = labels if self.label else None
-        n_features = Encoder(layout, columns).n_features
+        n_features = sizes.check_width(sum(1 if kind == "num" else len(info) for kind, info in columns),
+                                       self.first)
         if n_features == 0:
             raise ValueError(f"{self.first}: no feature columns besides the label")
         attrs = {**schema_attrs(layout, columns), **missing_filled(layout, scan)}
@@ -236,7 +241,7 @@ class ParquetReader:
         def blocks():
             with open_parquet(loc) as pf:
                 self._check(pf.schema_arrow, loc, self.kinds)
-                for batch in _batches(pf, loc, self.layout.names, self.rows_per_chunk, [part]):
+                for batch in _batches(pf, loc, self.layout.names, self.read_rows, [part]):
                     y = labels.encode(_labels(batch.column(self.label))) if labels else None
                     yield enc.encode(self._frame(batch, columns, loc)), y
 

@@ -142,6 +142,7 @@ class DatasetSplit:
                 y = part.get("y")
                 writer = ChunkWriter(tmp, self.X.shape[1], None if y is None else _y_dtype(y), rpc,
                                      n_rows=int(part["X"].shape[0]))
+                rpc = writer.chunk_rows  # fewer for wide rows: each source block is whole chunks
                 sources = [part["X"].astype(np.float32).rechunk((rpc, -1))]
                 targets = [writer.X]
                 if y is not None:

@@ -17,6 +17,7 @@ import numpy as np
 import zarr
 from dask.array.core import normalize_chunks
 
+from .. import sizes
 from ..options import ParameterError
 from ..reductions import even_row_chunks
 from .location import Location, StorageError, as_location, as_storage_error
@@ -152,15 +153,34 @@ class CheckedReader:
             ) from None
 
 
+def check_chunks(array, where: str, name: str) -> None:
+    """Refuse Zarr metadata whose sizes cannot be honest for rows rfstream reads, before a
+    chunk is listed or read: more row chunks than :data:`rfstream.sizes.MAX_ROW_CHUNKS` (a
+    shape of 10^12 rows), a chunk over :data:`rfstream.sizes.MAX_CHUNK_BYTES` decoded (a small
+    chunk that declares 25 million rows), more columns than :data:`rfstream.sizes.MAX_FEATURES`."""
+    shape, chunks = tuple(array.shape), tuple(array.chunks)
+    if not shape:
+        return
+    where = f"{where}: array {name!r}"
+    if len(shape) > 1:
+        sizes.check_width(int(np.prod(shape[1:], dtype=object)), where)
+    fix = "the dataset's metadata do not describe rows rfstream can read; convert or write it again"
+    sizes.check_size(f"{where}: the number of row chunks ({shape[0]:,} rows of {chunks[0]:,})",
+                     -(-shape[0] // max(chunks[0], 1)), sizes.MAX_ROW_CHUNKS, fix)
+    sizes.check_size(f"{where}: a chunk of shape {chunks} in bytes", int(np.prod(chunks, dtype=object))
+                     * np.dtype(array.dtype).itemsize, sizes.MAX_CHUNK_BYTES, fix)
+
+
 def lazy_array(source: Source, name: str):
     """A dask array over the named array, one row block per Zarr chunk (evened, see
-    :func:`rfstream.reductions.even_row_chunks`); dask and numpy arrays of an
-    xarray Dataset pass through."""
+    :func:`rfstream.reductions.even_row_chunks`), its sizes checked first
+    (:func:`check_chunks`); dask and numpy arrays of an xarray Dataset pass through."""
     array = source.array(name)
     if isinstance(array, da.Array):
         return array
     if isinstance(array, np.ndarray):
         return da.from_array(array, chunks=(min(65536, max(len(array), 1)),) + array.shape[1:])
+    check_chunks(array, source.where, name)
     rows = even_row_chunks(normalize_chunks(array.chunks, array.shape)[0])
     token = dask.base.tokenize(source.where, source.version, name, array.shape, array.chunks, rows)
     chunks = (rows, *array.chunks[1:])

@@ -11,10 +11,10 @@ from __future__ import annotations
 from numbers import Integral
 
 import numpy as np
-import psutil
 
 from ..cluster import worker_memory
 from ..options import ParameterError
+from ..sizes import client_limit
 from .ridge.gram import SUB_BLOCK
 from .ridge.nystrom_pcg import ROWS_PER_RANK
 
@@ -22,8 +22,6 @@ from .ridge.nystrom_pcg import ROWS_PER_RANK
 #: features wider than this (a float64 Gram of 4096 x 4096 is 128 MiB per partial);
 #: dense features keep the one-pass Gram (CG costs a pass per iteration).
 CG_MIN_FEATURES = 4096
-#: The share of this machine's memory the client may use for a solve.
-CLIENT_SHARE = 0.8
 
 #: D x P float64 arrays the client holds at the peak of a CG solve of P systems
 #: (:func:`cg_memory`).
@@ -31,11 +29,6 @@ CG_CLIENT_COPIES = 12
 
 PCG_HINT = "{solver='pcg' (CLI)}, whose memory is D x {pcg_rank}"
 LOO_HINT = "{cv='loo' (CLI)}, which needs one Gram"
-
-
-def client_limit():
-    """The bytes the client may use: :data:`CLIENT_SHARE` of this machine's memory."""
-    return int(CLIENT_SHARE * psutil.virtual_memory().total)
 
 
 def gram_memory(n_groups, n_folds, n_features, n_targets):
@@ -173,14 +166,46 @@ def check_cg_memory(solver, n_features, n_systems):
                          n_components=None)
 
 
-def check_ridge_memory(ridge, n_features, n_targets, *, n_groups=1, sparse=False):
+def search_memory(widths, n_groups, n_folds, n_alphas, n_targets):
+    """``(need, limit, client, client_max)``: the bytes of a search's alpha path and scoring
+    pass, over ``widths`` (the D of each listed ``n_components`` size, prefix maps sliced
+    from the largest Gram, :func:`rfstream.solvers.ridge.gram.expand_sizes`) per gamma of
+    ``n_groups``, ``n_folds`` K and ``n_alphas`` A: the client holds each candidate's K x D x
+    A T float64 path and the sliced K x D^2 Grams of the smaller sizes; each running task of
+    the scoring pass holds the paths and a sub-block's K x (candidates x A x T) float64
+    predictions."""
+    G, K, A, T = n_groups, n_folds, n_alphas, n_targets
+    paths = 8 * G * K * A * T * sum(widths)
+    slices = 8 * G * K * sum(w * w for w in widths) if len(widths) > 1 else 0
+    predictions = 8 * SUB_BLOCK * K * G * len(widths) * A * T
+    limit, threads = worker_memory()
+    return threads * (paths + predictions), limit, paths + slices, client_limit()
+
+
+def check_search_memory(widths, n_groups, n_folds, n_alphas, n_targets):
+    """Refuse a search whose candidates (alphas x sizes x gammas) cannot be held
+    (:func:`search_memory`), naming the sizes and what to lower."""
+    need, limit, client, client_max = search_memory(widths, n_groups, n_folds, n_alphas, n_targets)
+    if need <= limit and client <= client_max:
+        return
+    where = (f"{need / 2**30:,.1f} GiB per worker, over its {limit / 2**30:.1f} GiB" if need > limit else
+             f"{client / 2**30:,.1f} GiB on the client, over its {client_max / 2**30:.1f} GiB")
+    raise ParameterError(f"the search over {n_alphas:,} alphas x {len(widths):,} sizes x {n_groups} gamma(s) "
+                         f"x {n_folds} fold(s) (D up to {max(widths):,}) needs about {where}; lower the "
+                         "number of alphas, of {n_components} sizes or {cv} (or machines with more memory).",
+                         alpha=None, n_components=None, cv=None)
+
+
+def check_ridge_memory(ridge, n_features, n_targets, *, n_groups=1, sparse=False, widths=None):
     """Refuse what a ridge estimator's fit on ``n_features`` columns (per gamma of
     ``n_groups``) and ``n_targets`` targets cannot hold, as its own fit would just before
     its passes: "pcg"'s preconditioner on the client, the Gram pass's partials and solve
     for "gram" (and "auto" on dense or narrow features), with the folds its ``cv`` and
-    ``alpha`` give (leave-one-out where an int ``cv``'s folds fall back to it); "cg" and
-    "pcg" the D x P arrays of their systems (:func:`check_cg_memory`; P = T for one alpha).
-    A ``cv`` whose folds only the data tell is left to the fit."""
+    ``alpha`` give (leave-one-out where an int ``cv``'s folds fall back to it), and the
+    search's paths and scoring pass over every alpha and size of ``widths`` (the width of
+    each listed ``n_components``, :func:`check_search_memory`); "cg" and "pcg" the D x P
+    arrays of their systems (:func:`check_cg_memory`; P = T for one alpha).  A ``cv`` whose
+    folds only the data tell is left to the fit."""
     if ridge.solver == "pcg":
         check_pcg_memory(n_features, min(ridge.pcg_rank, n_features), n_targets * iterative_systems(ridge))
     if uses_iterations(ridge.solver, n_features, n_groups, sparse):
@@ -193,6 +218,9 @@ def check_ridge_memory(ridge, n_features, n_targets, *, n_groups=1, sparse=False
     if searching and use_loo_instead(ridge.cv, n_groups, n_folds, n_features, n_targets):
         n_folds = 1
     check_gram_memory(n_groups, n_folds, n_features, n_targets)
+    widths = list(widths or [n_features])
+    if searching or len(widths) > 1:
+        check_search_memory(widths, n_groups, max(n_folds, 1), int(np.size(ridge.alpha)), n_targets)
 
 
 def iterative_systems(ridge):
