@@ -23,7 +23,7 @@ from .. import io
 from ..cluster import connect
 from . import resume
 from ..options import OPTIONS
-from .options import printable
+from .options import cli_message, printable
 
 
 def _write_json(data, location):
@@ -49,7 +49,7 @@ def _warnings_as_lines():
         warnings.simplefilter("always")
         yield
     shown = [w for w in caught if not issubclass(w.category, ResourceWarning)]
-    for message in dict.fromkeys(str(w.message).splitlines()[0] for w in shown):
+    for message in dict.fromkeys(cli_message(w.message) for w in shown):
         print(f"rfstream: warning: {printable(message)}", file=sys.stderr)
 
 
@@ -82,13 +82,15 @@ def cmd_convert(args):
 
 def _convert(args):
     t0 = time.perf_counter()
-    summary = io.convert(
-        args.src, args.dst, label_column=args.label_column, positive_class=args.positive,
-        rows_per_chunk=args.rows_per_chunk, header={"auto": "auto", "yes": True, "no": False}[args.header],
-        task=args.task, like=args.like, overwrite=args.overwrite, storage_options=args.storage_options,
-    )
+    with _warnings_as_lines():
+        summary = io.convert(
+            args.src, args.dst, label_column=args.label_column, positive_class=args.positive,
+            rows_per_chunk=args.rows_per_chunk, header={"auto": "auto", "yes": True, "no": False}[args.header],
+            task=args.task, like=args.like, overwrite=args.overwrite, sep=args.delimiter,
+            storage_options=args.storage_options,
+        )
     info = io.dataset_info(args.dst, storage_options=args.storage_options)
-    label, doubt = label_report(info["attrs"], chosen=args.label_column != "last")
+    label, doubt = label_report(info["attrs"], chosen=args.label_column != "auto" or args.like is not None)
     if doubt:
         print(f"rfstream: warning: {printable(doubt)}", file=sys.stderr)
     if not args.quiet:
@@ -115,9 +117,9 @@ def target_range(data, storage_options):
 
 def label_report(attrs, chosen):
     """``(label, doubt)``: which column convert took as the label (its index, the task, the
-    number of classes), and a warning when the label was taken by default (the last column)
-    while the only text column is elsewhere: that column looks like the label (letter's
-    first column, say)."""
+    number of classes), and a warning when the label was taken by default (the first or the
+    last column, :mod:`rfstream.io.guess`) while the only text column is elsewhere: that
+    column looks like the label."""
     index = attrs.get("label_column")
     task = attrs.get("task")
     label = {"column": index, "task": task}
@@ -128,7 +130,7 @@ def label_report(attrs, chosen):
     if not chosen and len(text) == 1 and task == "classification":
         name = text[0]  # a file without a header names its columns c0, c1, ...: pass the index
         flag = name if attrs.get("header") or not name[1:].isdigit() else name[1:]
-        doubt = (f"the label is the last column (column {index}, {label.get('classes')} classes), taken by "
+        doubt = (f"the label is column {index} ({label.get('classes')} classes), taken by "
                  f"default; column {name!r} is the only text column: if it is the label, convert again "
                  f"with --label-column {flag}.")
     return label, doubt
