@@ -182,6 +182,8 @@ PROGRESS = Arg("--progress", "progress of each pass on stderr: auto is a bar on 
                "otherwise one line per finished pass with its time; always a bar; never nothing",
                choices=PROGRESS_MODES, default="auto")
 OVERWRITE = Arg("--overwrite", "replace the output if it exists", action="store_true")
+FORMAT = Arg("--format", "what stdout shows: a short table, the JSON (all of it), or auto (a table on a terminal, "
+             "else the JSON)", choices=("auto", "table", "json"), default="auto")
 DATA = (STORAGE, X_ARRAY, Y_ARRAY)
 COMPUTE = (QUIET, PROGRESS, SCHEDULER)
 MODEL = Arg("model", f"model directory (rfstream fit --out): {LOCATION}, https://)")
@@ -243,6 +245,7 @@ FIT_TAIL = (
         "(the rows rfstream split --test-size FRACTION --random-state writes as TEST; seeded by "
         "--random-state), in the summary and the model's metadata", type=_level("--holdout", "a fraction", "0.2"),
         metavar="FRACTION", default_note="every row is fitted on"),
+    FORMAT,
     OVERWRITE,
     *DATA,
     *COMPUTE,
@@ -279,8 +282,7 @@ EVALUATE = (
     MODEL,
     Arg("data", "Zarr dataset with labels"),
     Arg("--out", "JSON file for the metrics", default_note="MODEL/metrics-<DATA name>.json"),
-    Arg("--format", "what stdout shows: a table, the JSON, or auto (a table on a terminal, else JSON)",
-        choices=("auto", "table", "json"), default="auto"),
+    FORMAT,
     Arg("--interval-level", "a regressor with a posterior (fit --calibrate): the level of the prediction "
         "intervals whose coverage and mean width are reported", type=_level("--interval-level"),
         metavar="LEVEL", default_note="0.9 for a model with a posterior, else no intervals"),
@@ -290,6 +292,7 @@ EVALUATE = (
 
 INFO = (
     Arg("path", f"a Zarr dataset, a model directory or a predictions group: {LOCATION}, https://)"),
+    FORMAT,
     *DATA,
     QUIET,
 )

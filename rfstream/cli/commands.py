@@ -16,12 +16,13 @@ import sys
 import tempfile
 import time
 import warnings
+from functools import partial
 from pathlib import Path
 
 
 from .. import io
 from ..cluster import connect
-from . import resume
+from . import resume, tables
 from ..options import OPTIONS
 from .options import cli_message, printable
 
@@ -55,6 +56,15 @@ def _warnings_as_lines():
 
 def _print_json(data):
     print(json.dumps(data, indent=2))
+
+
+def _show(data, args, table):
+    """``data`` as ``table(data)`` on a terminal (``--format auto``) or with ``--format table``,
+    else as the JSON scripts read."""
+    if args.format == "table" or (args.format == "auto" and sys.stdout.isatty()):
+        print(table(data))
+    else:
+        _print_json(data)
 
 
 def _connect(args, X=None, data=None):
@@ -168,7 +178,9 @@ def cmd_fit(args):
         elif job.meta.get("selection") and not args.report:  # a search, drawn only with matplotlib
             summary["report"] = "not drawn: the heat map of the search needs matplotlib (pip install " \
                                 "'rfstream[plot]'; --report insists on it)"
-        _print_json(summary)
+        _show(summary, args, partial(tables.fit_table, data=str(args.data), features=args.features,
+                                     solver=None if args.solver == "none" else args.solver,
+                                     task=job.meta.get("dataset", {}).get("task")))
 
 
 def cmd_split(args):
@@ -194,10 +206,7 @@ def cmd_evaluate(args):
                          args.storage_options)
     result["metrics_file"] = str(out)
     _write_json(result, out)
-    if args.format == "table" or (args.format == "auto" and sys.stdout.isatty()):
-        print(metrics_table(result))
-    else:
-        _print_json(result)
+    _show(result, args, metrics_table)
 
 
 def metrics_table(result):
@@ -269,9 +278,9 @@ def cmd_info(args):
     root = io.model_root(args.path, args.storage_options)
     if root.child("model.json").exists():
         doc = io.read_model_json(root)
-        _print_json({"model": str(args.path), "format_version": doc["format_version"],
-                     "rfstream_version": doc.get("rfstream_version"), "metadata": doc.get("metadata"),
-                     "estimator": _estimator_summary(doc["estimator"])})
+        _show({"model": str(args.path), "format_version": doc["format_version"],
+               "rfstream_version": doc.get("rfstream_version"), "metadata": doc.get("metadata"),
+               "estimator": _estimator_summary(doc["estimator"])}, args, tables.model_table)
     elif root.child("y_pred").exists():
         info = io.dataset_info(args.path, x="y_pred", y=None, storage_options=args.storage_options)
         described = {"predictions": str(args.path), "shape": list(info["shape"]), "dtype": info["dtype"]}
@@ -279,10 +288,10 @@ def cmd_info(args):
             if root.child(name).exists():
                 found = io.dataset_info(args.path, x=name, y=None, storage_options=args.storage_options)
                 described[name] = {"shape": list(found["shape"]), "dtype": found["dtype"]}
-        _print_json({**described, "attrs": info["attrs"]})
+        _show({**described, "attrs": info["attrs"]}, args, tables.plain_table)
     else:
-        _print_json(io.dataset_info(args.path, x=args.x_array, y=args.y_array,
-                                    storage_options=args.storage_options))
+        _show(io.dataset_info(args.path, x=args.x_array, y=args.y_array, storage_options=args.storage_options),
+              args, tables.dataset_table)
 
 
 def _estimator_summary(spec):

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from ..options import ParameterMixin
+from ..options import ParameterWarning
 from .ingest import MAX_AUTO_CLASSES
 
 #: data lines read for the header and label rules
@@ -39,7 +39,7 @@ SAMPLE_LINES = 1000
 _MISSING = ("", "?", "NA", "nan", "NaN", "N/A", "null", "NULL")
 
 
-class LabelGuessWarning(ParameterMixin, UserWarning):
+class LabelGuessWarning(ParameterWarning):
     """The label column was guessed and another column looks as much like one; the
     parameters it names are data (said as flags at the command line)."""
 

@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..options import ParameterError, ParameterMixin
+from ..options import ParameterError, ParameterWarning
 from .location import Location
 
 MAX_CLASSES = 1000
@@ -297,7 +297,7 @@ class LabelScanner:
                 "is a quantity, use {task='regression'}", task="classification"), stacklevel=4)
 
 
-class TaskWarning(ParameterMixin, UserWarning):
+class TaskWarning(ParameterWarning):
     """A task asked for that the labels hardly fit (many integer classes); the parameters it
     names are data, said as flags at the command line."""
 

@@ -63,6 +63,7 @@ from .cv import (
     normal_equations,
     solve,
     warn_on_edge,
+    warn_on_largest_size,
 )
 from .evidence import (
     centred_target_energy,
@@ -166,6 +167,7 @@ class RidgeSearchMixin:
         if groups.sizes is not None:
             self.cv_results_["n_components"] = np.repeat(groups.sizes, alphas.size)
             self.n_components_ = int(groups.sizes[chosen])
+            warn_on_largest_size(groups.sizes, chosen)
         elif hasattr(self, "n_components_"):
             del self.n_components_
         if groups.select is not None:
