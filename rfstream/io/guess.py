@@ -11,7 +11,8 @@ written before the code and checked on every CSV of the shared datasets
 * **Label.** Each column gets a *label score*: 2 for text with few distinct values (at most
   :data:`~rfstream.io.ingest.MAX_AUTO_CLASSES`, or at most half the rows), 1 for integers
   with 2 to ``MAX_AUTO_CLASSES`` distinct values some of which repeat, 0 otherwise (floats,
-  identifiers, constants); its *kind* is text, integers or floats.  The first column is the
+  identifiers, constants); its *kind* is text, numbers written as integers, or other numbers
+  (``1.0`` included).  The first column is the
   label when its score is greater than the last column's and than the middle columns'
   median, and the last column is of the kind most middle columns are, a feature like them
   (letter: a text label before integer features; digits: an integer label before float
@@ -24,6 +25,7 @@ written before the code and checked on every CSV of the shared datasets
 from __future__ import annotations
 
 import io
+import re
 import statistics
 import warnings
 from dataclasses import dataclass
@@ -35,6 +37,7 @@ from .ingest import MAX_AUTO_CLASSES
 
 #: data lines read for the header and label rules
 SAMPLE_LINES = 1000
+_INTEGER = re.compile(r"[+-]?\d+")
 #: fields that mean "missing", never a header's name
 _MISSING = ("", "?", "NA", "nan", "NaN", "N/A", "null", "NULL")
 
@@ -84,8 +87,10 @@ def first_row_is_header(records: list[list[str]]) -> bool:
 
 @dataclass(frozen=True)
 class ColumnLook:
-    """What a column's sampled values look like: ``kind`` is "text", "int", "float" or
-    "empty"; ``distinct`` counts its distinct values; ``score`` is its label score."""
+    """What a column's sampled values look like: ``kind`` is "text", "int" (numbers written
+    as integers), "float" (other numbers, ``1.0`` included) or "empty"; ``distinct`` counts its
+    distinct values; ``score`` is its label score (integer-valued numbers, ``-1.0`` too, may
+    score 1)."""
 
     kind: str
     distinct: int
@@ -94,9 +99,9 @@ class ColumnLook:
     def describe(self) -> str:
         if self.kind == "text":
             return f"{self.distinct} distinct text values"
-        if self.kind == "int":
+        if self.score:
             return f"{self.distinct} distinct integer values"
-        return "non-integer numbers" if self.kind == "float" else "no values"
+        return f"{self.distinct} distinct numbers" if self.kind in ("int", "float") else "no values"
 
 
 def look(values: list[str]) -> ColumnLook:
@@ -110,10 +115,10 @@ def look(values: list[str]) -> ColumnLook:
     except ValueError:
         few = distinct <= MAX_AUTO_CLASSES or distinct <= len(present) // 2
         return ColumnLook("text", distinct, 2 if few else 0)
-    if all(x.is_integer() for x in numbers):
-        label_like = 2 <= distinct <= MAX_AUTO_CLASSES and distinct < len(present)
-        return ColumnLook("int", distinct, 1 if label_like else 0)
-    return ColumnLook("float", distinct, 0)
+    label_like = (all(x.is_integer() for x in numbers) and 2 <= distinct <= MAX_AUTO_CLASSES
+                  and distinct < len(present))
+    written = "int" if all(_INTEGER.fullmatch(v) for v in present) else "float"  # "1.0" is written a float
+    return ColumnLook(written, distinct, 1 if label_like else 0)
 
 
 def guess_label(records: list[list[str]], names: list[str], header: bool, path) -> int:
@@ -128,7 +133,7 @@ def guess_label(records: list[list[str]], names: list[str], header: bool, path) 
     last_like_middle = sum(m.kind == last.kind for m in middle) * 2 > len(middle) if middle else False
     taken, other = (0, width - 1) if first.score > max(last.score, median) and last_like_middle else (width - 1, 0)
     chosen, rival = looks[taken], looks[other]
-    if rival.score and (rival.score == chosen.score or (rival.score > chosen.score and rival.kind == "int")):
+    if rival.score and (rival.score == chosen.score or (rival.score > chosen.score and rival.kind != "text")):
         warnings.warn(_doubt(path, names, header, taken, other, chosen, rival), stacklevel=3)
     return taken
 
