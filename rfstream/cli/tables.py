@@ -59,6 +59,18 @@ def search_rows(cv, limit=BEST_ROWS):
     return lines
 
 
+#: a holdout's entries that say how it was drawn, not how the model did
+_HOLDOUT_SETTINGS = ("fraction", "random_state", "rows", "metric", "value", "predict_seconds", "interval_level")
+#: solvers whose model is a transformer (``rfstream transform``)
+TRANSFORMERS = (None, "kpca")
+
+
+def holdout_line(holdout):
+    """The held-out rows' metrics in one line."""
+    metrics = {k: v for k, v in holdout.items() if k not in _HOLDOUT_SETTINGS and isinstance(v, (int, float))}
+    return f"holdout ({holdout.get('rows', 0):,} rows): " + ", ".join(f"{k} {_number(v)}" for k, v in metrics.items())
+
+
 def next_steps(model, task, transformer=False):
     """What to run next with a saved model."""
     if model is None:
@@ -72,7 +84,9 @@ def next_steps(model, task, transformer=False):
 
 def fit_table(summary, *, data, features, solver, task):
     """``rfstream fit``'s summary (:meth:`rfstream.jobs.FitJob.summary`) as a short table."""
-    what = f"{features} features" + ("" if solver is None else f" + {solver}") + (f", {task}" if task else "")
+    transformer = solver in TRANSFORMERS
+    what = f"{features} features" + ("" if solver is None else f" + {solver}") + \
+        (f", {task}" if task and not transformer else "")
     lines = [f"fitted {what} on {data}: {summary['rows']:,} rows in {summary['fit_seconds']:.1f} s, "
              f"{summary.get('passes', '?')} passes" + (f" ({summary['passes_reused']} resumed from the checkpoint)"
                                                         if summary.get("passes_reused") else "")]
@@ -90,7 +104,7 @@ def fit_table(summary, *, data, features, solver, task):
     if cv:
         lines += search_rows(cv)
     if summary.get("holdout"):
-        lines.append("holdout: " + ", ".join(f"{k} {_number(v)}" for k, v in summary["holdout"].items()))
+        lines.append(holdout_line(summary["holdout"]))
     if summary.get("explained_variance_ratio"):
         ratios = summary["explained_variance_ratio"]
         lines.append(f"explained variance: {sum(ratios):.4g} in {len(ratios)} components")
@@ -99,7 +113,7 @@ def fit_table(summary, *, data, features, solver, task):
     lines.append(f"saved to {summary['model']}" if summary.get("model") else "not saved")
     if summary.get("report"):
         lines.append(f"report: {summary['report']}")
-    lines += next_steps(summary.get("model"), task, transformer=solver is None)
+    lines += next_steps(summary.get("model"), task, transformer=transformer)
     lines.append("everything: --format json")
     return "\n".join(printable(line) for line in lines)
 
@@ -135,11 +149,11 @@ def model_table(info):
         lines.append("chosen: " + ", ".join(chosen + [f"{selection['scoring']} {_number(selection.get('best_score'))}"]))
         lines += search_rows({"scoring": selection["scoring"], **selection.get("cv", {})})
     if meta.get("holdout"):
-        scalars = {k: v for k, v in meta["holdout"].items() if isinstance(v, (int, float)) and v is not None}
-        lines.append("holdout: " + ", ".join(f"{k} {_number(v)}" for k, v in scalars.items()))
+        lines.append(holdout_line(meta["holdout"]))
     if meta.get("calibration"):
         lines.append("calibrated: " + ", ".join(meta["calibration"].get("outputs", [])))
-    transformer = isinstance(steps, list) and steps and steps[-1][0] != "solver"
+    last = steps[-1] if isinstance(steps, list) and steps else ("", steps or {})
+    transformer = last[0] != "solver" or last[1].get("class", "").endswith("KernelPCA")
     lines += next_steps(info["model"], dataset.get("task"), transformer=transformer)
     lines.append("everything: --format json")
     return "\n".join(printable(line) for line in lines)
