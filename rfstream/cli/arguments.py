@@ -189,7 +189,8 @@ COMPUTE = (QUIET, PROGRESS, SCHEDULER)
 MODEL = Arg("model", f"model directory (rfstream fit --out): {LOCATION}, https://)")
 
 CONVERT = (
-    Arg("src", "source: a CSV (plain or compressed), LIBSVM, Parquet, .npy or .npz file, or a "
+    Arg("src", "source: a CSV (plain or compressed), LIBSVM, Parquet, .npy (the features) or .npz (arrays X and, "
+        "optionally, y) file, or a "
         "directory or glob of CSV/LIBSVM/Parquet files (converted by Dask tasks, one per file or row "
         f"group; one gzip file is one stream, one task); {LOCATION}, https://)"),
     Arg("dst", f"Zarr dataset to write: {LOCATION})"),

@@ -20,6 +20,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ..options import ParameterError
 from . import guess
 from .convert_tasks import Encoding, Schema
 from .ingest import (
@@ -33,7 +34,6 @@ from .ingest import (
     open_text,
     resolve_label_column,
 )
-from ..options import ParameterError
 from .location import Location
 
 NA_VALUES = ["?"]
