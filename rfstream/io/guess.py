@@ -12,9 +12,9 @@ written before the code and checked on every CSV of the shared datasets
   :data:`~rfstream.io.ingest.MAX_AUTO_CLASSES`, or at most half the rows), 1 for integers
   with 2 to ``MAX_AUTO_CLASSES`` distinct values some of which repeat, 0 otherwise (floats,
   identifiers, constants); its *kind* is text, numbers written as integers, or other numbers
-  (``1.0`` included).  The first column is the
-  label when its score is greater than the last column's and than the middle columns'
-  median, and the last column is of the kind most middle columns are, a feature like them
+  (``1.0`` included).  The first column is the label when its score is greater than the
+  last column's and than the middle columns' median, and the last column is of the kind
+  most middle columns are, a feature like them
   (letter: a text label before integer features; digits: an integer label before float
   pixels); otherwise the last (house prices after counts and categories, a 0/1 label after
   a text feature and floats).
@@ -37,6 +37,7 @@ from .ingest import MAX_AUTO_CLASSES
 
 #: data lines read for the header and label rules
 SAMPLE_LINES = 1000
+#: a number written as an integer
 _INTEGER = re.compile(r"[+-]?\d+")
 #: fields that mean "missing", never a header's name
 _MISSING = ("", "?", "NA", "nan", "NaN", "N/A", "null", "NULL")
@@ -54,8 +55,7 @@ def sample_records(lines: list[str], sep: str) -> list[list[str]]:
     while n >= 1:
         try:
             frame = pd.read_csv(io.StringIO("\n".join(lines[:n])), sep=sep, header=None, dtype=str,
-                                keep_default_na=False, skipinitialspace=True, engine="python"
-                                if len(sep) > 1 else "c")
+                                keep_default_na=False, skipinitialspace=True)
         except (pd.errors.ParserError, ValueError):
             n = n // 2 if n > 2 else n - 1
             continue
