@@ -293,6 +293,53 @@ def choose_scheduler(scheduler=None, data_bytes=None):
     return None if scheduler == "cluster" else scheduler
 
 
+#: seconds a scheduler's host:port has to accept a TCP connection before ``connect`` gives up
+#: (dask config ``rfstream.probe-timeout``); the client's own handshake then has ``rfstream.connect-timeout``
+PROBE_TIMEOUT = 5
+#: the schemes whose address is ``host:port`` over TCP, probed before the client connects
+_TCP_SCHEMES = ("tcp", "tls", "ws", "wss")
+
+
+def scheduler_address(scheduler):
+    """``(scheme, host, port)`` of a scheduler's address (``tcp://`` when it names none); a
+    port that is not a number, or none, is a :class:`ParameterError` naming the address."""
+    from urllib.parse import urlsplit
+
+    text = scheduler if "://" in scheduler else "tcp://" + scheduler
+    parts = urlsplit(text)
+    try:
+        port = parts.port
+    except ValueError:
+        port = -1
+    if parts.scheme in _TCP_SCHEMES and (not parts.hostname or port is None or port < 0):
+        raise ParameterError(
+            "{scheduler=} is not a scheduler's address: "
+            + (f"its port {parts.netloc.rpartition(':')[2]!r} is not a number from 0 to 65535"
+               if port is not None else "it names no port") + "; write tcp://HOST:PORT, e.g. tcp://127.0.0.1:8786",
+            scheduler=scheduler)
+    return parts.scheme, parts.hostname, port
+
+
+def probe_scheduler(scheduler):
+    """Refuse within seconds an address where nothing accepts a TCP connection (refused,
+    unreachable, unknown host), where the client would retry for its whole timeout."""
+    import socket
+
+    scheme, host, port = scheduler_address(scheduler)
+    if scheme not in _TCP_SCHEMES:
+        return
+    seconds = dask.utils.parse_timedelta(dask.config.get("rfstream.probe-timeout", PROBE_TIMEOUT))
+    try:
+        socket.create_connection((host, port), timeout=seconds).close()
+    except OSError as exc:
+        reason = "no answer within {:g} s".format(seconds) if isinstance(exc, TimeoutError) else \
+            (exc.strerror or type(exc).__name__)
+        raise ParameterError(
+            f"could not connect to the Dask scheduler at {scheduler!r}: nothing accepts a connection at "
+            f"{host}:{port} ({reason}); check the address and that the scheduler runs, or leave "
+            "{scheduler} out to use an embedded cluster.", scheduler=scheduler) from None
+
+
 @contextlib.contextmanager
 def connect(scheduler=None, *, n_workers=None, data_bytes=None, device="cpu"):
     """Context manager that yields a ``distributed.Client`` or ``None``.
@@ -327,11 +374,13 @@ def connect(scheduler=None, *, n_workers=None, data_bytes=None, device="cpu"):
             f"scheduler must be an address like tcp://host:8786, or one of "
             f"{', '.join(LOCAL_SCHEDULERS)}; got {scheduler!r} ('cluster': an embedded LocalCluster)."
         )
+    probe_scheduler(scheduler)
     try:
         client = Client(scheduler, timeout=dask.config.get("rfstream.connect-timeout", "20s"))  # DASK_RFSTREAM__...
-    except (OSError, TimeoutError) as exc:
+    except (OSError, TimeoutError, MemoryError) as exc:  # MemoryError: a handshake read from another server
+        said = "what answers there does not speak Dask's protocol" if isinstance(exc, MemoryError) else exc
         raise ParameterError(
-            f"could not connect to the Dask scheduler at {scheduler!r} ({exc}); "
+            f"could not connect to the Dask scheduler at {scheduler!r} ({said}); "
             "check the address, or leave {scheduler} out to use an embedded cluster.", scheduler=scheduler
         ) from None
     with client, contextlib.ExitStack() as hooks:

@@ -161,7 +161,8 @@ class FitJob:
 
     def _check_rows(self, data, X, attrs):
         """Refuse before any pass what the dataset's metadata already says will fail: fewer
-        than two rows, a classifier's dataset with fewer than two classes."""
+        than two rows, a classifier's dataset with fewer than two classes, a score of two
+        classes (``roc_auc``) on another number of them."""
         if X.shape[0] < 2:
             raise ValueError(f"{data} has {X.shape[0]} sample(s) (rows); a fit needs at least 2.")
         classes = attrs.get("classes")
@@ -169,6 +170,13 @@ class FitJob:
                 and len(classes) < 2:
             raise ParameterError(f"{data} has {len(classes)} class ({classes!r:.80}); a classifier needs at "
                                  "least two (or {task='regression'} for numeric labels).", task=attrs.get("task"))
+        solver = getattr(self.model, "named_steps", {}).get("solver")
+        if getattr(solver, "scoring", None) == "roc_auc" and classes is not None and len(classes) != 2 \
+                and attrs.get("task") == "classification":
+            raise ParameterError("{scoring='roc_auc'} needs two classes; " f"{data} has {len(classes)} "
+                                 f"({classes!r:.80}). Use " "{scoring='error_rate'} or {scoring='balanced_error'}, "
+                                 "or convert with one class against the rest ({positive_class=*}).",
+                                 scoring="roc_auc", positive_class=None)
 
     def _check_holdout(self, holdout, random_state):
         """``{"fraction", "random_state"}`` of a holdout (None without one)."""

@@ -279,6 +279,11 @@ class ParameterError(ParameterMixin, ValueError):
     (:class:`ParameterMixin`)."""
 
 
+class ParameterWarning(ParameterMixin, UserWarning):
+    """A warning about parameters, named as data (:class:`ParameterMixin`): the command line
+    says them as flags."""
+
+
 class OutputExistsError(ParameterMixin, FileExistsError):
     """An output that exists and may not be replaced (``overwrite``), the parameter as data."""
 

@@ -93,7 +93,7 @@ def document_defaults(parser):
 
 
 def label_column(text):
-    if text in ("first", "last", "none"):
+    if text in ("auto", "first", "last", "none"):
         return None if text == "none" else text
     try:
         return int(text)
@@ -123,6 +123,18 @@ def storage_options(text):
         kind = _JSON_TYPES.get(type(options), "value")
         raise argparse.ArgumentTypeError(f"must be a JSON object; got a JSON {kind} ({size})")
     return options
+
+
+#: ``--delimiter``'s words for separators a shell makes awkward to type
+DELIMITER_WORDS = {"tab": "\t", "space": " ", "whitespace": r"\s+"}
+
+
+def delimiter(text):
+    """argparse type of ``--delimiter``: auto, a word of :data:`DELIMITER_WORDS`, or the separator."""
+    if not text or "\n" in text or '"' in text:
+        raise argparse.ArgumentTypeError(f"must be auto, tab, space, whitespace or a separator such as ';'; "
+                                         f"got {text!r}")
+    return DELIMITER_WORDS.get(text, text)
 
 
 def _positive_int(flag):
@@ -173,26 +185,36 @@ OVERWRITE = Arg("--overwrite", "replace the output if it exists", action="store_
 DEVICE = Arg("--device", "where the features and products are made: cuda moves each task's rows to "
              "its worker's GPU (needs pip install 'rfstream[cuda]'; with --scheduler cluster, one worker per "
              "GPU); auto: cuda where cupy finds a device (docs/gpu.md)", choices=DEVICES, default="cpu")
+FORMAT = Arg("--format", "what stdout shows: a short table, the JSON (all of it), or auto (a table on a terminal, "
+             "else the JSON)", choices=("auto", "table", "json"), default="auto")
 DATA = (STORAGE, X_ARRAY, Y_ARRAY)
 COMPUTE = (QUIET, PROGRESS, SCHEDULER)
 MODEL = Arg("model", f"model directory (rfstream fit --out): {LOCATION}, https://)")
 
 CONVERT = (
-    Arg("src", "source: a CSV (plain or compressed), LIBSVM, Parquet, .npy or .npz file, or a "
+    Arg("src", "source: a CSV (plain or compressed), LIBSVM, Parquet, .npy (the features) or .npz (arrays X and, "
+        "optionally, y) file, or a "
         "directory or glob of CSV/LIBSVM/Parquet files (converted by Dask tasks, one per file or row "
         f"group; one gzip file is one stream, one task); {LOCATION}, https://)"),
     Arg("dst", f"Zarr dataset to write: {LOCATION})"),
-    Arg("--label-column", "the label column: 'last', 'first', a 0-based index, a header name, or "
-        "'none' (no labels)", type=label_column, default="last"),
+    Arg("--label-column", "the label column: 'auto', 'last', 'first', a 0-based index, a header name, or "
+        "'none' (no labels); auto: with --like the training set's, else the first or the last column, "
+        "whichever looks like a label (text or few distinct integers) where the other does not, with a "
+        "warning when both do (docs/io.md)", type=label_column, default="auto"),
     Arg("--positive", "binary task: this label against the rest",
-        default_note="every label is a class"),
+        default_note="every label is a class", keywords=("positive_class",)),
     Arg("--rows-per-chunk", "rows per Zarr chunk", type=_positive_int("--rows-per-chunk"), default=65536),
-    Arg("--header", "whether a CSV's first line names the columns", choices=("auto", "yes", "no"),
-        default="auto"),
+    Arg("--header", "whether a CSV's first line names the columns; auto: with --like the training set's, "
+        "else yes when the first row is not numbers throughout where the rows below are",
+        choices=("auto", "yes", "no"), default="auto"),
+    Arg("--delimiter", "a CSV's field separator: auto (with --like the training set's, else ',', tab or "
+        "';', whichever the first line holds, else runs of whitespace), tab, space, whitespace, or the "
+        "character itself, e.g. '|'", type=delimiter, default="auto", keywords=("sep",)),
     Arg("--task", "what the label is; auto: classes for non-numeric labels or integers with at most "
-        "32 distinct values, else regression", choices=("auto", "classification", "regression"),
-        default="auto"),
-    Arg("--like", "encode with the schema (columns, categories, classes) of this training dataset",
+        "32 distinct values, else regression; classification of non-integer numbers is refused",
+        choices=("auto", "classification", "regression"), default="auto"),
+    Arg("--like", "encode with every schema choice of this training dataset: columns, categories, "
+        "classes, task, and unless given here its label column, header and delimiter",
         default_note="the schema is read from SRC"),
     OVERWRITE,
     Arg("--storage-options", "options of every URL's filesystem (see rfstream fit --help)",
@@ -230,6 +252,7 @@ FIT_TAIL = (
     DEVICE,
     Arg("--precision", "--device cuda: the products' precision, fp32 or tf32 (tensor cores; its accuracy: "
         "docs/gpu.md)", choices=PRECISIONS, default_note="fp32"),
+    FORMAT,
     OVERWRITE,
     *DATA,
     *COMPUTE,
@@ -268,8 +291,7 @@ EVALUATE = (
     MODEL,
     Arg("data", "Zarr dataset with labels"),
     Arg("--out", "JSON file for the metrics", default_note="MODEL/metrics-<DATA name>.json"),
-    Arg("--format", "what stdout shows: a table, the JSON, or auto (a table on a terminal, else JSON)",
-        choices=("auto", "table", "json"), default="auto"),
+    FORMAT,
     Arg("--interval-level", "a regressor with a posterior (fit --calibrate): the level of the prediction "
         "intervals whose coverage and mean width are reported", type=_level("--interval-level"),
         metavar="LEVEL", default_note="0.9 for a model with a posterior, else no intervals"),
@@ -280,6 +302,7 @@ EVALUATE = (
 
 INFO = (
     Arg("path", f"a Zarr dataset, a model directory or a predictions group: {LOCATION}, https://)"),
+    FORMAT,
     *DATA,
     QUIET,
 )

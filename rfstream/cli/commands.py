@@ -16,14 +16,15 @@ import sys
 import tempfile
 import time
 import warnings
+from functools import partial
 from pathlib import Path
 
 
 from .. import io
 from ..cluster import connect
-from . import resume
+from . import resume, tables
 from ..options import OPTIONS
-from .options import printable
+from .options import cli_message, printable
 
 
 def _write_json(data, location):
@@ -53,12 +54,21 @@ def _warnings_as_lines(every=True):
             warnings.simplefilter("always")
         yield
     shown = [w for w in caught if not issubclass(w.category, ResourceWarning)]
-    for message in dict.fromkeys(str(w.message).splitlines()[0] for w in shown):
+    for message in dict.fromkeys(cli_message(w.message) for w in shown):
         print(f"rfstream: warning: {printable(message)}", file=sys.stderr)
 
 
 def _print_json(data):
     print(json.dumps(data, indent=2))
+
+
+def _show(data, args, table):
+    """``data`` as ``table(data)`` on a terminal (``--format auto``) or with ``--format table``,
+    else as the JSON scripts read."""
+    if args.format == "table" or (args.format == "auto" and sys.stdout.isatty()):
+        print(table(data))
+    else:
+        _print_json(data)
 
 
 def _connect(args, X=None, data=None):
@@ -88,13 +98,15 @@ def cmd_convert(args):
 
 def _convert(args):
     t0 = time.perf_counter()
-    summary = io.convert(
-        args.src, args.dst, label_column=args.label_column, positive_class=args.positive,
-        rows_per_chunk=args.rows_per_chunk, header={"auto": "auto", "yes": True, "no": False}[args.header],
-        task=args.task, like=args.like, overwrite=args.overwrite, storage_options=args.storage_options,
-    )
+    with _warnings_as_lines():
+        summary = io.convert(
+            args.src, args.dst, label_column=args.label_column, positive_class=args.positive,
+            rows_per_chunk=args.rows_per_chunk, header={"auto": "auto", "yes": True, "no": False}[args.header],
+            task=args.task, like=args.like, overwrite=args.overwrite, sep=args.delimiter,
+            storage_options=args.storage_options,
+        )
     info = io.dataset_info(args.dst, storage_options=args.storage_options)
-    label, doubt = label_report(info["attrs"], chosen=args.label_column != "last")
+    label, doubt = label_report(info["attrs"], chosen=args.label_column != "auto" or args.like is not None)
     if doubt:
         print(f"rfstream: warning: {printable(doubt)}", file=sys.stderr)
     if not args.quiet:
@@ -121,9 +133,9 @@ def target_range(data, storage_options):
 
 def label_report(attrs, chosen):
     """``(label, doubt)``: which column convert took as the label (its index, the task, the
-    number of classes), and a warning when the label was taken by default (the last column)
-    while the only text column is elsewhere: that column looks like the label (letter's
-    first column, say)."""
+    number of classes), and a warning when the label was taken by default (the first or the
+    last column, :mod:`rfstream.io.guess`) while the only text column is elsewhere: that
+    column looks like the label."""
     index = attrs.get("label_column")
     task = attrs.get("task")
     label = {"column": index, "task": task}
@@ -134,7 +146,7 @@ def label_report(attrs, chosen):
     if not chosen and len(text) == 1 and task == "classification":
         name = text[0]  # a file without a header names its columns c0, c1, ...: pass the index
         flag = name if attrs.get("header") or not name[1:].isdigit() else name[1:]
-        doubt = (f"the label is the last column (column {index}, {label.get('classes')} classes), taken by "
+        doubt = (f"the label is column {index} ({label.get('classes')} classes), taken by "
                  f"default; column {name!r} is the only text column: if it is the label, convert again "
                  f"with --label-column {flag}.")
     return label, doubt
@@ -173,7 +185,9 @@ def cmd_fit(args):
         elif job.meta.get("selection") and not args.report:  # a search, drawn only with matplotlib
             summary["report"] = "not drawn: the heat map of the search needs matplotlib (pip install " \
                                 "'rfstream[plot]'; --report insists on it)"
-        _print_json(summary)
+        _show(summary, args, partial(tables.fit_table, data=str(args.data), features=args.features,
+                                     solver=None if args.solver == "none" else args.solver,
+                                     task=job.meta.get("dataset", {}).get("task")))
 
 
 def cmd_split(args):
@@ -199,10 +213,7 @@ def cmd_evaluate(args):
                          args.storage_options)
     result["metrics_file"] = str(out)
     _write_json(result, out)
-    if args.format == "table" or (args.format == "auto" and sys.stdout.isatty()):
-        print(metrics_table(result))
-    else:
-        _print_json(result)
+    _show(result, args, metrics_table)
 
 
 def metrics_table(result):
@@ -275,9 +286,9 @@ def cmd_info(args):
     root = io.model_root(args.path, args.storage_options)
     if root.child("model.json").exists():
         doc = io.read_model_json(root)
-        _print_json({"model": str(args.path), "format_version": doc["format_version"],
-                     "rfstream_version": doc.get("rfstream_version"), "metadata": doc.get("metadata"),
-                     "estimator": _estimator_summary(doc["estimator"])})
+        _show({"model": str(args.path), "format_version": doc["format_version"],
+               "rfstream_version": doc.get("rfstream_version"), "metadata": doc.get("metadata"),
+               "estimator": _estimator_summary(doc["estimator"])}, args, tables.model_table)
     elif root.child("y_pred").exists():
         info = io.dataset_info(args.path, x="y_pred", y=None, storage_options=args.storage_options)
         described = {"predictions": str(args.path), "shape": list(info["shape"]), "dtype": info["dtype"]}
@@ -285,10 +296,10 @@ def cmd_info(args):
             if root.child(name).exists():
                 found = io.dataset_info(args.path, x=name, y=None, storage_options=args.storage_options)
                 described[name] = {"shape": list(found["shape"]), "dtype": found["dtype"]}
-        _print_json({**described, "attrs": info["attrs"]})
+        _show({**described, "attrs": info["attrs"]}, args, tables.plain_table)
     else:
-        _print_json(io.dataset_info(args.path, x=args.x_array, y=args.y_array,
-                                    storage_options=args.storage_options))
+        _show(io.dataset_info(args.path, x=args.x_array, y=args.y_array, storage_options=args.storage_options),
+              args, tables.dataset_table)
 
 
 def _estimator_summary(spec):

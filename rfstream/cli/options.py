@@ -193,11 +193,16 @@ def argument_flag(name, value, form):
     """``(flag, bare)`` of the command-line argument (:mod:`rfstream.cli.arguments`) whose
     destination (or one of its ``keywords``) is ``name``: a ``store_true`` flag says
     ``name=True`` bare, and ``--no-NAME`` says ``name=False``; a flag with choices is the one
-    whose choices hold ``value``.  ``(None, False)`` when no argument sets ``name`` so."""
+    whose choices hold ``value`` (True and False: ``yes`` and ``no``, ``--header yes``).
+    ``(None, False)`` when no argument sets ``name`` so."""
     rows = ARGUMENT_FLAGS.get(name, ())
     if form == "name=value":
         if isinstance(value, bool):
+            word = "yes" if value else "no"
+            said = [(f"{row[0]} {word}", True) for row in rows if row[2] is None and word in row[1]]
             rows = [row for row in rows if row[2] is value]
+            if not rows and said:
+                return said[0]
         else:
             rows = [row for row in rows if row[2] is None]
             rows = [row for row in rows if row[1] and value_word(value) in map(value_word, row[1])] or \

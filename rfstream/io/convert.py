@@ -24,6 +24,7 @@ from .dataset import (
     json_attrs,
 )
 from .ingest import TASKS, Plan, canonical_label
+from ..options import ParameterError
 from .location import Location, as_location
 from .staging import check_destination, staging
 
@@ -177,7 +178,24 @@ def runs_as_tasks(src, storage_options=None, block_size=csv_ranges.BLOCK_SIZE) -
     return format_of(files[0]).ranges is not None and csv_ranges.several_blocks(files[0], block_size)
 
 
-def convert(src, dst, *, label_column="last", positive_class=None, rows_per_chunk=65536,
+def like_choices(attrs: dict, label_column, header, sep) -> tuple:
+    """``(label_column, header, sep)`` with each "auto" replaced by the choice the training
+    set's attributes ``attrs`` record: its label column (none when it has no labels), and a
+    CSV's header and separator."""
+    csv_source = attrs.get("format") == "csv"
+    if label_column == "auto":
+        if attrs.get("task") is None:
+            label_column = None
+        elif attrs.get("format") in ("csv", "parquet"):
+            label_column = attrs.get("label_index" if csv_source else "label_column", "auto")
+    if header == "auto" and csv_source and "header" in attrs:
+        header = bool(attrs["header"])
+    if sep == "auto" and csv_source:
+        sep = attrs.get("sep", "auto")
+    return label_column, header, sep
+
+
+def convert(src, dst, *, label_column="auto", positive_class=None, rows_per_chunk=65536,
             header="auto", task="auto", like=None, overwrite=False, sep="auto",
             storage_options=None, block_size=csv_ranges.BLOCK_SIZE) -> dict:
     """Convert CSV, LIBSVM, Parquet, .npy or .npz files into a Zarr dataset, streaming.
@@ -199,30 +217,38 @@ def convert(src, dst, *, label_column="last", positive_class=None, rows_per_chun
         Destination dataset (a local directory or a URL such as
         ``s3://bucket/train.zarr``; written whole or not at all, see
         :mod:`rfstream.io.staging`).
-    label_column : "last", "first", int, str or None
+    label_column : "auto", "last", "first", int, str or None
         CSV and Parquet label column: 0-based index (negative allowed) or column name.
-        None: no label.  LIBSVM: the label is always the first token (None drops it).
+        None: no label.  "auto": with ``like``, the training set's label column; else, for
+        CSV, the first or the last column by the rule of :mod:`rfstream.io.guess` (a
+        :class:`~rfstream.io.guess.LabelGuessWarning` when the other looks as much like a
+        label); for Parquet, the last.  LIBSVM: the label is always the first token (None
+        drops it); .npz: the member ``y`` (None drops it).
     positive_class : str, optional
         Binary task "P vs rest": ``classes = ["rest", P]``, y = 1 where the label is P
         (``"normal"`` and ``"normal."`` are the same).
     rows_per_chunk : int
         Rows per Zarr chunk and per streamed block.
     header : "auto", True or False
-        CSV: "auto": a header if no field of the first line is a number while the
-        second line has one.
+        CSV: "auto": with ``like``, the training set's; else a header when the first row
+        is not numbers throughout where the rows below are (:mod:`rfstream.io.guess`).
     task : "auto", "classification" or "regression"
         "auto": classification for non-numeric labels or integer-valued labels with at
-        most 32 distinct values; regression otherwise.
+        most 32 distinct values; regression otherwise.  "classification" of non-integer
+        numbers is refused, of more than 32 distinct integers warned about
+        (:class:`~rfstream.io.ingest.TaskWarning`).
     like : str or Path, optional
-        A dataset converted earlier (the training set): reuse its columns, categories,
-        fill values, classes, task and positive class.  Unseen categories encode as
+        A dataset converted earlier (the training set): reuse every choice of its schema:
+        columns, categories, fill values, classes, task, positive class and, unless given
+        here, its label column, header and separator.  Unseen categories encode as
         zeros (counted in ``n_unseen_categories``), unseen labels as ``y = -1``
         (counted in ``n_unseen_labels``).  Pass 1 is skipped for one stream, and only
         counts the rows of several files or byte ranges.
     overwrite : bool
         Replace an existing dataset at ``dst``.
     sep : "auto" or str
-        CSV field separator; "auto" tries ``,``, tab, ``;``, then whitespace.
+        CSV field separator (``r"\\s+"``: runs of whitespace); "auto" tries ``,``, tab, ``;``,
+        then whitespace (with ``like``: the training set's).
     storage_options : dict, optional
         For every URL of the call (source, destination, ``like``); see
         :mod:`rfstream.io.location`.
@@ -253,10 +279,14 @@ def convert(src, dst, *, label_column="last", positive_class=None, rows_per_chun
     block_size = csv_ranges.check_block_size(block_size)
     if task not in TASKS:
         raise ValueError(f"task={task!r} is not valid; use one of {TASKS}")
-    if sep != "auto" and not (isinstance(sep, str) and sep):
-        raise ValueError(f"sep={sep!r} is not valid; use 'auto' or a separator string")
+    if sep != "auto" and not (isinstance(sep, str) and sep and "\n" not in sep and '"' not in sep):
+        raise ParameterError("{sep=} is not valid; use 'auto' or a separator such as ',', ';' or a tab",
+                             sep=sep)
     positive = None if positive_class is None else canonical_label(positive_class)[0]
     like_attrs = None if like is None else dataset_info(like, storage_options=storage_options)["attrs"]
+    like = None if like is None else str(like)  # as messages say it
+    if like_attrs is not None:
+        label_column, header, sep = like_choices(like_attrs, label_column, header, sep)
     options = {"label_column": label_column, "positive": positive, "task": task, "like": like,
                "like_attrs": like_attrs, "rows_per_chunk": rows_per_chunk, "header": header, "sep": sep}
     if len(files) == 1:

@@ -22,6 +22,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .. import sizes
+from ..options import ParameterError
+from . import guess
 from .convert_tasks import Encoding, Schema
 from .ingest import (
     BoundedText,
@@ -74,14 +76,6 @@ class Layout:
         return self.names[self.label_index] if self.header else self.label_index
 
 
-def _is_number(text) -> bool:
-    try:
-        float(str(text).strip())
-    except ValueError:
-        return False
-    return True
-
-
 #: data lines read to find the first two records (a quoted field may span lines)
 SNIFF_LINES = 64
 
@@ -120,28 +114,34 @@ def _fields(line: str, sep: str) -> int:
     return sum(1 for _ in re.finditer(sep, line)) + 1
 
 
-def sniff(path: Location, sep="auto", header="auto", label_column="last") -> Layout:
+def sniff(path: Location, sep="auto", header="auto", label_column="auto") -> Layout:
     """Leading comment lines, separator, header and label column of a CSV file.
 
     Lines at the top that are blank or start with ``#`` or ``|`` are skipped.
     ``sep="auto"``: ``","`` if the first data line has a comma, else tab, else ``";"``,
-    else runs of whitespace.  ``header="auto"``: the first line is a header when none
-    of its fields parses as a number (or is ``?``) while the second line has one that does.
+    else runs of whitespace.  ``header="auto"`` and ``label_column="auto"`` follow the
+    rules of :mod:`rfstream.io.guess` over the first data lines (a first row that is not
+    numbers throughout where the rest are is a header; the label is the first or the last
+    column).
     """
-    skip, lines = first_data_lines(path, SNIFF_LINES)
+    skip, lines = first_data_lines(path, guess.SAMPLE_LINES)
     if not lines:
         raise ValueError(f"{path}: no data rows (the file is empty or only comments)")
     if sep == "auto":
         sep = next((s for s in (",", "\t", ";") if s in lines[0]), r"\s+")
     sizes.check_width(max(_fields(line, sep) for line in lines), path)
-    rows = _records(lines, sep, path)
+    rows = _records(lines[:SNIFF_LINES], sep, path)
+    sample = guess.sample_records(lines, sep) if "auto" in (header, label_column) else rows
+    sample = sample if len(sample) >= len(rows) else rows
     if header == "auto":
-        header = (len(rows) == 2 and not any(_is_number(v) or v in NA_VALUES for v in rows[0])
-                  and any(map(_is_number, rows[1])))
+        header = guess.first_row_is_header(sample)
     elif header not in (True, False):
         raise ValueError(f"header={header!r} is not valid; use 'auto', True or False")
     names = _unique_names(rows[0]) if header else [f"c{j}" for j in range(len(rows[0]))]
-    index = resolve_label_column(label_column, names, header, path)
+    if label_column == "auto":
+        index = guess.guess_label(sample[1:] if header else sample, names, bool(header), path)
+    else:
+        index = resolve_label_column(label_column, names, header, path, rows[0])
     return Layout(path, sep, skip, bool(header), names, index, compression_of(path),
                   max(len(line) for line in lines))
 
@@ -189,15 +189,14 @@ def _parse(layout: Layout, source: BoundedText, rows_per_chunk: int, dtype, usec
     except sizes.SizeError:
         raise
     except pd.errors.ParserError as exc:
-        raise ValueError(
+        raise ParameterError(
             f"{layout.path}: cannot read as CSV: {exc}. Every row must have "
-            f"{len(layout.names)} fields separated by {layout.sep!r} (pass sep= if that is wrong)"
-        ) from exc
+            f"{len(layout.names)} fields separated by {layout.sep!r} (pass " "{sep=*} if that is wrong)",
+            sep=layout.sep) from exc
     except ValueError as exc:
-        raise ValueError(
-            f"{layout.path}: {exc}. A column read as numbers holds text; with like=, the "
-            "columns that were numeric in the training file must be numeric here too"
-        ) from exc
+        raise ParameterError(
+            f"{layout.path}: {exc}. A column read as numbers holds text; with " "{like=*}, the "
+            "columns that were numeric in the training file must be numeric here too", like=None) from exc
 
 
 # ----------------------------------------------------------------- pass 1
@@ -351,7 +350,7 @@ def schema_attrs(layout: Layout, columns) -> dict:
         else:
             feature_names.extend(f"{name}={c}" for c in info)
             categorical[name] = list(info)
-    return {"format": "csv", "header": layout.header, "columns": names,
+    return {"format": "csv", "header": layout.header, "sep": layout.sep, "columns": names,
             "feature_names": feature_names, "categorical": categorical,
             "fill_values": fill_values}
 
@@ -369,23 +368,23 @@ def like_columns(attrs: dict, names) -> list:
 def columns_from_attrs(attrs: dict, layout: Layout, like) -> list:
     """Feature columns of a ``like=`` dataset, checked against this file's layout."""
     if attrs.get("format") not in ("csv", "parquet"):
-        raise ValueError(f"like={like} was not converted from CSV or Parquet "
-                         f"(format={attrs.get('format')!r})")
+        raise ParameterError("{like=} was not converted from CSV or Parquet "
+                             f"(format={attrs.get('format')!r})", like=like)
+    like_label = attrs.get("label_index")
+    if like_label is not None and layout.label_index not in (None, like_label):
+        raise ParameterError(f"{layout.path}: the label column is {layout.label_index} but {{like=}} "
+                             f"used column {like_label}; pass {{label_column=}}", like=like,
+                             label_column=like_label)
     names = attrs["columns"]
     here = [layout.names[j] for j in layout.features]
     if len(here) != len(names):
-        raise ValueError(
+        raise ParameterError(
             f"{layout.path} has {len(here)} feature columns ({len(layout.names)} fields per row) "
-            f"but like={like} has {len(names)}; the files must have the same columns"
-        )
+            f"but {{like=}} has {len(names)}; the files must have the same columns", like=like)
     if layout.header and attrs.get("header") and here != names:
         bad = next(k for k in range(len(names)) if here[k] != names[k])
-        raise ValueError(f"{layout.path}: feature column {bad} is {here[bad]!r} but like={like} "
-                         f"has {names[bad]!r}; the files must have the same columns in order")
-    like_label = attrs.get("label_index")
-    if like_label is not None and layout.label_index not in (None, like_label):
-        raise ValueError(f"{layout.path}: label column is {layout.label_index} but like={like} "
-                         f"used column {like_label}; pass label_column={like_label}")
+        raise ParameterError(f"{layout.path}: feature column {bad} is {here[bad]!r} but {{like=}} "
+                             f"has {names[bad]!r}; the files must have the same columns in order", like=like)
     return like_columns(attrs, names)
 
 

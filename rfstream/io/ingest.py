@@ -14,6 +14,7 @@ import gzip
 import io
 import lzma
 import re
+import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
@@ -23,7 +24,7 @@ import numpy as np
 import pandas as pd
 
 from .. import sizes
-from ..options import ParameterError
+from ..options import ParameterError, ParameterWarning
 from .location import Location
 
 MAX_CLASSES = 1000
@@ -227,29 +228,35 @@ class ExactSum:
         return self.value / (count << self.SHIFT) if count else 0.0
 
 
-def resolve_label_column(label_column, names, header, path) -> int | None:
-    """The 0-based index of ``label_column`` ("last", "first", an index, a name) in ``names``."""
+def resolve_label_column(label_column, names, header, path, first_row=None) -> int | None:
+    """The 0-based index of ``label_column`` ("auto" and "last", "first", an index, a name) in
+    ``names``; ``first_row``: the file's first row, named when a name is asked of a file
+    read without a header."""
     n = len(names)
     if label_column is None:
         return None
     if isinstance(label_column, str):
-        if label_column in ("last", "first"):
-            return n - 1 if label_column == "last" else 0
+        if label_column in ("auto", "last", "first"):
+            return 0 if label_column == "first" else n - 1
         if header and label_column in names:
             return names.index(label_column)
         if re.fullmatch(r"-?\d+", label_column.strip()):
             return resolve_label_column(int(label_column), names, header, path)
-        hint = (f"its header columns are {names[:12]}{' ...' if n > 12 else ''}" if header
-                else "it has no header row; use 'first', 'last' or a 0-based column index")
-        raise ValueError(f"label_column={label_column!r} is not a column of {path}: {hint}")
+        if header:
+            raise ParameterError(f"{{label_column=}} is not a column of {path}: its header columns are "
+                                 f"{names[:12]}{' ...' if n > 12 else ''}", label_column=label_column)
+        row = f" ({', '.join(map(str, first_row[:8]))}{', ...' if len(first_row) > 8 else ''})" if first_row else ""
+        raise ParameterError(
+            f"{{label_column=}} is not a column of {path}: no header row was found, its first row{row} was "
+            "read as data; if that row names the columns, pass {header=True}; else name the label by "
+            "'first', 'last' or a 0-based column index", label_column=label_column, header=True)
     if isinstance(label_column, (int, np.integer)) and not isinstance(label_column, bool):
         if -n <= label_column < n:
             return int(label_column) % n
-        raise ValueError(
-            f"label_column={label_column} is out of range for {path}, which has {n} columns; "
-            f"use 0..{n - 1}, -1..-{n}, 'first' or 'last'"
-        )
-    raise TypeError(f"label_column must be 'last', 'first', an int, a column name or None; "
+        raise ParameterError(
+            f"{{label_column=}} is out of range for {path}, which has {n} columns; "
+            f"use 0..{n - 1}, -1..-{n}, 'first' or 'last'", label_column=int(label_column))
+    raise TypeError(f"label_column must be 'auto', 'last', 'first', an int, a column name or None; "
                     f"got {label_column!r}")
 
 
@@ -313,10 +320,10 @@ class LabelScanner:
         """Task and classes after pass 1 (see :func:`rfstream.io.convert`)."""
         check_text(self.classes, src, f"label column {column!r}")
         if self.n_missing:
-            raise ValueError(
+            raise ParameterError(
                 f"{src}: {self.n_missing} rows have no value in label column {column!r} "
-                "(empty or '?'); remove those rows, or pass label_column=None for unlabeled data"
-            )
+                "(empty or '?'); remove those rows, or pass {label_column=None} for unlabeled data",
+                label_column=None)
         if self.positive is not None:
             if task == "regression":
                 raise ParameterError("positive_class is only valid for classification; "
@@ -344,8 +351,31 @@ class LabelScanner:
                 f"{src}: label column {column!r} has more than {MAX_CLASSES} distinct values, "
                 "too many for classification; use {task='regression'} or another {label_column}",
                 task=task, label_column=column)
+        if self.numeric:
+            self._check_numeric_classes(src, column, small)
         key = (lambda c: float(c)) if self.numeric else None
         return LabelSchema("classification", sorted(self.classes, key=key))
+
+    def _check_numeric_classes(self, src: Location, column: Any, small: bool) -> None:
+        """Numbers asked to be classes: non-integers are refused (one class per price), more
+        distinct integers than ``MAX_AUTO_CLASSES`` are warned about (:class:`TaskWarning`)."""
+        if not self.integer:
+            example = next((c for c in sorted(self.classes, key=float) if not float(c).is_integer()), None)
+            such = f" (such as {example})" if example is not None else ""
+            raise ParameterError(
+                f"{src}: " "{task='classification'} makes a class of each value, but label column "
+                f"{column!r} holds non-integer numbers{such}; use " "{task='regression'}, or bin the "
+                "target into classes first", task="classification")
+        if not small:
+            warnings.warn(TaskWarning(
+                f"{src}: " "{task='classification'} makes a class of each of the "
+                f"{len(self.classes)} distinct integer values of label column {column!r}; if the label "
+                "is a quantity, use {task='regression'}", task="classification"), stacklevel=4)
+
+
+class TaskWarning(ParameterWarning):
+    """A task asked for that the labels hardly fit (many integer classes); the parameters it
+    names are data, said as flags at the command line."""
 
 
 @dataclass
@@ -386,10 +416,9 @@ class LabelEncoder:
     def encode(self, values) -> np.ndarray:
         s = pd.Series(values)
         if s.isna().any():
-            raise ValueError(
+            raise ParameterError(
                 f"{self.src}: {int(s.isna().sum())} rows have no label (empty or '?'); "
-                "remove them, or pass label_column=None for unlabeled data"
-            )
+                "remove them, or pass {label_column=None} for unlabeled data", label_column=None)
         codes, uniques = pd.factorize(s)
         if self.schema.task == "regression":
             return self._numbers(uniques)[codes].astype(np.float32)
@@ -410,10 +439,9 @@ class LabelEncoder:
         for k, u in enumerate(uniques):
             _, v = canonical_label(u)
             if v is None:
-                raise ValueError(
+                raise ParameterError(
                     f"{self.src}: label {u!r} is not a number, but the task is regression; "
-                    "pass task='classification' (or fix the label)"
-                )
+                    "pass {task='classification'} (or fix the label)", task="classification")
             out[k] = v
         return out
 
@@ -430,7 +458,8 @@ def like_label_schema(like_attrs: dict, like_path, task: str, positive: str | No
     schema = LabelSchema.from_attrs(like_attrs)
     check_like_task(task, positive, schema, like_path)
     if labeled and schema is None:
-        raise ValueError(f"like={like_path} has no labels; pass label_column=None")
+        raise ParameterError("{like=} has no labels; pass {label_column=None}", like=like_path,
+                             label_column=None)
     return schema
 
 
@@ -439,12 +468,12 @@ def check_like_task(task: str, positive: str | None, like: LabelSchema | None, l
     if like is None:
         return
     if task not in ("auto", like.task):
-        raise ValueError(f"task={task!r} contradicts like={like_path} whose task is {like.task!r}")
+        raise ParameterError(f"{{task=}} contradicts {{like=}} whose task is {like.task!r}", task=task,
+                             like=like_path)
     if positive is not None and positive != like.positive:
-        raise ValueError(
-            f"positive_class={positive!r} contradicts like={like_path} "
-            f"whose positive_class is {like.positive!r}"
-        )
+        raise ParameterError(
+            "{positive_class=} contradicts {like=} " f"whose positive class is {like.positive!r}",
+            positive_class=positive, like=like_path)
 
 
 # ----------------------------------------------------------------- plans

@@ -27,6 +27,7 @@ from .ingest import (
     like_label_schema,
     open_text,
 )
+from ..options import ParameterError
 from .location import Location
 
 F32_MAX = float(np.finfo(np.float32).max)
@@ -154,8 +155,8 @@ class LibsvmReader:
         self.labeled = label_column is not None
         if like_attrs is not None:
             if like_attrs.get("format") != "libsvm":
-                raise ValueError(f"like={like} was not converted from LIBSVM "
-                                 f"(format={like_attrs.get('format')!r})")
+                raise ParameterError("{like=} was not converted from LIBSVM "
+                                     f"(format={like_attrs.get('format')!r})", like=like)
             labels = like_label_schema(like_attrs, like, task, positive, self.labeled)
             self.like_spec = (like_attrs["index_base"], len(like_attrs["feature_names"]), labels)
 

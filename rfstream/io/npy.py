@@ -7,6 +7,7 @@ import numpy as np
 
 from .. import sizes
 from .ingest import LabelEncoder, LabelScanner, LabelSchema, Plan, check_like_task, encoding_stats
+from ..options import ParameterError
 from .location import Location
 
 
@@ -36,8 +37,8 @@ def plan(src: Location, *, label_column, positive, task, like, like_attrs,
     d = sizes.check_width(X.shape[1], src)
     if like_attrs is not None:
         if len(like_attrs["feature_names"]) != d:
-            raise ValueError(f"{src} has {d} features but like={like} has "
-                             f"{len(like_attrs['feature_names'])}")
+            raise ParameterError(f"{src} has {d} features but {{like=}} has "
+                                 f"{len(like_attrs['feature_names'])}", like=like)
         schema = LabelSchema.from_attrs(like_attrs)
         check_like_task(task, positive, schema, like)
     elif y is not None:
@@ -46,7 +47,8 @@ def plan(src: Location, *, label_column, positive, task, like, like_attrs,
             scanner.update(y[a:a + rows_per_chunk])
         schema = scanner.decide(task, src, "y")
     if y is not None and schema is None:
-        raise ValueError(f"like={like} has no labels but {src} has 'y'; pass label_column=None")
+        raise ParameterError(f"{{like=}} has no labels but {src} has 'y'; pass {{label_column=None}}", like=like,
+                             label_column=None)
     labels = None if y is None else LabelEncoder(schema, src)
 
     step = sizes.block_rows(d, rows_per_chunk)  # rows from the width

@@ -27,6 +27,7 @@ from .ingest import (
     like_label_schema,
     resolve_label_column,
 )
+from ..options import ParameterError
 from .location import Location
 
 MAGIC = b"PAR1"
@@ -114,10 +115,10 @@ def _shown(names: list) -> str:
 def _label_name(label_column, names: list, path: Location) -> str | None:
     if label_column is None:
         return None
-    if (isinstance(label_column, str) and label_column not in ("first", "last", *names)
+    if (isinstance(label_column, str) and label_column not in ("auto", "first", "last", *names)
             and not re.fullmatch(r"-?\d+", label_column.strip())):
-        raise ValueError(f"{path} has no column {label_column!r} (label_column); "
-                         f"its columns are {_shown(names)}")
+        raise ParameterError(f"{path} has no column {label_column!r} " "({label_column})"
+                             f"; its columns are {_shown(names)}", label_column=label_column)
     return names[resolve_label_column(label_column, names, True, path)]
 
 
@@ -141,12 +142,13 @@ class ParquetReader:
         self.label = _label_name(label_column, names, first)
         if like_attrs is not None:
             if like_attrs.get("format") not in ("csv", "parquet"):
-                raise ValueError(f"like={like} was not converted from CSV or Parquet "
-                                 f"(format={like_attrs.get('format')!r})")
+                raise ParameterError("{like=} was not converted from CSV or Parquet "
+                                     f"(format={like_attrs.get('format')!r})", like=like)
             features = list(like_attrs["columns"])
             if self.label in features:
-                raise ValueError(f"{first}: label column {self.label!r} is a feature column of "
-                                 f"like={like}; pass label_column=None for unlabeled data")
+                raise ParameterError(f"{first}: label column {self.label!r} is a feature column of "
+                                     "{like=}; pass {label_column=None} for unlabeled data", like=like,
+                                     label_column=None)
         else:
             features = [n for n in names if n != self.label]
         sizes.check_width(len(features), first)
@@ -212,7 +214,7 @@ class ParquetReader:
         if n_features == 0:
             raise ValueError(f"{self.first}: no feature columns besides the label")
         attrs = {**schema_attrs(layout, columns), **missing_filled(layout, scan)}
-        del attrs["header"]
+        del attrs["header"], attrs["sep"]
         attrs.update(format="parquet", label_column=self.label, label_index=self.label_index)
         attrs.update(labels.attrs() if labels else {"task": None, "positive_class": None})
         y_dtype = LabelEncoder(labels, self.first).dtype if labels else None

@@ -66,6 +66,9 @@ def selection_summary(solver, fmap=None):
             side = grid_edge(values, int(np.searchsorted(values, chosen[name])))
             if side is not None:
                 edges[name] = side
+    sizes = np.unique(table.get("n_components", ()))
+    if sizes.size >= 2 and solver.n_components_ == sizes.max():  # warned about as the alpha's and gamma's edges
+        edges["n_components"] = "largest"
     if edges:
         summary["edge"] = edges
     return summary

@@ -14,6 +14,7 @@ import dask.array as da
 import numpy as np
 from dask.base import is_dask_collection
 from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import assert_all_finite
 
 from .._validation import dask_labels
 from ..cluster import compute
@@ -63,6 +64,14 @@ def check_targets(X, y, *, multi_output=False):
     return da.from_array(np.asarray(y), chunks=(X.chunks[0],) + ((-1,) if len(shape) == 2 else ()))
 
 
+def _check_labels(y):
+    """scikit-learn's check of classification labels, NaN and infinity refused first by name
+    (its own check casts them to integers, with a RuntimeWarning, before it refuses them)."""
+    if np.asarray(y).dtype.kind in "fc":
+        assert_all_finite(y, input_name="y")
+    check_classification_targets(y)
+
+
 def find_classes(y, *, name="the classifier", return_counts=False, also=()):
     """The sorted distinct labels of ``y`` (and how often each occurs), at least two of them.
 
@@ -99,9 +108,9 @@ def find_classes(y, *, name="the classifier", return_counts=False, also=()):
         found, extra = found[: len(lazy)], tuple(found[len(lazy):])
         with warnings.catch_warnings():  # its "more classes than half the samples" hint counts
             warnings.filterwarnings("ignore", message="The number of unique classes")  # the distinct values
-            check_classification_targets(found[0])
+            _check_labels(found[0])
     else:
-        check_classification_targets(y)
+        _check_labels(y)
         found = np.unique(y, return_counts=True) if return_counts else (np.unique(y),)
         extra = compute(*also, None)[:-1] if any(is_dask_collection(a) for a in also) else tuple(also)
     classes = np.asarray(found[0])

@@ -235,6 +235,7 @@ def test_save_load_roundtrip(X, tmp_path):
                                       pipe.named_steps["features"].weights_)
 
 
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.SkipTestWarning")  # as every check_estimator test
 @pytest.mark.parametrize("weights", ["bq"])  # "ses": test_contract.py::test_map_check_estimator[ses]
 def test_sklearn_check_estimator(weights):
     check_estimator(SESFeatures(n_components=8, weights=weights, random_state=0),

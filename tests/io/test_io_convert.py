@@ -190,7 +190,9 @@ def test_task_rules(tmp_path):
     assert convert(ints, tmp_path / "i.zarr")["classes"] == ["0", "1", "2"]
     assert convert(floats, tmp_path / "f.zarr")["task"] == "regression"
     assert convert(many, tmp_path / "m.zarr")["task"] == "regression"  # 50 > 32 values
-    s = convert(many, tmp_path / "m2.zarr", task="classification")
+    with pytest.warns(UserWarning, match="task='classification' makes a class of each of the 50 distinct "
+                      "integer values of label column 1; if the label is a quantity, use task='regression'"):
+        s = convert(many, tmp_path / "m2.zarr", task="classification")
     assert s["classes"][:3] == ["0", "1", "2"] and len(s["classes"]) == 50  # numeric order
     assert convert(ints, tmp_path / "i2.zarr", task="regression")["task"] == "regression"
     with pytest.raises(ValueError, match="task='regression' needs numeric labels.*'red'"):
@@ -342,3 +344,24 @@ def test_failure_in_pass2_leaves_nothing(tmp_path, monkeypatch):
     with pytest.raises(OSError):
         convert(src, tmp_path / "b.zarr", rows_per_chunk=4)
     assert siblings(tmp_path / "b.zarr") == []
+
+
+def test_like_takes_the_training_sets_label_column_header_and_separator(tmp_path):
+    train = write(tmp_path / "tr.csv", "y;a;b\n" + "".join(f"{k % 2};{k * 0.5};{k % 7 * 1.5}\n" for k in range(20)))
+    convert(train, tmp_path / "tr.zarr", label_column="y", sep=";")
+    test = write(tmp_path / "te.csv", "y;a;b\n1;3.5;2.0\n0;1.0;0.5\n")
+    s = convert(test, tmp_path / "te.zarr", like=tmp_path / "tr.zarr")
+    X, y, attrs = load(tmp_path / "te.zarr")
+    assert attrs["label_column"] == "y" and attrs["header"] and attrs["sep"] == ";"
+    assert X.tolist() == [[3.5, 2.0], [1.0, 0.5]] and y.tolist() == [1, 0] and s["n_unseen_labels"] == 0
+    with pytest.raises(ValueError, match=r"the label column is 2 but like=.*tr\.zarr.* used column 0; "
+                                         r"pass label_column=0"):
+        convert(test, tmp_path / "te2.zarr", like=tmp_path / "tr.zarr", label_column=2)
+
+
+def test_classification_of_prices_is_refused_in_one_line(tmp_path):
+    src = write(tmp_path / "p.csv", "".join(f"{k},{100 + k * 2.5}\n" for k in range(40)))
+    with pytest.raises(ValueError, match=r"p\.csv: task='classification' makes a class of each value, but label "
+                                         r"column 1 holds non-integer numbers \(such as 102\.5\); use "
+                                         r"task='regression', or bin the target into classes first"):
+        convert(src, tmp_path / "p.zarr", task="classification")

@@ -22,7 +22,8 @@ from rfstream.jobs import FitJob
 #: ``rfstream fit`` arguments that are not a keyword of fit_dataset under their own name,
 #: and what they are in the API
 NOT_KEYWORDS = {"no_standardize": "standardize=False", "no_checkpoint": "checkpoint=None",
-                "scheduler": "rfstream.cluster.connect", "quiet": "progress='never'", "func": None}
+                "scheduler": "rfstream.cluster.connect", "quiet": "progress='never'", "func": None,
+                "format": "fit_dataset returns the summary's data; a table is the terminal's"}
 
 
 def fit_args(*argv):

@@ -17,6 +17,7 @@ import scipy.linalg
 
 from ...cluster import compute
 from ...devices import is_numpy, symmetric_eigh
+from ...options import ParameterWarning
 from ...reductions import Layout
 from ..passes import RowSpec, row_sum, sub_blocks, weight_fields
 from ..targets import encode_classes
@@ -187,6 +188,19 @@ def warn_on_edge(values, chosen, name, labels=None):
     return side
 
 
+def warn_on_largest_size(sizes, chosen):
+    """Warn when the chosen ``n_components`` is the largest of a list of two or more sizes:
+    a larger map may score better.  Returns whether it warned."""
+    sizes = np.asarray(sizes)
+    largest = np.unique(sizes).size >= 2 and sizes[chosen] == sizes.max()
+    if largest:
+        warnings.warn(ParameterWarning(
+            "the chosen {n_components=} is the largest of its list; the best may lie beyond it: extend the "
+            "list towards larger {n_components} values (the Gram's memory grows as their square)",
+            n_components=int(sizes[chosen])), stacklevel=4)
+    return bool(largest)
+
+
 #: The metrics that ``scoring=`` names; the classifiers' default is "error_rate".
 CLASSIFIER_SCORINGS = ("error_rate", "balanced_error", "roc_auc", "squared_error")
 REGRESSOR_SCORINGS = ("squared_error",)
@@ -334,7 +348,8 @@ def cv_table(alphas, scores, fold_weight, scoring, bound=None, gammas=None):
     else:
         mean = np.mean(s, axis=0)
     alphas = np.asarray(alphas, dtype=np.float64)
-    table = {"alpha": alphas, "scoring": scoring, "mean_score": mean,
+    groups = mean.size // alphas.size  # several sizes of n_components, or gammas: alpha within each group
+    table = {"alpha": np.tile(alphas, groups), "scoring": scoring, "mean_score": mean,
              "std_score": np.std(s, axis=0), "fold_scores": scores.T.copy()}
     if gammas is not None:
         gammas = np.asarray(gammas, dtype=np.float64)

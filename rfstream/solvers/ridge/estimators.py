@@ -63,6 +63,7 @@ from .cv import (
     normal_equations,
     solve,
     warn_on_edge,
+    warn_on_largest_size,
 )
 from .evidence import (
     centred_target_energy,
@@ -167,6 +168,7 @@ class RidgeSearchMixin:
             self.cv_results_["n_components"] = np.repeat(groups.sizes, alphas.size)
             self.cv_results_["alpha"] = np.tile(alphas, groups.n_groups)  # one per candidate, as every column
             self.n_components_ = int(groups.sizes[chosen])
+            warn_on_largest_size(groups.sizes, chosen)
         elif hasattr(self, "n_components_"):
             del self.n_components_
         if groups.select is not None:

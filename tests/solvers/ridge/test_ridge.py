@@ -284,6 +284,17 @@ def test_classifier_continuous_targets():
         StreamingRidgeClassifier().fit(X, y)
 
 
+@pytest.mark.filterwarnings("error::RuntimeWarning")  # scikit-learn's label check alone casts NaN to int
+@pytest.mark.parametrize("bad, said", [(np.nan, "NaN"), (np.inf, "infinity")])
+def test_classifier_labels_nan_or_infinite_are_named(bad, said):
+    X, _ = regression_data()
+    y = np.where(np.arange(X.shape[0]) % 2, 1.0, 0.0)
+    y[3] = bad
+    for labels in (y, da.from_array(y, chunks=50)):
+        with pytest.raises(ValueError, match=f"Input y contains {said}"):
+            StreamingRidgeClassifier().fit(X, labels)
+
+
 def test_many_classes_from_dask_labels_fit_without_a_regression_hint(recwarn):
     """30 classes read from a dask y: the distinct labels are checked, not taken for a
     30-sample regression target (scikit-learn's "more unique classes than half" hint)."""
