@@ -20,6 +20,8 @@ from dask import is_dask_collection
 from dask.base import tokenize
 from sklearn.utils.validation import _check_feature_names, validate_data
 
+from .devices import array_namespace, is_device_array, numpy_dtype, to_host
+
 from .cluster import compute
 
 #: float dtypes every estimator computes in (other numeric input is cast to float64)
@@ -43,6 +45,8 @@ def check_X(estimator, X, *, reset, known_rows=True, accept_sparse=False):
     ``accept_sparse`` is ``validate_data``'s."""
     if is_dask_collection(X):
         return check_dask_array(X, estimator, reset=reset, known_rows=known_rows)
+    if is_device_array(X):
+        return check_device_array(X, estimator, reset=reset)
     check_numeric_columns(X)
     return validate_data(estimator, X, reset=reset, accept_sparse=accept_sparse, dtype=FLOAT_DTYPES)
 
@@ -53,9 +57,37 @@ def check_X_y(estimator, X, y, *, reset, known_rows=True, accept_sparse=False, *
     ``validate_data(X, y)`` with ``y_checks`` (``multi_output``, ``y_numeric``)."""
     if is_dask_collection(X):
         return check_dask_array(X, estimator, reset=reset, known_rows=known_rows), y
+    if is_device_array(X):  # the labels, a few numbers a row, on the host
+        X, y = check_device_array(X, estimator, reset=reset), np.asarray(to_host(y))
+        if y.shape[0] != X.shape[0]:
+            raise ValueError(f"X has {X.shape[0]} rows but y has {y.shape[0]}; give one label per row.")
+        return X, y
     check_numeric_columns(X)
     return validate_data(estimator, X, y, reset=reset, accept_sparse=accept_sparse, dtype=FLOAT_DTYPES,
                          **y_checks)
+
+
+def check_device_array(X, estimator=None, *, reset=False):
+    """An in-memory array of another namespace (cupy on a GPU, :class:`rfstream.devices.GenericRows`)
+    checked as :func:`check_dask_array` checks a dask array, and kept where it is: 2-d, real
+    numbers (integers become float64), rows when fitting, ``n_features_in_`` set or matched."""
+    if X.ndim != 2:
+        raise ValueError(f"Expected a 2-d array for X; got ndim={X.ndim} with shape {tuple(X.shape)}.")
+    dtype = numpy_dtype(X)
+    if dtype.kind not in "biuf":
+        raise ValueError(f"X must have a real numeric dtype; got dtype {dtype}.")
+    if dtype.kind != "f":
+        xp = array_namespace(X)
+        X = xp.astype(X, xp.float64)
+    if reset and X.shape[0] == 0:
+        raise ValueError(f"Found array with 0 sample(s) (shape={tuple(X.shape)}) while a minimum of 1 is required.")
+    if estimator is not None:
+        if reset:
+            estimator.n_features_in_ = int(X.shape[1])
+        elif X.shape[1] != estimator.n_features_in_:
+            raise ValueError(f"X has {X.shape[1]} features, but {type(estimator).__name__} is expecting "
+                             f"{estimator.n_features_in_} features as input.")
+    return X
 
 
 def check_numeric_columns(X):

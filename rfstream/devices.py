@@ -43,6 +43,16 @@ def is_numpy(x) -> bool:
     return type(x) is np.ndarray or hasattr(x, "tocsr")
 
 
+def is_device_array(x) -> bool:
+    """Whether ``x`` is an in-memory array of another namespace than numpy's (cupy, an array API
+    array, :class:`GenericRows`): a dask collection, a DataFrame or a sparse matrix is not."""
+    if isinstance(x, GenericRows):
+        return True
+    if isinstance(x, np.ndarray) or hasattr(x, "tocsr") or hasattr(x, "iloc") or hasattr(x, "dask"):
+        return False
+    return type(x).__module__.split(".")[0] == "cupy" or hasattr(x, "__array_namespace__")
+
+
 def array_namespace(x):
     """The array API namespace of ``x``: numpy for numpy (and :class:`GenericRows`), cupy for
     cupy, ``x.__array_namespace__()`` for any other array of the standard."""

@@ -16,7 +16,7 @@ import numpy as np
 from scipy import special, stats
 
 from .cluster import compute
-from .devices import to_host
+from .devices import take_rows, to_host
 from .options import KERNELS
 from .preprocess import gather_rows
 from .random import sample_row_indices
@@ -243,9 +243,7 @@ def auto_gamma(X, kernel="gaussian", *, n_samples=AUTO_SAMPLE_ROWS, k=50, random
         sample = to_host(compute(sample))  # rows on a device: the sample's distances on the host
         sample = sample if finish is None else finish(sample)
     else:
-        sample = X.iloc[idx] if hasattr(X, "iloc") else X[idx]
-        if hasattr(sample, "dask"):
-            sample = to_host(compute(sample))
+        sample = X.iloc[idx] if hasattr(X, "iloc") else to_host(take_rows(X, idx))
 
     from sklearn.metrics import pairwise_distances
 

@@ -194,7 +194,7 @@ def _numpy_partials(fn, X, others, kwargs, blocks=None):
         if keep is not None and i not in keep:
             continue
         stop = min(start + NUMPY_BLOCK, X.shape[0])
-        arrays = [None if a is None else a[start:stop] for a in (X, *others)]
+        arrays = [None if a is None else a[start:stop, ...] for a in (X, *others)]
         yield fn(*[a for a in arrays if a is not None], offset=start, **kwargs)
 
 

@@ -29,7 +29,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from .._validation import check_X
-from ..devices import CPU_FIX, ON_DEVICE, DeviceError, blocks_like, device_of_meta
+from ..devices import CPU_FIX, ON_DEVICE, DeviceError, blocks_like, device_of_meta, is_numpy
 from ..kernels import KERNELS
 from ..random import check_seed
 from .on_device import DeviceTwin
@@ -247,7 +247,7 @@ class FeatureMap(ComponentListMixin, PrefixMixin, ClassNamePrefixFeaturesOutMixi
     def _transform_checked(self, X):
         """``transform`` of the checked ``X`` (a grid's stacked features: :class:`GammaGridMixin`)."""
         if not isinstance(X, da.Array):
-            return self._block(X)
+            return self._block(X) if is_numpy(X) else self._on_device()(X)  # rows on a device: kept there
         dtype = self._output_dtype()
         n_out = self._n_features_out
         name = f"{type(self).__name__.lower()}-{tokenize(self, X)}"

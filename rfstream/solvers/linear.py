@@ -90,7 +90,7 @@ class LinearPredictMixin:
                                        X.shape[1], **kwargs)
             return X.map_blocks(_linear_block, coef, intercept, one, **kwargs)
         X = check_X(self, X, reset=False, accept_sparse="csr")
-        return _linear_block(X, coef, intercept, one)
+        return (_linear_block if is_numpy(X) else _device_linear_block)(X, coef, intercept, one)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

@@ -188,3 +188,23 @@ def test_kernel_pca_on_strict_rows_and_through_the_device_path_is_the_cpus(monke
     scores = device.transform(on_device(Xd, "generic"))
     assert isinstance(scores._meta, GenericRows)
     np.testing.assert_allclose(np.asarray(scores.compute()), cpu.transform(Xd).compute(), rtol=1e-3, atol=1e-3)
+
+
+def test_in_memory_rows_of_another_namespace_come_back_in_it():
+    """An in-memory array of another namespace (cupy on a GPU; here GenericRows and array_api_strict)
+    goes in and comes out in that namespace, with the numpy path's numbers."""
+    G = X.view(GenericRows)
+    make = lambda: _pipeline(StreamingRidgeClassifier, gamma="auto", alpha=[0.1, 1.0])  # noqa: E731
+    cpu, device = make().fit(X, Y_CLASS), make().fit(G, Y_CLASS)
+    _same_models(cpu, device)
+    scores = device.decision_function(G)
+    assert isinstance(scores, GenericRows)
+    np.testing.assert_allclose(np.asarray(scores), cpu.decision_function(X), atol=1e-3)
+    assert np.mean(np.asarray(device.predict(G)) == cpu.predict(X)) > 0.995
+    np.testing.assert_allclose(device.predict_proba(G), cpu.predict_proba(X), atol=1e-3)
+    scaler = Standardizer().fit(xps.asarray(X))
+    rff = RandomFourierFeatures(16, gamma=0.5, random_state=0).fit(xps.asarray(X))
+    Z = rff.transform(scaler.transform(xps.asarray(X)))
+    assert isinstance(Z, type(xps.asarray(X)))
+    host = RandomFourierFeatures(16, gamma=0.5, random_state=0).fit(X).transform(Standardizer().fit(X).transform(X))
+    np.testing.assert_allclose(to_host(Z), host, rtol=1e-4, atol=1e-5)
