@@ -39,8 +39,13 @@ class GenericRows(np.ndarray):
 
 
 def is_numpy(x) -> bool:
-    """Whether ``x`` takes the CPU's numpy path: a plain ndarray (or a scipy sparse matrix)."""
-    return type(x) is np.ndarray or hasattr(x, "tocsr")
+    """Whether ``x`` takes the CPU's numpy path: anything but rows of another namespace (cupy, an
+    array API array, :class:`GenericRows`); ndarrays, sparse matrices and DataFrames do."""
+    if isinstance(x, GenericRows):
+        return False
+    if isinstance(x, (np.ndarray, np.generic)) or hasattr(x, "tocsr") or hasattr(x, "iloc"):
+        return True
+    return not (type(x).__module__.split(".")[0] == "cupy" or hasattr(x, "__array_namespace__"))
 
 
 def is_device_array(x) -> bool:
@@ -48,7 +53,7 @@ def is_device_array(x) -> bool:
     array, :class:`GenericRows`): a dask collection, a DataFrame or a sparse matrix is not."""
     if isinstance(x, GenericRows):
         return True
-    if isinstance(x, np.ndarray) or hasattr(x, "tocsr") or hasattr(x, "iloc") or hasattr(x, "dask"):
+    if isinstance(x, (np.ndarray, np.generic)) or hasattr(x, "tocsr") or hasattr(x, "iloc") or hasattr(x, "dask"):
         return False
     return type(x).__module__.split(".")[0] == "cupy" or hasattr(x, "__array_namespace__")
 

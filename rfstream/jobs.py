@@ -26,7 +26,7 @@ from .io.witness import content_witness
 from .io.zarr_source import lazy_array, open_source
 from .options import FIT_DEFAULTS, TASKS, OutputExistsError, ParameterError
 from .features.base import FeatureMap
-from .features.grid import needs_auto
+from .features.grid import is_gamma_word, needs_auto
 from .kernels import AUTO_SAMPLE_ROWS
 from .param_lists import gamma_items
 from .preprocess import Standardizer, train_test_split
@@ -90,7 +90,8 @@ def first_look(model, X, y):
         wanted.append(moments(X))
         first = 1
     fmap = steps[first] if len(steps) > first else None
-    items = gamma_items(getattr(fmap, "gamma", 1.0))[0] if isinstance(fmap, FeatureMap) else ()
+    items = gamma_items(fmap.gamma)[0] if isinstance(fmap, FeatureMap) and hasattr(fmap, "gamma") \
+        and not is_gamma_word(fmap) else ()
     if needs_auto(items) and not np.isnan(X.shape[0]):
         (child,) = np.random.default_rng(check_seed(fmap.random_state)).spawn(1)
         wanted.append(X[sample_row_indices(int(X.shape[0]), AUTO_SAMPLE_ROWS, np.random.default_rng(child))])

@@ -134,16 +134,19 @@ def is_comment(line: str) -> bool:
 
 
 def first_data_lines(path: Location, n: int = 2) -> tuple[int, list[str]]:
-    """Number of leading comment/blank lines, and the next ``n`` non-blank lines."""
+    """Number of leading comment/blank lines, and the next ``n`` non-blank lines (fewer, but at
+    least two, once they hold :data:`rfstream.sizes.BLOCK_BYTES` characters)."""
     skip = 0
     lines = []
+    held = 0
     with open_text(path) as f:
         for line in bounded_lines(f, path):
             if not lines and is_comment(line):
                 skip += 1
             elif line.strip():
                 lines.append(line.rstrip("\n"))
-                if len(lines) == n:
+                held += len(line)
+                if len(lines) == n or (held > sizes.BLOCK_BYTES and len(lines) >= 2):
                     break
     return skip, lines
 

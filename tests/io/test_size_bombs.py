@@ -64,11 +64,11 @@ def test_a_csv_of_two_million_fields_is_refused_by_the_sniffer(tmp_path):
 
 
 def test_a_block_of_long_rows_after_short_ones_is_refused(tmp_path):
-    """Lines under the limit, but more text in a block of rows than a block may hold: 100 short
-    rows (the sniffer's sample), then 40 rows of 8 MiB (a 320 MiB block for pandas, a 300 KB
-    gzip); refused as a block, never parsed together.  (Where the sniffed lines are long, the
+    """Lines under the limit, but more text in a block of rows than a block may hold: 1,200 short
+    rows (more than the sniffer's sample of 1,000 lines), then 40 rows of 8 MiB (a 320 MiB block for
+    pandas, a 300 KB gzip); refused as a block, never parsed together.  (Where the sniffed lines are long, the
     rows per block are chosen from them and such a file converts.)"""
-    src = _repeated_gz(tmp_path / "long.csv.gz", b"t,y\n" + b"1,0\n2,1\n" * 50,
+    src = _repeated_gz(tmp_path / "long.csv.gz", b"t,y\n" + b"1,0\n2,1\n" * 600,
                        b"x" * (8 * 2**20) + b",1\n", 40)
     one_line_exit_2(["convert", src, tmp_path / "o.zarr"], "--rows-per-chunk")
 
@@ -104,7 +104,7 @@ def test_csv_rows_per_parsed_block_follow_the_fields_and_the_lines(tmp_path):
 def _like(tmp_path, categories):
     src = tmp_path / "train.csv"
     src.write_text("c,x,y\na,1,0\nb,2,1\n")
-    code, lines = run_capped(["convert", src, tmp_path / "train.zarr"])
+    code, lines = run_capped(["convert", src, tmp_path / "train.zarr", "--label-column", "last"])
     assert code == 0, lines
     meta_path = tmp_path / "train.zarr" / "zarr.json"
     meta = json.loads(meta_path.read_text())
