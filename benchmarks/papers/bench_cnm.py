@@ -565,6 +565,61 @@ def _gamma_tables(name):
                       f"({100 * (best[0] - best_rff[0]):+.1f} points)")
 
 
+def _schedule_table(path):
+    """Mean +- std (ddof 1) per setting and dataset, and the rule of docs/cnm.md ("The default
+    schedule, decided again"): is the constant better than the decay by more than one standard
+    error of the difference (and, for the test error, by more than 0.25 points)?"""
+    res = json.loads(path.read_text())
+    key = "mse" if res.get("objective") == "kernel" else "error"
+    scale, unit, floor = (1.0, "kernel MSE", 0.0) if key == "mse" else (100.0, "test error %", 0.25)
+    runs = [{**r, "c": 0.2} if r["c"] is None else r for r in res["runs"]]  # schedule.json: the
+    names = list(dict.fromkeys(r["dataset"] for r in runs))                 # default 0.2 unnamed
+    settings = list(dict.fromkeys((r["schedule"], r["c"], r["t0"]) for r in runs))
+
+    def values(name, setting):
+        return scale * np.array([r[key] for r in runs if r["dataset"] == name
+                                 and (r["schedule"], r["c"], r["t0"]) == setting])
+
+    print(f"\n{path.name} ({unit}, k = {res['k']}, max_iter = {res['max_iter']})\n")
+    print("| setting | " + " | ".join(names) + " |")
+    print("|---" * (len(names) + 1) + "|")
+    for st in settings:
+        label = f"constant {st[1]:g}" if st[0] == "constant" else f"decay c = {st[1]:g}, t0 = {st[2]:g}"
+        cells = []
+        for name in names:
+            v = values(name, st)
+            fmt = ".3g" if key == "mse" else ".2f"
+            cells.append(f"{v.mean():{fmt}} ± {v.std(ddof=1):{fmt}} (n = {v.size})" if v.size > 1 else "-")
+        print(f"| {label} | " + " | ".join(cells) + " |")
+    const = [st for st in settings if st[0] == "constant"]
+    decay = [st for st in settings if st[0] == "decay"]
+    if len(const) == 1 and len(decay) == 1:
+        for name in names:
+            a, b = values(name, const[0]), values(name, decay[0])
+            if a.size < 2 or b.size < 2:
+                continue
+            diff, se = b.mean() - a.mean(), np.sqrt(a.var(ddof=1) / a.size + b.var(ddof=1) / b.size)
+            better = diff > se and diff > floor
+            print(f"{name}: decay - constant = {diff:+.3g} (standard error {se:.2g}): "
+                  f"{'the constant is better by the rule' if better else 'not a win for the constant'}")
+
+
+def _claim_table(path):
+    res = json.loads(path.read_text())
+    runs = res["runs"]
+    print(f"\n{path.name}: n_train {res['n_train']}, n_test {res['n_test']}, d {res['d']}, "
+          f"linear {res['linear']:.3f}\n")
+    print("| method | k | test accuracy (seeds) | mean | refit logistic mean |")
+    print("|---|---|---|---|---|")
+    for method in dict.fromkeys(r["method"] for r in runs):
+        for k in sorted({r["k"] for r in runs if r["method"] == method}):
+            sel = [r for r in runs if r["method"] == method and r["k"] == k]
+            accs = ", ".join(f"{r['accuracy']:.3f}" for r in sel)
+            refit = (f"{np.mean([r['accuracy_refit'] for r in sel]):.3f}"
+                     if "accuracy_refit" in sel[0] else "-")
+            print(f"| {method} | {k} | {accs} | {np.mean([r['accuracy'] for r in sel]):.3f} | {refit} |")
+
+
 def tables(args=None):
     """Markdown tables of the results (pasted into docs/cnm.md)."""
     def mean(values):
@@ -602,6 +657,10 @@ def tables(args=None):
                 cells = [f"{np.mean([r[c] for r in sel]):.3f} +- {np.std([r[c] for r in sel]):.3f}"
                          for c in keys]
                 print(f"| {name} ({k}) | " + " | ".join(cells) + " |")
+    for path in sorted(OUT.glob("schedule*.json")):
+        _schedule_table(path)
+    for path in sorted(OUT.glob("claim_*.json")):
+        _claim_table(path)
     path = OUT / "speed.json"
     if path.exists():
         res = json.loads(path.read_text())
