@@ -152,7 +152,7 @@ OPTIONS = (
            default_note="1.0 (0.2 with a constant schedule); 2.0 for --objective kernel"),
     Option("theta_schedule", "cnm: decay (Algorithm 2's): theta_step / (1 + t / theta_t0), t "
            "counted in map steps, or a constant map step", choices=("decay", "constant"),
-           help_default="decay"),
+           default_note="decay; constant for --objective kernel"),
     Option("theta_t0", "cnm: t0 of --theta-schedule decay", type=float, help_default="500.0"),
     Option("cnm_max_iter", "cnm: most rounds of w-steps and map steps (early stopping may end "
            "sooner)", "max_iter", type=int, help_default="200"),

@@ -126,9 +126,11 @@ class CompactNonlinearMap(ClassifierMixin, FeatureMap):
         ``objective="classification"`` (0.2 with ``theta_schedule="constant"``),
         2.0 for ``objective="kernel"`` (whose gradient, eq. 11, is an average
         over pairs and much smaller).
-    theta_schedule : {"decay", "constant"}, default="decay"
+    theta_schedule : {"decay", "constant"} or None, default=None
         Step of the ``t``-th Theta-step: ``theta_step / (1 + t / theta_t0)``
-        (Algorithm 2's decay), or ``theta_step``.
+        (Algorithm 2's decay), or ``theta_step``.  None: "decay" for
+        ``objective="classification"``, "constant" for ``objective="kernel"``
+        (docs/cnm.md has the measurements behind both).
     theta_t0 : float, default=500.0
         ``t0`` of ``theta_schedule="decay"``, in Theta-steps.
     early_stopping : bool, default=True
@@ -210,7 +212,7 @@ class CompactNonlinearMap(ClassifierMixin, FeatureMap):
         "n_steps_theta": [Interval(Integral, 0, None, closed="left")],
         "batch_size": [Interval(Integral, 1, None, closed="left")],
         "theta_step": [Interval(Real, 0, None, closed="left"), None],
-        "theta_schedule": [StrOptions({"constant", "decay"})],
+        "theta_schedule": [StrOptions({"constant", "decay"}), None],
         "theta_t0": [Interval(Real, 0, None, closed="neither")],
         "early_stopping": ["boolean"],
         "validation_fraction": [Interval(Real, 0, 1, closed="neither")],
@@ -228,7 +230,7 @@ class CompactNonlinearMap(ClassifierMixin, FeatureMap):
     def __init__(self, n_components=32, *, objective="classification", structure="dense",
                  kernel="gaussian", gamma="auto", alpha=1e-4, multiclass="crammer-singer", max_iter=200,
                  n_steps_w=100, n_steps_theta=100, batch_size=500, theta_step=None,
-                 theta_schedule="decay", theta_t0=500.0, early_stopping=True,
+                 theta_schedule=None, theta_t0=500.0, early_stopping=True,
                  validation_fraction=0.1, n_iter_no_change=30, average=True, random_state=None,
                  dtype="float32"):
         self.n_components = n_components

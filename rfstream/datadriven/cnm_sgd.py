@@ -24,8 +24,10 @@ from ..solvers.sgd.losses import crammer_singer, hinge, multinomial
 __all__ = ["Iterate", "classification_objective", "features", "gather_rows", "hinge_objective",
            "kernel_objective", "map_gradient", "theta_step_size", "train_index"]
 
-#: theta_step=None: the (first) map step per (objective, theta_schedule); the decay is the
-#: default (docs/cnm.md, "The default schedule, decided again"), the constant the step sweep's
+#: theta_schedule=None per objective: the decay for classification, the constant for the kernel
+#: objective (docs/cnm.md, "The default schedule, decided again")
+DEFAULT_SCHEDULE = {"classification": "decay", "kernel": "constant"}
+#: theta_step=None: the (first) map step per (objective, schedule); the constants: the step sweep's
 DEFAULT_STEP = {("classification", "decay"): 1.0, ("classification", "constant"): 0.2,
                 ("kernel", "decay"): 2.0, ("kernel", "constant"): 2.0}
 #: held-out rows whose pairs give the validation kernel MSE (objective="kernel")
@@ -134,9 +136,9 @@ class Iterate:
         self.params = params
         self.k = est.n_components
         self.alpha = float(est.alpha)
+        self.schedule = est.theta_schedule or DEFAULT_SCHEDULE[est.objective]
         self.step = float(est.theta_step if est.theta_step is not None
-                          else DEFAULT_STEP[est.objective, est.theta_schedule])
-        self.schedule = est.theta_schedule
+                          else DEFAULT_STEP[est.objective, self.schedule])
         self.t0 = float(est.theta_t0)
         self.t_theta = 0
         self.steps = []  # the step of every Theta-step taken, in order
