@@ -148,11 +148,12 @@ OPTIONS = (
     Option("structure", "cnm: dense projection or circulant r learned by FFT gradients",
            choices=("dense", "circulant"), help_default="dense"),
     Option("theta_step", "cnm: SGD step of the map (the first one with "
-           "--theta-schedule decay)", type=float, default_note="0.2; 2.0 for --objective kernel"),
-    Option("theta_schedule", "cnm: a constant map step, or decay: "
-           "theta_step / (1 + t / theta_t0), t counted in map steps", choices=("constant", "decay"),
-           help_default="constant"),
-    Option("theta_t0", "cnm: t0 of --theta-schedule decay", type=float, help_default="100.0"),
+           "--theta-schedule decay)", type=float,
+           default_note="1.0 (0.2 with a constant schedule); 2.0 for --objective kernel"),
+    Option("theta_schedule", "cnm: decay (Algorithm 2's): theta_step / (1 + t / theta_t0), t "
+           "counted in map steps, or a constant map step", choices=("decay", "constant"),
+           default_note="decay; constant for --objective kernel"),
+    Option("theta_t0", "cnm: t0 of --theta-schedule decay", type=float, help_default="500.0"),
     Option("cnm_max_iter", "cnm: most rounds of w-steps and map steps (early stopping may end "
            "sooner)", "max_iter", type=int, help_default="200"),
     Option("multiclass", "cnm, more than two classes: multi-class hinge, one-vs-rest "

@@ -69,11 +69,12 @@ class CompactNonlinearMap(ClassifierMixin, FeatureMap):
     Deviations from the paper (docs/cnm.md, "Deviations (and why)", gives the
     reasons and the measurements behind each):
 
-    * ``theta_step``: a constant step for ``Theta`` instead of Algorithm 2's
-      Pegasos step ``1/(lambda t)``, which for a small ``lambda`` moves the
-      phases by many periods; ``theta_schedule="decay"`` keeps the paper's
-      ``1/t`` decay but as ``theta_step / (1 + t / theta_t0)``, ``t`` counted
-      over Theta-steps only (``theta_step`` for ``1/lambda``, shifted by ``t0``);
+    * ``theta_step``: Algorithm 2's ``1/t`` decay, but not its Pegasos scale
+      ``1/(lambda t)``, which for a small ``lambda`` moves the phases by many
+      periods: the ``t``-th Theta-step (``t = 0, 1, ...``, counted over
+      Theta-steps only) is ``theta_step / (1 + t / theta_t0)``, ``theta_step``
+      for ``1/lambda``, shifted by ``t0``; ``theta_schedule="constant"`` takes
+      the constant ``theta_step`` instead;
     * ``average=True``: the ``w`` used by the Theta-step, for scoring and as
       ``coef_`` is the mean of the ``T1`` Pegasos iterates of the last w-step;
     * ``multiclass``: with more than two classes, the multi-class hinge of
@@ -119,13 +120,18 @@ class CompactNonlinearMap(ClassifierMixin, FeatureMap):
     batch_size : int, default=500
         Rows per mini-batch (the paper's 500).
     theta_step : float or None, default=None
-        Constant SGD step of ``Theta``, ``b`` (or ``r``), see above; 0 keeps the
-        random map (random Fourier features trained with Pegasos).  None: 0.2
-        for ``objective="classification"``, 2.0 for ``objective="kernel"``
-        (whose gradient, eq. 11, is an average over pairs and much smaller).
-    theta_schedule : {"constant", "decay"}, default="constant"
-        Step of the ``t``-th Theta-step: ``theta_step``, or ``theta_step / (1 + t / theta_t0)``.
-    theta_t0 : float, default=100.0
+        First SGD step of ``Theta``, ``b`` (or ``r``), or the constant step with
+        ``theta_schedule="constant"``, see above; 0 keeps the random map (random
+        Fourier features trained with Pegasos).  None: 1.0 for
+        ``objective="classification"`` (0.2 with ``theta_schedule="constant"``),
+        2.0 for ``objective="kernel"`` (whose gradient, eq. 11, is an average
+        over pairs and much smaller).
+    theta_schedule : {"decay", "constant"} or None, default=None
+        Step of the ``t``-th Theta-step: ``theta_step / (1 + t / theta_t0)``
+        (Algorithm 2's decay), or ``theta_step``.  None: "decay" for
+        ``objective="classification"``, "constant" for ``objective="kernel"``
+        (docs/cnm.md has the measurements behind both).
+    theta_t0 : float, default=500.0
         ``t0`` of ``theta_schedule="decay"``, in Theta-steps.
     early_stopping : bool, default=True
         Hold out ``validation_fraction`` of the rows (at most
@@ -206,7 +212,7 @@ class CompactNonlinearMap(ClassifierMixin, FeatureMap):
         "n_steps_theta": [Interval(Integral, 0, None, closed="left")],
         "batch_size": [Interval(Integral, 1, None, closed="left")],
         "theta_step": [Interval(Real, 0, None, closed="left"), None],
-        "theta_schedule": [StrOptions({"constant", "decay"})],
+        "theta_schedule": [StrOptions({"constant", "decay"}), None],
         "theta_t0": [Interval(Real, 0, None, closed="neither")],
         "early_stopping": ["boolean"],
         "validation_fraction": [Interval(Real, 0, 1, closed="neither")],
@@ -224,7 +230,7 @@ class CompactNonlinearMap(ClassifierMixin, FeatureMap):
     def __init__(self, n_components=32, *, objective="classification", structure="dense",
                  kernel="gaussian", gamma="auto", alpha=1e-4, multiclass="crammer-singer", max_iter=200,
                  n_steps_w=100, n_steps_theta=100, batch_size=500, theta_step=None,
-                 theta_schedule="constant", theta_t0=100.0, early_stopping=True,
+                 theta_schedule=None, theta_t0=500.0, early_stopping=True,
                  validation_fraction=0.1, n_iter_no_change=30, average=True, random_state=None,
                  dtype="float32"):
         self.n_components = n_components

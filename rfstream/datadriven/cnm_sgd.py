@@ -24,13 +24,17 @@ from ..solvers.sgd.losses import crammer_singer, hinge, multinomial
 __all__ = ["Iterate", "classification_objective", "features", "gather_rows", "hinge_objective",
            "kernel_objective", "map_gradient", "theta_step_size", "train_index"]
 
-#: theta_step=None: the constant map step per objective (docs/cnm.md, step sweep)
-DEFAULT_STEP = {"classification": 0.2, "kernel": 2.0}
+#: theta_schedule=None per objective: the decay for classification, the constant for the kernel
+#: objective (docs/cnm.md, "The default schedule, decided again")
+DEFAULT_SCHEDULE = {"classification": "decay", "kernel": "constant"}
+#: theta_step=None: the (first) map step per (objective, schedule); the constants: the step sweep's
+DEFAULT_STEP = {("classification", "decay"): 1.0, ("classification", "constant"): 0.2,
+                ("kernel", "decay"): 2.0, ("kernel", "constant"): 2.0}
 #: held-out rows whose pairs give the validation kernel MSE (objective="kernel")
 KERNEL_VALIDATION_ROWS = 1000
 
 
-def theta_step_size(c, t, schedule="constant", t0=100.0):
+def theta_step_size(c, t, schedule="decay", t0=500.0):
     """Step of the ``t``-th Theta-step (``t = 0, 1, ...``): ``c``, or for ``"decay"`` Algorithm
     2's ``1/(lambda t)`` decay with ``c`` for ``1/lambda``, shifted by ``t0``: ``c / (1 + t / t0)``."""
     return c if schedule == "constant" else c / (1.0 + t / t0)
@@ -132,8 +136,9 @@ class Iterate:
         self.params = params
         self.k = est.n_components
         self.alpha = float(est.alpha)
-        self.step = float(est.theta_step if est.theta_step is not None else DEFAULT_STEP[est.objective])
-        self.schedule = est.theta_schedule
+        self.schedule = est.theta_schedule or DEFAULT_SCHEDULE[est.objective]
+        self.step = float(est.theta_step if est.theta_step is not None
+                          else DEFAULT_STEP[est.objective, self.schedule])
         self.t0 = float(est.theta_t0)
         self.t_theta = 0
         self.steps = []  # the step of every Theta-step taken, in order

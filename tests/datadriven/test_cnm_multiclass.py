@@ -81,8 +81,12 @@ def rings3():
 @pytest.mark.parametrize("multiclass", ["crammer-singer", "multinomial"])
 def test_joint_multiclass_fits_numpy_equals_dask(rings3, multiclass):
     X, y = rings3
+    # as tests/datadriven/test_cnm.py's OvR test, with the constant map step 0.2: in 240 map steps
+    # the default decay (first step 1.0, t0 = 500) is still above 0.6 and scored 0.61-0.80
+    # (multinomial) and 0.63-0.82 (crammer-singer) over seeds 0-4, the constant 0.88-0.97 and 0.77-0.98
+    # (docs/cnm.md, "The default schedule, decided again")
     kw = {"multiclass": multiclass, "random_state": 0, "max_iter": 8, "n_steps_w": 30,
-          "n_steps_theta": 30, "batch_size": 200}  # as tests/datadriven/test_cnm.py's OvR test
+          "n_steps_theta": 30, "batch_size": 200, "theta_schedule": "constant"}
     est = CompactNonlinearMap(12, **kw).fit(X[:1200], y[:1200])
     assert est.coef_.shape == (3, 12) and est.decision_function(X[:5]).shape == (5, 3)
     assert est.score(X[1200:], y[1200:]) > 0.75  # a linear model on X gets ~0.5
