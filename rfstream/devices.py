@@ -90,11 +90,7 @@ def like(x, xp, dtype=None):
     if xp is np:
         return np.asarray(x, dtype=dtype)
     out = xp.asarray(np.ascontiguousarray(x))
-    return out if dtype is None else xp.astype(out, _xp_dtype(xp, dtype))
-
-
-def _xp_dtype(xp, dtype):
-    return getattr(xp, np.dtype(dtype).name)
+    return out if dtype is None else xp.astype(out, xp_dtype(xp, dtype))
 
 
 def numpy_dtype(x):
@@ -104,7 +100,7 @@ def numpy_dtype(x):
 
 def xp_dtype(xp, dtype):
     """The namespace's dtype object of the numpy ``dtype``."""
-    return _xp_dtype(xp, dtype)
+    return getattr(xp, np.dtype(dtype).name)
 
 
 _DEVICE_COPIES = {}  # (namespace, id(array)) -> (array, its copy): a task's weights, moved once
@@ -114,7 +110,8 @@ _DEVICE_LOCK = threading.Lock()
 def on_device_once(x, xp, dtype=None):
     """:func:`like` kept for the last few host arrays in this process: a pass's weights are
     moved to the device once per worker, not once per sub-block.  Each array is held with
-    its copy, so the id that finds it cannot name another array."""
+    its copy, so the id that finds it cannot name another array; pass the array the graph
+    holds, not a view made per call (``W.T``, ``W[k]``), which would be copied every time."""
     if xp is np:
         return np.asarray(x, dtype=dtype)
     key = (xp.__name__, id(x), None if dtype is None else np.dtype(dtype).name)
@@ -141,8 +138,7 @@ def take_rows(x, index):
 _JOB = contextvars.ContextVar("rfstream_job_device", default=("cpu", "fp32"))
 
 #: the client's eigendecompositions of a job on a CUDA device are made there from this order up
-#: (the rule, written before any GPU measurement: at D = 2,000 an eigh takes seconds on 2 cores and
-#: the issue's H200 took 0.12 s; below 1,024 the copies and the call cost what the host's takes)
+#: (a rule written before any GPU measurement, not yet measured on a GPU: docs/gpu.md)
 DEVICE_EIGH_MIN = 1024
 
 

@@ -130,7 +130,7 @@ def project_block(x, mean, components, features=None, dtype=None):
         xp = array_namespace(z)
         dtype = np.dtype(dtype or numpy_dtype(z))
         z = xp.astype(z, xp_dtype(xp, dtype)) - on_device_once(mean, xp, dtype)
-        return xp.matmul(z, on_device_once(components.T, xp, dtype))
+        return xp.matmul(z, xp.matrix_transpose(on_device_once(components, xp, dtype)))
     if features is None:
         dtype = x.dtype if x.dtype in (np.float32, np.float64) else np.dtype(np.float64)
         W = components.T.astype(dtype)

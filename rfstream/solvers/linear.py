@@ -48,7 +48,7 @@ def _device_linear_block(x, coef, intercept, one, features=None):
     twin, :mod:`rfstream.features.on_device`): the decisions stay on the device, in float64."""
     z = x if features is None else features(x)
     xp = array_namespace(z)
-    out = xp.astype(xp.matmul(z, on_device_once(coef.T, xp, numpy_dtype(z))), xp.float64)
+    out = xp.astype(xp.matmul(z, xp.matrix_transpose(on_device_once(coef, xp, numpy_dtype(z)))), xp.float64)
     out = out + on_device_once(intercept, xp, np.float64)
     return out[:, 0] if one else out
 

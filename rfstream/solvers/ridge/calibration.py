@@ -314,7 +314,7 @@ def _device_moments_block(x, spec, features):
     z = x if features is None else device_block(features)(x)
     xp = array_namespace(z)
     dtype = numpy_dtype(z) if spec["L"] is not None else np.dtype(np.float64)
-    mean = xp.matmul(z, on_device_once(spec["coef"].T, xp, numpy_dtype(z)))  # as predict
+    mean = xp.matmul(z, xp.matrix_transpose(on_device_once(spec["coef"], xp, numpy_dtype(z))))  # as predict
     mean = to_host(xp.astype(mean, xp.float64)) + spec["intercept"]
     centred = xp.astype(z, xp_dtype(xp, dtype)) - on_device_once(spec["mu"], xp, dtype)
     a = xp.matmul(centred, on_device_once(spec["L"] if spec["L"] is not None else spec["F"], xp, dtype))

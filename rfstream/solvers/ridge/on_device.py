@@ -78,12 +78,13 @@ def device_held_out_decisions(z, folds, W, b):
     """:func:`rfstream.solvers.ridge.cv.held_out_decisions` of device features ``z``: the
     products on the device, the (m, P) decisions back on the host in float64."""
     xp = array_namespace(z)
+    Wd = on_device_once(W, xp, numpy_dtype(z))  # all folds' weights, moved once (not a view a call)
     out = np.full((z.shape[0], W.shape[2]), np.nan)
     for k in range(W.shape[0]):
         index = np.flatnonzero(folds == k)
         if index.size:
             zk = take_rows(z, index)
-            out[index] = to_host(xp.astype(xp.matmul(zk, on_device_once(W[k], xp, numpy_dtype(z))), xp.float64)) + b[k]
+            out[index] = to_host(xp.astype(xp.matmul(zk, Wd[k, ...]), xp.float64)) + b[k]
     return out
 
 
