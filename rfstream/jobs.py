@@ -26,11 +26,9 @@ from .io.witness import content_witness
 from .io.zarr_source import lazy_array, open_source
 from .options import FIT_DEFAULTS, TASKS, OutputExistsError, ParameterError
 from .features.base import FeatureMap
-from .features.grid import is_gamma_word, needs_auto
-from .kernels import AUTO_SAMPLE_ROWS
-from .param_lists import gamma_items
+from .features.grid import auto_rows
 from .preprocess import Standardizer, train_test_split
-from .random import check_seed, sample_row_indices
+from .random import check_seed
 from .reductions import moments
 from .selection.curves import at_size, report_files
 from .selection.heatmap import surface_title
@@ -79,8 +77,8 @@ def first_look(model, X, y):
     one pass (:func:`rfstream.cluster.prefetch`): a Standardizer's moments, the rows that
     ``gamma="auto"`` samples (the map's ``random_state`` spawns the sampler, as
     :func:`rfstream.features.grid.auto_value` does), and a classifier's classes.  A collection
-    its step then builds otherwise is computed by that step as before (issue "many workers",
-    docs/design-notes.md)."""
+    its step then builds otherwise is computed by that step as before (docs/design-notes.md,
+    "A fit's first look at the rows")."""
     steps = [step for _, step in getattr(model, "steps", [])]
     wanted = []
     if not isinstance(X, da.Array) or not steps:
@@ -90,11 +88,9 @@ def first_look(model, X, y):
         wanted.append(moments(X))
         first = 1
     fmap = steps[first] if len(steps) > first else None
-    items = gamma_items(fmap.gamma)[0] if isinstance(fmap, FeatureMap) and hasattr(fmap, "gamma") \
-        and not is_gamma_word(fmap) else ()
-    if needs_auto(items) and not np.isnan(X.shape[0]):
-        (child,) = np.random.default_rng(check_seed(fmap.random_state)).spawn(1)
-        wanted.append(X[sample_row_indices(int(X.shape[0]), AUTO_SAMPLE_ROWS, np.random.default_rng(child))])
+    rows = auto_rows(fmap, int(X.shape[0])) if isinstance(fmap, FeatureMap) and not np.isnan(X.shape[0]) else None
+    if rows is not None:
+        wanted.append(X[rows])
     solver = steps[-1]
     if isinstance(y, da.Array) and isinstance(solver, StreamingRidgeClassifier):
         wanted.extend(da.unique(y, return_counts=True) if isinstance(solver.class_weight, str)

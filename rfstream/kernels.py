@@ -186,6 +186,11 @@ def _gamma_from_sigma(kernel, sigma):
 AUTO_SAMPLE_ROWS = 1000
 
 
+def auto_sample_indices(n_rows, random_state, n_samples=AUTO_SAMPLE_ROWS):
+    """The rows :func:`auto_gamma` samples from ``n_rows`` with ``random_state``."""
+    return sample_row_indices(n_rows, n_samples, np.random.default_rng(random_state))
+
+
 def auto_gamma(X, kernel="gaussian", *, n_samples=AUTO_SAMPLE_ROWS, k=50, random_state=None) -> float:
     """Bandwidth rule of the papers: gamma from the mean k-th nearest-neighbour distance.
 
@@ -235,7 +240,7 @@ def auto_gamma(X, kernel="gaussian", *, n_samples=AUTO_SAMPLE_ROWS, k=50, random
     n = int(n)
     if n < 2:
         raise ValueError(f"gamma='auto' needs at least 2 rows in X; got n_samples={n}.")
-    idx = sample_row_indices(n, n_samples, np.random.default_rng(random_state))
+    idx = auto_sample_indices(n, random_state, n_samples)
     k = min(int(k), idx.size - 1)
 
     if hasattr(X, "dask") and not hasattr(X, "iloc"):  # gather only the touched chunks, through the one door

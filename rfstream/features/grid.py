@@ -15,7 +15,8 @@ import numpy as np
 import scipy.sparse as sp
 from dask.base import tokenize
 
-from ..kernels import auto_gamma
+from ..kernels import auto_gamma, auto_sample_indices
+from ..random import check_seed
 from ..param_lists import gamma_items, item_label
 from .source import GRID_LAYER, FeatureSource, GammaGrid, attach_source
 
@@ -59,6 +60,17 @@ def auto_value(X, kernel, rng, items):
     if not needs_auto(items):
         return None
     return auto_gamma(X, kernel, random_state=child)
+
+
+def auto_rows(fmap, n_rows):
+    """The rows ``gamma="auto"`` (or a grid holding it) samples in ``fmap.fit`` on ``n_rows``
+    rows, or None when its gamma needs no sample: the child :func:`auto_value` spawns from the
+    fit's fresh generator, seeded by the map's ``random_state`` (a prefetch gathers them ahead,
+    :func:`rfstream.jobs.first_look`)."""
+    if not hasattr(fmap, "gamma") or is_gamma_word(fmap) or not needs_auto(gamma_items(fmap.gamma)[0]):
+        return None
+    (child,) = np.random.default_rng(check_seed(fmap.random_state)).spawn(1)
+    return auto_sample_indices(n_rows, child)
 
 
 def needs_auto(items):
