@@ -215,11 +215,11 @@ def check_model(model, n_features, n_targets=None):
             check_pass_memory(width * groups, n_targets, sparse=sparse)
             if getattr(solver, "solves_by_gram", False):
                 check_ridge_memory(solver, width, n_targets, n_groups=groups, sparse=sparse,
-                                   widths=_size_widths(fmap, width))
+                                   widths=size_widths(fmap, width))
     return model
 
 
-def _size_widths(fmap, width):
+def size_widths(fmap, width):
     """The width of each listed ``n_components`` size of ``fmap`` (prefixes of the largest,
     ``width``), or None for one size."""
     value = None if fmap is None else fmap.get_params(deep=False).get("n_components")

@@ -43,6 +43,119 @@ class RunContext:
     store: object = None  # the pass store in use (using_pass_store), e.g. a checkpoint
     last_store: object = None  # the last store used, kept after its block (the CLI says what it keeps)
     prefetched: dict = field(default_factory=dict)  # graph name -> value computed ahead (prefetch)
+    expected: tuple = ()  # (kind, label) of the passes a plan expects after pass ``expected_after``
+    expected_after: int = 0  # the passes done when the plan was made (expect_passes)
+    expected_total: int | None = None  # the run's passes when the plan is done; None: unknown
+
+
+#: What a pass is, by a part of its graph's key names: the chunk function of rfstream's
+#: reductions (:func:`rfstream.reductions.chunk_name`) or a dask operation; a pass of several
+#: collections is named by each kind found, joined by " + " (:func:`pass_kind`).
+PASS_KINDS = {
+    "moments_chunk": "moments", "unique": "classes", "gram_chunk": "Gram", "score_chunk": "CV scoring",
+    "held_out_sse_chunk": "CV scoring", "loo_chunk": "leave-one-out", "calibration_chunk": "calibration",
+    "gaussian_sketch_chunk": "sketch", "srht_sketch_chunk": "sketch", "power_chunk": "power iteration",
+    "statistics_chunk": "label statistics", "stats_chunk": "CG statistics", "product_chunk": "products",
+    "epoch_chunk": "epoch", "newton_chunk": "Newton step", "covariance_chunk": "covariance",
+    "landmark_chunk": "landmarks", "pilot_gram_chunk": "pilot Gram", "classification_chunk": "metrics",
+    "regression_chunk": "metrics",
+}
+#: The kind of a collection whose graph names no kind of :data:`PASS_KINDS`, by its own name.
+TOP_KINDS = {"getitem": "row sample"}
+
+
+def _kinds_of(collection):
+    """The :data:`PASS_KINDS` named by the nearest layers of ``collection``'s graph (breadth
+    first from its top), else :data:`TOP_KINDS`' of its own name, else none."""
+    graph = collection.__dask_graph__()
+    layers = getattr(graph, "dependencies", None)
+    tops = list(collection.__dask_layers__()) if hasattr(collection, "__dask_layers__") else []
+    seen, frontier = set(tops), tops
+    while layers is not None and frontier:
+        found = [PASS_KINDS[part] for name in frontier for part in str(name).split("-")[:-1] if part in PASS_KINDS]
+        if found:
+            return list(dict.fromkeys(found))
+        frontier = [d for name in frontier for d in layers.get(name, ()) if d not in seen]
+        seen.update(frontier)
+    top = str(getattr(collection, "name", "")).split("-")[0]
+    return [TOP_KINDS[top]] if top in TOP_KINDS else []
+
+
+def pass_kind(collections):
+    """What a pass over ``collections`` is, in words ("Gram", "moments + row sample +
+    classes"), or "" when its graphs name nothing known."""
+    kinds = []
+    for c in collections:
+        kinds += [k for k in _kinds_of(c) if k not in kinds]
+    return " + ".join(kinds)
+
+
+def expect_passes(passes, total=None):
+    """From now on in the active run, the progress numbers and names the passes after the
+    current one by ``passes`` (``(kind, label)`` pairs, :mod:`rfstream.fit_plan`): "pass 3 of
+    ``total`` (label)" where the pass's kind (:func:`pass_kind`) is the one expected; ``total``
+    None: the count is not known (a data-driven map, iterations).  Nothing outside a run."""
+    run = _RUN.get()
+    if run is not None:
+        run.expected, run.expected_after = tuple(passes), run.passes
+        run.expected_total = None if total is None else run.passes + int(total)
+
+
+def pass_title(run, number, lazy):
+    """"pass 3 of 6 (Gram, 5 folds x 8 gammas)": the pass's number, the run's expected total
+    and its label (the plan's where the kind is the expected one, else the kind)."""
+    kind = pass_kind(lazy)
+    k = number - run.expected_after - 1
+    label = kind
+    if 0 <= k < len(run.expected) and run.expected[k][0] == kind:
+        label = run.expected[k][1]
+    total = run.expected_total if run.expected_total is not None and number <= run.expected_total else None
+    return f"pass {number}" + (f" of {total}" if total else ""), label
+
+
+def shows_progress():
+    """Whether the active run shows its passes (a run whose ``progress`` is not "never")."""
+    run = _RUN.get()
+    return run is not None and _progress_style(run) is not None
+
+
+def announce(lines):
+    """Print ``lines`` to stderr, each after "rfstream: ", where the run shows progress
+    (not with ``progress="never"``, the CLI's ``--quiet``)."""
+    run = _RUN.get()
+    if run is None or _progress_style(run) is None:
+        return
+    for line in lines:
+        print(f"rfstream: {line}", file=sys.stderr, flush=True)
+
+
+#: Seconds between two lines of the client's work between passes (:func:`client_work`).
+CLIENT_WORK_INTERVAL = 5.0
+
+
+@contextlib.contextmanager
+def client_work(total, what):
+    """The client's work between two passes (the factorizations of a search), shown as
+    "solving 25 of 75 <what>" at most every :data:`CLIENT_WORK_INTERVAL` seconds where the run
+    shows progress (nothing with ``progress="never"``); yields ``step(count=1, detail=None)``,
+    called as each is done (``detail``: e.g. "Cholesky, D=2,000")."""
+    run = _RUN.get()
+    if run is None or _progress_style(run) is None or total <= 0:
+        yield lambda count=1, detail=None: None
+        return
+    t0 = time.perf_counter()
+    state = {"done": 0, "shown": t0, "lines": 0}
+
+    def step(count=1, detail=None):
+        state["done"] += count
+        now = time.perf_counter()
+        if now - state["shown"] >= CLIENT_WORK_INTERVAL or (state["done"] >= total and state["lines"]):
+            state["shown"] = now
+            state["lines"] += 1
+            print(f"rfstream: solving {min(state['done'], total):,} of {total:,} {what}"
+                  + (f" ({detail})" if detail else "") + f", {now - t0:.1f} s", file=sys.stderr, flush=True)
+
+    yield step
 
 
 _DEFAULT = {"progress": "never"}  # the process's display mode: a setting, not a run's state
@@ -216,11 +329,16 @@ def compute(*collections):
     elif stored is not None:  # a pass completed by an earlier, interrupted run
         run.passes += 1
         if _progress_style(run) == "lines":
-            print(f"rfstream: pass {run.passes} taken from the checkpoint", file=sys.stderr, flush=True)
+            title, label = pass_title(run, run.passes, lazy)
+            print(f"rfstream: {title}" + (f" ({label})" if label else "") + " taken from the checkpoint",
+                  file=sys.stderr, flush=True)
         values = iter(stored)
         results = tuple(next(values) if dask.is_dask_collection(c) else c for c in collections)
     else:
         style = _progress_style(run)
+        title, label = pass_title(run, run.passes + 1, lazy) if style else ("", "")
+        if style == "bar":  # the bar has no words of its own: what it is and which of N
+            print(f"rfstream: {title}" + (f": {label}" if label else ""), file=sys.stderr, flush=True)
         t0 = time.perf_counter()
         local = dask.config.get("scheduler", None) in LOCAL_SCHEDULERS
         client = None if local else _current_client()
@@ -253,8 +371,8 @@ def compute(*collections):
             values = iter(values)
         run.passes += 1
         if style == "lines":
-            print(f"rfstream: pass {run.passes} done in {time.perf_counter() - t0:.2f} s",
-                  file=sys.stderr, flush=True)
+            print(f"rfstream: {title}" + (f" ({label})" if label else "")
+                  + f" done in {time.perf_counter() - t0:.2f} s", file=sys.stderr, flush=True)
         results = tuple(next(values) if dask.is_dask_collection(c) else c for c in collections)
     return results if len(results) > 1 else results[0]
 

@@ -18,7 +18,7 @@ import numpy as np
 from . import io, selection
 from ._version import __version__
 from .catalog import check_model, is_transformer, make_model, route
-from .cluster import current_run, prefetch
+from .cluster import announce, current_run, expect_passes, prefetch, shows_progress
 from .devices import check_device, check_model_on_device, check_precision, on_device, running_on
 from .io.checkpoints import dataset_identity, fingerprint_of, model_identity, resumable
 from .io.location import redact_url
@@ -232,14 +232,33 @@ class FitJob:
             self.stored = stored
             yield stored
 
-    def fit(self):
-        """Check the memory on the connected workers, fit, and gather the metadata; returns
-        ``(model, metadata)``."""
+    def check_memory(self):
+        """Refuse, before any pass, what the connected workers or the client cannot hold
+        (:func:`rfstream.catalog.check_model` with the planned targets)."""
         solver = None if self.transformer else self.model.named_steps.get("solver")
         targets = None if solver is None else planned_targets(self.attrs.get("task"), self.attrs.get("classes"),
                                                               self.y)
         check_model(self.model, self.X.shape[1], targets)
+
+    def plan(self):
+        """The fit's :class:`rfstream.fit_plan.FitPlan` (its passes, the client's work, the
+        peak memory, the checkpoint's size), made from what needs no data, on the connected
+        workers; the memory checks first (:meth:`check_memory`)."""
+        from .fit_plan import plan_fit
+
+        self.check_memory()
+        return plan_fit(self)
+
+    def fit(self):
+        """Check the memory on the connected workers, say the plan where the run shows
+        progress (:func:`rfstream.cluster.announce`), fit, and gather the metadata; returns
+        ``(model, metadata)``."""
+        self.check_memory()
         run = current_run()
+        if shows_progress():  # the plan, before the first pass; its passes number the progress
+            plan = self.plan()
+            announce(plan.lines())
+            expect_passes(plan.passes, plan.n_passes)
         passes_before = None if run is None else run.passes
         t0 = time.perf_counter()
         with running_on(self.device, self.precision):

@@ -119,6 +119,19 @@ def shared(value):
     return dask.delayed(value, pure=True, traverse=False)
 
 
+def chunk_name(fn) -> str:
+    """The name of the chunk function inside ``fn`` (through ``functools.partial`` layers, a
+    ``chunk=`` keyword and a spec's ``chunk``, e.g. the Gram pass's ``gram_chunk``): the prefix
+    of the keys of the pass's partials, by which the progress names the pass."""
+    for _ in range(8):
+        if not isinstance(fn, partial):
+            break
+        inner = getattr(fn.keywords.get("spec"), "chunk", None)
+        inner = inner if callable(inner) else fn.keywords.get("chunk")
+        fn = inner if callable(inner) else fn.func
+    return getattr(fn, "__name__", "partials").lstrip("_") or "partials"
+
+
 def block_partials(fn, size: int, X, *others, **kwargs):
     """Lazy ``(n_blocks, size)`` float64 array: ``fn(x, *o, offset=row0)`` per block.
 
@@ -135,6 +148,7 @@ def block_partials(fn, size: int, X, *others, **kwargs):
         partial(_apply_block, size=size, flat=flat),
         *arrays,
         fn=shared(fn),
+        token=chunk_name(fn),  # the graph's key names say which pass this is (rfstream.cluster.pass_label)
         chunks=((1,) * arrays[0].numblocks[0], (size,)),
         dtype=np.float64,
         meta=np.empty((0, 0), dtype=np.float64),

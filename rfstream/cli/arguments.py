@@ -245,6 +245,9 @@ FIT_TAIL = (
     Arg("--no-checkpoint", "store nothing between passes (a rerun starts from the first pass)",
         action="store_true"),
     Arg("--restart", "start over, ignoring (and replacing) an existing checkpoint", action="store_true"),
+    Arg("--dry-run", "print the fit's plan (its passes, the client's factorizations and their estimated "
+        "time, the peak memory, the checkpoint's size; docs/plan.md) and exit: no pass, nothing written",
+        action="store_true"),
     Arg("--holdout", "fit on the other rows and report the metrics of this fraction of the rows, held out "
         "(the rows rfstream split --test-size FRACTION --random-state writes as TEST; seeded by "
         "--random-state), in the summary and the model's metadata", type=_level("--holdout", "a fraction", "0.2"),

@@ -172,6 +172,11 @@ def cmd_fit(args):
     from ..selection.heatmap import GREATER_IS_BETTER, score_label
 
     job = FitJob(args.data, **fit_options(args))  # every check before the cluster starts
+    if args.dry_run:  # the plan on the workers the fit would have, and no pass
+        with _warnings_as_lines(), resume.quiet_client_logs(args.scheduler), _connect(args, X=job.X):
+            plan = job.plan()
+        _show(plan.as_dict(), args, lambda _: str(plan))
+        return
     with _warnings_as_lines(), job.resumable(), resume.quiet_client_logs(args.scheduler), _connect(args, X=job.X):
         job.fit()
         pipeline.score_holdout(job)  # --holdout: one pass over the held-out rows

@@ -45,31 +45,37 @@ def gram_memory(n_groups, n_folds, n_features, n_targets):
     return partial * (threads + 2) + buffers * threads, limit, threads, partial
 
 
-def client_memory(n_groups, n_folds, n_features, n_targets):
-    """``(need, limit)``: the client's bytes for the solve (the reduced partials, plus for
-    K folds a fold's training Gram, its centred copy, its eigenvectors and LAPACK's
-    workspace, 4 D^2; for leave-one-out the eigenvectors of every gamma and one D^2 more,
-    :func:`rfstream.solvers.ridge.loo.loo_basis`) and :func:`client_limit`."""
-    D = n_features
-    extra = 8 * D * D * (4 if n_folds > 1 else n_groups + 1)
-    return gram_memory(n_groups, n_folds, n_features, n_targets)[3] + extra, client_limit()
+def client_memory(n_groups, n_folds, n_features, n_targets, widths=None):
+    """``(need, limit)``: the client's bytes for the solve, all held at its peak -- the reduced
+    partials (:func:`gram_memory`'s, at the largest width D); with a list of sizes ``widths``
+    each size's sliced K x w^2 partials (:func:`rfstream.solvers.ridge.gram.expand_sizes`);
+    for K folds each candidate's sum over the folds, w^2 per (gamma, size), and one fold's
+    training Gram, its centred copy, its eigenvectors and LAPACK's workspace, 4 D^2; for
+    leave-one-out the eigenvectors of every candidate and one D^2 more
+    (:func:`rfstream.solvers.ridge.loo.loo_basis`) -- and :func:`client_limit`."""
+    D, G, K = n_features, n_groups, n_folds
+    widths = list(widths or [D])
+    squares = sum(w * w for w in widths)  # one candidate of each size, per gamma
+    sliced = 8 * G * K * squares if len(widths) > 1 else 0
+    extra = 8 * (G * squares + 4 * D * D) if K > 1 else 8 * (G * squares + D * D)
+    return gram_memory(G, K, D, n_targets)[3] + sliced + extra, client_limit()
 
 
-def gram_fits(n_groups, n_folds, n_features, n_targets):
+def gram_fits(n_groups, n_folds, n_features, n_targets, widths=None):
     """Whether the Gram pass's partials fit the workers and the solve the client."""
     need, limit, _, _ = gram_memory(n_groups, n_folds, n_features, n_targets)
-    client, client_max = client_memory(n_groups, n_folds, n_features, n_targets)
+    client, client_max = client_memory(n_groups, n_folds, n_features, n_targets, widths)
     return need <= limit and client <= client_max
 
 
-def check_gram_memory(n_groups, n_folds, n_features, n_targets):
+def check_gram_memory(n_groups, n_folds, n_features, n_targets, widths=None):
     """Refuse a Gram pass whose partials cannot fit a worker or whose solve cannot fit
-    the client (:func:`gram_memory`, :func:`client_memory`), naming the sizes, what to
-    lower and the solver to use instead."""
-    if gram_fits(n_groups, n_folds, n_features, n_targets):
+    the client (:func:`gram_memory`, :func:`client_memory`; ``widths``: a list of sizes),
+    naming the sizes, what to lower and the solver to use instead."""
+    if gram_fits(n_groups, n_folds, n_features, n_targets, widths):
         return
     need, limit, threads, partial = gram_memory(n_groups, n_folds, n_features, n_targets)
-    client, client_max = client_memory(n_groups, n_folds, n_features, n_targets)
+    client, client_max = client_memory(n_groups, n_folds, n_features, n_targets, widths)
     G, K, D = n_groups, n_folds, n_features
     grid = f"{G} gammas x " if G > 1 else ""
     *others, last = ["the number of gammas"] * (G > 1) + ["{cv}"] * (K > 1) + ["{n_components}"]
@@ -80,7 +86,7 @@ def check_gram_memory(n_groups, n_folds, n_features, n_targets):
     raise ParameterError(
         f"the Gram pass needs {grid}{K} fold(s) x D^2 (D={D}) float64 partials: "
         f"{partial / 2**30:.2f} GiB per task, {where}; lower {lower}"
-        + (f", or use {LOO_HINT}" if K > 1 and gram_fits(G, 1, D, n_targets) else "")
+        + (f", or use {LOO_HINT}" if K > 1 and gram_fits(G, 1, D, n_targets, widths) else "")
         + (f", or use {PCG_HINT}" if G == 1 else "")
         + " (or machines with more memory).", n_components=None, cv=None, pcg_rank=None, solver=None
     )
@@ -122,12 +128,12 @@ def planned_folds(cv):
     return len(cv) if hasattr(cv, "__len__") else None
 
 
-def use_loo_instead(cv, n_groups, n_folds, n_features, n_targets):
+def use_loo_instead(cv, n_groups, n_folds, n_features, n_targets, widths=None):
     """Whether an int ``cv`` (or None) falls back to exact leave-one-out: its K per-fold
     Grams do not fit while one Gram does (the estimators warn when they do it)."""
     an_int = cv is None or isinstance(cv, Integral)
-    return bool(an_int and n_folds > 1 and not gram_fits(n_groups, n_folds, n_features, n_targets)
-                and gram_fits(n_groups, 1, n_features, n_targets))
+    return bool(an_int and n_folds > 1 and not gram_fits(n_groups, n_folds, n_features, n_targets, widths)
+                and gram_fits(n_groups, 1, n_features, n_targets, widths))
 
 
 def uses_iterations(solver, n_features, n_groups=1, sparse=False):
@@ -211,14 +217,14 @@ def check_ridge_memory(ridge, n_features, n_targets, *, n_groups=1, sparse=False
     if uses_iterations(ridge.solver, n_features, n_groups, sparse):
         check_cg_memory(ridge.solver, n_features, n_targets * iterative_systems(ridge))
         return
-    searching = np.ndim(ridge.alpha) > 0 or n_groups > 1
-    n_folds = planned_folds(ridge.cv) if searching else 1
+    widths = list(widths or [n_features])
+    searching = np.ndim(ridge.alpha) > 0 or n_groups > 1 or len(widths) > 1 or ridge.select == "evidence"
+    n_folds = planned_folds(ridge.cv) if searching and ridge.select != "evidence" else 1
     if n_folds is None:
         return
-    if searching and use_loo_instead(ridge.cv, n_groups, n_folds, n_features, n_targets):
+    if searching and use_loo_instead(ridge.cv, n_groups, n_folds, n_features, n_targets, widths):
         n_folds = 1
-    check_gram_memory(n_groups, n_folds, n_features, n_targets)
-    widths = list(widths or [n_features])
+    check_gram_memory(n_groups, n_folds, n_features, n_targets, widths)
     if searching or len(widths) > 1:
         check_search_memory(widths, n_groups, max(n_folds, 1), int(np.size(ridge.alpha)), n_targets)
 

@@ -101,7 +101,7 @@ def refuse_without_gram(solver, *, evidence=False, calibrate=False):
 class RidgeSearchMixin:
     """The search and calibration steps of the ridge estimators (docs/ridge.md)."""
 
-    def _choose_cv(self, Z, y, n_groups, n_features, n_targets):
+    def _choose_cv(self, Z, y, n_groups, n_features, n_targets, widths=None):
         """``"loo"`` or :func:`check_cv`'s ``(n_folds, scored, folds)``: exact leave-one-out
         when asked, and instead of an int ``cv`` whose per-fold Grams would not fit a worker
         while one Gram does (:func:`rfstream.solvers.memory.use_loo_instead`), with a warning;
@@ -111,7 +111,7 @@ class RidgeSearchMixin:
         if isinstance(self.cv, str):
             return "loo"
         cv = check_cv(self.cv, Z, y)
-        if use_loo_instead(self.cv, n_groups, cv[0], n_features, n_targets):
+        if use_loo_instead(self.cv, n_groups, cv[0], n_features, n_targets, widths):
             warnings.warn(f"{cv[0]}-fold cross-validation needs {cv[0]} Grams of D={n_features} per "
                           "task, more than the workers' or the client's memory holds; using exact "
                           "leave-one-out from one Gram instead (cv='loo').", UserWarning, stacklevel=5)
@@ -311,9 +311,10 @@ class _BaseStreamingRidge(RidgeSearchMixin, LinearPredictMixin, BaseEstimator):
         leave-one-out or the evidence) and the calibration pass where asked."""
         searching = (np.ndim(self.alpha) > 0 or groups.gammas is not None or sizes is not None
                      or self.select == "evidence")
-        cv = self._choose_cv(Z, y, groups.n_groups, n_features, n_targets) if searching else (1, 1, None)
+        widths = None if sizes is None else [len(columns) for columns in sizes.columns]
+        cv = self._choose_cv(Z, y, groups.n_groups, n_features, n_targets, widths) if searching else (1, 1, None)
         n_folds, _, folds = (1, 1, None) if cv == "loo" else cv
-        check_gram_memory(groups.n_groups, n_folds, n_features, n_targets)
+        check_gram_memory(groups.n_groups, n_folds, n_features, n_targets, widths)
         stats = self._statistics(groups, n_features, y, target_fn, n_targets, n_folds,
                                  weights, folds)
         if sizes is not None:  # every listed size from the largest one's partials
