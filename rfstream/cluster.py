@@ -247,6 +247,11 @@ def _current_client():
         return None
 
 
+def on_workers():
+    """Whether passes run on a distributed client's workers (else in this process's threads)."""
+    return dask.config.get("scheduler", None) not in LOCAL_SCHEDULERS and _current_client() is not None
+
+
 def worker_memory():
     """``(bytes, threads)``: the smallest memory limit of a worker of the current client
     and its threads, or, with no client (dask's threads), 80% of this machine's memory

@@ -15,12 +15,12 @@ import time
 from dataclasses import asdict, dataclass, field
 from math import prod
 
-import dask
 import numpy as np
 import scipy.linalg
+from sklearn.base import is_classifier
 
 from .catalog import size_widths
-from .cluster import LOCAL_SCHEDULERS, pass_kind, worker_memory
+from .cluster import on_workers, pass_kind, worker_memory
 from .features.width import planned_features
 from .options import CALIBRATE_MAX_FEATURES
 from .param_lists import is_listed
@@ -345,9 +345,13 @@ def plan_fit(job):
         stored = ridge.stored * repeat
     elif solver is not None:
         plan.passes += map_passes
+        if is_classifier(solver) and "classes" not in kind.split(" + "):  # its own da.unique pass
+            plan.passes.append(("classes", "classes"))
         name = type(solver).__name__
         epochs = getattr(solver, "max_iter", None) if hasattr(solver, "n_iter_no_change") else None
-        more = " ".join(m for m in (more, f"+ at most {epochs} epochs" if epochs else f"+ the {name}'s passes") if m)
+        own = (f"+ the {name}'s epochs (at most {epochs} and an evaluation; Newton steps instead where it "
+               "chooses Newton)") if epochs else f"+ the {name}'s passes"
+        more = " ".join(m for m in (more, own) if m)
     else:
         plan.passes += map_passes
     if job.holdout is not None:
@@ -362,7 +366,7 @@ def plan_fit(job):
         plan.client_limit, plan.client_available = client_limit(), int(psutil.virtual_memory().available)
     if plan.worker_peak is not None:
         plan.worker_limit, plan.worker_threads = worker_memory()
-        plan.in_process = dask.config.get("scheduler", None) in LOCAL_SCHEDULERS
+        plan.in_process = not on_workers()
     if job.checkpoint is not None:
         plan.checkpoint = str(job.checkpoint)
         plan.checkpoint_bytes = stored_nbytes(stored) if stored or not more else None

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.linalg
 
-from ...cluster import compute
+from ...cluster import client_work, compute
 from ...devices import is_numpy, symmetric_eigh
 from ...options import ParameterWarning
 from ...reductions import Layout
@@ -110,11 +110,12 @@ def _eigen_path(G, C):
     return at
 
 
-def alpha_path(stats, total, alphas, scored, fit_intercept):
+def alpha_path(stats, total, alphas, scored, fit_intercept, step=None):
     """``(W, b, sse, n)``: the weights (K, D, A x T) and intercepts (K, A x T) of every
     (scored fold, alpha), their held-out squared errors (K, A) and the folds' weights
     (K,): per fold a Cholesky solve per alpha, or one eigh for :data:`EIGH_MIN_ALPHAS`
-    alphas or more; no data pass (a fold with no weight: zeros)."""
+    alphas or more; no data pass (a fold with no weight: zeros).  ``step(count, detail)``
+    is told each fold's factorizations (:func:`rfstream.cluster.client_work`)."""
     D, T = total["C"].shape
     W_all, b_all = np.zeros((scored, D, alphas.size * T)), np.zeros((scored, alphas.size * T))
     sse, fold_n = np.zeros((scored, alphas.size)), np.zeros(scored)
@@ -131,6 +132,9 @@ def alpha_path(stats, total, alphas, scored, fit_intercept):
             sse[k, i] = held_out_sse(W, moments)
             W_all[k, :, i * T:(i + 1) * T], b_all[k, i * T:(i + 1) * T] = W, nu - mu @ W
         fold_n[k] = fold["n"]
+        if step is not None:
+            eigh = alphas.size >= EIGH_MIN_ALPHAS
+            step(1 if eigh else alphas.size, f"{'eigh' if eigh else 'Cholesky'}, D={D:,}")
     return W_all, b_all, sse, fold_n
 
 
@@ -145,7 +149,9 @@ def grid_cross_validate(groups, y, stats, totals, alphas, cv, weights, *, scorin
     ``cv`` and ``weights`` as the pass had them.
     """
     scored = cv[1]
-    paths = [alpha_path(s, t, alphas, scored, fit_intercept) for s, t in zip(stats, totals)]
+    count = len(stats) * scored * (1 if alphas.size >= EIGH_MIN_ALPHAS else alphas.size)
+    with client_work(count, "factorizations of the folds' training Grams") as step:
+        paths = [alpha_path(s, t, alphas, scored, fit_intercept, step) for s, t in zip(stats, totals)]
     fold_n = paths[0][3]
     sse = np.concatenate([p[2] for p in paths], axis=1)  # (K, G x A)
     cv_mse = sse.sum(axis=0) / max(fold_n.sum(), 1.0)

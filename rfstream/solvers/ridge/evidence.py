@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.linalg
 
+from ...cluster import client_work
 from ...options import ParameterError
 from .cv import EIGH_MIN_ALPHAS, normal_equations
 
@@ -84,9 +85,14 @@ def cholesky_path(total, yy, m, alphas, fit_intercept):
 def evidence_bases(totals, alphas, fit_intercept, eigen_basis):
     """The eigendecomposition of every gamma's Gram (``eigen_basis(total)``, which consumes
     it) for :data:`EIGH_MIN_ALPHAS` alphas or more, else None per gamma (Cholesky)."""
-    if alphas.size >= EIGH_MIN_ALPHAS:
-        return [eigen_basis(t, fit_intercept) for t in totals]
-    return [None] * len(totals)
+    if alphas.size < EIGH_MIN_ALPHAS:
+        return [None] * len(totals)
+    bases = []
+    with client_work(len(totals), "eigendecompositions") as step:
+        for t in totals:
+            bases.append(eigen_basis(t, fit_intercept))
+            step(1, f"D={bases[-1]['U'].shape[0]:,}")
+    return bases
 
 
 def evidence_table(bases, totals, alphas, *, fit_intercept, gammas=None):
@@ -96,10 +102,14 @@ def evidence_table(bases, totals, alphas, *, fit_intercept, gammas=None):
     whose basis is None is done by :func:`cholesky_path`."""
     check_evidence_alphas(alphas)
     paths = []
-    for basis, total in zip(bases, totals):
-        yy, m = centred_target_energy(total, fit_intercept), degrees_of_freedom(total, fit_intercept)
-        paths.append(evidence_path(basis, yy, m, alphas) if basis is not None
-                     else cholesky_path(total, yy, m, alphas, fit_intercept))
+    count = sum(basis is None for basis in bases) * alphas.size
+    with client_work(count, "Cholesky factorizations") as step:
+        for basis, total in zip(bases, totals):
+            yy, m = centred_target_energy(total, fit_intercept), degrees_of_freedom(total, fit_intercept)
+            paths.append(evidence_path(basis, yy, m, alphas) if basis is not None
+                         else cholesky_path(total, yy, m, alphas, fit_intercept))
+            if basis is None:
+                step(alphas.size, f"D={total['s'].shape[0]:,}")
     table = {"alpha": np.tile(alphas, len(bases)),
              "log_evidence": np.concatenate([p[0] for p in paths]),
              "noise_variance": np.concatenate([p[1] for p in paths]),

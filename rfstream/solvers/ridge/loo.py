@@ -14,7 +14,7 @@ import numpy as np
 import scipy.linalg
 import scipy.sparse as sp
 
-from ...cluster import compute
+from ...cluster import client_work, compute
 from ...devices import is_numpy, symmetric_eigh
 from ...reductions import Layout
 from ..passes import RowSpec, row_sum, sub_blocks, weight_fields
@@ -117,7 +117,11 @@ def loo_cross_validate(groups, y, totals, alphas, weights, *, target_fn, scoring
     eigendecomposition per gamma on the client, one pass over the rows), and the
     eigendecomposition of each gamma (:func:`loo_basis`), from which :func:`loo_solution`
     gives the full-data fit.  ``totals[g]["G"]`` is consumed."""
-    bases = [loo_basis(t, fit_intercept) for t in totals]
+    bases = []
+    with client_work(len(totals), "eigendecompositions") as step:
+        for t in totals:
+            bases.append(loo_basis(t, fit_intercept))
+            step(1, f"D={bases[-1]['U'].shape[0]:,}")
     n_classes = len(classes) if classes is not None else 0
     layout = loo_layout(alphas.size, n_classes, scoring)
     w, weight_args = weights
