@@ -95,8 +95,10 @@ def test_progress_in_a_log_is_one_line_per_pass(work):
     proc = rfstream("fit", work / "d.zarr", "--out", work / "m_log", "--n-components", 32, "--alpha", "1")
     assert proc.returncode == 0, proc.stderr
     assert "\r" not in proc.stderr
-    lines = proc.stderr.splitlines()
-    assert lines and all(line.startswith("rfstream: pass ") and line.endswith(" s") for line in lines)
+    lines = [line for line in proc.stderr.splitlines() if line.startswith("rfstream: pass ")]
+    assert lines and all(line.endswith(" s") for line in lines)
+    plan = [line for line in proc.stderr.splitlines() if not line.startswith("rfstream: pass ")]
+    assert plan[0].startswith(f"rfstream: plan: {len(lines)} passes") and len(plan) <= 4  # one short block
     # never: nothing; always: the bar, even in a log
     proc = rfstream("evaluate", work / "m_log", work / "d.zarr", "--progress", "never")
     assert proc.returncode == 0 and proc.stderr == ""
@@ -105,7 +107,7 @@ def test_progress_in_a_log_is_one_line_per_pass(work):
 
 
 def test_progress_modes(capsys, work):
-    for mode, expect in (("never", ""), ("auto", "rfstream: pass 1 done in ")):
+    for mode, expect in (("never", ""), ("auto", "rfstream: pass 1 (metrics) done in ")):
         assert run("evaluate", work / "m", work / "d.zarr", "--progress", mode, "--scheduler", "threads",
                    "--out", work / "e.json") == 0
         err = capsys.readouterr().err

@@ -4,6 +4,7 @@ from __future__ import annotations
 import builtins
 import io
 import os
+import re
 import time
 from contextlib import contextmanager
 from unittest import mock
@@ -46,6 +47,6 @@ def wait_for_pass(proc, k, timeout=240):
         if not line:
             break
         lines.append(line)
-        if line.startswith(f"rfstream: pass {k} done"):
+        if re.match(rf"rfstream: pass {k}( of \d+)?( \(.*\))? done", line):  # "pass 3 of 5 (Gram) done"
             return lines
     raise AssertionError(f"pass {k} never reported; stderr: {''.join(lines)[-2000:]}")
