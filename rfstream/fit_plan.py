@@ -305,17 +305,15 @@ def _map_passes(fmap):
     return [], f"+ the {name} map's passes"
 
 
-def plan_fit(job):
-    """The :class:`FitPlan` of a :class:`rfstream.jobs.FitJob` before its first pass."""
-    from .jobs import first_look
-
+def plan_fit(job, first=()):
+    """The :class:`FitPlan` of a :class:`rfstream.jobs.FitJob` before its first pass; ``first``:
+    the collections of its first look at the rows (:func:`rfstream.jobs.first_look`)."""
     model, X = job.model, job.X
     steps = dict(getattr(model, "steps", []))
     fmap = steps.get("features")
     solver = None if job.transformer else steps.get("solver")
     n_features = int(X.shape[1])
     plan = FitPlan(rows=int(X.shape[0]))
-    first = first_look(model, X, None if job.transformer else job.y)
     kind = pass_kind(first) if first else ""
     if first:
         label = " + ".join(FIRST_LOOK_WORDS.get(k, k) for k in kind.split(" + "))

@@ -27,6 +27,7 @@ from .io.zarr_source import lazy_array, open_source
 from .options import FIT_DEFAULTS, TASKS, OutputExistsError, ParameterError
 from .features.base import FeatureMap
 from .features.grid import auto_rows
+from .fit_plan import plan_fit
 from .preprocess import Standardizer, train_test_split
 from .random import check_seed
 from .reductions import moments
@@ -244,10 +245,8 @@ class FitJob:
         """The fit's :class:`rfstream.fit_plan.FitPlan` (its passes, the client's work, the
         peak memory, the checkpoint's size), made from what needs no data, on the connected
         workers; the memory checks first (:meth:`check_memory`)."""
-        from .fit_plan import plan_fit
-
         self.check_memory()
-        return plan_fit(self)
+        return plan_fit(self, first_look(self.model, self.X, None if self.transformer else self.y))
 
     def fit(self):
         """Check the memory on the connected workers, say the plan where the run shows

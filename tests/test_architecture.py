@@ -33,7 +33,7 @@ CORE = {"kernels", "samplers", "random", "reductions", "hadamard", "cluster", "e
         "metrics", "param_lists", "options", "devices", "sizes", "_validation", "_version"}
 #: layer of each part of the package; a module may import its own layer and those below
 LAYERS = {"core": 0, "io": 1, "datasets": 2, "features": 3, "solvers": 4, "datadriven": 5,
-          "selection": 6, "catalog": 7, "jobs": 8,  # the search room; registries and router; the fit path
+          "selection": 6, "catalog": 7, "jobs": 8, "fit_plan": 8,  # the search room; registries and router; the fit path
           "pipeline": 9, "bench": 10, "cli": 10,
           "__main__": 10}  # python -m rfstream: a front end, as cli
 
