@@ -50,14 +50,16 @@ def client_memory(n_groups, n_folds, n_features, n_targets, widths=None):
     partials (:func:`gram_memory`'s, at the largest width D); with a list of sizes ``widths``
     each size's sliced K x w^2 partials (:func:`rfstream.solvers.ridge.gram.expand_sizes`);
     for K folds each candidate's sum over the folds, w^2 per (gamma, size), and one fold's
-    training Gram, its centred copy, its eigenvectors and LAPACK's workspace, 4 D^2; for
+    working arrays, 6 D^2 (its training Gram, its centred copy, its factor or eigenvectors,
+    LAPACK's workspace, the held-out moments and their outer products; measured with
+    ``benchmarks/selection/plan_client_memory.py``, docs/plan.md); for
     leave-one-out the eigenvectors of every candidate and one D^2 more
     (:func:`rfstream.solvers.ridge.loo.loo_basis`) -- and :func:`client_limit`."""
     D, G, K = n_features, n_groups, n_folds
     widths = list(widths or [D])
     squares = sum(w * w for w in widths)  # one candidate of each size, per gamma
     sliced = 8 * G * K * squares if len(widths) > 1 else 0
-    extra = 8 * (G * squares + 4 * D * D) if K > 1 else 8 * (G * squares + D * D)
+    extra = 8 * (G * squares + 6 * D * D) if K > 1 else 8 * (G * squares + D * D)
     return gram_memory(G, K, D, n_targets)[3] + sliced + extra, client_limit()
 
 
