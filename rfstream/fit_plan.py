@@ -285,10 +285,9 @@ def _ridge_plan(solver, fmap, n_features, n_targets):
                                                 calibrating=calibrating)
     plan.client = client_memory(n_gammas, n_folds, width, n_targets, widths if len(widths) > 1 else None)[0]
     plan.workers = gram_memory(n_gammas, n_folds, width, n_targets)[0]
-    if searching:
-        need, _, paths, _ = search_memory(widths, n_gammas, max(n_folds, 1), n_alphas, n_targets)
+    if searching:  # the scoring pass's tasks; the client's solve with the alpha paths
+        need, _, plan.client, _ = search_memory(widths, n_gammas, max(n_folds, 1), n_alphas, n_targets)
         plan.workers = max(plan.workers, need)
-        plan.client += 8 * n_gammas * n_folds * n_alphas * n_targets * sum(widths)  # the alpha paths
     plan.stored.append((gram_layout(width, n_targets, n_folds).shapes, n_gammas))
     return plan
 

@@ -179,15 +179,15 @@ def search_memory(widths, n_groups, n_folds, n_alphas, n_targets):
     pass, over ``widths`` (the D of each listed ``n_components`` size, prefix maps sliced
     from the largest Gram, :func:`rfstream.solvers.ridge.gram.expand_sizes`) per gamma of
     ``n_groups``, ``n_folds`` K and ``n_alphas`` A: the client holds each candidate's K x D x
-    A T float64 path and the sliced K x D^2 Grams of the smaller sizes; each running task of
-    the scoring pass holds the paths and a sub-block's K x (candidates x A x T) float64
-    predictions."""
+    A T float64 path beside all that its solve holds (:func:`client_memory`: the partials,
+    each size's slices, the folds' sums); each running task of the scoring pass holds the
+    paths and a sub-block's K x (candidates x A x T) float64 predictions."""
     G, K, A, T = n_groups, n_folds, n_alphas, n_targets
     paths = 8 * G * K * A * T * sum(widths)
-    slices = 8 * G * K * sum(w * w for w in widths) if len(widths) > 1 else 0
+    solve = client_memory(G, K, max(widths), T, widths if len(widths) > 1 else None)[0]
     predictions = 8 * SUB_BLOCK * K * G * len(widths) * A * T
     limit, threads = worker_memory()
-    return threads * (paths + predictions), limit, paths + slices, client_limit()
+    return threads * (paths + predictions), limit, paths + solve, client_limit()
 
 
 def check_search_memory(widths, n_groups, n_folds, n_alphas, n_targets):
@@ -198,9 +198,11 @@ def check_search_memory(widths, n_groups, n_folds, n_alphas, n_targets):
         return
     where = (f"{need / 2**30:,.1f} GiB per worker, over its {limit / 2**30:.1f} GiB" if need > limit else
              f"{client / 2**30:,.1f} GiB on the client, over its {client_max / 2**30:.1f} GiB")
+    lower = ["the number of gammas"] * (n_groups > 1) + ["of {n_components} sizes (or the largest)"] \
+        + ["{cv}"] * (n_folds > 1) + ["the number of alphas"]
     raise ParameterError(f"the search over {n_alphas:,} alphas x {len(widths):,} sizes x {n_groups} gamma(s) "
-                         f"x {n_folds} fold(s) (D up to {max(widths):,}) needs about {where}; lower the "
-                         "number of alphas, of {n_components} sizes or {cv} (or machines with more memory).",
+                         f"x {n_folds} fold(s) (D up to {max(widths):,}) needs about {where}; lower "
+                         + ", ".join(lower[:-1]) + " or " + lower[-1] + " (or machines with more memory).",
                          alpha=None, n_components=None, cv=None)
 
 
@@ -226,9 +228,9 @@ def check_ridge_memory(ridge, n_features, n_targets, *, n_groups=1, sparse=False
         return
     if searching and use_loo_instead(ridge.cv, n_groups, n_folds, n_features, n_targets, widths):
         n_folds = 1
-    check_gram_memory(n_groups, n_folds, n_features, n_targets, widths)
-    if searching or len(widths) > 1:
+    if searching:  # first: its refusal names the count of alphas and sizes
         check_search_memory(widths, n_groups, max(n_folds, 1), int(np.size(ridge.alpha)), n_targets)
+    check_gram_memory(n_groups, n_folds, n_features, n_targets, widths)
 
 
 def iterative_systems(ridge):

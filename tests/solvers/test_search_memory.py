@@ -40,4 +40,6 @@ def test_a_search_that_fits_is_planned_and_allowed(machine):
     check_model(_model([500, 1000, 2000], list(np.logspace(-3, 3, 30))), 20, 1)
     need, limit, client, client_max = memory.search_memory([500, 1000, 2000], 1, 5, 30, 1)
     assert need <= limit and client <= client_max
-    assert client == 8 * 5 * 30 * 3500 + 8 * 5 * (500**2 + 1000**2 + 2000**2)
+    assert client == 8 * 5 * 30 * 3500 + memory.client_memory(1, 5, 2000, 1, [500, 1000, 2000])[0]
+    assert memory.client_memory(1, 5, 2000, 1, [500, 1000, 2000])[0] >= memory.gram_memory(1, 5, 2000, 1)[3] \
+        + 8 * 5 * (500**2 + 1000**2 + 2000**2)  # the partials and each size's slices of them, held at once
