@@ -351,6 +351,9 @@ def plan_fit(job, first=()):
         more = " ".join(m for m in (more, own) if m)
     else:
         plan.passes += map_passes
+        step = steps.get("solver")
+        if step is not None:  # a transformer after the map (kernel PCA): its own passes
+            more = " ".join(m for m in (more, f"+ the {type(step).__name__}'s passes") if m)
     if job.holdout is not None:
         plan.passes.append(("metrics", "holdout metrics"))
     plan.more = more
