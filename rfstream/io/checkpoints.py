@@ -168,6 +168,7 @@ class Checkpoint:
         self.reused = 0  # of which replayed from the checkpoint
         self.steps = []
         self.written = set()  # the names this run wrote
+        self.removed = False  # its files removed (the job done, or failed in a way that recurs)
         manifest = self._read_manifest()
         claimed = (manifest or {}).get("made_directory")
         if not made_directory and self.location.is_local and made_dirs.proven(self.location.path, claimed):
@@ -363,6 +364,7 @@ class Checkpoint:
         names), and nothing else, ever; the lock is the lock's to remove."""
         with storage_errors(self.location, "cannot be removed"):
             self._remove_own_files()
+        self.removed = True
 
     def remove_directory(self):
         """Delete the checkpoint's directory when rfstream made it (this run, or an earlier one
