@@ -5,7 +5,8 @@ triangle only, row by row, and is restored bit for bit; a block is packed only w
 symmetric to the bit (compared as integers: ``-0.0`` and ``0.0``, NaNs, all kept).  Blocks are
 found in an array whose last two axes are equal, or declared by the pass that makes a flat
 vector (:func:`symmetric_blocks`).  :func:`stored_nbytes` predicts a file's bytes from the
-values' shapes.  Why no compression and no float32: docs/robustness.md,
+values' shapes; a float64 array of float32 numbers is stored in float32 (exact).  Why no
+compression and no rounding to float32: docs/robustness.md,
 "rfstream/io/checkpoints.py".
 """
 from __future__ import annotations
@@ -27,6 +28,8 @@ _DECLARED = contextvars.ContextVar("rfstream_symmetric_blocks", default=None)
 _ZIP_MEMBER_BYTES = 160
 #: the zip's end records (with the zip64 ones)
 _ZIP_END_BYTES = 128
+#: the values of a float64 array tried in float32 first (:func:`_narrow`)
+_PROBE = 4096
 
 
 @contextlib.contextmanager
@@ -101,12 +104,28 @@ def _unpack(packed, spans, shape):
     return flat.reshape(shape)
 
 
+def _narrow(a):
+    """``(a as float32, True)`` when ``a`` is float64 and every value of it is a float32 number
+    (converted there and back, the same bits: nothing is rounded), else ``(a, False)``."""
+    if a.dtype != np.float64 or a.size == 0:
+        return a, False
+    head = a.reshape(-1)[:_PROBE]  # most partials of a large job fail here, before the whole is converted
+    if not np.array_equal(head.astype(np.float32).astype(np.float64).view(np.uint64), head.view(np.uint64)):
+        return a, False
+    narrow = a.astype(np.float32)
+    if not np.array_equal(narrow.astype(np.float64).view(np.uint64), a.view(np.uint64)):
+        return a, False
+    return narrow, True
+
+
 def encode(values):
     """``np.savez`` bytes of the values, or None when one is neither numeric nor text.
 
     Object arrays of ``str`` are stored as fixed-width text (key ``v{i}_str``); a value with
     symmetric blocks (its last two axes, or declared by :func:`symmetric_blocks`) as
-    ``v{i}_packed`` with its ``v{i}_spans`` and ``v{i}_shape``; any other as ``v{i}``."""
+    ``v{i}_packed`` with its ``v{i}_spans`` and ``v{i}_shape``; any other as ``v{i}``.  A
+    float64 array whose values are all float32 numbers is stored in float32, its key (of the
+    data) ending in ``_f32`` (:func:`_narrow`: exact, restored to the same bits)."""
     declared = _DECLARED.get() or {}
     arrays = {}
     for i, v in enumerate(values):
@@ -120,10 +139,13 @@ def encode(values):
         if spans and a.dtype.kind in "fiu" and a.dtype.itemsize in (1, 2, 4, 8):
             packed, kept = _pack(np.ascontiguousarray(a).ravel(), spans)
             if kept:
-                arrays.update({f"v{i}_packed": packed, f"v{i}_spans": np.array(kept, dtype=np.int64),
+                packed, narrowed = _narrow(packed)
+                arrays.update({f"v{i}_packed" + ("_f32" if narrowed else ""): packed,
+                               f"v{i}_spans": np.array(kept, dtype=np.int64),
                                f"v{i}_shape": np.array(a.shape, dtype=np.int64)})
                 continue
-        arrays[key] = a
+        a, narrowed = _narrow(a)
+        arrays[key + ("_f32" if narrowed else "")] = a
     buf = io.BytesIO()
     np.savez(buf, **arrays)
     return buf.getvalue()
@@ -152,14 +174,17 @@ def decode(data, count):
     _check_members(data)
     values = []
     with np.load(io.BytesIO(data), allow_pickle=False) as f:
+        def read(key):  # a float32-stored float64 array widened back: the same bits
+            return f[key] if key in f.files else f[key + "_f32"].astype(np.float64)
+
         for i in range(count):
-            if f"v{i}_packed" in f.files:
+            if f"v{i}_packed" in f.files or f"v{i}_packed_f32" in f.files:
                 spans = [tuple(int(x) for x in row) for row in np.asarray(f[f"v{i}_spans"]).reshape(-1, 3)]
-                a = _unpack(f[f"v{i}_packed"], spans, tuple(int(s) for s in f[f"v{i}_shape"]))
+                a = _unpack(read(f"v{i}_packed"), spans, tuple(int(s) for s in f[f"v{i}_shape"]))
                 if a is None:
                     raise ValueError(f"value {i}'s packed blocks do not fit its shape")
-            elif f"v{i}" in f.files:
-                a = f[f"v{i}"]
+            elif f"v{i}" in f.files or f"v{i}_f32" in f.files:
+                a = read(f"v{i}")
             else:
                 a = f[f"v{i}_str"].astype(object)
             values.append(a[()] if a.ndim == 0 else a)
@@ -181,7 +206,9 @@ def stored_nbytes(values):
     :func:`rfstream.solvers.ridge.gram.symmetric_spans`); an array whose last two axes are
     equal counts as packed.  Exact in its data bytes, at most a few hundred bytes more per
     array for the container, when the blocks are symmetric (those of the Gram pass are:
-    each fold's ``Z'Z`` is made by SYRK); a block found not symmetric is stored whole."""
+    each fold's ``Z'Z`` is made by SYRK); a block found not symmetric is stored whole.  A
+    float64 value whose numbers all are float32 ones takes about half of this (:func:`encode`):
+    the sums of a small dataset, where each fold is one block of rows."""
     total = _ZIP_END_BYTES
     for i, value in enumerate(values):
         shape, dtype = tuple(int(s) for s in value[0]), np.dtype(value[1])

@@ -47,6 +47,23 @@ def test_symmetric_blocks_are_packed_and_restored_bit_for_bit():
     assert {"v0_packed", "v1", "v2_packed", "v3"} <= set(names)  # the lopsided one whole
 
 
+def test_float64_values_that_are_float32_numbers_are_stored_in_half_the_bytes():
+    """Sums of float32 products that stayed float32 numbers (one block of rows per fold):
+    stored in float32, widened back to the same bits; one value that is not a float32 number
+    keeps the whole array in float64."""
+    rng = np.random.default_rng(3)
+    exact = _symmetric(rng, 2, 60, 60).astype(np.float32).astype(np.float64)
+    exact[0, 0, 0], exact[1, 2, 2], exact[1, 3, 3] = -0.0, np.inf, np.nan
+    flat = exact.ravel().copy()
+    data = encode((exact, flat))
+    back = decode(data, 2)
+    assert _same_bits(back[0], exact) and _same_bits(back[1], flat)
+    assert {"v0_packed_f32", "v1_f32"} <= set(np.load(io.BytesIO(data)).files)
+    assert len(data) < 0.3 * exact.nbytes + 0.55 * flat.nbytes
+    flat[-1] = 0.1  # not a float32 number
+    assert _same_bits(decode(encode((flat,)), 1)[0], flat) and len(encode((flat,))) > flat.nbytes
+
+
 def test_declared_blocks_of_a_flat_vector_are_packed_and_checked():
     rng = np.random.default_rng(1)
     blocks = _symmetric(rng, 2, 25, 25)
