@@ -1,8 +1,8 @@
 """The bytes a checkpoint takes: one Gram partial stored whole, packed, and compressed, and the
 README's grid stopped after its Gram pass.
 
-``codec``: a D x D Gram partial (RFF features of random rows, float32 SYRK summed in float64,
-as the Gram pass makes it) stored whole (``np.savez``, the format before packing), as its packed
+``codec``: a D x D Gram partial (unscaled RFF features of random rows, float32 SYRK summed in
+float64 and scaled, as the Gram pass makes it) stored whole (``np.savez``, the format before packing), as its packed
 upper triangle (:mod:`rfstream.io.pass_encoding`), and the packed triangle through zstd and
 byte-shuffle + zstd (numcodecs); bytes, and encode / decode rates interleaved over repeats
 (the minimum).  ``grid``: ``rfstream fit`` with the README's grid (``--gamma``: one gamma or
@@ -40,9 +40,10 @@ def codec(d, repeats):
     W = rng.standard_normal((10, d)).astype(np.float32)
     b = rng.uniform(0, 2 * np.pi, d).astype(np.float32)
     G = np.zeros((d, d))
-    for start in range(0, X.shape[0], 8192):
-        Z = np.sqrt(np.float32(2 / d)) * np.cos(X[start:start + 8192] @ W + b)
+    for start in range(0, X.shape[0], 8192):  # unscaled float32 features, SYRK, summed in float64 ...
+        Z = np.cos(X[start:start + 8192] @ W + b)
         G += np.matmul(Z.T, Z)
+    G *= 2.0 / d  # ... then scaled, as rfstream.solvers.ridge.gram.gram_chunk does
     packed = G[np.triu_indices(d)]
 
     def whole():

@@ -4,9 +4,10 @@ Inside :func:`resumable`, the small result of each pass through :func:`rfstream.
 is written to the checkpoint (a local directory or an object-store prefix); a rerun replays
 the client's deterministic work and takes the stored results up to the first pass not
 completed, so the model is the one an uninterrupted run makes.  A checkpoint belongs to one
-job (its fingerprint), holds only rfstream's names, and each pass carries its SHA-256 (and an
-HMAC under :data:`KEY_ENV`).  Narrative and safety rules: docs/robustness.md,
-"rfstream/io/checkpoints.py".
+job (its fingerprint; its identity part by part says what differs when refused), holds only
+rfstream's names, and each pass, stored exactly in the least bytes (:mod:`.pass_encoding`,
+:func:`stored_nbytes`), carries its SHA-256 (and an HMAC under :data:`KEY_ENV`).  Narrative and
+safety rules: docs/robustness.md, "rfstream/io/checkpoints.py".
 """
 from __future__ import annotations
 
