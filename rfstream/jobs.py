@@ -20,7 +20,7 @@ from ._version import __version__
 from .catalog import check_model, is_transformer, make_model, route
 from .cluster import announce, current_run, expect_passes, prefetch, shows_progress
 from .devices import check_device, check_model_on_device, check_precision, on_device, running_on
-from .io.checkpoints import dataset_identity, fingerprint_of, model_identity, resumable
+from .io.checkpoints import dataset_identity, fingerprint_of, identity_summary, model_identity, resumable
 from .io.location import redact_url
 from .io.witness import content_witness
 from .io.zarr_source import lazy_array, open_source
@@ -210,12 +210,25 @@ class FitJob:
         name and rfstream's version; never a credential, so rotating them keeps the job.
         The description names classes and the dataset's last path part only.  A holdout's
         fraction and seed are part of it: the rows fitted on."""
+        return self._fingerprint(self._identity_parts())
+
+    def _identity_parts(self):
+        """``(model, dataset, extra)``: what :meth:`fingerprint` hashes."""
         extra = {"sample_weight": self.sample_weight if isinstance(self.sample_weight, str) else None,
                  "transformer": self.transformer, "holdout": self.holdout, "device": self.device,
                  "precision": self.precision}
         witness = content_witness(self.data, self.storage_options)  # None for a group given directly
-        digest = fingerprint_of("fit", model_identity(self.model), dataset_identity(self.X, self.attrs, witness),
-                                extra)
+        return model_identity(self.model), dataset_identity(self.X, self.attrs, witness), extra
+
+    def identity(self, parts=None):
+        """The job's identity part by part (:func:`rfstream.io.checkpoints.identity_summary`:
+        a digest and a short text each, passwords hidden), stored in the checkpoint so that a
+        refusal names the parts that differ."""
+        model, dataset, extra = parts or self._identity_parts()
+        return identity_summary({**model, "dataset": dataset, **extra, "rfstream version": __version__})
+
+    def _fingerprint(self, parts):
+        digest = fingerprint_of("fit", *parts)
         steps = " -> ".join(type(step).__name__ for _, step in self.model.steps)
         name = io.as_location(self.data).name if isinstance(self.data, str) or hasattr(self.data, "parts") \
             else type(self.data).__name__
@@ -227,9 +240,10 @@ class FitJob:
         if self.checkpoint is None:
             yield None
             return
-        digest, description = self.fingerprint()
+        parts = self._identity_parts()
+        digest, description = self._fingerprint(parts)
         with resumable(self.checkpoint, digest, restart=self.restart, description=description,
-                       storage_options=self.storage_options) as stored:
+                       identity=self.identity(parts), storage_options=self.storage_options) as stored:
             self.stored = stored
             yield stored
 

@@ -19,7 +19,7 @@ from .._version import __version__
 from ..bench import add_arguments as add_bench_arguments
 from . import arguments as a
 from .options import UserError, add_fit_options, cli_message, flag_error, printable
-from .resume import Stopped, install_signal_handlers, lost_cluster, restore_signal_handlers
+from .resume import Stopped, install_signal_handlers, kept, lost_cluster, restore_signal_handlers
 
 __all__ = ["UserError", "build_parser", "main"]
 
@@ -146,19 +146,19 @@ def main(argv=None):
             args.func(args)
         sys.stdout.flush()  # here, where a closed pipe is caught, rather than at exit
     except Stopped as stop:
-        print(f"rfstream: stopped by {stop}; {_kept(run)}", file=sys.stderr, flush=True)
+        print(f"rfstream: stopped by {stop}; {kept(run)}", file=sys.stderr, flush=True)
         return stop.exit_code
     except BrokenPipeError:
         _stdout_closed()
         return 1
     except Exception as exc:
-        from ..io.location import as_storage_error
+        from ..io.location import StorageError, as_storage_error
 
         catalog = sys.modules.get("rfstream.catalog")  # a NotApplicable was raised by it, once imported
 
         lost = lost_cluster(exc)
         if lost is not None and not os.environ.get("RFSTREAM_DEBUG"):
-            print(f"rfstream: error: {lost}; {_kept(run)}", file=sys.stderr)
+            print(f"rfstream: error: {lost}; {kept(run)}", file=sys.stderr)
             return EXIT_LOST_CLUSTER
         if not isinstance(exc, USER_ERRORS):  # a store's failure deep in a task or a library
             exc = as_storage_error(exc, "storage", "failed")
@@ -167,7 +167,9 @@ def main(argv=None):
         if catalog is not None and isinstance(exc, catalog.NotApplicable):
             exc = flag_error(exc)
         message = cli_message(exc) if str(exc) else type(exc).__name__
-        print(f"rfstream: error: {message}", file=sys.stderr)
+        # a store's failure may pass and keeps the completed passes (a refused checkpoint says its own fix)
+        left = kept(run) if isinstance(exc, (OSError, StorageError)) else "nothing"
+        print(f"rfstream: error: {message}" + ("" if left.startswith("nothing") else f"; {left}"), file=sys.stderr)
         return EXIT_USER_ERROR
     except KeyboardInterrupt:  # a SIGINT before the handlers were installed
         print("rfstream: interrupted", file=sys.stderr)
@@ -175,16 +177,6 @@ def main(argv=None):
     finally:
         restore_signal_handlers(previous)
     return 0
-
-
-def _kept(run):
-    """What a stopped command leaves: the passes its checkpoint keeps, and how to resume."""
-    checkpoint = None if run is None else run.last_store
-    if checkpoint is None or not checkpoint.steps:  # an empty checkpoint is removed on the way out
-        return "nothing was written."
-    done = len(checkpoint.steps)
-    return (f"{done} completed pass(es) are kept in {checkpoint.location}: run the same command again "
-            "to resume after them.")
 
 
 if __name__ == "__main__":

@@ -3,7 +3,7 @@
 A fit stores every completed pass in a checkpoint (:mod:`rfstream.io.checkpoints`) tied to
 the job by :meth:`rfstream.jobs.FitJob.fingerprint`.  SIGTERM and SIGINT raise
 :class:`Stopped` in the main thread, and the CLI exits with 128 + the signal's number after
-saying how many passes the checkpoint keeps; a scheduler lost during a pass exits with 1
+saying how many passes the checkpoint keeps, their bytes and where (:func:`kept`); a scheduler lost during a pass exits with 1
 (:func:`lost_cluster`).  Narrative: docs/design-notes.md.
 """
 from __future__ import annotations
@@ -51,6 +51,21 @@ def checkpoint_location(args):
     if args.no_checkpoint:
         return None
     return args.checkpoint or str(args.out).rstrip("/") + CHECKPOINT_SUFFIX
+
+
+def kept(run):
+    """What a command that ends early leaves: the passes its checkpoint keeps, their bytes
+    and where, and how to resume or start over; "nothing was written." when none is kept."""
+    checkpoint = None if run is None else run.last_store
+    steps = getattr(checkpoint, "steps", None)
+    if not steps or getattr(checkpoint, "removed", False):  # an empty checkpoint is removed on the way out
+        return "nothing was written."
+    from dask.utils import format_bytes
+
+    size = getattr(checkpoint, "nbytes", 0)
+    return (f"{len(steps)} completed pass(es)" + (f" ({format_bytes(size)})" if size else "")
+            + f" are kept in {checkpoint.location}: run the same command again to resume after them, "
+            "or delete it (or rerun with --restart) to start over.")
 
 
 def lost_cluster(exc):

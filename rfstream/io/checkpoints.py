@@ -4,9 +4,10 @@ Inside :func:`resumable`, the small result of each pass through :func:`rfstream.
 is written to the checkpoint (a local directory or an object-store prefix); a rerun replays
 the client's deterministic work and takes the stored results up to the first pass not
 completed, so the model is the one an uninterrupted run makes.  A checkpoint belongs to one
-job (its fingerprint), holds only rfstream's names, and each pass carries its SHA-256 (and an
-HMAC under :data:`KEY_ENV`).  Narrative and safety rules: docs/robustness.md,
-"rfstream/io/checkpoints.py".
+job (its fingerprint; its identity part by part says what differs when refused), holds only
+rfstream's names, and each pass, stored exactly in the least bytes (:mod:`.pass_encoding`,
+:func:`stored_nbytes`), carries its SHA-256 (and an HMAC under :data:`KEY_ENV`).  Narrative and
+safety rules: docs/robustness.md, "rfstream/io/checkpoints.py".
 """
 from __future__ import annotations
 
@@ -19,8 +20,7 @@ import os
 import posixpath
 import re
 import sys
-
-import numpy as np
+import zipfile
 
 from .._version import __version__
 from ..cluster import using_pass_store
@@ -29,9 +29,11 @@ from . import made_directory as made_dirs
 from . import nofollow
 from .job_lock import LOCK, CheckpointBusy, JobLock
 from .location import StorageError, as_location, storage_errors
+from .pass_encoding import decode, encode, stored_nbytes
 
-__all__ = ["MANIFEST", "Checkpoint", "CheckpointMismatch", "dataset_identity",
-           "fingerprint_of", "model_identity", "resumable", "step_name", "will_recur"]
+__all__ = ["MANIFEST", "Checkpoint", "CheckpointMismatch", "dataset_identity", "differences",
+           "fingerprint_of", "identity_summary", "model_identity", "resumable", "step_name", "stored_nbytes",
+           "will_recur"]
 
 MANIFEST = "rfstream-checkpoint.json"
 #: An environment variable holding a secret key.  When it is set, each stored pass carries
@@ -76,36 +78,78 @@ def model_identity(model):
             if k != "steps" and not hasattr(v, "get_params")}
 
 
+#: the most differences a refusal names, the most characters of a value or name it shows
+SHOWN_DIFFERENCES, SHOWN_CHARS = 5, 80
+
+
+#: a URL's ``user:password@`` anywhere in a text (:func:`rfstream.io.location.redact_url` wants it first)
+_ANY_PASSWORD = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*://[^/@:\s'\"]*):[^/@\s'\"]*@")
+
+
+def _digest(value):
+    return hashlib.sha256(json.dumps(value, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+def identity_summary(parts):
+    """``{name: [digest, shown]}`` of a job's identity, stored in the manifest so that a
+    refusal can say what differs (:func:`differences`): for each part, the first 16 hex
+    digits of its SHA-256 (as :func:`fingerprint_of` hashes) and its ``repr``, passwords of
+    URLs hidden, cut to :data:`SHOWN_CHARS` characters.  ``parts``: name -> value; a dict
+    value under the name ``"dataset"`` is spread as ``dataset NAME`` (its ``attrs`` one per
+    key), so that a dataset's attribute is named alone."""
+    flat = {}
+    for name, value in parts.items():
+        if name == "dataset" and isinstance(value, dict):
+            for key, item in value.items():
+                if key == "attrs" and isinstance(item, dict):
+                    flat.update({f"dataset attribute {k!r}": v for k, v in item.items()})
+                else:
+                    flat[f"dataset {key}"] = item
+        else:
+            flat[name] = value
+    return {name: [_digest(value), _shown(_ANY_PASSWORD.sub(r"\1:***@", repr(value)))] for name, value in flat.items()}
+
+
+def _shown(text, limit=SHOWN_CHARS):
+    """``text`` (from anywhere: a checkpoint written by someone else) made safe for one line:
+    at most ``limit`` characters, every one printable (others escaped)."""
+    text = text if isinstance(text, str) else repr(text)
+    cut = text[: limit * 4]
+    safe = "".join(c if c.isprintable() else ascii(c)[1:-1] for c in cut)
+    return safe if len(safe) <= limit and len(cut) == len(text) else safe[: limit - 3] + "..."
+
+
+def differences(stored, current):
+    """``"NAME differs (checkpoint A, this run B)"`` for each part of two identity summaries
+    (:func:`identity_summary`) whose digests differ, at most :data:`SHOWN_DIFFERENCES` named
+    then "and N more"; ``stored`` may come from a file written by anyone (sanitized here).
+    A model parameter is named by its last part (``alpha`` for ``solver__alpha``) when no
+    other part ends so."""
+    stored = stored if isinstance(stored, dict) else {}
+    names = sorted(set(current) | {k for k in stored if isinstance(k, str)})
+
+    def entry(summary, name):
+        value = summary.get(name)
+        ok = isinstance(value, list) and len(value) == 2
+        return (str(value[0]), value[1]) if ok else (None, "(not recorded)" if summary is stored else "(none)")
+
+    short = {}
+    for name in names:
+        short.setdefault(name.rsplit("__", 1)[-1], []).append(name)
+    said = []
+    for name in names:
+        (was, was_shown), (now, now_shown) = entry(stored, name), entry(current, name)
+        if was != now:
+            tail = name.rsplit("__", 1)[-1]
+            label = tail if len(short[tail]) == 1 else name
+            said.append(f"{_shown(label)} differs (checkpoint {_shown(was_shown)}, this run {_shown(now_shown)})")
+    more = len(said) - SHOWN_DIFFERENCES
+    return said[:SHOWN_DIFFERENCES] + ([f"and {more} more"] if more > 0 else [])
+
+
 class CheckpointMismatch(ParameterMixin, ValueError):
     """A checkpoint made by another job (command, dataset or version); the parameters it names
     as data (:class:`rfstream.options.ParameterMixin`)."""
-
-
-def _encode(values):
-    """``np.savez`` bytes of the values, or None when one is neither numeric nor text.
-
-    Object arrays of ``str`` (labels read from a DataFrame, say) are stored as fixed-width
-    text, each such array's key ending in ``_str``, and read back as object arrays."""
-    arrays = {}
-    for i, v in enumerate(values):
-        a, key = np.asarray(v), f"v{i}"
-        if a.dtype.hasobject:
-            if not all(isinstance(x, str) for x in a.ravel()):
-                return None
-            a, key = a.astype(str), f"v{i}_str"
-        arrays[key] = a
-    buf = io.BytesIO()
-    np.savez(buf, **arrays)
-    return buf.getvalue()
-
-
-def _decode(data, count):
-    values = []
-    with np.load(io.BytesIO(data), allow_pickle=False) as f:
-        for i in range(count):
-            a = f[f"v{i}"] if f"v{i}" in f.files else f[f"v{i}_str"].astype(object)
-            values.append(a[()] if a.ndim == 0 else a)
-    return tuple(values)
 
 
 class Checkpoint:
@@ -115,13 +159,17 @@ class Checkpoint:
     (:mod:`rfstream.io.made_directory`); else the manifest's token counts only when the
     marker beside the directory proves it, and a directory rfstream did not make is kept."""
 
-    def __init__(self, location, fingerprint, *, restart=False, storage_options=None, made_directory=None):
+    def __init__(self, location, fingerprint, *, restart=False, storage_options=None, made_directory=None,
+                 description="", identity=None):
         self.location = as_location(location, storage_options)
         self.fingerprint = str(fingerprint)
+        self.description = description
+        self.identity = identity  # identity_summary of the job, stored to say what differs
         self.position = 0  # passes seen by this run
         self.reused = 0  # of which replayed from the checkpoint
         self.steps = []
         self.written = set()  # the names this run wrote
+        self.removed = False  # its files removed (the job done, or failed in a way that recurs)
         manifest = self._read_manifest()
         claimed = (manifest or {}).get("made_directory")
         if not made_directory and self.location.is_local and made_dirs.proven(self.location.path, claimed):
@@ -138,13 +186,33 @@ class Checkpoint:
             self._remove_own_files()
         if manifest is not None and not restart:
             if manifest.get("fingerprint") != self.fingerprint:
-                made = " ".join(str(manifest.get("description") or "another job").split())[:300]
-                raise CheckpointMismatch(
-                    f"the checkpoint {self.location} was made by {made}, not by this one, or the dataset "
-                    "changed since; run the command that made it on the unchanged data to resume, or pass "
-                    "{restart=True} to start over.", restart=restart)
+                raise self._another_job(manifest, restart)
             self.steps = list(manifest.get("steps", []))
-        self.description = ""
+
+    def _another_job(self, manifest, restart):
+        """The refusal of a checkpoint made by another job: which parts of the job differ when
+        both sides recorded them (:func:`differences`), else the description it was made by."""
+        stored = manifest.get("identity")
+        said = differences(stored, self.identity) if self.identity and isinstance(stored, dict) else []
+        if said:
+            changed = " (the dataset changed since the checkpoint was made)" if any(
+                d.startswith("dataset content ") for d in said) else ""
+            return CheckpointMismatch(
+                f"the checkpoint {self.location} is for another job: {'; '.join(said)}{changed}; run the "
+                "command that made it to resume, or pass {restart=True} to discard it, or use another "
+                "{checkpoint}.", restart=restart, checkpoint=None)
+        made = _shown(" ".join(str(manifest.get("description") or "another job").split()), 300)
+        return CheckpointMismatch(
+            f"the checkpoint {self.location} was made by {made}, not by this one, or the dataset "
+            "changed since; run the command that made it on the unchanged data to resume, or pass "
+            "{restart=True} to start over.", restart=restart)
+
+    @property
+    def nbytes(self):
+        """The bytes of the stored passes (as recorded in the manifest; a pass written by an
+        older rfstream, which did not record them, counts 0)."""
+        return sum(int(s.get("bytes", 0)) for s in self.steps
+                   if isinstance(s, dict) and isinstance(s.get("bytes", 0), int))
 
     def _refuse(self, why):
         return CheckpointMismatch(f"the checkpoint {self.location} is not rfstream's ({why}); use another "
@@ -193,6 +261,8 @@ class Checkpoint:
     def _write_manifest(self):
         doc = {"format": FORMAT, "rfstream_version": __version__, "fingerprint": self.fingerprint,
                "description": self.description, "made_directory": self.made_directory, "steps": self.steps}
+        if self.identity:
+            doc["identity"] = self.identity
         target = self.location.child(MANIFEST)
         with storage_errors(target, "cannot be written"):
             target.write_bytes(json.dumps(doc, indent=1).encode())
@@ -234,9 +304,14 @@ class Checkpoint:
             raise CheckpointMismatch(f"{target} is not authenticated by ${KEY_ENV} (written without it, "
                                      "under another key, or edited); pass {restart=True} "
                                      "to start over.", restart=False)
+        try:
+            values = decode(data, count)
+        except (ValueError, KeyError, EOFError, zipfile.BadZipFile) as exc:
+            raise CheckpointMismatch(f"{target} is damaged or not rfstream's ({_shown(str(exc))}); "
+                                     "pass {restart=True} to start over.", restart=False) from None
         self.position += 1
         self.reused += 1
-        return _decode(data, count)
+        return values
 
     def record(self, sig, values):
         """Store the results of the pass just computed, then count it in the manifest."""
@@ -244,7 +319,7 @@ class Checkpoint:
         self.position += 1
         if k != len(self.steps):  # an earlier pass could not be stored: the replay ends there
             return
-        data = _encode(values)
+        data = encode(values)
         if data is None:
             return
         name = step_name(k)
@@ -252,7 +327,8 @@ class Checkpoint:
         with storage_errors(target, "cannot be written"):
             target.write_bytes(data)
         self.written.add(name)
-        step = {"file": name, "signature": sig, "count": len(values), "sha256": hashlib.sha256(data).hexdigest()}
+        step = {"file": name, "signature": sig, "count": len(values), "sha256": hashlib.sha256(data).hexdigest(),
+                "bytes": len(data)}
         mac = self._mac(k, sig, len(values), data)
         if mac is not None:
             step["hmac"] = mac
@@ -289,6 +365,7 @@ class Checkpoint:
         names), and nothing else, ever; the lock is the lock's to remove."""
         with storage_errors(self.location, "cannot be removed"):
             self._remove_own_files()
+        self.removed = True
 
     def remove_directory(self):
         """Delete the checkpoint's directory when rfstream made it (this run, or an earlier one
@@ -326,11 +403,12 @@ def will_recur(exc):
 
 
 @contextlib.contextmanager
-def resumable(location, fingerprint="", *, restart=False, description="", storage_options=None):
+def resumable(location, fingerprint="", *, restart=False, description="", storage_options=None, identity=None):
     """Make the fits inside the block resumable from ``location`` (docs/robustness.md).
 
     ``fingerprint`` identifies the job (a checkpoint with another one is refused unless
-    ``restart``); ``description`` says in the refusal what made the checkpoint.  One job
+    ``restart``); ``identity`` (:func:`identity_summary` of the parts hashed into it) lets
+    the refusal name the parts that differ, else ``description`` says what made it.  One job
     at a time: another running job's checkpoint is refused, a crashed one's lock taken
     over (:mod:`rfstream.io.job_lock`).  Yields the :class:`Checkpoint`: ``reused``
     passes came from it.  When the block raises, the checkpoint is
@@ -350,8 +428,8 @@ def resumable(location, fingerprint="", *, restart=False, description="", storag
     checkpoint = None
     failure = None
     try:
-        checkpoint = Checkpoint(where, fingerprint, restart=restart, made_directory=made)
-        checkpoint.description = description
+        checkpoint = Checkpoint(where, fingerprint, restart=restart, made_directory=made,
+                                description=description, identity=identity)
         with using_pass_store(checkpoint):
             yield checkpoint
     except BaseException as exc:

@@ -120,7 +120,8 @@ def test_another_command_is_refused_and_restart_starts_over(magic, tmp_path):
     refused = _run(_command(magic, out, other))
     lines = refused.stderr.strip().splitlines()
     assert refused.returncode == 2 and len(lines) == 1
-    assert "model.checkpoint was made by" in lines[0] and "--restart" in lines[0]
+    assert "model.checkpoint is for another job: alpha differs (checkpoint 0.01, this run 0.02)" in lines[0]
+    assert lines[0].count(" differs ") == 1 and "--restart" in lines[0]
     restarted = _run(_command(magic, out, other, "--restart"))
     assert restarted.returncode == 0, restarted.stderr[-2000:]
     assert "resumed" not in json.loads(restarted.stdout)

@@ -29,6 +29,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from ..._validation import check_X_y
 from ...cluster import compute
 from ...features.source import feature_source
+from ...io.pass_encoding import symmetric_blocks
 from ...options import CALIBRATE_MAX_FEATURES, ParameterError
 from ...random import check_seed
 from ..folds import check_cv
@@ -79,6 +80,7 @@ from .gram import (
     gram_layout,
     group_chunk,
     group_spec,
+    symmetric_spans,
 )
 from .loo import loo_basis, loo_cross_validate, loo_solution
 from .nystrom_pcg import PCG_RANK
@@ -262,8 +264,9 @@ class _BaseStreamingRidge(RidgeSearchMixin, LinearPredictMixin, BaseEstimator):
         w, weight_args = weights
         spec = RowSpec(layout=layout, targets=target_fn, n_folds=n_folds,
                        seed=check_seed(self.random_state), **weight_fields(weight_args))
-        vec = compute(row_sum(group_chunk, groups.n_groups * layout.size, groups.rows,
-                              group_spec(gram_chunk, groups, spec), y=y, w=w, folds=folds))
+        with symmetric_blocks(symmetric_spans(layout, groups.n_groups)):  # a checkpoint packs them
+            vec = compute(row_sum(group_chunk, groups.n_groups * layout.size, groups.rows,
+                                  group_spec(gram_chunk, groups, spec), y=y, w=w, folds=folds))
         return [layout.unpack(part) for part in np.split(vec, groups.n_groups)]  # views: no copy
 
     def _fit_targets(self, Z, y, target_fn, n_targets, sample_weight=None, weight_args=None):

@@ -27,6 +27,7 @@ from ...features.fused import (
     whole_rows,
 )
 from ...features.source import feature_source, fused_rows
+from ...io.checkpoints import stored_nbytes
 from ...reductions import Layout, even_rows
 from .on_device import device_gram_chunk
 
@@ -36,6 +37,26 @@ SUB_BLOCK = 8192
 def gram_layout(n_features: int, n_targets: int, n_folds: int) -> Layout:
     D, T, K = n_features, n_targets, n_folds
     return Layout(n=(K,), m=(K,), s=(K, D), t=(K, T), G=(K, D, D), C=(K, D, T), B=(K, T, T))
+
+
+def symmetric_spans(layout: Layout, n_groups: int) -> list:
+    """``(offset, count, size)`` of the symmetric partials (each fold's ``Z'Z`` and ``Y'Y``)
+    in the Gram pass's flat vector of ``n_groups`` layouts: what its checkpoint stores as
+    packed triangles (:func:`rfstream.io.pass_encoding.symmetric_blocks`)."""
+    spans = []
+    for g in range(n_groups):
+        for name in ("G", "B"):
+            count, size, _ = layout.shapes[name]
+            if size >= 2:
+                spans.append((g * layout.size + layout.slices[name].start, count, size))
+    return spans
+
+
+def checkpoint_nbytes(n_groups: int, n_folds: int, n_features: int, n_targets: int) -> int:
+    """An upper bound on the bytes the Gram pass's result takes in a checkpoint
+    (:func:`rfstream.io.checkpoints.stored_nbytes`), packed triangles counted."""
+    layout = gram_layout(n_features, n_targets, n_folds)
+    return stored_nbytes([((n_groups * layout.size,), np.float64, symmetric_spans(layout, n_groups))])
 
 
 def gram_chunk(z, *rows, offset, spec):
