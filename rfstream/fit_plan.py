@@ -5,7 +5,7 @@ attributes, the connected workers and the client's memory) and says what the fit
 passes in order (:class:`FitPlan`; "at most" or "+ iterations" where only the data tell), the
 client's factorizations between them with their time estimated from a rate measured once on
 this process (:func:`factorization_rates`), the client's and each worker's peak memory
-(:mod:`rfstream.solvers.memory`'s models) and the checkpoint's size (:func:`stored_nbytes`).
+(:mod:`rfstream.solvers.memory`'s models) and the checkpoint's size (:func:`rfstream.solvers.ridge.gram.checkpoint_nbytes`).
 The CLI prints it before the first pass and ``rfstream fit --dry-run`` only prints it.
 Narrative: docs/plan.md.
 """
@@ -34,7 +34,7 @@ from .solvers.memory import (
     uses_iterations,
 )
 from .solvers.ridge.cv import EIGH_MIN_ALPHAS
-from .solvers.ridge.gram import gram_layout
+from .solvers.ridge.gram import checkpoint_nbytes
 from .solvers.targets import planned_targets
 
 #: The size D of the factorizations timed once per process (:func:`factorization_rates`).
@@ -70,14 +70,6 @@ def factorization_rates():
                 best = min(best, time.perf_counter() - t0)
             _RATES[kind] = FLOPS[kind] * RATE_SIZE ** 3 / max(best, 1e-9) / 1e9
     return dict(_RATES)
-
-
-def stored_nbytes(parts):
-    """The bytes a checkpoint stores for passes whose results are ``parts``, each ``(shapes,
-    count)``: ``count`` times a dict of named float64 arrays' shapes (a pass's
-    :class:`rfstream.reductions.Layout`, e.g. the Gram pass's ``G`` of shape (K, D, D)), as
-    :mod:`rfstream.io.checkpoints` writes them.  The one estimate of a checkpoint's size."""
-    return int(sum(count * sum(8 * prod(shape) for shape in shapes.values()) for shapes, count in parts))
 
 
 @dataclass(frozen=True)
@@ -288,7 +280,7 @@ def _ridge_plan(solver, fmap, n_features, n_targets):
     if searching:  # the scoring pass's tasks; the client's solve with the alpha paths
         need, _, plan.client, _ = search_memory(widths, n_gammas, max(n_folds, 1), n_alphas, n_targets)
         plan.workers = max(plan.workers, need)
-    plan.stored.append((gram_layout(width, n_targets, n_folds).shapes, n_gammas))
+    plan.stored.append(checkpoint_nbytes(n_gammas, n_folds, width, n_targets))
     return plan
 
 
@@ -369,7 +361,7 @@ def plan_fit(job, first=()):
         plan.in_process = not on_workers()
     if job.checkpoint is not None:
         plan.checkpoint = str(job.checkpoint)
-        plan.checkpoint_bytes = stored_nbytes(stored) if stored or not more else None
+        plan.checkpoint_bytes = int(sum(stored)) if stored or not more else None
     return plan
 
 
