@@ -130,12 +130,13 @@ Before it, pandas' own parser may differ in the last bit on numbers of 16 digits
 and the one stream's dataset would not be matched bit for bit."""
 
 
-def arrow_table(data: bytes, layout: Layout, numeric=frozenset()) -> pa.Table:
+def arrow_table(data: bytes, layout: Layout, numeric=frozenset(), include=None) -> pa.Table:
     """The rows of a range with no header, no quote and no NUL, as pandas reads them
     (leading spaces of a field skipped, missing-value markers missing, blank lines
     skipped), parsed by Arrow: columns ``"0"``, ``"1"``, ... of text, except the indices in
-    ``numeric``, parsed as float64 (a missing value null); raises ``pyarrow.ArrowInvalid``
-    where Arrow cannot read it (or a numeric column holds text)."""
+    ``numeric``, parsed as float64 (a missing value null); only the indices in ``include``
+    when given (every row still split and its fields counted); raises
+    ``pyarrow.ArrowInvalid`` where Arrow cannot read it (or a numeric column holds text)."""
     names = [str(j) for j in range(len(layout.names))]
     text = pa.large_string()  # what pandas' "str" columns hold: taken without a copy
     types = {name: pa.float64() if j in numeric else text for j, name in enumerate(names)}
@@ -143,17 +144,18 @@ def arrow_table(data: bytes, layout: Layout, numeric=frozenset()) -> pa.Table:
         io.BytesIO(data), read_options=pacsv.ReadOptions(column_names=names, use_threads=False),
         parse_options=pacsv.ParseOptions(delimiter=layout.sep, quote_char=False, double_quote=False,
                                          escape_char=False, ignore_empty_lines=True),
-        convert_options=pacsv.ConvertOptions(column_types=types, null_values=_MISSING_VALUES,
-                                             strings_can_be_null=True, quoted_strings_can_be_null=False))
+        convert_options=pacsv.ConvertOptions(
+            column_types=types, null_values=_MISSING_VALUES, strings_can_be_null=True,
+            quoted_strings_can_be_null=False, include_columns=None if include is None else [names[j] for j in include]))
     if b" " not in data:  # each field as pandas sees it: Arrow's nulls are pandas' markers
         return table
     columns = []  # pandas skips the spaces before a field, then looks for a marker
-    for j, col in enumerate(table.columns):
-        if j not in numeric:  # (a float column's " NA" is refused above: pandas reads that range)
+    for name, col in zip(table.column_names, table.columns):
+        if int(name) not in numeric:  # (a float column's " NA" is refused above: pandas reads that range)
             col = pc.utf8_ltrim(col, characters=" ")
             col = pc.if_else(pc.is_in(col, value_set=_MISSING), pa.scalar(None, text), col)
         columns.append(col)
-    return pa.table(columns, names=names)
+    return pa.table(columns, names=table.column_names)
 
 
 SAMPLE_BYTES = 64 * 2**10
@@ -180,6 +182,46 @@ def scan_numbers(rows: bytes, layout: Layout, labels: LabelScanner | None) -> Fi
     if table is None or not all(_finite(table.column(j)) for j in numeric):
         return None
     return scan_frames(layout, [table], labels)
+
+
+SINGLE_PASS = ARROW_NUMBERS
+"""Whether pass 1 of a range leaves the columns whose first lines hold numbers only to pass 2
+(:func:`scan_deferring`): pass 2 parses them anyway, so it sums them as it writes and fills
+their missing fields after (:func:`~rfstream.io.convert_tasks.fill_missing`); pass 1 reads
+only the other columns.  Needs pass 2's numbers to be pass 1's (:data:`ARROW_NUMBERS`)."""
+
+
+class SchemaChanged(Exception):
+    """Pass 2 found that a column pass 1 left to it (:func:`scan_deferring`) is not numbers
+    throughout: :func:`rfstream.io.convert` converts again with a whole pass 1
+    (``single_pass=False``); the message is for no one."""
+
+
+def scan_deferring(rows: bytes, layout: Layout, labels: LabelScanner | None) -> FileScan | None:
+    """Pass 1 over a range's rows reading only the columns that are not numbers in its first
+    lines (:data:`SAMPLE_BYTES`), and the label: every row still split and its fields counted
+    by Arrow; the others' scans are ``deferred`` (and ``partial``: their text is not kept).
+    None where the first lines do not parse as pass 2 will parse the range (:func:`arrow_table`)."""
+    head = rows[:rows.find(b"\n", SAMPLE_BYTES) + 1] or rows
+    try:
+        sample = arrow_table(head, layout)
+        numeric = {j for j in layout.features if _numbers(sample.column(j))}
+        if not numeric:
+            return None
+        if not all(_finite(c) for c in arrow_table(head, layout, numeric, numeric).columns):
+            return None
+        table = arrow_table(rows, layout, include=[j for j in range(len(layout.names)) if j not in numeric])
+    except pa.ArrowInvalid:
+        return None
+    scans = {}
+    for j in layout.features:
+        scans[j] = ColumnScan(partial=True, deferred=True) if j in numeric else ColumnScan()
+        if j not in numeric:
+            scans[j].update(table.column(str(j)))
+    if labels is not None:
+        label = table.column(str(layout.label_index))
+        labels.add(label.null_count, pc.unique(label.drop_null()).to_pylist())
+    return FileScan([[table.num_rows]], scans, labels, deferring=True)
 
 
 def _numbers(column: pa.ChunkedArray) -> bool:
@@ -233,12 +275,14 @@ class CsvRanges:
     over a :class:`~rfstream.io.csv.CsvReader` (``whole``, the reader of one stream)."""
 
     counts_are_free = False
-    numbers_first = True  # pass 1 tries :func:`scan_numbers` first (:meth:`again`: not)
+    numbers_first = True  # pass 1 tries :func:`scan_deferring` or :func:`scan_numbers` first (:meth:`again`: not)
 
     def __init__(self, src: Location, block_size: int | None, *, whole: CsvReader | None = None,
-                 one_range: bool = False, **options):
+                 one_range: bool = False, single_pass: bool | None = None, **options):
         """``whole``: the reader of the first of several files, whose rules this one follows
-        (:class:`CsvFiles`); ``one_range``: as for :func:`ranges`."""
+        (:class:`CsvFiles`); ``one_range``: as for :func:`ranges`; ``single_pass``: pass 1 may
+        leave numeric columns to pass 2 (:func:`scan_deferring`; None: :data:`SINGLE_PASS`)."""
+        self.single_pass = SINGLE_PASS if single_pass is None else single_pass
         self.whole = whole if whole is not None else CsvReader(src, **options)
         self.like = self.whole.like
         self.rows_per_chunk = self.whole.rows_per_chunk
@@ -287,7 +331,10 @@ class CsvRanges:
         data = self.read(loc, part)
         rows = self.arrow_rows(part, data)
         if rows is not None:
-            scan = scan_numbers(rows, layout, labels) if self.numbers_first and self.like is None else None
+            scan = None
+            if self.numbers_first and self.like is None:
+                scan = scan_deferring(rows, layout, labels) if self.single_pass else None
+                scan = scan or scan_numbers(rows, layout, labels)
             if scan is not None:
                 return scan
             try:
@@ -326,6 +373,10 @@ class CsvRanges:
         starts = first_rows(scan.rows)
         return replace(schema, spec=(schema.spec, starts, starts))
 
+    def filled(self, schema: Schema, numbers: dict) -> dict:
+        """:meth:`~rfstream.io.csv.CsvReader.filled` of the file."""
+        return self.whole.filled(replace(schema, spec=schema.spec[0]), numbers)
+
     def encode(self, loc: Location, part: int, schema: Schema):
         """Pass 2 over one range: parsed by Arrow where pass 1's rules allow and its numbers
         are pandas' (:data:`ARROW_NUMBERS`), with the numeric columns parsed as float64 and
@@ -335,6 +386,7 @@ class CsvRanges:
         data = self.read(loc, part)
         frames = None
         rows = self.arrow_rows(part, data)
+        deferred = {j for j, (kind, info) in zip(layout.features, spec[0]) if kind == "num" and info is None}
         if ARROW_NUMBERS and rows is not None:
             numeric = {j for j, (kind, _) in zip(layout.features, spec[0]) if kind == "num"}
             try:
@@ -342,7 +394,11 @@ class CsvRanges:
             except pa.ArrowInvalid:  # text in a numeric column, a row of another width: pandas reads it
                 pass
             else:
+                if not all(_finite(table.column(j)) for j in deferred):  # inf, or text such as nan(1)
+                    raise SchemaChanged(f"{loc}: range {part}")
                 frames = table_frames(table, starts[part], self.rows_per_chunk, outputs[part])
+        if frames is None and deferred:  # pandas would read it: pass 1 did not see its text
+            raise SchemaChanged(f"{loc}: range {part}")
         return self.whole.encode(loc, part, replace(schema, spec=spec), layout=layout, frames=frames,
                                  source=self.source(loc, part, data), first_row=starts[part])
 
@@ -374,7 +430,8 @@ def several_blocks(src: Location, block_size: int | None) -> bool:
 
 def plan(src: Location, options: dict, block_size: int | None) -> Plan | None:
     """The plan of ``src`` read in byte ranges by tasks; None when it is one stream (one
-    block, compressed, or a header the cuts cannot find)."""
+    block, compressed, or a header the cuts cannot find).  ``options`` may hold
+    ``single_pass`` (:class:`CsvRanges`)."""
     if not several_blocks(src, block_size):
         return None
     reader = CsvRanges(src, block_size, **options)
@@ -390,7 +447,9 @@ class CsvFiles:
 
     counts_are_free = False
 
-    def __init__(self, files: list[Location], block_size: int | None, **options):
+    def __init__(self, files: list[Location], block_size: int | None, *, single_pass: bool | None = None,
+                 **options):
+        self.single_pass = SINGLE_PASS if single_pass is None else single_pass
         self.whole = CsvReader(files[0], **options)
         self.like = self.whole.like
         self.rows_per_chunk = self.whole.rows_per_chunk
@@ -403,7 +462,7 @@ class CsvFiles:
             if block_size is None or compression_of(f) is not None:
                 self.streams.add(f.path)
             elif several_blocks(f, block_size):
-                ranged = CsvRanges(f, block_size, whole=self.whole)
+                ranged = CsvRanges(f, block_size, whole=self.whole, single_pass=self.single_pass)
                 if ranged.data_start is None:
                     self.streams.add(f.path)
                 else:
@@ -422,7 +481,8 @@ class CsvFiles:
             return None
         ranged = self.cut.get(loc.path)
         if ranged is None:
-            ranged = CsvRanges(loc, self.block_size, whole=self.whole, one_range=True)
+            ranged = CsvRanges(loc, self.block_size, whole=self.whole, one_range=True,
+                               single_pass=self.single_pass)
             ranged.numbers_first = self.numbers_first
         return None if ranged.data_start is None else ranged
 
@@ -467,6 +527,10 @@ class CsvFiles:
             outputs.append(out)
             read[path] = starts[-1] + n
         return replace(schema, spec=(schema.spec, rows))
+
+    def filled(self, schema, numbers: dict) -> dict:
+        """:meth:`~rfstream.io.csv.CsvReader.filled` of the files (the first file's reader)."""
+        return self.whole.filled(replace(schema, spec=schema.spec[0]), numbers)
 
     def encode(self, loc: Location, part: int, schema):
         spec, rows = schema.spec
