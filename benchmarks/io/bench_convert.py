@@ -32,6 +32,9 @@
    ``ProcessPoolExecutor`` of N processes (started before the clock): ``parse@N`` by
    ``pandas.read_csv``, ``arrow@N`` by ``pyarrow.csv.read_csv`` (one thread each).
    ``--repeats K`` runs every configuration K times, interleaved, and reports each run.
+   ``ranges-sync``: the byte ranges' tasks run one at a time in the calling process (dask's
+   "synchronous" scheduler), whose CPU seconds per pass are the tasks' own: MB per CPU-second
+   of each pass, the per-core cost, which other processes' load changes little.
 
 3. Reports the source's throughput (MB of uncompressed CSV per second of the convert
    call, both passes) and peak resident memory sampled every 5 ms by a thread: the
@@ -57,7 +60,7 @@ import psutil
 
 from rfstream.bench.measures import PeakRSS
 
-CONFIGS = ("client", "ranges-threads", "ranges-cluster", "cluster-1", "cluster-2")
+CONFIGS = ("client", "ranges-threads", "ranges-cluster", "cluster-1", "cluster-2", "ranges-sync")
 PER_WORKERS = ("ranges-cluster", "ranges-threads", "parse", "arrow")
 """The configurations run once per count of ``--workers``."""
 
@@ -202,10 +205,13 @@ def floor_run(engine, whole, block_size, n):
     and nothing else, by ``engine`` in a pool of ``n`` processes started before the clock."""
     from concurrent.futures import ProcessPoolExecutor
 
-    from rfstream.io.csv_ranges import range_count
-
     size = os.path.getsize(whole)
-    k = range_count(size, int(block_size), n)
+    try:
+        from rfstream.io.csv_ranges import range_count
+    except ImportError:  # before it: ranges of at most a block, whatever the workers
+        k = -(-size // int(block_size))
+    else:
+        k = range_count(size, int(block_size), n)
     cuts = [j * size // k for j in range(k + 1)]
     with ProcessPoolExecutor(n) as pool:
         list(pool.map(time.sleep, [0.2] * n))  # the processes started, pandas imported
@@ -235,7 +241,9 @@ def one_run(config, parts, whole, dst, block_size):
     client, source, options, cluster = contextlib.nullcontext(), parts, {}, None
     if name.startswith("ranges") or name == "client":
         source, options = whole, {"block_size": None if name == "client" else int(block_size)}
-    if name == "ranges-threads":
+    if name == "ranges-sync":
+        client = connect("synchronous")
+    elif name == "ranges-threads":
         client = connect("threads")
         if n is not None:
             dask.config.set(num_workers=n)
@@ -276,15 +284,23 @@ def phase_text(r: dict) -> str:
     ph, share = r.get("phases") or {}, r.get("busy") or {}
     if not ph:
         return f"({r.get('ranges', '?')} ranges)"
-    mb, cpu = r["source_mb"], r.get("worker_cpu") or {}
+    mb, cpu = r["source_mb"], cpu_of(r)
     return " ".join(f"{k} {ph[k]:.2f} s" + (f" ({share[k]:.0%} busy" if share.get(k) is not None else "")
-                    + (f", workers' CPU {cpu[k]:.1f} s = {mb / cpu[k]:.1f} MB/cpu-s, client's "
-                       f"{r['client_cpu'][k]:.1f} s)" if cpu.get(k) else ")" if share.get(k) is not None else "")
+                    + (f"{', ' if share.get(k) is not None else ' ('}tasks' CPU {cpu[k]:.1f} s = "
+                       f"{mb / cpu[k]:.1f} MB/cpu-s, client's {r['client_cpu'][k]:.1f} s)" if cpu.get(k)
+                       else ")" if share.get(k) is not None else "")
                     for k in ("pass1", "pass2", "client"))
 
 
+def cpu_of(r: dict) -> dict:
+    """CPU seconds of the tasks per pass: the workers', or the process's own where the tasks ran in it."""
+    if r["config"].startswith("ranges-sync"):
+        return r.get("client_cpu") or {}
+    return r.get("worker_cpu") or {}
+
+
 def per_cpu(r: dict) -> str:
-    cpu = r.get("worker_cpu") or {}
+    cpu = cpu_of(r)
     if not cpu.get("pass1") or not cpu.get("pass2"):
         return "-"
     return f"{r['source_mb'] / cpu['pass1']:.1f} / {r['source_mb'] / cpu['pass2']:.1f}"
@@ -361,7 +377,7 @@ def main():
             print(f"the datasets differ between runs: {checks}", file=sys.stderr)
             return 1
     print("\n| rows | source MB | run | seconds | MB/s | pass 1 s (busy) | pass 2 s (busy) | client s "
-          "| MB per worker CPU-s, pass 1 / 2 | client peak RSS MiB (before) | worker peak RSS MiB | load |")
+          "| MB per task CPU-s, pass 1 / 2 | client peak RSS MiB (before) | worker peak RSS MiB | load |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in results:
         worker = "-" if r["worker_rss_peak"] is None else f"{r['worker_rss_peak'] / 2**20:.0f}"
