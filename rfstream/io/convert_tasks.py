@@ -5,7 +5,8 @@ and for one CSV file read in byte ranges (:func:`parts_plan`).  Each format's *r
 (protocol: :func:`reader_plan`) gives pure functions; this module makes them a graph run by
 :func:`rfstream.cluster.compute`.  Pass 1 is a reduction of per-part summaries; pass 2 has a
 task per part writing its own rows, and a *seam* task per Zarr chunk two parts share, so each
-chunk is written whole, once, with no lock and no row on the client.  Narrative: docs/io.md.
+chunk is written whole, once, with no lock and no row on the client; columns whose mean pass 1
+left to pass 2 are filled after it (:func:`fill_missing`).  Narrative: docs/io.md.
 """
 from __future__ import annotations
 
@@ -23,7 +24,8 @@ from ..cluster import compute
 from .ingest import Plan
 from .location import Location
 
-__all__ = ["Encoding", "Schema", "files_plan", "merge_stats", "parts_plan", "reader_plan", "readers_plan"]
+__all__ = ["Encoding", "Schema", "files_plan", "fill_missing", "merge_stats", "parts_plan", "reader_plan",
+           "readers_plan"]
 
 SPLIT_EVERY = 8
 """Summaries merged per task of pass 1's reduction tree."""

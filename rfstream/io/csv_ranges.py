@@ -3,7 +3,9 @@
 Behind :func:`rfstream.io.convert` for one uncompressed CSV file bigger than ``block_size``
 (:data:`BLOCK_SIZE`) and for several CSV files (:class:`CsvFiles`).  A file is cut into equal
 ranges at newlines as ``dask.dataframe.read_csv`` cuts (``fsspec.utils.read_block``), each a
-task of both passes; rows without quotes are parsed by Arrow with pandas' rules applied.  A
+task of both passes, as many as give every worker a share (:func:`range_count`); rows without
+quotes are parsed by Arrow with pandas' rules applied, pass 1 reading only the columns that are
+not numbers (their sums come from pass 2: :data:`SINGLE_PASS`).  A
 range that does not parse alone (a quoted line break across a cut), a compressed file or a
 header the cuts cannot find is read as one stream.  Narrative: docs/io.md.
 """
@@ -29,8 +31,8 @@ from .csv import NA_VALUES, ColumnScan, CsvReader, FileScan, Layout, read_chunks
 from .ingest import LabelScanner, Plan, compression_of, long_line
 from .location import Location, storage_errors
 
-__all__ = ["BLOCK_SIZE", "CsvFiles", "CsvRanges", "check_block_size", "plan", "range_offsets", "several_blocks",
-           "several_plan"]
+__all__ = ["BLOCK_SIZE", "CsvFiles", "CsvRanges", "SchemaChanged", "check_block_size", "plan", "range_count",
+           "range_offsets", "several_blocks", "several_plan", "worker_threads"]
 
 BLOCK_SIZE = 64 * 2**20
 """Bytes of a CSV file per task: the largest block ``dask.dataframe.read_csv`` takes by
