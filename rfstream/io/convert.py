@@ -289,6 +289,19 @@ def convert(src, dst, *, label_column="auto", positive_class=None, rows_per_chun
         label_column, header, sep = like_choices(like_attrs, label_column, header, sep)
     options = {"label_column": label_column, "positive": positive, "task": task, "like": like,
                "like_attrs": like_attrs, "rows_per_chunk": rows_per_chunk, "header": header, "sep": sep}
+    try:
+        attrs, w = _convert(files, src, dst, options, block_size, overwrite)
+    except csv_ranges.SchemaChanged:  # a column pass 1 left to pass 2 holds text: read pass 1 whole
+        attrs, w = _convert(files, src, dst, {**options, "single_pass": False}, block_size, overwrite)
+    summary = json_attrs(attrs)
+    summary.update(path=str(dst), shape=[w.rows, w.X.shape[1]],
+                   seconds=round(time.perf_counter() - start, 3))
+    return summary
+
+
+def _convert(files, src, dst, options, block_size, overwrite):
+    """Plan the conversion and write it, staged: ``(attrs, writer)``."""
+    rows_per_chunk = options["rows_per_chunk"]
     if len(files) == 1:
         plan = format_of(files[0]).plan(files[0], options, block_size)
     elif (fmt := _files_format(files, src)).several is not None:
@@ -305,7 +318,4 @@ def convert(src, dst, *, label_column="auto", positive_class=None, rows_per_chun
         attrs = {"schema_version": SCHEMA_VERSION, **plan.attrs, **plan.stats(),
                  "source": src.path if src.is_local else src.url, "n_rows": w.rows}
         w.finish(attrs)
-    summary = json_attrs(attrs)
-    summary.update(path=str(dst), shape=[w.rows, plan.n_features],
-                   seconds=round(time.perf_counter() - start, 3))
-    return summary
+    return attrs, w

@@ -5,7 +5,8 @@ and for one CSV file read in byte ranges (:func:`parts_plan`).  Each format's *r
 (protocol: :func:`reader_plan`) gives pure functions; this module makes them a graph run by
 :func:`rfstream.cluster.compute`.  Pass 1 is a reduction of per-part summaries; pass 2 has a
 task per part writing its own rows, and a *seam* task per Zarr chunk two parts share, so each
-chunk is written whole, once, with no lock and no row on the client.  Narrative: docs/io.md.
+chunk is written whole, once, with no lock and no row on the client; columns whose mean pass 1
+left to pass 2 are filled after it (:func:`fill_missing`).  Narrative: docs/io.md.
 """
 from __future__ import annotations
 
@@ -23,7 +24,8 @@ from ..cluster import compute
 from .ingest import Plan
 from .location import Location
 
-__all__ = ["Encoding", "Schema", "files_plan", "merge_stats", "parts_plan", "reader_plan", "readers_plan"]
+__all__ = ["Encoding", "Schema", "files_plan", "fill_missing", "merge_stats", "parts_plan", "reader_plan",
+           "readers_plan"]
 
 SPLIT_EVERY = 8
 """Summaries merged per task of pass 1's reduction tree."""
@@ -51,12 +53,22 @@ class Encoding:
 
 
 def merge_stats(a: dict, b: dict) -> dict:
-    """Counts of two encodings together (unseen categories and labels, class counts)."""
+    """Counts of two encodings together (unseen categories and labels, class counts, and the
+    sums of the columns pass 1 left to pass 2: ``numbers``, ``{column: (ExactSum, count, missing)}``)."""
     out = {k: a[k] + b[k] for k in ("n_unseen_categories", "n_unseen_labels")}
     if "class_counts" in a:
         out["class_counts"] = {c: a["class_counts"][c] + b["class_counts"][c]
                                for c in a["class_counts"]}
+    if "numbers" in a or "numbers" in b:
+        na, nb = a.get("numbers", {}), b.get("numbers", {})
+        out["numbers"] = {j: _sum_numbers(na.get(j), nb.get(j)) for j in {**na, **nb}}
     return out
+
+
+def _sum_numbers(a, b):
+    if a is None or b is None:
+        return a or b
+    return a[0].merge(b[0]), a[1] + b[1], a[2] + b[2]
 
 
 def reader_plan(reader, src: Location) -> Plan:
@@ -188,8 +200,43 @@ def units_plan(reader, units: list[Job], scan, rows_per_chunk: int, token: str, 
         graph = _write_graph(_reader_key(reader, token), schema, jobs, target, writer.chunk_rows, token)
         stats.update(compute(graph))
         writer.rows = start
+        if "numbers" in stats:
+            fill_missing(reader, schema, stats.pop("numbers"), target, start, writer.chunk_rows, token)
 
     return Plan(start, schema.n_features, schema.y_dtype, schema.attrs, None, lambda: stats, write)
+
+
+def fill_missing(reader, schema: Schema, numbers: dict, target: Target, n_rows: int, rows_per_chunk: int,
+                 token: str) -> None:
+    """After pass 2 of columns whose mean pass 1 left to it (``numbers``: ``{column: (ExactSum,
+    count, missing)}``): ``reader.filled(schema, numbers)`` sets the schema's attributes and
+    gives ``{output column: mean}`` of those with missing fields, which pass 2 wrote NaN; a
+    task per Zarr chunk fills them (reads the chunk, writes it back where it held one)."""
+    fills = reader.filled(schema, numbers)
+    if not fills:
+        return
+    columns = np.array(sorted(fills), dtype=np.intp)
+    values = np.array([fills[c] for c in columns.tolist()], dtype=np.float64).astype(np.float32)
+    target_key = dask.delayed(target, name=f"rfstream-target-{token}", traverse=False)
+    tasks = [dask.delayed(_fill_chunk, pure=False)(target_key, a, min(a + rows_per_chunk, n_rows), columns, values,
+                                                   dask_key_name=f"rfstream-fill-{token}-{a // rows_per_chunk}")
+             for a in range(0, n_rows, rows_per_chunk)]
+    compute(_tree(tasks, _count_all, f"rfstream-fill-merge-{token}"))
+
+
+def _fill_chunk(target: Target, a: int, b: int, columns: np.ndarray, values: np.ndarray) -> int:
+    X = target.X[a:b]
+    block = X[:, columns]
+    missing = np.isnan(block)
+    if not missing.any():
+        return 0
+    X[:, columns] = np.where(missing, values, block)
+    target.X[a:b] = X
+    return 1
+
+
+def _count_all(counts: list) -> int:
+    return sum(counts)
 
 
 def _reader_key(reader, token: str):

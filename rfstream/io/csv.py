@@ -238,6 +238,7 @@ class ColumnScan:
     values: set | None = field(default_factory=set)
     missing: int = 0  # empty or NA fields: filled with the mean (numbers) or all zeros (one-hot)
     partial: bool = False  # some values came as numbers, their text not in ``values``
+    deferred: bool = False  # some values were not read (their sums come from pass 2: ``("num", None)``)
 
     def update(self, s: pd.Series | pa.ChunkedArray) -> None:
         """Add a column's values: a pandas Series, or text as Arrow parsed it (nulls missing),
@@ -268,11 +269,12 @@ class ColumnScan:
             values = None
         return ColumnScan(self.numeric and other.numeric, self.total.merge(other.total),
                           self.count + other.count, values, self.missing + other.missing,
-                          self.partial or other.partial)
+                          self.partial or other.partial, self.deferred or other.deferred)
 
     def column(self, name, path):
+        """``("num", mean)``, ``("num", None)`` (mean from pass 2: ``deferred``) or ``("cat", values)``."""
         if self.numeric:
-            return ("num", self.total.mean(self.count))
+            return ("num", None if self.deferred else self.total.mean(self.count))
         check_text(self.values or (), path, f"column {name!r}")
         if self.values is None:
             raise ValueError(
@@ -293,18 +295,22 @@ class FileScan:
     labels: LabelScanner | None
     stream_only: bool = False   # a byte range did not parse alone: read the file as one stream
     refused: frozenset = frozenset()  # the paths of such files, of several (CsvFiles)
+    deferring: bool | None = False  # whether its parts left numeric columns to pass 2 (None: some)
 
     def merge(self, other: FileScan) -> FileScan:
         columns = None if self.columns is None else {
             j: s.merge(other.columns[j]) for j, s in self.columns.items()}
         labels = None if self.labels is None else self.labels.merge(other.labels)
         return FileScan(self.rows + other.rows, columns, labels, self.stream_only or other.stream_only,
-                        self.refused | other.refused)
+                        self.refused | other.refused,
+                        self.deferring if self.deferring == other.deferring else None)
 
     @property
     def lacks_categories(self) -> bool:
-        """Whether a text column lacks values some part parsed as numbers only: read pass 1 again."""
-        return self.columns is not None and any(c.partial and not c.numeric for c in self.columns.values())
+        """Whether pass 1 must be read again, whole: a text column lacks values some part parsed
+        as numbers only, or some parts left numeric columns to pass 2 and others did not."""
+        return self.columns is not None and (any(c.partial and not c.numeric for c in self.columns.values())
+                                             or self.deferring is None)
 
 
 def scan_file(layout: Layout, rows_per_chunk: int, labels: LabelScanner | None) -> FileScan:
@@ -346,7 +352,7 @@ def schema_attrs(layout: Layout, columns) -> dict:
     for name, (kind, info) in zip(names, columns):
         if kind == "num":
             feature_names.append(name)
-            fill_values[name] = float(info)
+            fill_values[name] = None if info is None else float(info)  # None: set after pass 2
         else:
             feature_names.extend(f"{name}={c}" for c in info)
             categorical[name] = list(info)
@@ -393,7 +399,8 @@ def missing_filled(layout: Layout, scan: FileScan | None) -> dict:
     (filled with the mean, or zeros when one-hot); nothing without a scan (``like=``)."""
     if scan is None or scan.columns is None:
         return {}
-    return {"missing_filled": {layout.names[j]: c.missing for j, c in scan.columns.items() if c.missing}}
+    return {"missing_filled": {layout.names[j]: c.missing for j, c in scan.columns.items()
+                               if c.missing or c.deferred}}  # deferred: set after pass 2
 
 
 # ----------------------------------------------------------------- pass 2
@@ -409,6 +416,10 @@ class Encoder:
         self.index = [{c: k for k, c in enumerate(info)} if kind == "cat" else None
                       for kind, info in columns]
         self.n_unseen = 0
+        # the columns whose mean pass 1 left to pass 2: {k: [ExactSum, count, missing]}; their
+        # missing fields are written NaN, filled by :func:`~rfstream.io.convert_tasks.fill_missing`
+        self.numbers = {k: [ExactSum(), 0, 0] for k, (kind, info) in enumerate(columns)
+                        if kind == "num" and info is None}
 
     def dtypes(self) -> dict:
         out = {j: "float64" if kind == "num" else str
@@ -425,7 +436,16 @@ class Encoder:
             if kind == "num":
                 v = df[j].to_numpy(dtype=np.float64, na_value=np.nan)
                 self._check_finite(v, df.index, j)
-                X[:, off] = np.where(np.isnan(v), info, v)
+                if info is None:
+                    ok = ~np.isnan(v)
+                    sums = self.numbers[k]
+                    sums[0].add(v[ok])
+                    n_ok = int(ok.sum())
+                    sums[1] += n_ok
+                    sums[2] += len(v) - n_ok
+                    X[:, off] = v
+                else:
+                    X[:, off] = np.where(np.isnan(v), info, v)
             else:
                 self._one_hot(df[j], self.index[k], X, off)
         return X
@@ -512,6 +532,33 @@ class CsvReader:
         y_dtype = LabelEncoder(labels, layout.path).dtype if labels else None
         return Schema(n_features, y_dtype, attrs, (columns, labels))
 
+    def filled(self, schema: Schema, numbers: dict) -> dict:
+        """After pass 2 of the numeric columns pass 1 left to it (``("num", None)``; ``numbers``:
+        ``{column: (ExactSum, count, missing)}`` of all rows): their means and missing fields set
+        in ``schema.attrs`` as pass 1 would have set them; ``{output column: mean}`` of those
+        with fields to fill (:func:`~rfstream.io.convert_tasks.fill_missing`)."""
+        layout, (columns, _) = self.layout, schema.spec
+        attrs = schema.attrs
+        offsets = np.cumsum([0] + [1 if kind == "num" else len(info) for kind, info in columns])
+        missing = dict(attrs.get("missing_filled", {}))
+        fills = {}
+        for k, j in enumerate(layout.features):
+            kind, info = columns[k]
+            if kind != "num" or info is not None:
+                continue
+            total, count, n_missing = numbers.get(j, (ExactSum(), 0, 0))
+            name = layout.names[j]
+            mean = total.mean(count)
+            attrs["fill_values"][name] = float(mean)
+            missing.pop(name, None)
+            if n_missing:
+                missing[name] = n_missing
+                fills[int(offsets[k])] = mean
+        if "missing_filled" in attrs:
+            attrs["missing_filled"] = {layout.names[j]: missing[layout.names[j]] for j in layout.features
+                                       if layout.names[j] in missing}
+        return fills
+
     def encode(self, loc: Location, part: int, schema: Schema, *, layout: Layout | None = None,
                source=None, first_row: int = 0, frames=None) -> Encoding:
         """Pass 2 of a file; or of one byte range of it (:mod:`rfstream.io.csv_ranges`): its
@@ -535,4 +582,8 @@ class CsvReader:
                 y = labels.encode(df[layout.label_index]) if labels else None
                 yield enc.encode(df), y
 
-        return Encoding(blocks(), encoding_stats(labels, enc))
+        counts = encoding_stats(labels, enc)
+        if not enc.numbers:
+            return Encoding(blocks(), counts)
+        return Encoding(blocks(), lambda: {**counts(), "numbers": {layout.features[k]: tuple(v)
+                                                                   for k, v in enc.numbers.items()}})

@@ -3,7 +3,9 @@
 Behind :func:`rfstream.io.convert` for one uncompressed CSV file bigger than ``block_size``
 (:data:`BLOCK_SIZE`) and for several CSV files (:class:`CsvFiles`).  A file is cut into equal
 ranges at newlines as ``dask.dataframe.read_csv`` cuts (``fsspec.utils.read_block``), each a
-task of both passes; rows without quotes are parsed by Arrow with pandas' rules applied.  A
+task of both passes, as many as give every worker a share (:func:`range_count`); rows without
+quotes are parsed by Arrow with pandas' rules applied, pass 1 reading only the columns that are
+not numbers (their sums come from pass 2: :data:`SINGLE_PASS`).  A
 range that does not parse alone (a quoted line break across a cut), a compressed file or a
 header the cuts cannot find is read as one stream.  Narrative: docs/io.md.
 """
@@ -11,6 +13,7 @@ from __future__ import annotations
 
 import copy
 import io
+import os
 from contextlib import contextmanager
 from dataclasses import replace
 
@@ -28,8 +31,8 @@ from .csv import NA_VALUES, ColumnScan, CsvReader, FileScan, Layout, read_chunks
 from .ingest import LabelScanner, Plan, compression_of, long_line
 from .location import Location, storage_errors
 
-__all__ = ["BLOCK_SIZE", "CsvFiles", "CsvRanges", "check_block_size", "plan", "range_offsets", "several_blocks",
-           "several_plan"]
+__all__ = ["BLOCK_SIZE", "CsvFiles", "CsvRanges", "SchemaChanged", "check_block_size", "plan", "range_count",
+           "range_offsets", "several_blocks", "several_plan", "worker_threads"]
 
 BLOCK_SIZE = 64 * 2**20
 """Bytes of a CSV file per task: the largest block ``dask.dataframe.read_csv`` takes by
@@ -46,8 +49,10 @@ def ranges(src: Location, layout: Layout, block_size: int | None,
            one_range: bool = False) -> tuple[list[int], int | None]:
     """``(range_offsets, data_start)``: the offsets of :func:`range_offsets`, and the bytes of
     the leading comment lines and header, the lines pandas skips before the first row,
-    read once (None: one stream).  With ``one_range``, a file of one block is one range
-    (several files, :class:`CsvFiles`) rather than one stream."""
+    read once (None: one stream).  The ranges are as many as :func:`range_count` says for
+    the current workers.  With ``one_range`` (several files, :class:`CsvFiles`, whose
+    parallelism is the files'), a file of one block is one range rather than one stream,
+    and a bigger one is cut into ``ceil(size / block_size)`` ranges."""
     if block_size is None or layout.compression is not None:
         return [0], None
     with storage_errors(src, "cannot be read"):
@@ -62,8 +67,54 @@ def ranges(src: Location, layout: Layout, block_size: int | None,
             if b"\r" in line.removesuffix(b"\n").removesuffix(b"\r"):
                 return [0], None
             data_start += len(line)
-    n = max(1, -(-size // block_size))  # ranges of equal size, none bigger than a block
+    n = range_count(size, block_size, 1 if one_range else worker_threads())  # ranges of equal size, none bigger than a block
     return [0] + [o for o in (k * size // n for k in range(1, n)) if o >= data_start], data_start
+
+
+MIN_RANGE = 8 * 2**20
+"""The fewest bytes of a range that :func:`range_count` cuts to give every worker a share."""
+
+ROUNDS = 2
+"""Ranges per worker thread that :func:`range_count` asks for at least (file size allowing)."""
+
+
+def range_count(size: int, block_size: int, threads: int) -> int:
+    """How many equal ranges a file of ``size`` bytes is cut into for ``threads`` worker threads.
+
+    The rule (docs/io.md, "Ranges and workers"), set before measuring: at least
+    ``ceil(size / block_size)`` (no range bigger than a block, for memory); as many as a
+    whole number of rounds of the workers, at least :data:`ROUNDS` (each worker busy to
+    the end of a pass: 12 ranges on 16 workers left 4 idle, 3 on 2 workers one for a third
+    of each pass); but no range smaller than :data:`MIN_RANGE` bytes (each task's fixed
+    costs, and the seam chunk it shares, small against its parse); a file too small for one
+    round of such ranges, or one worker thread, keeps ``ceil(size / block_size)``."""
+    n = max(1, -(-size // block_size))
+    threads = int(threads)
+    if threads <= 1:
+        return n
+    rounds = max(ROUNDS, -(-n // threads))
+    while rounds > 1 and size // (threads * rounds) < MIN_RANGE:
+        rounds -= 1
+    if threads * rounds <= n or size // (threads * rounds) < MIN_RANGE:
+        return n
+    return threads * rounds
+
+
+def worker_threads() -> int:
+    """The threads that run the tasks of a pass: the workers' of the current
+    ``distributed`` client, else the local scheduler's (``num_workers`` or the cores; 1 for
+    "synchronous")."""
+    import dask
+
+    from ..cluster import LOCAL_SCHEDULERS, _current_client
+
+    scheduler = dask.config.get("scheduler", None)
+    if scheduler == "synchronous" or scheduler == "sync":
+        return 1
+    client = None if scheduler in LOCAL_SCHEDULERS else _current_client()
+    if client is not None:
+        return max(1, sum(client.nthreads().values()))
+    return dask.config.get("num_workers", None) or os.cpu_count() or 1
 
 
 PANDAS_NA = ("", "#N/A", "#N/A N/A", "#NA", "-1.#IND", "-1.#QNAN", "-NaN", "-nan", "1.#IND", "1.#QNAN",
@@ -81,12 +132,13 @@ Before it, pandas' own parser may differ in the last bit on numbers of 16 digits
 and the one stream's dataset would not be matched bit for bit."""
 
 
-def arrow_table(data: bytes, layout: Layout, numeric=frozenset()) -> pa.Table:
+def arrow_table(data: bytes, layout: Layout, numeric=frozenset(), include=None) -> pa.Table:
     """The rows of a range with no header, no quote and no NUL, as pandas reads them
     (leading spaces of a field skipped, missing-value markers missing, blank lines
     skipped), parsed by Arrow: columns ``"0"``, ``"1"``, ... of text, except the indices in
-    ``numeric``, parsed as float64 (a missing value null); raises ``pyarrow.ArrowInvalid``
-    where Arrow cannot read it (or a numeric column holds text)."""
+    ``numeric``, parsed as float64 (a missing value null); only the indices in ``include``
+    when given (every row still split and its fields counted); raises
+    ``pyarrow.ArrowInvalid`` where Arrow cannot read it (or a numeric column holds text)."""
     names = [str(j) for j in range(len(layout.names))]
     text = pa.large_string()  # what pandas' "str" columns hold: taken without a copy
     types = {name: pa.float64() if j in numeric else text for j, name in enumerate(names)}
@@ -94,17 +146,18 @@ def arrow_table(data: bytes, layout: Layout, numeric=frozenset()) -> pa.Table:
         io.BytesIO(data), read_options=pacsv.ReadOptions(column_names=names, use_threads=False),
         parse_options=pacsv.ParseOptions(delimiter=layout.sep, quote_char=False, double_quote=False,
                                          escape_char=False, ignore_empty_lines=True),
-        convert_options=pacsv.ConvertOptions(column_types=types, null_values=_MISSING_VALUES,
-                                             strings_can_be_null=True, quoted_strings_can_be_null=False))
+        convert_options=pacsv.ConvertOptions(
+            column_types=types, null_values=_MISSING_VALUES, strings_can_be_null=True,
+            quoted_strings_can_be_null=False, include_columns=None if include is None else [names[j] for j in include]))
     if b" " not in data:  # each field as pandas sees it: Arrow's nulls are pandas' markers
         return table
     columns = []  # pandas skips the spaces before a field, then looks for a marker
-    for j, col in enumerate(table.columns):
-        if j not in numeric:  # (a float column's " NA" is refused above: pandas reads that range)
+    for name, col in zip(table.column_names, table.columns):
+        if int(name) not in numeric:  # (a float column's " NA" is refused above: pandas reads that range)
             col = pc.utf8_ltrim(col, characters=" ")
             col = pc.if_else(pc.is_in(col, value_set=_MISSING), pa.scalar(None, text), col)
         columns.append(col)
-    return pa.table(columns, names=names)
+    return pa.table(columns, names=table.column_names)
 
 
 SAMPLE_BYTES = 64 * 2**10
@@ -131,6 +184,46 @@ def scan_numbers(rows: bytes, layout: Layout, labels: LabelScanner | None) -> Fi
     if table is None or not all(_finite(table.column(j)) for j in numeric):
         return None
     return scan_frames(layout, [table], labels)
+
+
+SINGLE_PASS = ARROW_NUMBERS
+"""Whether pass 1 of a range leaves the columns whose first lines hold numbers only to pass 2
+(:func:`scan_deferring`): pass 2 parses them anyway, so it sums them as it writes and fills
+their missing fields after (:func:`~rfstream.io.convert_tasks.fill_missing`); pass 1 reads
+only the other columns.  Needs pass 2's numbers to be pass 1's (:data:`ARROW_NUMBERS`)."""
+
+
+class SchemaChanged(Exception):
+    """Pass 2 found that a column pass 1 left to it (:func:`scan_deferring`) is not numbers
+    throughout: :func:`rfstream.io.convert` converts again with a whole pass 1
+    (``single_pass=False``); the message is for no one."""
+
+
+def scan_deferring(rows: bytes, layout: Layout, labels: LabelScanner | None) -> FileScan | None:
+    """Pass 1 over a range's rows reading only the columns that are not numbers in its first
+    lines (:data:`SAMPLE_BYTES`), and the label: every row still split and its fields counted
+    by Arrow; the others' scans are ``deferred`` (and ``partial``: their text is not kept).
+    None where the first lines do not parse as pass 2 will parse the range (:func:`arrow_table`)."""
+    head = rows[:rows.find(b"\n", SAMPLE_BYTES) + 1] or rows
+    try:
+        sample = arrow_table(head, layout)
+        numeric = {j for j in layout.features if _numbers(sample.column(j))}
+        if not numeric:
+            return None
+        if not all(_finite(c) for c in arrow_table(head, layout, numeric, numeric).columns):
+            return None
+        table = arrow_table(rows, layout, include=[j for j in range(len(layout.names)) if j not in numeric])
+    except pa.ArrowInvalid:
+        return None
+    scans = {}
+    for j in layout.features:
+        scans[j] = ColumnScan(partial=True, deferred=True) if j in numeric else ColumnScan()
+        if j not in numeric:
+            scans[j].update(table.column(str(j)))
+    if labels is not None:
+        label = table.column(str(layout.label_index))
+        labels.add(label.null_count, pc.unique(label.drop_null()).to_pylist())
+    return FileScan([[table.num_rows]], scans, labels, deferring=True)
 
 
 def _numbers(column: pa.ChunkedArray) -> bool:
@@ -184,12 +277,14 @@ class CsvRanges:
     over a :class:`~rfstream.io.csv.CsvReader` (``whole``, the reader of one stream)."""
 
     counts_are_free = False
-    numbers_first = True  # pass 1 tries :func:`scan_numbers` first (:meth:`again`: not)
+    numbers_first = True  # pass 1 tries :func:`scan_deferring` or :func:`scan_numbers` first (:meth:`again`: not)
 
     def __init__(self, src: Location, block_size: int | None, *, whole: CsvReader | None = None,
-                 one_range: bool = False, **options):
+                 one_range: bool = False, single_pass: bool | None = None, **options):
         """``whole``: the reader of the first of several files, whose rules this one follows
-        (:class:`CsvFiles`); ``one_range``: as for :func:`ranges`."""
+        (:class:`CsvFiles`); ``one_range``: as for :func:`ranges`; ``single_pass``: pass 1 may
+        leave numeric columns to pass 2 (:func:`scan_deferring`; None: :data:`SINGLE_PASS`)."""
+        self.single_pass = SINGLE_PASS if single_pass is None else single_pass
         self.whole = whole if whole is not None else CsvReader(src, **options)
         self.like = self.whole.like
         self.rows_per_chunk = self.whole.rows_per_chunk
@@ -238,7 +333,10 @@ class CsvRanges:
         data = self.read(loc, part)
         rows = self.arrow_rows(part, data)
         if rows is not None:
-            scan = scan_numbers(rows, layout, labels) if self.numbers_first and self.like is None else None
+            scan = None
+            if self.numbers_first and self.like is None:
+                scan = scan_deferring(rows, layout, labels) if self.single_pass else None
+                scan = scan or scan_numbers(rows, layout, labels)
             if scan is not None:
                 return scan
             try:
@@ -277,6 +375,10 @@ class CsvRanges:
         starts = first_rows(scan.rows)
         return replace(schema, spec=(schema.spec, starts, starts))
 
+    def filled(self, schema: Schema, numbers: dict) -> dict:
+        """:meth:`~rfstream.io.csv.CsvReader.filled` of the file."""
+        return self.whole.filled(replace(schema, spec=schema.spec[0]), numbers)
+
     def encode(self, loc: Location, part: int, schema: Schema):
         """Pass 2 over one range: parsed by Arrow where pass 1's rules allow and its numbers
         are pandas' (:data:`ARROW_NUMBERS`), with the numeric columns parsed as float64 and
@@ -286,6 +388,7 @@ class CsvRanges:
         data = self.read(loc, part)
         frames = None
         rows = self.arrow_rows(part, data)
+        deferred = {j for j, (kind, info) in zip(layout.features, spec[0]) if kind == "num" and info is None}
         if ARROW_NUMBERS and rows is not None:
             numeric = {j for j, (kind, _) in zip(layout.features, spec[0]) if kind == "num"}
             try:
@@ -293,7 +396,11 @@ class CsvRanges:
             except pa.ArrowInvalid:  # text in a numeric column, a row of another width: pandas reads it
                 pass
             else:
+                if not all(_finite(table.column(j)) for j in deferred):  # inf, or text such as nan(1)
+                    raise SchemaChanged(f"{loc}: range {part}")
                 frames = table_frames(table, starts[part], self.rows_per_chunk, outputs[part])
+        if frames is None and deferred:  # pandas would read it: pass 1 did not see its text
+            raise SchemaChanged(f"{loc}: range {part}")
         return self.whole.encode(loc, part, replace(schema, spec=spec), layout=layout, frames=frames,
                                  source=self.source(loc, part, data), first_row=starts[part])
 
@@ -325,7 +432,8 @@ def several_blocks(src: Location, block_size: int | None) -> bool:
 
 def plan(src: Location, options: dict, block_size: int | None) -> Plan | None:
     """The plan of ``src`` read in byte ranges by tasks; None when it is one stream (one
-    block, compressed, or a header the cuts cannot find)."""
+    block, compressed, or a header the cuts cannot find).  ``options`` may hold
+    ``single_pass`` (:class:`CsvRanges`)."""
     if not several_blocks(src, block_size):
         return None
     reader = CsvRanges(src, block_size, **options)
@@ -341,7 +449,9 @@ class CsvFiles:
 
     counts_are_free = False
 
-    def __init__(self, files: list[Location], block_size: int | None, **options):
+    def __init__(self, files: list[Location], block_size: int | None, *, single_pass: bool | None = None,
+                 **options):
+        self.single_pass = SINGLE_PASS if single_pass is None else single_pass
         self.whole = CsvReader(files[0], **options)
         self.like = self.whole.like
         self.rows_per_chunk = self.whole.rows_per_chunk
@@ -354,7 +464,7 @@ class CsvFiles:
             if block_size is None or compression_of(f) is not None:
                 self.streams.add(f.path)
             elif several_blocks(f, block_size):
-                ranged = CsvRanges(f, block_size, whole=self.whole)
+                ranged = CsvRanges(f, block_size, whole=self.whole, single_pass=self.single_pass)
                 if ranged.data_start is None:
                     self.streams.add(f.path)
                 else:
@@ -373,7 +483,8 @@ class CsvFiles:
             return None
         ranged = self.cut.get(loc.path)
         if ranged is None:
-            ranged = CsvRanges(loc, self.block_size, whole=self.whole, one_range=True)
+            ranged = CsvRanges(loc, self.block_size, whole=self.whole, one_range=True,
+                               single_pass=self.single_pass)
             ranged.numbers_first = self.numbers_first
         return None if ranged.data_start is None else ranged
 
@@ -418,6 +529,10 @@ class CsvFiles:
             outputs.append(out)
             read[path] = starts[-1] + n
         return replace(schema, spec=(schema.spec, rows))
+
+    def filled(self, schema, numbers: dict) -> dict:
+        """:meth:`~rfstream.io.csv.CsvReader.filled` of the files (the first file's reader)."""
+        return self.whole.filled(replace(schema, spec=schema.spec[0]), numbers)
 
     def encode(self, loc: Location, part: int, schema):
         spec, rows = schema.spec

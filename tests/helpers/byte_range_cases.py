@@ -92,9 +92,9 @@ def arrow_parses(monkeypatch, numbers_first=True) -> list:
     monkeypatch.setattr(csv_ranges.CsvRanges, "numbers_first", numbers_first)
     parsed, parse = [], csv_ranges.arrow_table
 
-    def counted(data, layout, numeric=frozenset()):
-        table = parse(data, layout, numeric)
-        parsed.append("numbers" if numeric else "text")
+    def counted(data, layout, numeric=frozenset(), include=None):
+        table = parse(data, layout, numeric, include)
+        parsed.append("numbers" if numeric else "text" if include is None else "some")
         return table
 
     monkeypatch.setattr(csv_ranges, "arrow_table", counted)

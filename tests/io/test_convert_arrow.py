@@ -126,6 +126,7 @@ def test_pass_1_parses_numbers_first(tmp_path, monkeypatch, case):
     still the one stream's, bit for bit."""
     from rfstream.io import csv_ranges
 
+    monkeypatch.setattr(csv_ranges, "SINGLE_PASS", False)  # pass 1 reads every column (below: not)
     monkeypatch.setattr(csv_ranges, "SAMPLE_BYTES", 40)  # a range's first two lines or so
     rng = np.random.default_rng(11)
     lines = [f"{rng.normal():.17g},{rng.integers(0, 5)},{rng.choice(['a', 'b'])},{rng.choice(['y', 'n'])}"
@@ -155,11 +156,81 @@ def test_pass_1_parses_numbers_first(tmp_path, monkeypatch, case):
         assert seen["text"] == read_as_text <= 1 and seen["numbers"] >= n_ranges - 2
 
 
-def test_no_second_pass_1_when_the_file_is_read_as_one_stream(tmp_path, monkeypatch):
+def odd_lines(case: str, n: int = 500) -> list[str]:
+    """Lines of a float, a small integer (the odd value's column), a category and a label;
+    missing floats every 9th line."""
+    rng = np.random.default_rng(12)
+    lines = [f"{'' if k % 9 == 0 else repr(float(rng.normal()))},{rng.integers(0, 5)},"
+             f"{rng.choice(['a', 'b'])},{rng.choice(['y', 'n'])}" for k in range(n)]
+    odd = {"text in a later range": "x", "text after the first lines": "x", "nan(1)": "nan(1)",
+           "inf": "inf", "a quote": '"3"'}.get(case)
+    if odd is not None:
+        at = 151 if case == "text in a later range" else 6  # 6: in the first range, past its sample
+        first, _, rest = lines[at].partition(",")
+        lines[at] = f"{first},{odd},{rest.partition(',')[2]}"
+    return lines
+
+
+@pytest.mark.parametrize("case", ["numbers", "text in a later range", "text after the first lines",
+                                  "nan(1)", "inf", "a quote"])
+def test_pass_2_sums_the_numbers_pass_1_left(tmp_path, monkeypatch, case):
+    """Pass 1 reads only the columns that are not numbers in a range's first lines
+    (:func:`~rfstream.io.csv_ranges.scan_deferring`); pass 2 sums the others as it writes
+    them and fills their missing fields after, from their means.  Where such a column holds
+    text further on (in that range or another), a number ``float()`` refuses, an infinity
+    or a quoted field, the file is converted again with a whole pass 1
+    (:class:`~rfstream.io.csv_ranges.SchemaChanged`, or a pass 1 read again): the dataset,
+    its fill values and its counts of missing fields are still the one stream's, bit for
+    bit, or the same error."""
+    from rfstream.io import convert_tasks, csv_ranges
+
+    if not csv_ranges.ARROW_NUMBERS:
+        pytest.skip("pass 1 leaves no column to pass 2 before pandas 3.1")
+    monkeypatch.setattr(csv_ranges, "SAMPLE_BYTES", 40)
+    path = tmp_path / "data.csv"
+    path.write_text("\n".join(odd_lines(case)) + "\n")
+    seen, scan, fill = {"deferred": 0, "filled": 0}, csv_ranges.scan_deferring, convert_tasks.fill_missing
+
+    def counted_scan(*args):
+        out = scan(*args)
+        seen["deferred"] += out is not None
+        return out
+
+    def counted_fill(*args):
+        seen["filled"] += 1
+        return fill(*args)
+
+    monkeypatch.setattr(csv_ranges, "scan_deferring", counted_scan)
+    monkeypatch.setattr(convert_tasks, "fill_missing", counted_fill)
+    if case == "inf":
+        for block_size in (None, BLOCK):
+            with dask.config.set(scheduler="threads"), pytest.raises(ValueError, match="data row 7: inf is not a finite"):
+                convert(path, tmp_path / "x.zarr", rows_per_chunk=R, block_size=block_size)
+        return
+    seq = convert(path, tmp_path / "seq.zarr", rows_per_chunk=R, block_size=None)
+    with dask.config.set(scheduler="threads"):
+        par = convert(path, tmp_path / "par.zarr", rows_per_chunk=R, block_size=BLOCK)
+    assert_same(tmp_path / "seq.zarr", tmp_path / "par.zarr")
+    assert par["missing_filled"] == seq["missing_filled"] and seq["missing_filled"]["c0"] == 56
+    assert par["fill_values"] == seq["fill_values"]
+    n_ranges = len(range_offsets(as_location(path), sniff(as_location(path)), BLOCK))
+    assert seen["deferred"] >= n_ranges - (1 if case in ("numbers", "text in a later range") else 2)
+    if case == "numbers":
+        assert "c1" not in seq["categorical"] and seen["filled"] == 1
+        assert not np.isnan(load(tmp_path / "par.zarr")[0]).any()
+    elif case != "a quote":
+        assert "c1" in seq["categorical"]
+
+
+@pytest.mark.parametrize("single_pass", [False, True])
+def test_no_second_pass_1_when_the_file_is_read_as_one_stream(tmp_path, monkeypatch, single_pass):
     """A range that does not parse alone sends the file to one stream: pass 1 is not read
-    again as text for a column numbers-first left partial (the stream reads it whole)."""
+    again as text for a column numbers-first left partial, or left to pass 2 (the stream
+    reads it whole)."""
     from rfstream.io import csv_ranges
     from rfstream.io.csv import FileScan
+
+    monkeypatch.setattr(csv_ranges, "SINGLE_PASS", single_pass)
 
     lines = [f"{k * 0.5},{k % 7},{'ab'[k % 2]},{'yn'[k % 3 == 0]}" for k in range(400)]
     lines[300] = "1.5,x,a,y"  # text in the second column, in a late range only
@@ -176,7 +247,7 @@ def test_no_second_pass_1_when_the_file_is_read_as_one_stream(tmp_path, monkeypa
     with dask.config.set(scheduler="threads"):
         convert(path, tmp_path / "par.zarr", rows_per_chunk=R, block_size=BLOCK)
     convert(path, tmp_path / "seq.zarr", rows_per_chunk=R, block_size=None)
-    assert seen["numbers"] > 10 and seen["again"] == 0
+    assert (seen["numbers"] == 0 if single_pass else seen["numbers"] > 10) and seen["again"] == 0
     assert_same(tmp_path / "seq.zarr", tmp_path / "par.zarr")
 
 

@@ -7,6 +7,7 @@ Blocks of a few hundred bytes make dozens of ranges whose cuts fall inside lines
 rows per chunk that are no multiple of a range's rows make ranges share output chunks."""
 import dask
 import distributed
+import numpy as np
 import pytest
 from helpers.byte_range_cases import BLOCK, FILES, R, Keys, assert_same, csv_text, cuts, load, several_files, table
 
@@ -210,3 +211,28 @@ def test_several_files_read_again(tmp_path, monkeypatch):
     for block_size in (None, BLOCK):
         with pytest.raises(ValueError, match="part-04.csv: no data rows after the header"):
             convert(folder, tmp_path / "empty.zarr", rows_per_chunk=R, block_size=block_size, header=True)
+
+
+def test_range_count_gives_every_worker_a_share():
+    """A file is cut into whole rounds of the workers' threads, at least two each, none
+    bigger than a block nor smaller than MIN_RANGE; one thread, or a file too small for a
+    round, keeps ceil(size / block_size) (docs/io.md, "Ranges and workers")."""
+    from rfstream.io.csv_ranges import MIN_RANGE, range_count, worker_threads
+
+    block = 64 * 2**20
+    assert range_count(749_000_000, block, 16) == 32  # was 12: four of 16 workers idle
+    assert range_count(749_000_000, block, 2) == 12
+    assert range_count(150_000_000, block, 2) == 4 and range_count(150_000_000, block, 1) == 3
+    assert range_count(1000, 100, 2) == 10  # tiny ranges as asked: the tests' cuts stay where they were
+    rng = np.random.default_rng(5)
+    for size, threads in zip(rng.integers(1, 10**10, 300), rng.integers(1, 64, 300)):
+        size, threads = int(size), int(threads)
+        n, least = range_count(size, block, threads), -(-size // block)
+        assert n >= least and -(-size // n) <= block
+        if n > least:  # whole rounds, two at least where the size allows
+            assert threads > 1 and n % threads == 0 and size // n >= MIN_RANGE
+            assert n >= 2 * threads or size // (2 * threads) < MIN_RANGE
+    with dask.config.set(scheduler="synchronous"):
+        assert worker_threads() == 1
+    with dask.config.set(scheduler="threads", num_workers=3):
+        assert worker_threads() == 3
