@@ -224,6 +224,77 @@ def fit_on(address, data, n_workers, D, alphas):
     return runs
 
 
+def tree_depth(n_blocks, split_every):
+    """Levels of dask's tree reduction of ``n_blocks`` partials: the smallest L >= 1 with s**L >= n."""
+    depth, reach = 1, split_every
+    while reach < n_blocks:
+        depth, reach = depth + 1, reach * split_every
+    return depth
+
+
+def model(n, D, W, *, K=1, G=1, flops=70e9, net=1.25e9, mem=10e9, split_every=4, block_rows=65536,
+          slices=1, itemsize=8):
+    """docs/scaling.md's model of one Gram pass on ``W`` single-threaded workers (seconds, bytes).
+
+    The arithmetic ``2 n D^2 / (W flops)``; the partial ``P = itemsize K G D^2`` bytes; the row
+    blocks ``max(ceil(n / block_rows), W)`` (cut smaller when the workers outnumber them); the
+    tree after the last leaf, every level exposed: ``L`` levels, each receiving ``s - 1``
+    partials over one worker's link (``net`` bytes/s) and adding them in place (3 P bytes of
+    memory traffic per add at ``mem`` bytes/s); ``slices`` independent trees over as many
+    column slices of the partial (each moving ``P / slices``), then the result to the client.
+    """
+    blocks = max(-(-n // block_rows), W)
+    P = itemsize * K * G * D * D
+    L = tree_depth(blocks, split_every)
+    level = (split_every - 1) * (P / slices) * (1 / net + 3 / mem)
+    trip = P / net + (P / net if slices > 1 else 0.0)  # the slices joined on a worker, then to the client
+    return {"n": n, "D": D, "W": W, "blocks": blocks, "partial_bytes": P, "depth": L,
+            "arithmetic_s": 2.0 * n * D * D / (W * flops), "level_s": level, "tree_s": L * level,
+            "trip_s": trip, "moved_bytes": (blocks - 1) * P, "combine_memory_bytes": (split_every + 1) * P}
+
+
+def crossover(n, D, **kw):
+    """The fewest workers at which the tree and the trip take longer than the arithmetic."""
+    W = 1
+    while W < 10**6:
+        m = model(n, D, W, **kw)
+        if m["tree_s"] + m["trip_s"] >= m["arithmetic_s"]:
+            return W
+        W += 1 if W < 100 else W // 100
+    return None
+
+
+#: the fits docs/scaling.md models: (D, K) -- D = 2,000 by 5-fold CV; D = 16,384 by leave-one-out, one
+#: Gram (rfstream's memory plan falls back to it where K of them do not fit a worker,
+#: rfstream.solvers.memory.use_loo_instead)
+MODELLED = ((2000, 5), (16384, 1))
+
+
+def model_tables():
+    """The tables of docs/scaling.md."""
+    lines = ["| n | D | K | W | blocks | P | depth | arithmetic s | tree + trip s, 10 Gb/s | 100 Gb/s | "
+             "moved GB | a combine holds GB |", "|---" * 12 + "|"]
+    for n in (5_000_000, 50_000_000):
+        for D, K in MODELLED:
+            for W in (100, 1000):
+                a, b = model(n, D, W, K=K), model(n, D, W, K=K, net=12.5e9)
+                lines.append(f"| {n / 1e6:g}M | {D} | {K} | {W} | {a['blocks']} | {a['partial_bytes'] / 1e9:.2f} GB | "
+                             f"{a['depth']} | {a['arithmetic_s']:.2f} | {a['tree_s'] + a['trip_s']:.2f} | "
+                             f"{b['tree_s'] + b['trip_s']:.2f} | {a['moved_bytes'] / 1e9:.0f} | "
+                             f"{a['combine_memory_bytes'] / 1e9:.1f} |")
+    lines += ["", "| n | K | network | s = 4 (today) | s = 2 | s = 8 | s = 4, 8 slices | s = 4, float32 |",
+              "|---" * 8 + "|"]
+    for n in (5_000_000, 50_000_000):
+        for K in (5, 1):
+            for net, label in ((1.25e9, "10 Gb/s"), (12.5e9, "100 Gb/s")):
+                kw = {"K": K, "net": net}
+                cells = [crossover(n, 2000, **kw), crossover(n, 2000, split_every=2, **kw),
+                         crossover(n, 2000, split_every=8, **kw), crossover(n, 2000, slices=8, **kw),
+                         crossover(n, 2000, itemsize=4, **kw)]
+                lines.append(f"| {n / 1e6:g}M | {K} | {label} | " + " | ".join(str(c) for c in cells) + " |")
+    return "\n".join(lines)
+
+
 def table(results):
     head = ("| N | pass | wall s | submit s | leaves s (sum/N) | tail s | trip s | outside s | "
             "moved MB | blocks -> levels |")
@@ -246,10 +317,16 @@ def main(argv=None):
     p.add_argument("--n-components", type=int, default=1000)
     p.add_argument("--alpha", default="0.01,0.1,1,10")
     p.add_argument("--memory-limit", default="2.5GiB", help="per worker")
+    p.add_argument("--split-every", type=int, help="the tree's width (dask's split_every; default: dask's)")
     p.add_argument("--data", help="the Zarr dataset (default: written once under the cache folder)")
     p.add_argument("--json", help="write the results here")
+    p.add_argument("--model", action="store_true", help="print docs/scaling.md's model tables and exit")
     args = p.parse_args(argv)
+    if args.model:
+        print(model_tables())
+        return
 
+    import dask
     from rfstream.bench.measures import load
     from rfstream.bench.scripts import cache_dir, write_json
     from rfstream.datasets.synthetic import write_kdd_like
@@ -259,10 +336,11 @@ def main(argv=None):
         write_kdd_like(data, args.rows, rows_per_chunk=args.chunk_rows)
     install_timers()
     alphas = [float(a) for a in args.alpha.split(",")]
-    out = {"command": " ".join([os.path.basename(sys.argv[0]), *sys.argv[1:]]), "rows": args.rows,
+    out = {"split_every": args.split_every, "command": " ".join([os.path.basename(sys.argv[0]), *sys.argv[1:]]), "rows": args.rows,
            "chunk_rows": args.chunk_rows, "n_components": args.n_components, "alphas": alphas,
            "load_before": load(), "started": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()), "runs": []}
-    with tempfile.TemporaryDirectory(prefix="rfstream-many-workers-") as tmp:
+    split = {} if args.split_every is None else {"split_every": args.split_every}
+    with tempfile.TemporaryDirectory(prefix="rfstream-many-workers-") as tmp, dask.config.set(split):
         for n in args.workers:
             address, processes = start_cluster(Path(tmp), n, args.memory_limit)
             try:
@@ -270,6 +348,8 @@ def main(argv=None):
             finally:
                 stop(processes)
             print(table(out["runs"][-2:]), flush=True)
+            if args.json:  # after each N: a run cut short keeps what it measured
+                write_json(args.json, out)
     out["load_after"] = load()
     print(table([r for r in out["runs"] if r["state"] == "warm"]))
     if args.json:
