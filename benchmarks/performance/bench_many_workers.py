@@ -43,6 +43,8 @@ import time
 from functools import partial
 from pathlib import Path
 
+import numpy as np
+
 BIN = Path(sys.executable).parent
 RECORDS = []  # one dict per pass, in order
 
@@ -224,6 +226,45 @@ def fit_on(address, data, n_workers, D, alphas):
     return runs
 
 
+def _filled(x, offset, size):
+    """A partial of ``size`` float64 that costs only its memory: the tree alone is timed."""
+    return np.full(size, float(offset))
+
+
+def tree_only(address, n_workers, partial_mb, n_blocks, widths, repeats):
+    """One ``sum_rows`` pass of ``n_blocks`` partials of ``partial_mb`` MB per width in
+    ``widths``, the widths interleaved, ``repeats`` rounds: each pass's figures."""
+    import dask
+    import dask.array as da
+    from rfstream.cluster import compute, connect
+    from rfstream.reductions import sum_rows
+
+    size = int(partial_mb * 1e6 / 8)
+    X = da.zeros((n_blocks, 1), chunks=(1, 1))
+    out = []
+    with connect(address) as client:
+        client.wait_for_workers(n_workers, timeout=120)
+        client.get_task_stream(count=1)
+        for r in range(repeats + 1):  # round 0: the workers import what the graph names
+            for s in widths:
+                RECORDS.clear()
+                with dask.config.set(split_every=s):
+                    total = sum_rows(partial(_filled, size=size), size, X)
+                t0 = time.time()
+                value = compute(total)
+                assert value[0] == sum(range(n_blocks)), value[0]
+                stream = client.get_task_stream(start=t0 - 1)
+                logs = client.run(lambda dask_worker: list(dask_worker.transfer_incoming_log))
+                transfers = [x for log in logs.values() for x in log]
+                figures = summarize(RECORDS[-1], stream, transfers, n_workers)
+                if r:
+                    out.append({"split_every": s, "round": r, **figures})
+                    print(f"s={s} round {r}: wall {figures['wall_s']:.2f} s, tail {figures['tail_s']:.2f} s, "
+                          f"trip {figures['trip_s']:.2f} s, moved {figures['moved_bytes'] / 1e6:.0f} MB, "
+                          f"levels {figures['levels']}", flush=True)
+    return out
+
+
 def tree_depth(n_blocks, split_every):
     """Levels of dask's tree reduction of ``n_blocks`` partials: the smallest L >= 1 with s**L >= n."""
     depth, reach = 1, split_every
@@ -321,6 +362,11 @@ def main(argv=None):
     p.add_argument("--data", help="the Zarr dataset (default: written once under the cache folder)")
     p.add_argument("--json", help="write the results here")
     p.add_argument("--model", action="store_true", help="print docs/scaling.md's model tables and exit")
+    p.add_argument("--tree-only", type=float, metavar="MB",
+                   help="time the tree alone: --blocks partials of MB megabytes, per --widths, --repeats rounds")
+    p.add_argument("--blocks", type=int, default=24)
+    p.add_argument("--widths", type=int, nargs="+", default=[2, 4, 8])
+    p.add_argument("--repeats", type=int, default=3)
     args = p.parse_args(argv)
     if args.model:
         print(model_tables())
@@ -331,13 +377,27 @@ def main(argv=None):
     from rfstream.bench.scripts import cache_dir, write_json
     from rfstream.datasets.synthetic import write_kdd_like
 
+    install_timers()
+    if args.tree_only:
+        n = args.workers[-1]
+        out = {"command": " ".join([os.path.basename(sys.argv[0]), *sys.argv[1:]]), "workers": n,
+               "partial_mb": args.tree_only, "blocks": args.blocks, "load_before": load()}
+        with tempfile.TemporaryDirectory(prefix="rfstream-many-workers-") as tmp:
+            address, processes = start_cluster(Path(tmp), n, args.memory_limit)
+            try:
+                out["passes"] = tree_only(address, n, args.tree_only, args.blocks, args.widths, args.repeats)
+            finally:
+                stop(processes)
+        out["load_after"] = load()
+        if args.json:
+            write_json(args.json, out)
+        return
     data = Path(args.data) if args.data else cache_dir() / f"kdd_like_{args.rows}_{args.chunk_rows}.zarr"
     if not data.exists():
         write_kdd_like(data, args.rows, rows_per_chunk=args.chunk_rows)
-    install_timers()
     alphas = [float(a) for a in args.alpha.split(",")]
-    out = {"split_every": args.split_every, "command": " ".join([os.path.basename(sys.argv[0]), *sys.argv[1:]]), "rows": args.rows,
-           "chunk_rows": args.chunk_rows, "n_components": args.n_components, "alphas": alphas,
+    out = {"split_every": args.split_every, "command": " ".join([os.path.basename(sys.argv[0]), *sys.argv[1:]]),
+           "rows": args.rows, "chunk_rows": args.chunk_rows, "n_components": args.n_components, "alphas": alphas,
            "load_before": load(), "started": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()), "runs": []}
     split = {} if args.split_every is None else {"split_every": args.split_every}
     with tempfile.TemporaryDirectory(prefix="rfstream-many-workers-") as tmp, dask.config.set(split):
