@@ -118,10 +118,11 @@ def start_cluster(workdir, n_workers, memory_limit):
     """``(address, processes)``: ``dask scheduler`` and ``dask worker --nworkers N`` on 127.0.0.1."""
     sched_file = workdir / f"scheduler-{n_workers}.json"
     sched_file.unlink(missing_ok=True)
-    log = open(workdir / f"cluster-{n_workers}.log", "w")
-    scheduler = subprocess.Popen([BIN / "dask", "scheduler", "--host", "127.0.0.1", "--port", "0",
-                                  "--dashboard-address", "127.0.0.1:0", "--scheduler-file", sched_file],
-                                 stdout=log, stderr=log)
+    log = workdir / f"cluster-{n_workers}.log"
+    with open(log, "w") as out:  # the processes keep their own copy of the file
+        scheduler = subprocess.Popen([BIN / "dask", "scheduler", "--host", "127.0.0.1", "--port", "0",
+                                      "--dashboard-address", "127.0.0.1:0", "--scheduler-file", sched_file],
+                                     stdout=out, stderr=out)
     deadline, address = time.time() + 60, None
     while address is None and time.time() < deadline:
         try:
@@ -131,9 +132,10 @@ def start_cluster(workdir, n_workers, memory_limit):
     if address is None:
         scheduler.kill()
         raise RuntimeError(f"dask scheduler wrote no address to {sched_file} within 60 s")
-    workers = subprocess.Popen([BIN / "dask", "worker", address, "--nthreads", "1", "--nworkers", str(n_workers),
-                                "--memory-limit", memory_limit, "--host", "127.0.0.1", "--no-dashboard"],
-                               stdout=log, stderr=log)
+    with open(log, "a") as out:
+        workers = subprocess.Popen([BIN / "dask", "worker", address, "--nthreads", "1", "--nworkers", str(n_workers),
+                                    "--memory-limit", memory_limit, "--host", "127.0.0.1", "--no-dashboard"],
+                                   stdout=out, stderr=out)
     return address, [workers, scheduler]
 
 
@@ -202,6 +204,7 @@ def fit_on(address, data, n_workers, D, alphas):
     """Fit by address twice, on fresh workers ("cold": the scheduler and the workers import
     what the graphs name) and again ("warm"); each fit's passes and seconds."""
     import dask
+
     from rfstream.cluster import connect
     from rfstream.pipeline import fit_dataset
 
@@ -236,6 +239,7 @@ def tree_only(address, n_workers, partial_mb, n_blocks, widths, repeats):
     ``widths``, the widths interleaved, ``repeats`` rounds: each pass's figures."""
     import dask
     import dask.array as da
+
     from rfstream.cluster import compute, connect
     from rfstream.reductions import sum_rows
 
@@ -313,8 +317,9 @@ MODELLED = ((2000, 5), (16384, 1))
 
 def model_tables():
     """The tables of docs/scaling.md."""
-    lines = ["| n | D | K | W | blocks | P | depth | arithmetic s | tree + trip s, 10 Gb/s | 100 Gb/s | "
-             "moved GB | a combine holds GB |", "|---" * 12 + "|"]
+    head = ("| n | D | K | W | blocks | P | depth | arithmetic s | tree + trip s, 10 Gb/s | 100 Gb/s | "
+            "moved GB | a combine holds GB |")
+    lines = [head, "|---" * 12 + "|"]
     for n in (5_000_000, 50_000_000):
         for D, K in MODELLED:
             for W in (100, 1000):
@@ -373,6 +378,7 @@ def main(argv=None):
         return
 
     import dask
+
     from rfstream.bench.measures import load
     from rfstream.bench.scripts import cache_dir, write_json
     from rfstream.datasets.synthetic import write_kdd_like
