@@ -85,7 +85,7 @@ def first_look(model, X, y):
         return wanted
     first = 0
     if isinstance(steps[0], Standardizer):
-        wanted.append(moments(X))
+        wanted.append(moments(X, extrema=True))  # the Standardizer's own reduction (its fit computes the same)
         first = 1
     fmap = steps[first] if len(steps) > first else None
     rows = auto_rows(fmap, int(X.shape[0])) if isinstance(fmap, FeatureMap) and not np.isnan(X.shape[0]) else None
@@ -255,6 +255,9 @@ class FitJob:
             solver, self.model.named_steps.get("features"))
         if chosen:
             meta["selection"] = chosen
+        scaler = self.model.named_steps.get("standardize")
+        if getattr(scaler, "auto", False):  # what standardize="auto" decided, and why
+            meta["standardize"] = scaler.decision_
         calibrated = {} if self.transformer or solver is None else calibration_summary(solver)
         if calibrated:  # the noise variance of a regressor's posterior, a classifier's Platt scaling
             meta["calibration"] = calibrated
@@ -305,6 +308,8 @@ class FitJob:
         if not self.transformer:
             out["alpha"] = getattr(solver, "alpha_", getattr(solver, "alpha", None))
         out.update(gamma=getattr(fmap, "gamma_", None), fit_seconds=self.meta["fit_seconds"])
+        if "standardize" in self.meta:
+            out["standardize"] = self.meta["standardize"]
         if self.stored is not None and self.stored.reused:
             out.update(resumed=True, passes_reused=self.stored.reused)
         if "passes" in self.meta:  # all of the fit's passes: moments, gamma's sample, the map's, the solver's
