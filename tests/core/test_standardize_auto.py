@@ -6,9 +6,12 @@ import dask.array as da
 import numpy as np
 import pytest
 
+import array_api_strict as xps
+
 from rfstream import Standardizer
+from rfstream.devices import GenericRows, array_namespace, to_host
 from rfstream.preprocess import common_scale
-from rfstream.reductions import moments, unpack_extrema, unpack_moments
+from rfstream.reductions import moments, moments_chunk, unpack_extrema, unpack_moments
 
 
 def pixels(n=300, d=16, seed=0):
@@ -84,3 +87,14 @@ def test_auto_standardizes_mixed_scales_as_true_does():
 def test_auto_must_be_boolean():
     with pytest.raises(ValueError, match="'auto' parameter of Standardizer must be an instance of 'bool'"):
         Standardizer(auto="yes").fit(pixels())
+
+
+@pytest.mark.parametrize("rows", [lambda x: x.view(GenericRows), xps.asarray], ids=["generic", "strict"])
+def test_extrema_and_auto_on_rows_in_another_namespace_equal_numpys(rows):
+    X = pixels(n=257)
+    np.testing.assert_array_equal(moments_chunk(rows(X), extrema=True), moments_chunk(X, extrema=True))
+    assert moments_chunk(rows(X[:0]), extrema=True).shape == moments_chunk(X[:0], extrema=True).shape
+    sc = Standardizer(auto=True).fit(X)
+    got = sc._block(rows(X))
+    assert array_namespace(got) is array_namespace(rows(X))
+    np.testing.assert_array_equal(to_host(got), X)
