@@ -9,15 +9,18 @@ with scikit-learn):
 ``standardize``: on each dataset's registry split (``rfstream.datasets.registry.train_test``:
 the provided test files of adult, ijcnn1 and kddcup99, a fixed 75/25 split of the others) and
 on ``digits`` (scikit-learn's ``load_digits``, 1,797 8x8 images, pixels 0-16, split 80/20 with
-seed 0), ``fit_dataset`` with RFF (D = 1000, ``gamma="auto"``) + ridge, ``alpha`` searched over
-:data:`ALPHAS` by 5-fold CV, with ``standardize=True`` and ``False``, seeds 0, 1, 2 (kddcup99:
-seed 0); the test error (cpusmall: RMSE) of each; and what ``standardize="auto"`` decides from
-the training rows' moments and extrema (``Standardizer(auto=True)``), whose test error is that
-of the setting it picks (on digits ``auto`` is fitted too, to check that it is the same model).
+seed 0 by ``rfstream.train_test_split``: 1,420 / 377), ``fit_dataset`` with RFF (D = 1000,
+``gamma="auto"``) + ridge, ``alpha`` searched over :data:`ALPHAS` by 5-fold CV, with
+``standardize=True`` and ``False``, ``--seeds`` (default 0, 1, 2; kddcup99: seed 0); the test
+error (cpusmall: RMSE) of each; and what ``standardize="auto"`` decides from the training rows'
+moments and extrema (``Standardizer(auto=True)``), whose test error is that of the setting it
+picks (on digits ``auto`` is fitted too, to check that it is the same model).
 
-``recipe``: on each dataset's training split, at most ``--rows`` training rows (the first of
-the registry's split), the test split whole: RFF at D = 1000 and 4000, TEFM-S (``l`` from
-``d = 4 l``), Nystroem with leverage landmarks at D = 1000 and 4000, each + ridge, ``gamma="auto"``, seed 0, alpha over :data:`RECIPE_ALPHAS`; and the reference, scikit-learn's exact RBF
+``recipe``: on each dataset's training split, at most ``--rows`` training rows (a random
+subset, seed 0; ``--subset first``: the first rows), the test split whole: the ``--methods``
+of :data:`METHODS` (RFF at D = 1000 and 4000, TEFM-S with ``l`` features from ``d = 4 l``,
+Nystroem with leverage landmarks at D = 1000 and 4000), each + ridge, ``gamma="auto"``, seed 0,
+``alpha`` over :data:`RECIPE_ALPHAS` by 5-fold CV; and the reference, scikit-learn's exact RBF
 ``SVC`` with the ``gamma`` rfstream chose, on the same standardized rows (at most
 ``--svc-rows`` of them), ``C`` in 1, 10, 100 chosen on a 20% holdout of those rows. Test
 error and fit seconds (wall, this process, dask's threads: a shared machine, see the load
@@ -79,7 +82,7 @@ def fit_score(name, X, Xt, y, yt, attrs, **kw):
     from rfstream.pipeline import fit_dataset
 
     t0 = time.perf_counter()
-    model, meta = fit_dataset(name, X=X, y=y, attrs=attrs, progress="never", report=False, **kw)
+    model, _ = fit_dataset(name, X=X, y=y, attrs=attrs, progress="never", report=False, **kw)
     seconds = time.perf_counter() - t0
     return error(attrs["task"], yt.compute(), model.predict(Xt).compute()), seconds, model
 
@@ -102,7 +105,7 @@ def cmd_standardize(args):
                    "decision": scaler.decision_, "on": [], "off": [], "seconds": {"on": [], "off": []}}
             for seed in seeds:
                 for key, value in (("on", True), ("off", False)):
-                    err, sec, model = fit_score(name, X, Xt, y, yt, attrs, standardize=value, n_components=1000,
+                    err, sec, _ = fit_score(name, X, Xt, y, yt, attrs, standardize=value, n_components=1000,
                                                 alpha=ALPHAS, random_state=seed, checkpoint=None)
                     row[key].append(err)
                     row["seconds"][key].append(round(sec, 2))
@@ -143,7 +146,7 @@ def svc_reference(X, Xt, y, yt, gamma, rows, seed=0):
         scores[C] = np.mean(SVC(C=C, gamma=gamma).fit(X[:cut], y[:cut]).predict(X[cut:]) != y[cut:])
     C = min(scores, key=scores.get)
     pred = SVC(C=C, gamma=gamma).fit(X, y).predict(Xt)
-    return 100.0 * float(np.mean(pred != yt)), time.perf_counter() - t0, C, int(len(y))
+    return 100.0 * float(np.mean(pred != yt)), time.perf_counter() - t0, C, len(y)
 
 
 def cmd_recipe(args):
@@ -158,7 +161,10 @@ def cmd_recipe(args):
     with dask.config.set(scheduler="threads"):
         for name in args.datasets:
             X, Xt, y, yt, attrs = dataset(name, workdir)
-            X, y = X[: args.rows], y[: args.rows]
+            if X.shape[0] > args.rows:  # a random subset (magic04's file is sorted by class)
+                keep = np.sort(np.random.default_rng(0).choice(X.shape[0], args.rows, replace=False))
+                X, y = (X[keep] if args.subset == "random" else X[: args.rows]), \
+                    (y[keep] if args.subset == "random" else y[: args.rows])
             row = {"n_train": int(X.shape[0]), "n_test": int(Xt.shape[0]), "methods": {}}
             gamma = None
             for method in args.methods:
@@ -199,6 +205,8 @@ def main(argv=None):
     p.add_argument("--datasets", nargs="+", default=["letter", "magic_gamma", "covtype_sample", "adult"])
     p.add_argument("--methods", nargs="+", default=list(METHODS), choices=list(METHODS))
     p.add_argument("--rows", type=int, default=15000, help="most training rows (default 15000)")
+    p.add_argument("--subset", choices=("random", "first"), default="random",
+                   help="which training rows: a random subset (seed 0) or the first (default random)")
     p.add_argument("--svc-rows", type=int, default=10000, help="most rows of the SVC reference (0: none)")
     p.add_argument("--json")
     p.set_defaults(run=cmd_recipe)

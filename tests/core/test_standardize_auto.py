@@ -2,11 +2,10 @@
 columns already on one scale alone (docs/accuracy.md, "Standardizing: the rule")."""
 from __future__ import annotations
 
+import array_api_strict as xps
 import dask.array as da
 import numpy as np
 import pytest
-
-import array_api_strict as xps
 
 from rfstream import Standardizer
 from rfstream.devices import GenericRows, array_namespace, to_host

@@ -6,6 +6,7 @@ import json
 
 import numpy as np
 import pytest
+from helpers.cli import run
 
 from rfstream import load_model
 from rfstream.catalog import STANDARDIZE_DEFAULT, make_model
@@ -17,8 +18,6 @@ from rfstream.jobs import FitJob
 from rfstream.options import ParameterError
 from rfstream.pipeline import fit_dataset
 from rfstream.preprocess import Standardizer
-
-from helpers.cli import run
 
 
 @pytest.fixture(autouse=True)
