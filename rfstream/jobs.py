@@ -17,7 +17,7 @@ import numpy as np
 
 from . import io, selection
 from ._version import __version__
-from .catalog import check_model, is_transformer, make_model, route
+from .catalog import STANDARDIZE_DEFAULT, check_model, is_transformer, make_model, route
 from .cluster import current_run, prefetch
 from .devices import check_device, check_model_on_device, check_precision, on_device, running_on
 from .io.checkpoints import dataset_identity, fingerprint_of, model_identity, resumable
@@ -102,10 +102,10 @@ class FitJob:
     """One fit on a dataset; see the module docstring.  The keywords are those of
     :func:`rfstream.pipeline.fit_dataset`, which documents them."""
 
-    def __init__(self, data, *, features="rff", solver="ridge", standardize=True, out=None, overwrite=False,
-                 X=None, y=None, attrs=None, feature_params=None, solver_params=None, storage_options=None,
-                 x_array="X", y_array="y", task=None, model=None, sample_weight=None, checkpoint=None,
-                 restart=False, report=None, holdout=None, device="cpu", precision=None, **params):
+    def __init__(self, data, *, features="rff", solver="ridge", standardize=STANDARDIZE_DEFAULT, out=None,
+                 overwrite=False, X=None, y=None, attrs=None, feature_params=None, solver_params=None,
+                 storage_options=None, x_array="X", y_array="y", task=None, model=None, sample_weight=None,
+                 checkpoint=None, restart=False, report=None, holdout=None, device="cpu", precision=None, **params):
         self.transformer = is_transformer(solver) if model is None else not hasattr(model, "predict")
         self.device = check_device(device)
         self.precision = check_precision(precision, self.device)

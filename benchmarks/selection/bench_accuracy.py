@@ -87,6 +87,17 @@ def fit_score(name, X, Xt, y, yt, attrs, **kw):
     return error(attrs["task"], yt.compute(), model.predict(Xt).compute()), seconds, model
 
 
+def subset(X, y, rows, how="random"):
+    """At most ``rows`` of the training rows: a random subset (seed 0; magic04's file is sorted by
+    class), or the first ``rows``."""
+    if rows is None or X.shape[0] <= rows:
+        return X, y
+    if how == "first":
+        return X[:rows], y[:rows]
+    keep = np.sort(np.random.default_rng(0).choice(X.shape[0], rows, replace=False))
+    return X[keep], y[keep]
+
+
 def cmd_standardize(args):
     import dask
 
@@ -98,6 +109,7 @@ def cmd_standardize(args):
     with dask.config.set(scheduler="threads"):
         for name in args.datasets:
             X, Xt, y, yt, attrs = dataset(name, workdir)
+            X, y = subset(X, y, args.rows)
             onehot = io.onehot_columns(attrs) or None
             scaler = Standardizer(auto=True, passthrough=onehot).fit(X)
             seeds = [0] if name == "kddcup99" else args.seeds
@@ -161,10 +173,7 @@ def cmd_recipe(args):
     with dask.config.set(scheduler="threads"):
         for name in args.datasets:
             X, Xt, y, yt, attrs = dataset(name, workdir)
-            if X.shape[0] > args.rows:  # a random subset (magic04's file is sorted by class)
-                keep = np.sort(np.random.default_rng(0).choice(X.shape[0], args.rows, replace=False))
-                X, y = (X[keep] if args.subset == "random" else X[: args.rows]), \
-                    (y[keep] if args.subset == "random" else y[: args.rows])
+            X, y = subset(X, y, args.rows, args.subset)
             row = {"n_train": int(X.shape[0]), "n_test": int(Xt.shape[0]), "methods": {}}
             gamma = None
             for method in args.methods:
@@ -172,13 +181,18 @@ def cmd_recipe(args):
                                             checkpoint=None, **METHODS[method])
                 fmap = model.named_steps["features"]
                 gamma = gamma or float(fmap.gamma_)
-                row["methods"][method] = {"error": err, "seconds": round(sec, 2),
+                row["methods"][method] = {"error": err, "seconds": round(sec, 2), "gamma": float(fmap.gamma_),
                                           "alpha": float(model.named_steps["solver"].alpha_)}
                 print(name, method, round(err, 3), f"{sec:.1f}s", flush=True)
                 if args.json:
                     write_json(args.json, {**out, "rows": {**out["rows"], name: row}})
             if args.svc_rows:  # standardized as fit_dataset does: one-hot columns passed through
                 scaler = Standardizer(passthrough=io.onehot_columns(attrs) or None).fit(X)
+                if gamma is None:  # no method run: gamma="auto" as the fit resolves it (seed 0)
+                    from rfstream.features import RandomFourierFeatures
+
+                    auto = RandomFourierFeatures(8, gamma="auto", random_state=0).fit(scaler.transform(X))
+                    gamma = float(auto.gamma_)
                 Xs, Xts = np.asarray(scaler.transform(X).compute()), np.asarray(scaler.transform(Xt).compute())
                 err, sec, C, n = svc_reference(Xs, Xts, np.asarray(y.compute()), np.asarray(yt.compute()), gamma,
                                                args.svc_rows)
@@ -199,11 +213,12 @@ def main(argv=None):
     p = sub.add_parser("standardize", help="standardize=True against False, and what auto decides")
     p.add_argument("--datasets", nargs="+", default=[*SHARED, "digits"])
     p.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
+    p.add_argument("--rows", type=int, help="at most this many training rows, a random subset (seed 0)")
     p.add_argument("--json")
     p.set_defaults(run=cmd_standardize)
     p = sub.add_parser("recipe", help="maps and sizes against an exact RBF SVC")
     p.add_argument("--datasets", nargs="+", default=["letter", "magic_gamma", "covtype_sample", "adult"])
-    p.add_argument("--methods", nargs="+", default=list(METHODS), choices=list(METHODS))
+    p.add_argument("--methods", nargs="*", default=list(METHODS), choices=list(METHODS))
     p.add_argument("--rows", type=int, default=15000, help="most training rows (default 15000)")
     p.add_argument("--subset", choices=("random", "first"), default="random",
                    help="which training rows: a random subset (seed 0) or the first (default random)")
