@@ -163,17 +163,37 @@ def make_model(task, *, features="rff", solver="ridge", standardize=True, passth
     or "regression"); with ``solver=None`` it ends in the map, and with a transformer's
     name in it (:func:`is_transformer`; ``task`` may be None for both).
 
-    ``passthrough`` lists columns the standardizer leaves as they are (one-hot
-    columns, see :func:`rfstream.io.onehot_columns`); ``feature_params`` and
-    ``solver_params`` go to the feature map's and the solver's constructors.
+    ``standardize``: True, False, or "auto" (a Standardizer that leaves the columns alone when
+    they already share one scale, decided from its own pass: docs/accuracy.md; none before a map
+    that takes its input as it is, a histogram map).  ``passthrough`` lists columns the
+    standardizer leaves as they are (one-hot columns, see :func:`rfstream.io.onehot_columns`);
+    ``feature_params`` and ``solver_params`` go to the feature map's and the solver's constructors.
     """
     _check_name("features", features, FEATURES)
+    check_standardize(standardize)
     solver_cls = None if solver is None else solver_class(solver, task)
-    steps = [("standardize", Standardizer(passthrough=passthrough or None))] if standardize else []
-    steps.append(("features", FEATURES[features](**(feature_params or {}))))
+    fmap = FEATURES[features](**(feature_params or {}))
+    if standardize == "auto" and fmap.__sklearn_tags__().input_tags.positive_only:
+        standardize = False  # histograms are taken as they are
+    steps = [("standardize", Standardizer(passthrough=passthrough or None, auto=standardize == "auto"))] \
+        if standardize else []
+    steps.append(("features", fmap))
     if solver_cls is not None:
         steps.append(("solver", solver_cls(**(solver_params or {}))))
     return Pipeline(steps)
+
+
+#: the values of ``standardize`` (``fit_dataset``, CLI ``--standardize``)
+STANDARDIZE = (True, False, "auto")
+#: ``standardize`` of a fit that does not say (docs/accuracy.md: the rule that chose it)
+STANDARDIZE_DEFAULT = True
+
+
+def check_standardize(value):
+    """Refuse a ``standardize`` that is not True, False or "auto", naming the flag too."""
+    if not any(value is v or (isinstance(v, str) and value == v) for v in STANDARDIZE):
+        raise ParameterError("{standardize} must be True, False or 'auto'; " f"got {value!r}.",
+                             standardize=value)
 
 
 def check_model(model, n_features, n_targets=None):

@@ -17,7 +17,7 @@ import numpy as np
 
 from . import io, selection
 from ._version import __version__
-from .catalog import check_model, is_transformer, make_model, route
+from .catalog import STANDARDIZE_DEFAULT, check_model, is_transformer, make_model, route
 from .cluster import announce, current_run, expect_passes, prefetch, shows_progress
 from .devices import check_device, check_model_on_device, check_precision, on_device, running_on
 from .io.checkpoints import dataset_identity, fingerprint_of, identity_summary, model_identity, resumable
@@ -86,7 +86,7 @@ def first_look(model, X, y):
         return wanted
     first = 0
     if isinstance(steps[0], Standardizer):
-        wanted.append(moments(X))
+        wanted.append(moments(X, extrema=True))  # the Standardizer's own reduction (its fit computes the same)
         first = 1
     fmap = steps[first] if len(steps) > first else None
     rows = auto_rows(fmap, int(X.shape[0])) if isinstance(fmap, FeatureMap) and not np.isnan(X.shape[0]) else None
@@ -103,10 +103,10 @@ class FitJob:
     """One fit on a dataset; see the module docstring.  The keywords are those of
     :func:`rfstream.pipeline.fit_dataset`, which documents them."""
 
-    def __init__(self, data, *, features="rff", solver="ridge", standardize=True, out=None, overwrite=False,
-                 X=None, y=None, attrs=None, feature_params=None, solver_params=None, storage_options=None,
-                 x_array="X", y_array="y", task=None, model=None, sample_weight=None, checkpoint=None,
-                 restart=False, report=None, holdout=None, device="cpu", precision=None, **params):
+    def __init__(self, data, *, features="rff", solver="ridge", standardize=STANDARDIZE_DEFAULT, out=None,
+                 overwrite=False, X=None, y=None, attrs=None, feature_params=None, solver_params=None,
+                 storage_options=None, x_array="X", y_array="y", task=None, model=None, sample_weight=None,
+                 checkpoint=None, restart=False, report=None, holdout=None, device="cpu", precision=None, **params):
         self.transformer = is_transformer(solver) if model is None else not hasattr(model, "predict")
         self.device = check_device(device)
         self.precision = check_precision(precision, self.device)
@@ -287,6 +287,9 @@ class FitJob:
             solver, self.model.named_steps.get("features"))
         if chosen:
             meta["selection"] = chosen
+        scaler = self.model.named_steps.get("standardize")
+        if getattr(scaler, "auto", False):  # what standardize="auto" decided, and why
+            meta["standardize"] = scaler.decision_
         calibrated = {} if self.transformer or solver is None else calibration_summary(solver)
         if calibrated:  # the noise variance of a regressor's posterior, a classifier's Platt scaling
             meta["calibration"] = calibrated
@@ -337,6 +340,8 @@ class FitJob:
         if not self.transformer:
             out["alpha"] = getattr(solver, "alpha_", getattr(solver, "alpha", None))
         out.update(gamma=getattr(fmap, "gamma_", None), fit_seconds=self.meta["fit_seconds"])
+        if "standardize" in self.meta:
+            out["standardize"] = self.meta["standardize"]
         if self.stored is not None and self.stored.reused:
             out.update(resumed=True, passes_reused=self.stored.reused)
         if "passes" in self.meta:  # all of the fit's passes: moments, gamma's sample, the map's, the solver's

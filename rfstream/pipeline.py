@@ -17,7 +17,7 @@ import numpy as np
 from sklearn.base import is_classifier
 
 from . import io
-from .catalog import check_model, make_model  # public here too (README)
+from .catalog import STANDARDIZE_DEFAULT, check_model, make_model  # public here too (README)
 from .cluster import ensure_run_context
 from .devices import check_device, check_model_on_device, host_blocks, on_device
 from .io.location import redact_url
@@ -41,7 +41,7 @@ def data_bytes(data, *, storage_options=None, x_array="X"):
     return int(np.prod(info["shape"], dtype=np.int64)) * np.dtype(info["dtype"]).itemsize
 
 
-def fit_dataset(data, *, features="rff", solver="ridge", standardize=True, out=None, overwrite=False,
+def fit_dataset(data, *, features="rff", solver="ridge", standardize=STANDARDIZE_DEFAULT, out=None, overwrite=False,
                 X=None, y=None, attrs=None, feature_params=None, solver_params=None,
                 storage_options=None, x_array="X", y_array="y", task=None, model=None,
                 sample_weight=None, checkpoint=None, restart=False, report=None, progress=None, holdout=None,
@@ -58,8 +58,10 @@ def fit_dataset(data, *, features="rff", solver="ridge", standardize=True, out=N
     features, solver : str
         The feature map and the solver by their names in :mod:`rfstream.catalog`;
         ``solver=None`` fits a transformer (the pipeline ends in the map; no labels needed).
-    standardize : bool
-        Standardize the columns first (False is ``--no-standardize``).
+    standardize : bool or "auto"
+        Standardize the columns first (False is ``--standardize no``); "auto": unless they
+        already share one scale, decided from the same moments pass, the decision in the metadata's
+        ``standardize`` (docs/accuracy.md).  Default :data:`rfstream.catalog.STANDARDIZE_DEFAULT`.
     out : str, Path or URL, optional
         Where the model is saved, staged (None: not saved).
     overwrite : bool

@@ -19,7 +19,7 @@ from ._validation import check_X
 from .cluster import compute
 from .random import STREAM_SPLIT, check_seed, chunk_offsets, row_uniform
 from .devices import array_namespace, blocks_like, is_numpy, numpy_dtype, on_device_once, xp_dtype
-from .reductions import block_partials, moments, reduce_rows, sum_rows, unpack_moments
+from .reductions import block_partials, moments, reduce_rows, sum_rows, unpack_extrema, unpack_moments
 
 
 def check_finite_columns(mean, var):
@@ -35,6 +35,37 @@ def check_finite_columns(mean, var):
 
 def _float_dtype(dtype):
     return dtype if dtype in (np.float32, np.float64) else np.float64
+
+
+#: ``standardize="auto"`` leaves the columns alone when the median of their ranges is at least this
+#: fraction of the span of all of them (docs/accuracy.md, "Standardizing: the rule")
+COMMON_SCALE_FRACTION = 0.5
+
+
+def _g(value):
+    return f"{value:.4g}"
+
+
+def common_scale(data_min, data_max, passthrough=None):
+    """``(shared, reason)``: whether the columns already share one scale, by the rule of
+    ``standardize="auto"`` (docs/accuracy.md): over the columns a Standardizer would scale that
+    are not constant, the median of their ranges ``max_j - min_j`` is at least
+    :data:`COMMON_SCALE_FRACTION` of the span ``max_j max_j - min_j min_j`` of all of them.
+    ``reason`` says why, in a few words (no column to scale: shared)."""
+    lo, hi = np.asarray(data_min, np.float64), np.asarray(data_max, np.float64)
+    scaled = np.ones(lo.size, dtype=bool)
+    if passthrough:
+        scaled[np.asarray(passthrough, dtype=np.intp)] = False
+    ranges = hi - lo
+    scaled &= ranges > 0
+    if not scaled.any():
+        return True, "no column to scale"
+    low, high = lo[scaled].min(), hi[scaled].max()
+    typical = float(np.median(ranges[scaled]))
+    if typical >= COMMON_SCALE_FRACTION * (high - low):
+        return True, f"every column in [{_g(low)}, {_g(high)}], median range {_g(typical)}"
+    return False, (f"columns on different scales: ranges {_g(ranges[scaled].min())} to "
+                   f"{_g(ranges[scaled].max())}, median {_g(typical)}, all in [{_g(low)}, {_g(high)}]")
 
 
 #: the attribute of a Standardizer's dask output that names ``(scaler, input)``: a few rows of the
@@ -70,10 +101,22 @@ class Standardizer(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         Columns left as they are, e.g. one-hot indicators of categorical variables
         (standardized, a rare category's 0/1 column would dominate every distance:
         docs/design-notes.md); ``rfstream fit`` passes a dataset's one-hot columns.
+    auto : bool, default=False
+        Leave every column as it is when the columns already share one scale (pixels: the
+        median column's range at least half of the span of all of them, :func:`common_scale`),
+        decided from the same pass; ``fit_dataset(standardize="auto")``.  The rule and its
+        measurement: docs/accuracy.md.
 
     Attributes
     ----------
     mean_, var_, scale_ : ndarray of shape (n_features,), float64
+    data_min_, data_max_ : ndarray of shape (n_features,), float64
+        Each column's minimum and maximum (from the same pass).
+    applied_ : bool
+        Whether ``transform`` standardizes (False: ``auto`` found one common scale, and
+        ``transform`` returns the columns as they are, as floats).
+    decision_ : str
+        What was decided and why, e.g. ``"auto -> off (every column in [0, 16], median range 16)"``.
     n_samples_seen_ : int
     n_features_in_ : int
     feature_names_in_ : ndarray of str
@@ -99,12 +142,14 @@ class Standardizer(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
     True
     """
 
-    _parameter_constraints = {"with_mean": ["boolean"], "with_std": ["boolean"], "passthrough": [list, None]}
+    _parameter_constraints = {"with_mean": ["boolean"], "with_std": ["boolean"], "passthrough": [list, None],
+                              "auto": ["boolean"]}
 
-    def __init__(self, *, with_mean=True, with_std=True, passthrough=None):
+    def __init__(self, *, with_mean=True, with_std=True, passthrough=None, auto=False):
         self.with_mean = with_mean
         self.with_std = with_std
         self.passthrough = passthrough
+        self.auto = auto
 
     def check_parameters(self, n_features=None):
         """Raise what ``fit`` would raise for the parameters alone; ``n_features`` is not needed."""
@@ -118,13 +163,19 @@ class Standardizer(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
             view.array(name, (d,), nonnegative=name == "var_")
         view.check("scale_ must be positive (each column is divided by it)",
                    lambda s: bool(np.all(s > 0)), "scale_")
+        for name in ("data_min_", "data_max_"):  # absent from models saved before they were kept
+            view.array(name, (d,), optional=True)
+        if type(view.fitted.get("applied_", True)) is not bool:
+            view.fail(f"applied_ is {str(view.fitted.get('applied_'))[:40]}, not true or false")
 
     def fit(self, X, y=None):
         """The column moments of ``X`` in one pass (a reduction over the row blocks for dask input)."""
         self._validate_params()
         X = check_X(self, X, reset=True)
-        n, mean, var = unpack_moments(compute(moments(X)))
+        vec = compute(moments(X, extrema=True))
+        n, mean, var = unpack_moments(vec, extrema=True)
         check_finite_columns(mean, var)
+        self.data_min_, self.data_max_ = unpack_extrema(vec)
         self.n_samples_seen_ = int(n)
         self.var_ = var
         scale = np.sqrt(var)
@@ -139,7 +190,18 @@ class Standardizer(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
             mean[keep], scale[keep] = 0.0, 1.0
         self.mean_ = mean
         self.scale_ = scale
+        self.applied_ = True
+        self.decision_ = "on"
+        if self.auto:
+            shared, reason = common_scale(self.data_min_, self.data_max_, self.passthrough)
+            self.applied_ = not shared
+            self.decision_ = f"auto -> {'off' if shared else 'on'} ({reason})"
         return self
+
+    def _steps(self):
+        """``(centre, scale)``: what ``transform`` does (neither when ``auto`` left the columns alone)."""
+        applied = getattr(self, "applied_", True)
+        return self.with_mean and applied, self.with_std and applied
 
     def _block(self, x):
         if not is_numpy(x):
@@ -147,9 +209,10 @@ class Standardizer(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         x = np.asarray(x)
         dtype = _float_dtype(x.dtype)
         x = x.astype(dtype, copy=True)
-        if self.with_mean:
+        centre, scale = self._steps()
+        if centre:
             x -= self.mean_.astype(dtype)
-        if self.with_std:
+        if scale:
             x /= self.scale_.astype(dtype)
         return x
 
@@ -158,9 +221,10 @@ class Standardizer(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         xp = array_namespace(x)
         dtype = _float_dtype(numpy_dtype(x))
         x = xp.astype(x, xp_dtype(xp, dtype))
-        if self.with_mean:
+        centre, scale = self._steps()
+        if centre:
             x = x - on_device_once(self.mean_, xp, dtype)
-        if self.with_std:
+        if scale:
             x = x / on_device_once(self.scale_, xp, dtype)
         return x
 
@@ -178,9 +242,8 @@ class Standardizer(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
 
     def inverse_transform(self, X):
         check_is_fitted(self)
-        scale = self.scale_ if self.with_std else 1.0
-        mean = self.mean_ if self.with_mean else 0.0
-        return X * scale + mean
+        centre, scale = self._steps()
+        return X * (self.scale_ if scale else 1.0) + (self.mean_ if centre else 0.0)
 
 
 # --- split -------------------------------------------------------------------

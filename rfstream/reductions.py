@@ -235,57 +235,83 @@ def _aggregate(parts, axis=0, keepdims=False, *, combine):
 
 # --- moments: count, mean and centred second moment, combined exactly --------
 
-def moments_chunk(x, offset=0):
-    """Partials ``[n, mean (d), M2 (d)]`` of one block, in float64 (rows on a device: made
-    there, in their namespace, :func:`device_moments`)."""
+def moments_chunk(x, offset=0, extrema=False):
+    """Partials ``[n, mean (d), M2 (d)]`` of one block, in float64, and with ``extrema`` each
+    column's ``[min (d), max (d)]`` after them (rows on a device: made there, in their
+    namespace, :func:`device_moments`)."""
     if not is_numpy(x):
-        return device_moments(x)
+        return device_moments(x, extrema)
     x = np.asarray(x, dtype=np.float64)
     n = x.shape[0]
     with np.errstate(invalid="ignore", over="ignore"):  # inf in x: non-finite moments, reported by the caller
         mean = x.mean(axis=0) if n else np.zeros(x.shape[1])
         m2 = ((x - mean) ** 2).sum(axis=0)
-    return np.concatenate([[n], mean, m2])
+    parts = [[n], mean, m2]
+    if extrema:
+        d = x.shape[1]
+        parts += [x.min(axis=0), x.max(axis=0)] if n else [np.full(d, np.inf), np.full(d, -np.inf)]
+    return np.concatenate(parts)
 
 
-def device_moments(x):
+def device_moments(x, extrema=False):
     """:func:`moments_chunk` of rows in their array namespace (rfstream.devices); float64 on the host."""
     xp = array_namespace(x)
-    n = x.shape[0]
+    n, d = x.shape
     if n == 0:
-        return np.concatenate([[0.0], np.zeros(2 * x.shape[1])])
+        empty = [np.full(d, np.inf), np.full(d, -np.inf)] if extrema else []
+        return np.concatenate([[0.0], np.zeros(2 * d), *empty])
     x = xp.astype(x, xp.float64)
     mean = xp.mean(x, axis=0)
     m2 = xp.sum((x - mean) ** 2, axis=0)
-    return np.concatenate([[n], to_host(mean), to_host(m2)])
+    parts = [[n], to_host(mean), to_host(m2)]
+    if extrema:
+        parts += [to_host(xp.min(x, axis=0)), to_host(xp.max(x, axis=0))]
+    return np.concatenate(parts)
 
 
-def moments_combine(parts, axis=0, keepdims=True):
+def moments_combine(parts, axis=0, keepdims=True, extrema=False):
     """Combine rows of ``[n, mean, M2]`` partials (Chan, Golub & LeVeque 1979): no loss of
-    precision when the mean is large compared to the spread, unlike sums of x and x**2."""
+    precision when the mean is large compared to the spread, unlike sums of x and x**2; with
+    ``extrema``, the ``[min, max]`` after them combine by min and max."""
     parts = np.atleast_2d(parts)
-    d = (parts.shape[1] - 1) // 2
+    d = (parts.shape[1] - 1) // (4 if extrema else 2)
     n = parts[:, 0]
     total = n.sum()
-    means, m2s = parts[:, 1 : 1 + d], parts[:, 1 + d :]
+    means, m2s = parts[:, 1 : 1 + d], parts[:, 1 + d : 1 + 2 * d]
     if total == 0:
         mean = np.zeros(d)
     else:
         mean = (n[:, None] * means).sum(axis=0) / total
     with np.errstate(invalid="ignore", over="ignore"):
         m2 = (m2s + n[:, None] * (means - mean) ** 2).sum(axis=0)
-    out = np.concatenate([[total], mean, m2])
+    pieces = [[total], mean, m2]
+    if extrema:
+        pieces += [parts[:, 1 + 2 * d : 1 + 3 * d].min(axis=0), parts[:, 1 + 3 * d :].max(axis=0)]
+    out = np.concatenate(pieces)
     return out[None, :] if keepdims else out
 
 
-def moments(X, split_every=None):
-    """Count, mean and variance of every column in one pass, packed: lazy for dask input, numpy
-    otherwise; :func:`unpack_moments` gives ``(n, mean, var)`` of the computed vector."""
-    return reduce_rows(moments_chunk, moments_combine, 1 + 2 * X.shape[1], X, split_every=split_every)
+def moments(X, split_every=None, extrema=False):
+    """Count, mean and variance of every column in one pass, packed (with ``extrema``, each
+    column's minimum and maximum too, in the same pass): lazy for dask input, numpy otherwise;
+    :func:`unpack_moments` gives ``(n, mean, var)`` of the computed vector and
+    :func:`unpack_extrema` ``(min, max)``."""
+    if not extrema:
+        return reduce_rows(moments_chunk, moments_combine, 1 + 2 * X.shape[1], X, split_every=split_every)
+    return reduce_rows(partial(moments_chunk, extrema=True), partial(moments_combine, extrema=True),
+                       1 + 4 * X.shape[1], X, split_every=split_every)
 
 
-def unpack_moments(vec):
+def unpack_moments(vec, extrema=False):
+    """``(n, mean, var)`` of a computed :func:`moments` vector (``extrema``: one made with them)."""
     vec = np.asarray(vec, dtype=np.float64)
-    d = (vec.shape[0] - 1) // 2
+    d = (vec.shape[0] - 1) // (4 if extrema else 2)
     n = vec[0]
-    return n, vec[1 : 1 + d], vec[1 + d :] / max(n, 1.0)
+    return n, vec[1 : 1 + d], vec[1 + d : 1 + 2 * d] / max(n, 1.0)
+
+
+def unpack_extrema(vec):
+    """``(min, max)`` per column of a computed ``moments(X, extrema=True)`` vector."""
+    vec = np.asarray(vec, dtype=np.float64)
+    d = (vec.shape[0] - 1) // 4
+    return vec[1 + 2 * d : 1 + 3 * d], vec[1 + 3 * d :]

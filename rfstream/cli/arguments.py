@@ -231,7 +231,11 @@ FIT_HEAD = (
         "transform; fitted without labels)", choices=(*sorted(SOLVERS), "none"), default="ridge"),
 )
 FIT_TAIL = (
-    Arg("--no-standardize", "do not standardize the columns first", action="store_true"),
+    Arg("--standardize", "standardize the columns first (zero mean, unit variance): yes, no, or auto: not when "
+        "the columns already share one scale, such as pixels (the median column's range at least half the span "
+        "of all of them, read from the same moments pass; the decision is in the summary: docs/accuracy.md)",
+        choices=("auto", "yes", "no"), default_note="yes"),
+    Arg("--no-standardize", "do not standardize the columns first (--standardize no)", action="store_true"),
     Arg("--task", "override the dataset's task", choices=TASKS,
         default_note="the dataset's attributes, else y's dtype: integers are classes, floats regression"),
     Arg("--sample-weight", "name of an array of the dataset with one weight >= 0 per row, given to "

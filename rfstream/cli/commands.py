@@ -24,7 +24,7 @@ from .. import io
 from ..cluster import connect
 from . import resume, tables
 from ..options import OPTIONS
-from .options import cli_message, printable
+from .options import UserError, cli_message, printable
 
 
 def _write_json(data, location):
@@ -152,13 +152,26 @@ def label_report(attrs, chosen):
     return label, doubt
 
 
+def _standardize(args):
+    """``standardize`` of ``--standardize auto|yes|no`` and ``--no-standardize`` (the fit's default
+    without either)."""
+    from ..catalog import STANDARDIZE_DEFAULT
+
+    if args.no_standardize and args.standardize not in (None, "no"):
+        raise UserError(f"--no-standardize and --standardize {args.standardize} contradict each other; "
+                        "pass one of them.")
+    if args.no_standardize:
+        return False
+    return {"auto": "auto", "yes": True, "no": False, None: STANDARDIZE_DEFAULT}[args.standardize]
+
+
 def fit_options(args):
     """The keywords of :func:`rfstream.pipeline.fit_dataset` from ``rfstream fit``'s arguments:
-    every option under its own name (:data:`rfstream.options.OPTIONS`), ``--no-standardize``
-    as ``standardize=False``, ``--no-checkpoint`` as ``checkpoint=None``."""
+    every option under its own name (:data:`rfstream.options.OPTIONS`), ``--standardize`` (and
+    ``--no-standardize``, its ``no``) as ``standardize``, ``--no-checkpoint`` as ``checkpoint=None``."""
     named = {option.name: getattr(args, option.dest) for option in OPTIONS}
     solver = None if args.solver == "none" else args.solver
-    return {**named, "features": args.features, "solver": solver, "standardize": not args.no_standardize,
+    return {**named, "features": args.features, "solver": solver, "standardize": _standardize(args),
             "out": args.out, "overwrite": args.overwrite, "task": args.task, "sample_weight": args.sample_weight,
             "checkpoint": resume.checkpoint_location(args), "restart": args.restart,
             "report": True if args.report else None, "holdout": args.holdout, "device": args.device,

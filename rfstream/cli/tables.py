@@ -97,6 +97,8 @@ def fit_table(summary, *, data, features, solver, task):
         chosen.append(f"{cv['scoring']} {_number(cv.get('best_score'))}")
     if chosen:
         lines.append("chosen: " + ", ".join(chosen))
+    if summary.get("standardize"):  # what --standardize auto decided
+        lines.append(f"standardize: {summary['standardize']}")
     if summary.get("edge"):
         lines.append("  at the edge of its list: " + ", ".join(f"{k} ({v})" for k, v in summary["edge"].items()))
     if summary.get("smallest_n_components_within_1se") not in (None, summary.get("n_components")):
