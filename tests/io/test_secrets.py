@@ -183,7 +183,7 @@ def _fit_stopped_after_two_passes(argv, env):
             proc.wait()
     err = "".join(lines) + err
     assert proc.returncode == 143, err[-2000:]
-    assert "rfstream: stopped by SIGTERM; 2 completed pass(es) are kept" in err, err[-2000:]
+    assert "rfstream: stopped by SIGTERM; 2 completed pass(es) (" in err and ") are kept in s3://" in err, err[-2000:]
     return out, err
 
 
