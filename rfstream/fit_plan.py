@@ -245,8 +245,10 @@ def _ridge_plan(solver, fmap, n_features, n_targets):
     if uses_iterations(solver.solver, width, n_gammas, sparse):
         listed = np.ndim(solver.alpha) > 0
         plan.passes.append(("CG statistics", "CG statistics"))
+        if solver.solver == "pcg":  # the Nystrom preconditioner's rows
+            plan.passes.append(("row sample", "the preconditioner's row sample"))
         plan.more = f"+ 1 per CG iteration{' + CV scoring' if listed else ''}"
-        plan.at_most = None if solver.max_iter is None else int(solver.max_iter) + 1 + listed
+        plan.at_most = None if solver.max_iter is None else int(solver.max_iter) + len(plan.passes) + listed
         return plan
     widths = size_widths(fmap, width) or [width]
     n_alphas = int(np.size(solver.alpha))

@@ -228,9 +228,9 @@ def check_ridge_memory(ridge, n_features, n_targets, *, n_groups=1, sparse=False
         return
     if searching and use_loo_instead(ridge.cv, n_groups, n_folds, n_features, n_targets, widths):
         n_folds = 1
-    if searching:  # first: its refusal names the count of alphas and sizes
+    check_gram_memory(n_groups, n_folds, n_features, n_targets)  # the partials: their refusal names the way out
+    if searching:  # the whole solve (each size's slices too), naming the counts of alphas and sizes
         check_search_memory(widths, n_groups, max(n_folds, 1), int(np.size(ridge.alpha)), n_targets)
-    check_gram_memory(n_groups, n_folds, n_features, n_targets, widths)
 
 
 def iterative_systems(ridge):

@@ -23,7 +23,8 @@ from rfstream.jobs import FitJob
 #: and what they are in the API
 NOT_KEYWORDS = {"no_standardize": "standardize=False", "no_checkpoint": "checkpoint=None",
                 "scheduler": "rfstream.cluster.connect", "quiet": "progress='never'", "func": None,
-                "format": "fit_dataset returns the summary's data; a table is the terminal's"}
+                "format": "fit_dataset returns the summary's data; a table is the terminal's",
+                "dry_run": "FitJob(...).plan(), rfstream.fit_plan"}
 
 
 def fit_args(*argv):
