@@ -221,16 +221,38 @@ def _aggregate(parts, axis=0, keepdims=False, *, combine):
 
 # --- moments: count, mean and centred second moment, combined exactly --------
 
+#: Rows of a block that :func:`moments_chunk` takes to float64 at a time (a buffer of about 2 MB
+#: for 100 columns, in cache, instead of the block's float64 copies).
+MOMENTS_SUB_BLOCK = 2048
+
+
 def moments_chunk(x, offset=0):
     """Partials ``[n, mean (d), M2 (d)]`` of one block, in float64 (rows on a device: made
-    there, in their namespace, :func:`device_moments`)."""
+    there, in their namespace, :func:`device_moments`).
+
+    The block's mean, then its centred sum of squares, each over :data:`MOMENTS_SUB_BLOCK`
+    rows at a time taken to float64 in one reused buffer: the same two-step arithmetic as on the
+    whole block, with no float64 copy of it (a moments pass at 3x the decode's time before,
+    docs/BENCHMARKS.md, "The small passes against the decode")."""
     if not is_numpy(x):
         return device_moments(x)
-    x = np.asarray(x, dtype=np.float64)
-    n = x.shape[0]
+    x = np.asarray(x)
+    n, d = x.shape
+    if n == 0:
+        return np.concatenate([[0.0], np.zeros(2 * d)])
+    step = min(n, MOMENTS_SUB_BLOCK)
+    buf = np.empty((step, d))
+    total, m2 = np.zeros(d), np.zeros(d)
     with np.errstate(invalid="ignore", over="ignore"):  # inf in x: non-finite moments, reported by the caller
-        mean = x.mean(axis=0) if n else np.zeros(x.shape[1])
-        m2 = ((x - mean) ** 2).sum(axis=0)
+        for start in range(0, n, step):
+            b = buf[:min(step, n - start)]
+            b[...] = x[start:start + step]
+            total += b.sum(axis=0)
+        mean = total / n
+        for start in range(0, n, step):
+            b = buf[:min(step, n - start)]
+            np.subtract(x[start:start + step], mean, out=b)
+            m2 += np.einsum("ij,ij->j", b, b)
     return np.concatenate([[n], mean, m2])
 
 
