@@ -46,10 +46,10 @@ def _steps(X, y, D, n_alphas):
     from rfstream.solvers.ridge.gram import feature_groups
     from rfstream.solvers.targets import ovr_targets
 
-    model = make_pipeline(Standardizer(), RandomFourierFeatures(n_components=D, random_state=0),
+    model = make_pipeline(Standardizer(), RandomFourierFeatures(n_components=D, gamma="auto", random_state=0),
                           StreamingRidgeClassifier(alpha=[0.01, 0.1, 1, 10][:n_alphas]))
     std = Standardizer().fit(X)
-    Z = RandomFourierFeatures(n_components=D, random_state=0).fit(std.transform(X)).transform(std.transform(X))
+    Z = RandomFourierFeatures(n_components=D, gamma="auto", random_state=0).fit(std.transform(X)).transform(std.transform(X))
     groups = feature_groups(Z)
     classes = np.array([0, 1])
     cv = check_cv(5, Z, y)
