@@ -230,29 +230,32 @@ def moments_chunk(x, offset=0):
     """Partials ``[n, mean (d), M2 (d)]`` of one block, in float64 (rows on a device: made
     there, in their namespace, :func:`device_moments`).
 
-    The block's mean, then its centred sum of squares, each over :data:`MOMENTS_SUB_BLOCK`
-    rows at a time taken to float64 in one reused buffer: the same two-step arithmetic as on the
-    whole block, with no float64 copy of it (a moments pass at 3x the decode's time before,
-    docs/BENCHMARKS.md, "The small passes against the decode")."""
+    One read of the block, :data:`MOMENTS_SUB_BLOCK` rows at a time taken to float64 in one
+    reused buffer: each sub-block's mean and centred sum of squares (column sums as a product
+    with ones, BLAS's, not numpy's row-by-row ``sum(axis=0)``), merged into the block's by
+    Chan, Golub & LeVeque's update (:func:`moments_combine`'s).  Before, the block's float64
+    copy and its temporaries made the moments pass 3-6x a pass that only decodes the rows
+    (docs/BENCHMARKS.md, "The small passes against the decode")."""
     if not is_numpy(x):
         return device_moments(x)
     x = np.asarray(x)
     n, d = x.shape
-    if n == 0:
-        return np.concatenate([[0.0], np.zeros(2 * d)])
-    step = min(n, MOMENTS_SUB_BLOCK)
-    buf = np.empty((step, d))
-    total, m2 = np.zeros(d), np.zeros(d)
+    step = max(1, min(n, MOMENTS_SUB_BLOCK))
+    buf, ones = np.empty((step, d)), np.ones(step)
+    mean, m2, count = np.zeros(d), np.zeros(d), 0
     with np.errstate(invalid="ignore", over="ignore"):  # inf in x: non-finite moments, reported by the caller
         for start in range(0, n, step):
             b = buf[:min(step, n - start)]
+            k = b.shape[0]
             b[...] = x[start:start + step]
-            total += b.sum(axis=0)
-        mean = total / n
-        for start in range(0, n, step):
-            b = buf[:min(step, n - start)]
-            np.subtract(x[start:start + step], mean, out=b)
-            m2 += np.einsum("ij,ij->j", b, b)
+            sub_mean = (ones[:k] @ b) / k
+            np.subtract(b, sub_mean, out=b)
+            np.multiply(b, b, out=b)
+            delta = sub_mean - mean
+            total = count + k
+            mean += delta * (k / total)
+            m2 += ones[:k] @ b + delta * delta * (count * k / total)
+            count = total
     return np.concatenate([[n], mean, m2])
 
 

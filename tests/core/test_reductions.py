@@ -179,10 +179,10 @@ def test_moments_combine_is_chan_golub_leveque():
                                   np.zeros(5))
 
 
-def test_moments_chunk_in_sub_blocks_is_the_two_pass_float64_moments():
+def test_moments_chunk_in_sub_blocks_is_the_float64_moments():
     # a float32 block of more rows than MOMENTS_SUB_BLOCK (a short last sub-block too), its
-    # mean far from zero: the sub-block sums change the float64 summation order only, so the
-    # partials equal numpy's two-pass ones on the float64 copy to a few ulps (1e-12 relative)
+    # mean far from zero: the sub-blocks' float64 moments merged by Chan's update equal numpy's
+    # two-pass ones on the float64 copy to a few ulps (1e-12 relative), as the merge of blocks does
     from rfstream.reductions import MOMENTS_SUB_BLOCK
 
     rng = np.random.default_rng(4)
