@@ -30,13 +30,15 @@ import time
 import numpy as np
 
 
-def _steps(X, y, D, n_alphas):
-    """``{name: callable}``: each pass, built lazily, computed when called."""
+def _steps(X, y, D, n_alphas, wanted=None):
+    """``{name: callable}``: each pass of ``wanted`` (None: all), computed when called; the
+    map is fitted (two passes, untimed) only for the passes that make features."""
+    from sklearn.pipeline import make_pipeline
+
     from rfstream.bench.measures import features_only_pass
     from rfstream.cluster import compute, prefetch, run_context
     from rfstream.features import RandomFourierFeatures
     from rfstream.jobs import first_look
-    from sklearn.pipeline import make_pipeline
     from rfstream.preprocess import Standardizer
     from rfstream.reductions import moments, sum_rows
     from rfstream.solvers import StreamingRidgeClassifier
@@ -48,6 +50,18 @@ def _steps(X, y, D, n_alphas):
 
     model = make_pipeline(Standardizer(), RandomFourierFeatures(n_components=D, gamma="auto", random_state=0),
                           StreamingRidgeClassifier(alpha=[0.01, 0.1, 1, 10][:n_alphas]))
+    steps = {
+        "decode only": lambda: compute(sum_rows(_nothing, 1, X)),
+        "moments": lambda: compute(moments(X)),
+        "first look": lambda: first(),
+    }
+
+    def first():
+        with run_context():
+            prefetch(*first_look(model, X, y))
+
+    if wanted is not None and not set(wanted) - set(steps):
+        return {k: v for k, v in steps.items() if k in wanted}
     std = Standardizer().fit(X)
     Z = RandomFourierFeatures(n_components=D, gamma="auto", random_state=0).fit(std.transform(X)).transform(std.transform(X))
     groups = feature_groups(Z)
@@ -62,19 +76,13 @@ def _steps(X, y, D, n_alphas):
     def target_fn(labels):
         return ovr_targets(labels, classes)
 
-    def first():
-        with run_context():
-            prefetch(*first_look(model, X, y))
-
-    return {
-        "decode only": lambda: compute(sum_rows(_nothing, 1, X)),
-        "moments": lambda: compute(moments(X)),
-        "first look": first,
+    steps.update({
         "features only": lambda: features_only_pass(Z),
         "CV scoring": lambda: compute(score_pass(groups, y, [W], [b], scoring="error_rate", classes=classes,
                                                  cv=cv, weights=(None, None), seed=0)[0]),
         "calibration": lambda: calibration_pass(groups, 0, y, target_fn, (None, None), calib, classifier=True),
-    }
+    })
+    return {k: v for k, v in steps.items() if wanted is None or k in wanted}
 
 
 def _nothing(x, *rows, offset):
@@ -131,10 +139,8 @@ def main(argv=None):
                 with ctx as cluster:
                     client = Client(cluster) if kind != "threads" else None
                     try:
-                        steps = _steps(X, y, args.n_components, args.alphas)
+                        steps = _steps(X, y, args.n_components, args.alphas, args.passes)
                         for name, step in steps.items():
-                            if args.passes and name not in args.passes:
-                                continue
                             t0 = time.perf_counter()
                             step()
                             seconds = time.perf_counter() - t0
