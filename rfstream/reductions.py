@@ -235,20 +235,44 @@ def _aggregate(parts, axis=0, keepdims=False, *, combine):
 
 # --- moments: count, mean and centred second moment, combined exactly --------
 
+#: Rows of a block that :func:`moments_chunk` takes to float64 at a time (a buffer of about 2 MB
+#: for 100 columns, in cache, instead of the block's float64 copies).
+MOMENTS_SUB_BLOCK = 2048
+
+
 def moments_chunk(x, offset=0, extrema=False):
     """Partials ``[n, mean (d), M2 (d)]`` of one block, in float64, and with ``extrema`` each
     column's ``[min (d), max (d)]`` after them (rows on a device: made there, in their
-    namespace, :func:`device_moments`)."""
+    namespace, :func:`device_moments`).
+
+    One read of the block, :data:`MOMENTS_SUB_BLOCK` rows at a time taken to float64 in one
+    reused buffer: each sub-block's mean and centred sum of squares (column sums as a product
+    with ones, BLAS's, not numpy's row-by-row ``sum(axis=0)``), merged into the block's by
+    Chan, Golub & LeVeque's update (:func:`moments_combine`'s).  Before, the block's float64
+    copy and its temporaries made the moments pass 3-6x a pass that only decodes the rows
+    (docs/BENCHMARKS.md, "The small passes against the decode")."""
     if not is_numpy(x):
         return device_moments(x, extrema)
-    x = np.asarray(x, dtype=np.float64)
-    n = x.shape[0]
+    x = np.asarray(x)
+    n, d = x.shape
+    step = max(1, min(n, MOMENTS_SUB_BLOCK))
+    buf, ones = np.empty((step, d)), np.ones(step)
+    mean, m2, count = np.zeros(d), np.zeros(d), 0
     with np.errstate(invalid="ignore", over="ignore"):  # inf in x: non-finite moments, reported by the caller
-        mean = x.mean(axis=0) if n else np.zeros(x.shape[1])
-        m2 = ((x - mean) ** 2).sum(axis=0)
+        for start in range(0, n, step):
+            b = buf[:min(step, n - start)]
+            k = b.shape[0]
+            b[...] = x[start:start + step]
+            sub_mean = (ones[:k] @ b) / k
+            np.subtract(b, sub_mean, out=b)
+            np.multiply(b, b, out=b)
+            delta = sub_mean - mean
+            total = count + k
+            mean += delta * (k / total)
+            m2 += ones[:k] @ b + delta * delta * (count * k / total)
+            count = total
     parts = [[n], mean, m2]
     if extrema:
-        d = x.shape[1]
         parts += [x.min(axis=0), x.max(axis=0)] if n else [np.full(d, np.inf), np.full(d, -np.inf)]
     return np.concatenate(parts)
 

@@ -179,6 +179,23 @@ def test_moments_combine_is_chan_golub_leveque():
                                   np.zeros(5))
 
 
+def test_moments_chunk_in_sub_blocks_is_the_float64_moments():
+    # a float32 block of more rows than MOMENTS_SUB_BLOCK (a short last sub-block too), its
+    # mean far from zero: the sub-blocks' float64 moments merged by Chan's update equal numpy's
+    # two-pass ones on the float64 copy to a few ulps (1e-12 relative), as the merge of blocks does
+    from rfstream.reductions import MOMENTS_SUB_BLOCK
+
+    rng = np.random.default_rng(4)
+    m = 2 * MOMENTS_SUB_BLOCK + 77
+    x = (1e3 + rng.normal(size=(m, 3))).astype(np.float32)
+    x64 = x.astype(np.float64)
+    got = moments_chunk(x)
+    assert got[0] == m
+    assert _rel(got[1:4], x64.mean(axis=0)) < 1e-12
+    assert _rel(got[4:], ((x64 - x64.mean(axis=0)) ** 2).sum(axis=0)) < 1e-12
+    assert np.isnan(moments_chunk(np.array([[np.inf], [1.0]], dtype=np.float32))[2])  # reported by the caller
+
+
 def test_layout_pack_unpack_round_trip():
     lay = Layout(n=(), s=(3,), t=(2, 1), g=(3, 3), k=(2, 3, 3))
     assert lay.size == 1 + 3 + 2 + 9 + 18
