@@ -272,6 +272,48 @@ def one_blas_thread_per_task(collections=()):
     return contextlib.nullcontext()
 
 
+#: The client's independent solves of a search (one per (gamma, fold), or per gamma) run at once, one per
+#: core with one BLAS thread each (:func:`client_map`), for Grams narrower than this; wider ones one at a
+#: time on every BLAS thread.  Why: docs/ridge.md, "The route of each (gamma, fold)".
+CLIENT_MAP_MAX_WIDTH = 4096
+#: the D x D float64 arrays one solve of :func:`client_map` holds at once (training Gram, its centred
+#: copy, the factor, the held-out moments), for the memory bound on the solves at once
+CLIENT_MAP_ARRAYS = 5
+
+
+def client_cores():
+    """The cores this process may run on (its CPU affinity, else ``os.cpu_count()``)."""
+    try:
+        return len(os.sched_getaffinity(0)) or 1
+    except AttributeError:  # pragma: no cover - not on Linux
+        return os.cpu_count() or 1
+
+
+def client_map(fn, items, *, width):
+    """``[fn(item) for item in items]``, computed on the client's cores at once with one BLAS thread
+    each, when there are several items, the Grams (``width`` x ``width``) are narrower than
+    :data:`CLIENT_MAP_MAX_WIDTH` and :data:`CLIENT_MAP_ARRAYS` of them per item at once fit in a quarter
+    of the available memory; else one after another, each on every BLAS thread.  A small factorization
+    gains little from BLAS's threads and, on a busy machine, loses much to their waits for each other
+    (docs/BENCHMARKS.md, "The client's solves"); LAPACK releases the GIL."""
+    items = list(items)
+    threads = min(client_cores(), len(items))
+    if threads > 1 and width < CLIENT_MAP_MAX_WIDTH:
+        import psutil
+
+        per_item = CLIENT_MAP_ARRAYS * 8 * width * width
+        threads = min(threads, max(1, int(0.25 * psutil.virtual_memory().available // max(per_item, 1))))
+    if threads <= 1 or width >= CLIENT_MAP_MAX_WIDTH:
+        return [fn(item) for item in items]
+    from concurrent.futures import ThreadPoolExecutor
+
+    from threadpoolctl import threadpool_limits
+
+    context = contextvars.copy_context()  # the job's settings (its device) in every thread
+    with threadpool_limits(limits=1, user_api="blas"), ThreadPoolExecutor(threads) as pool:
+        return list(pool.map(lambda item: context.copy().run(fn, item), items))
+
+
 def _widest_layer(collections):
     """Most tasks in one layer of the collections' graphs (how many can run at once)."""
     widest = 1

@@ -1,0 +1,155 @@
+"""The client's factorizations of a search: their time against their flops and this machine's GEMM.
+
+Run from the repository root:
+
+    python benchmarks/selection/bench_client_solves.py --sizes 500 1000 2000 --alphas 5 --repeats 5
+
+For a D x D Gram ``G = Z'Z`` (Z: 2 D x D normal rows) and T targets, each route's time for A
+alphas (``(G + alpha I)^-1 C`` for every alpha), the fastest of ``--repeats`` interleaved rounds:
+
+* ``cholesky``: one Cholesky factorization and solve per alpha (D^3/3 flops each);
+* ``tridiagonal``: one reduction ``G = Q T Q'`` (LAPACK ``dsytrd``, 4/3 D^3 flops), a tridiagonal
+  solve per alpha and ``Q`` applied by ``dormqr`` (:func:`rfstream.solvers.ridge.cv.tridiagonal_path`);
+* ``eigh-evr``, ``eigh-evd``: one eigendecomposition with vectors (about 9 D^3 flops by the
+  symmetric QR count of Golub & Van Loan; divide and conquer does fewer) serving every alpha.
+
+Also the GEMM rate (numpy matmul of two 2000 x 2000 float64), each route's GFLOP/s at its own
+nominal flop count, and the CPU time over the wall time (about the cores it kept busy);
+``--threads 1 --clock cpu`` times one core's work, steadier on a shared, loaded machine.
+``--search`` (``--search-only``) also times the client's solves of a search of 8 gammas x 5 folds x A
+alphas (``alpha_path`` of each gamma), at the Cholesky route's flops; with ``PYTHONPATH`` at an
+older checkout it times that one's (before/after).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import time
+
+import numpy as np
+import scipy.linalg
+
+
+CLOCK = {"clock": "wall"}
+
+
+def _timed(fn, repeats):
+    """``(seconds, cpu seconds / wall seconds)`` of the fastest of ``repeats`` calls; seconds of the
+    wall clock, or with ``--clock cpu`` of this process's CPU time (a single BLAS thread's work,
+    steadier than the wall clock on a machine shared with other jobs)."""
+    best, ratio = np.inf, np.nan
+    for _ in range(repeats):
+        c0, t0 = time.process_time(), time.perf_counter()
+        fn()
+        wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+        seconds = cpu if CLOCK["clock"] == "cpu" else wall
+        if seconds < best:
+            best, ratio = seconds, cpu / wall
+    return best, ratio
+
+
+def gemm_rate(repeats):
+    rng = np.random.default_rng(0)
+    a, b = rng.normal(size=(2000, 2000)), rng.normal(size=(2000, 2000))
+    seconds, cpu = _timed(lambda: a @ b, repeats)
+    return 2 * 2000**3 / seconds / 1e9, cpu
+
+
+def routes(D, T, A, repeats):
+    from rfstream.solvers.ridge.cv import solve, tridiagonal_path
+
+    rng = np.random.default_rng(D)
+    Z = rng.normal(size=(2 * D, D))
+    G, C = Z.T @ Z, rng.normal(size=(D, T))
+    alphas = np.logspace(-2, 2, A)
+
+    def cholesky():
+        return [solve(G, C, a) for a in alphas]
+
+    def tridiagonal():
+        path = tridiagonal_path(G, C)
+        return [path(a) for a in alphas]
+
+    def eigh(driver):
+        def run():
+            e, V = scipy.linalg.eigh(G, driver=driver, check_finite=False)
+            VC = V.T @ C
+            return [V @ (VC / (e + a)[:, None]) for a in alphas]
+        return run
+
+    fns = {"cholesky": cholesky, "tridiagonal": tridiagonal, "eigh-evr": eigh("evr"), "eigh-evd": eigh("evd")}
+    flops = {"cholesky": A * D**3 / 3, "tridiagonal": 4 * D**3 / 3, "eigh-evr": 9 * D**3, "eigh-evd": 9 * D**3}
+    ref = cholesky()
+    out = {}
+    for _ in range(repeats):  # interleaved rounds; each route's fastest kept
+        for name, fn in fns.items():
+            seconds, cpu = _timed(fn, 1)
+            if name not in out or seconds < out[name]["seconds"]:
+                got = fn() if name not in out else None
+                error = (max(np.abs(g - r).max() / np.abs(r).max() for g, r in zip(got, ref))
+                         if got is not None else out[name]["max_rel_diff"])
+                out[name] = {"seconds": seconds, "cpu_per_wall": round(cpu, 2),
+                             "gflops": round(flops[name] / seconds / 1e9, 1), "max_rel_diff": float(error)}
+    return out
+
+
+def search(D, T, A, K, repeats, G=8):
+    """The CV search's client solves (:func:`rfstream.solvers.ridge.cv.grid_cross_validate`'s
+    ``alpha_path`` of each of G gammas, K folds, A alphas) from synthetic partials, and its rate at the
+    Cholesky route's flops (G K A D^3 / 3)."""
+    from rfstream.solvers.ridge import cv
+
+    rng = np.random.default_rng(1)
+    stats = {"G": [], "C": [], "s": [], "t": [], "n": [], "m": [], "B": []}
+    for _ in range(K):
+        Z = rng.normal(size=(D + 50, D)) * (1 + np.arange(D)) ** -0.5
+        Y = rng.normal(size=(D + 50, T))
+        for key, v in (("G", Z.T @ Z), ("C", Z.T @ Y), ("s", Z.sum(0)), ("t", Y.sum(0)),
+                       ("n", float(len(Z))), ("m", len(Z)), ("B", Y.T @ Y)):
+            stats[key].append(v)
+    stats = {k: np.array(v) for k, v in stats.items()}
+    total = {k: v.sum(axis=0) for k, v in stats.items()}
+    alphas = np.logspace(-2, 2, A)
+    if hasattr(cv, "grid_paths"):
+        run = lambda: cv.grid_paths([stats] * G, [total] * G, alphas, K, True)  # noqa: E731
+    else:  # before the (gamma, fold) solves ran at once
+        run = lambda: [cv.alpha_path(stats, total, alphas, K, True) for _ in range(G)]  # noqa: E731
+    seconds, cpu = _timed(run, repeats)
+    return {"gammas": G, "folds": K, "alphas": A, "seconds": round(seconds, 3), "cpu_per_wall": round(cpu, 2),
+            "gflops_at_cholesky_flops": round(G * K * A * D**3 / 3 / seconds / 1e9, 1)}
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--sizes", type=int, nargs="+", default=[500, 1000, 2000])
+    p.add_argument("--alphas", type=int, default=5)
+    p.add_argument("--targets", type=int, default=1)
+    p.add_argument("--repeats", type=int, default=5)
+    p.add_argument("--search", action="store_true", help="also time the client's solves of an 8-gamma, 5-fold search")
+    p.add_argument("--search-only", action="store_true", help="only the GEMM rate and --search")
+    p.add_argument("--threads", type=int, default=None, help="BLAS threads (default: the library's)")
+    p.add_argument("--clock", choices=("wall", "cpu"), default="wall",
+                   help="cpu: this process's CPU time (with --threads 1, a core's work)")
+    args = p.parse_args()
+    CLOCK["clock"] = args.clock
+    if args.threads:
+        from threadpoolctl import threadpool_limits
+
+        threadpool_limits(args.threads, user_api="blas")
+    rate, cpu = gemm_rate(args.repeats)
+    print(json.dumps({"gemm_gflops": round(rate, 1), "cpu_per_wall": round(cpu, 2)}), flush=True)
+    for D in args.sizes:
+        if args.search_only:
+            print(json.dumps({"D": D, "search": search(D, args.targets, args.alphas, 5, args.repeats)}), flush=True)
+            continue
+        out = routes(D, args.targets, args.alphas, args.repeats)
+        one = out["cholesky"]["seconds"] / args.alphas
+        crossover = {name: round(r["seconds"] / one, 2) for name, r in out.items() if name != "cholesky"}
+        print(json.dumps({"D": D, "alphas": args.alphas, "targets": args.targets, **out,
+                          "shared_route_in_choleskys": crossover}), flush=True)
+        if args.search:
+            print(json.dumps({"D": D, "search": search(D, args.targets, args.alphas, 5, args.repeats)}), flush=True)
+
+
+if __name__ == "__main__":
+    main()
