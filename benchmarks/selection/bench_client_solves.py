@@ -16,7 +16,9 @@ alphas (``(G + alpha I)^-1 C`` for every alpha), the fastest of ``--repeats`` in
 Also the GEMM rate (numpy matmul of two 2000 x 2000 float64), each route's GFLOP/s at its own
 nominal flop count, and the CPU time over the wall time (about the cores it kept busy);
 ``--threads 1 --clock cpu`` times one core's work, steadier on a shared, loaded machine.
-``--search`` (``--search-only``) also times the client's solves of a search of 8 gammas x 5 folds x A
+``--evidence``: the evidence of A alphas by a Cholesky factorization and inverse per alpha against one
+tridiagonal reduction.  ``--pool``: 8 Cholesky solves one after another on BLAS's threads or on one, against
+:func:`rfstream.cluster.client_map` (at once, one per core).  ``--search`` (``--search-only``) also times the client's solves of a search of 8 gammas x 5 folds x A
 alphas (``alpha_path`` of each gamma), at the Cholesky route's flops; with ``PYTHONPATH`` at an
 older checkout it times that one's (before/after).
 """
@@ -119,6 +121,62 @@ def search(D, T, A, K, repeats, G=8):
             "gflops_at_cholesky_flops": round(G * K * A * D**3 / 3 / seconds / 1e9, 1)}
 
 
+def evidence_routes(D, T, A, repeats):
+    """The evidence of A alphas for one gamma: a Cholesky factorization and its inverse per alpha
+    (:func:`rfstream.solvers.ridge.evidence.cholesky_path`) against one tridiagonal reduction
+    (:func:`~rfstream.solvers.ridge.evidence.tridiagonal_basis` and ``evidence_path``); seconds of
+    the fastest of interleaved rounds."""
+    from rfstream.solvers.ridge import evidence
+
+    rng = np.random.default_rng(D)
+    Z, Y = rng.normal(size=(2 * D, D)), rng.normal(size=(2 * D, T))
+    total = {"G": Z.T @ Z, "C": Z.T @ Y, "s": Z.sum(0), "t": Y.sum(0), "n": float(2 * D), "B": Y.T @ Y}
+    alphas = np.logspace(-2, 2, A)
+    yy, m = evidence.centred_target_energy(total, True), evidence.degrees_of_freedom(total, True)
+    runs = {"cholesky": lambda: evidence.cholesky_path(total, yy, m, alphas, True),
+            "tridiagonal": lambda: evidence.evidence_path(evidence.tridiagonal_basis(total, True), yy, m, alphas)}
+    best = {}
+    for _ in range(repeats):
+        for name, fn in runs.items():
+            seconds, _ = _timed(fn, 1)
+            best[name] = min(best.get(name, np.inf), seconds)
+    a, b = runs["cholesky"](), runs["tridiagonal"]()
+    return {**{k: round(v, 4) for k, v in best.items()},
+            "max_rel_diff_log_evidence": float(np.max(np.abs(a[0] - b[0]) / np.abs(a[0])))}
+
+
+def pool(D, n, repeats):
+    """n Cholesky solves of one D x D Gram: one after another on BLAS's threads, one after another on
+    one BLAS thread, and at once on the client's cores with one BLAS thread each
+    (:func:`rfstream.cluster.client_map`); (wall s, CPU s) of the fastest of interleaved rounds."""
+    from threadpoolctl import threadpool_limits
+
+    from rfstream.cluster import client_map
+    from rfstream.solvers.ridge.cv import solve
+
+    rng = np.random.default_rng(0)
+    Z = rng.normal(size=(2 * D, D))
+    G, C = Z.T @ Z, rng.normal(size=(D, 1))
+    alphas = np.logspace(-2, 2, n)
+
+    def one_blas_thread():
+        with threadpool_limits(1, user_api="blas"):
+            return [solve(G, C, a) for a in alphas]
+
+    runs = {"serial, BLAS threads": lambda: [solve(G, C, a) for a in alphas],
+            "serial, one BLAS thread": one_blas_thread,
+            "client_map": lambda: client_map(lambda a: solve(G, C, a), alphas, width=D)}
+    best = {}
+    for _ in range(repeats):
+        for name, fn in runs.items():
+            c0, t0 = time.process_time(), time.perf_counter()
+            fn()
+            wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+            if name not in best or wall < best[name][0]:
+                best[name] = (round(wall, 3), round(cpu, 3))
+    return best
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--sizes", type=int, nargs="+", default=[500, 1000, 2000])
@@ -127,11 +185,22 @@ def main():
     p.add_argument("--repeats", type=int, default=5)
     p.add_argument("--search", action="store_true", help="also time the client's solves of an 8-gamma, 5-fold search")
     p.add_argument("--search-only", action="store_true", help="only the GEMM rate and --search")
+    p.add_argument("--pool", action="store_true", help="only: 8 Cholesky solves per D, serial or at once")
+    p.add_argument("--evidence", action="store_true", help="only: the evidence's two routes per D")
     p.add_argument("--threads", type=int, default=None, help="BLAS threads (default: the library's)")
     p.add_argument("--clock", choices=("wall", "cpu"), default="wall",
                    help="cpu: this process's CPU time (with --threads 1, a core's work)")
     args = p.parse_args()
     CLOCK["clock"] = args.clock
+    if args.evidence:
+        for D in args.sizes:
+            print(json.dumps({"D": D, "alphas": args.alphas, "evidence": evidence_routes(D, args.targets, args.alphas,
+                                                                                      args.repeats)}), flush=True)
+        return
+    if args.pool:
+        for D in args.sizes:
+            print(json.dumps({"D": D, "8 solves (wall s, cpu s)": pool(D, 8, args.repeats)}), flush=True)
+        return
     if args.threads:
         from threadpoolctl import threadpool_limits
 
