@@ -31,7 +31,6 @@ import time
 import numpy as np
 import scipy.linalg
 
-
 CLOCK = {"clock": "wall"}
 
 
@@ -113,9 +112,9 @@ def search(D, T, A, K, repeats, G=8):
     total = {k: v.sum(axis=0) for k, v in stats.items()}
     alphas = np.logspace(-2, 2, A)
     if hasattr(cv, "grid_paths"):
-        run = lambda: cv.grid_paths([stats] * G, [total] * G, alphas, K, True)  # noqa: E731
+        run = lambda: cv.grid_paths([stats] * G, [total] * G, alphas, K, True)
     else:  # before the (gamma, fold) solves ran at once
-        run = lambda: [cv.alpha_path(stats, total, alphas, K, True) for _ in range(G)]  # noqa: E731
+        run = lambda: [cv.alpha_path(stats, total, alphas, K, True) for _ in range(G)]
     seconds, cpu = _timed(run, repeats)
     return {"gammas": G, "folds": K, "alphas": A, "seconds": round(seconds, 3), "cpu_per_wall": round(cpu, 2),
             "gflops_at_cholesky_flops": round(G * K * A * D**3 / 3 / seconds / 1e9, 1)}

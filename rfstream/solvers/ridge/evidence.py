@@ -14,7 +14,13 @@ import scipy.linalg
 
 from ...cluster import client_map
 from ...options import ParameterError
-from .cv import SHARED_MIN_ALPHAS, apply_q, normal_equations, tridiagonal_reduction, tridiagonal_solve
+from .cv import (
+    SHARED_MIN_ALPHAS,
+    apply_q,
+    normal_equations,
+    tridiagonal_reduction,
+    tridiagonal_solve,
+)
 
 
 def check_evidence_alphas(alphas):

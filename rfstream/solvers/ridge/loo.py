@@ -19,7 +19,15 @@ from ...devices import is_numpy, symmetric_eigh
 from ...reductions import Layout
 from ..passes import RowSpec, row_sum, sub_blocks, weight_fields
 from ..targets import encode_classes
-from .cv import _add_counts, apply_q, best_candidate, cv_table, fold_scores, score_layout, tridiagonal_solve
+from .cv import (
+    _add_counts,
+    apply_q,
+    best_candidate,
+    cv_table,
+    fold_scores,
+    score_layout,
+    tridiagonal_solve,
+)
 from .gram import group_chunk, group_spec
 from .on_device import device_rotation
 
