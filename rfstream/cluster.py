@@ -14,6 +14,7 @@ import contextvars
 import copy
 import os
 import sys
+import threading
 import time
 import warnings
 from dataclasses import dataclass, field
@@ -145,11 +146,14 @@ def client_work(total, what):
         return
     t0 = time.perf_counter()
     state = {"done": 0, "shown": t0, "lines": 0}
+    lock = threading.Lock()  # steps come from client_map's threads
 
     def step(count=1, detail=None):
-        state["done"] += count
-        now = time.perf_counter()
-        if now - state["shown"] >= CLIENT_WORK_INTERVAL or (state["done"] >= total and state["lines"]):
+        with lock:
+            state["done"] += count
+            now = time.perf_counter()
+            if not (now - state["shown"] >= CLIENT_WORK_INTERVAL or (state["done"] >= total and state["lines"])):
+                return
             state["shown"] = now
             state["lines"] += 1
             print(f"rfstream: solving {min(state['done'], total):,} of {total:,} {what}"
@@ -393,6 +397,58 @@ def one_blas_thread_per_task(collections=()):
     if scheduler in (None, "threads", "threading") and workers > 1 and _widest_layer(collections) > 1:
         return threadpool_limits(limits=1, user_api="blas")  # scheduler None: dask's default, threads
     return contextlib.nullcontext()
+
+
+#: The client's independent solves of a search (one per (gamma, fold), or per gamma) run at once, one per
+#: core with one BLAS thread each (:func:`client_map`), for Grams narrower than this; wider ones one at a
+#: time on every BLAS thread.  Why: docs/ridge.md, "The route of each (gamma, fold)".
+CLIENT_MAP_MAX_WIDTH = 4096
+#: the D x D float64 arrays one solve of :func:`client_map` holds at once (training Gram, its centred
+#: copy, the factor, the held-out moments), for the memory bound on the solves at once
+CLIENT_MAP_ARRAYS = 5
+
+
+def client_cores():
+    """The cores this process may run on (its CPU affinity, else ``os.cpu_count()``)."""
+    try:
+        return len(os.sched_getaffinity(0)) or 1
+    except AttributeError:  # pragma: no cover - not on Linux
+        return os.cpu_count() or 1
+
+
+def client_map(fn, items, *, width, shown=None):
+    """``[fn(item) for item in items]``, computed on the client's cores at once with one BLAS thread
+    each, when there are several items, the Grams (``width`` x ``width``) are narrower than
+    :data:`CLIENT_MAP_MAX_WIDTH` and :data:`CLIENT_MAP_ARRAYS` of them per item at once fit in a quarter
+    of the available memory; else one after another, each on every BLAS thread.  A small factorization
+    gains little from BLAS's threads and, on a busy machine, loses much to their waits for each other
+    (docs/BENCHMARKS.md, "The client's solves"); LAPACK releases the GIL.  ``shown``: ``(what,
+    per_item, detail)``, the work shown in the progress as each item is done (:func:`client_work`)."""
+    items = list(items)
+    if shown is not None:
+        what, per_item, detail = shown
+        with client_work(len(items) * per_item, what) as step:
+            def counted(item):
+                value = fn(item)
+                step(per_item, detail)
+                return value
+
+            return client_map(counted, items, width=width)
+    threads = min(client_cores(), len(items))
+    if threads > 1 and width < CLIENT_MAP_MAX_WIDTH:
+        import psutil
+
+        per_item = CLIENT_MAP_ARRAYS * 8 * width * width
+        threads = min(threads, max(1, int(0.25 * psutil.virtual_memory().available // max(per_item, 1))))
+    if threads <= 1 or width >= CLIENT_MAP_MAX_WIDTH:
+        return [fn(item) for item in items]
+    from concurrent.futures import ThreadPoolExecutor
+
+    from threadpoolctl import threadpool_limits
+
+    context = contextvars.copy_context()  # the job's settings (its device) in every thread
+    with threadpool_limits(limits=1, user_api="blas"), ThreadPoolExecutor(threads) as pool:
+        return list(pool.map(lambda item: context.copy().run(fn, item), items))
 
 
 def _widest_layer(collections):

@@ -33,18 +33,19 @@ from .solvers.memory import (
     use_loo_instead,
     uses_iterations,
 )
-from .solvers.ridge.cv import EIGH_MIN_ALPHAS
+from .solvers.ridge.cv import SHARED_MIN_ALPHAS, tridiagonal_reduction
 from .solvers.ridge.gram import checkpoint_nbytes
 from .solvers.targets import planned_targets
 
 #: The size D of the factorizations timed once per process (:func:`factorization_rates`).
 RATE_SIZE = 512
 #: Floating-point operations of one factorization of size D, over D^3: LAPACK's symmetric
-#: eigendecomposition with eigenvectors (tridiagonal reduction 4/3, back-transformation 2)
-#: and the Cholesky factorization (1/3).
-FLOPS = {"eigh": 10 / 3, "Cholesky": 1 / 3}
+#: eigendecomposition with eigenvectors (tridiagonal reduction 4/3, back-transformation 2),
+#: the tridiagonal reduction alone (``dsytrd``, 4/3) and the Cholesky factorization (1/3).
+FLOPS = {"eigh": 10 / 3, "reduction": 4 / 3, "Cholesky": 1 / 3}
 #: What each kind is called in the plan's words (count 1, count > 1).
 FACTORIZATION_WORDS = {"eigh": ("eigendecomposition", "eigendecompositions"),
+                       "reduction": ("tridiagonal reduction", "tridiagonal reductions"),
                        "Cholesky": ("Cholesky factorization", "Cholesky factorizations")}
 #: How the plan names the first look's parts (:func:`rfstream.jobs.first_look`).
 FIRST_LOOK_WORDS = {"row sample": "gamma's sample"}
@@ -53,7 +54,7 @@ _RATES = {}
 
 
 def factorization_rates():
-    """GFLOP/s of this process's ``scipy.linalg.eigh`` and Cholesky factorization with the
+    """GFLOP/s of this process's ``scipy.linalg.eigh``, tridiagonal reduction and Cholesky factorization with the
     BLAS threads it has, each the best of three at D = :data:`RATE_SIZE` (:data:`FLOPS`),
     measured on the first call and kept for the process."""
     if not _RATES:
@@ -61,6 +62,7 @@ def factorization_rates():
         a = rng.standard_normal((RATE_SIZE, RATE_SIZE))
         gram = a @ a.T + RATE_SIZE * np.eye(RATE_SIZE)
         runs = {"eigh": lambda: scipy.linalg.eigh(gram, check_finite=False),
+                "reduction": lambda: tridiagonal_reduction(gram),
                 "Cholesky": lambda: scipy.linalg.cho_factor(gram, check_finite=False)}
         for kind, run in runs.items():
             best = np.inf
@@ -74,7 +76,7 @@ def factorization_rates():
 
 @dataclass(frozen=True)
 class Factorizations:
-    """``count`` factorizations of one ``kind`` ("eigh" or "Cholesky"), of sizes ``sizes``
+    """``count`` factorizations of one ``kind`` ("eigh", "reduction" or "Cholesky"), of sizes ``sizes``
     (D of each, listed once per count)."""
 
     kind: str
@@ -204,34 +206,37 @@ class _SolverPlan:
 def search_factorizations(route, n_alphas, n_folds, widths, n_gammas, *, searching, calibrating):
     """``{kind: [D, ...]}``: the client's factorizations of a ridge fit by the Gram, as
     :mod:`rfstream.solvers.ridge.estimators` makes them -- K-fold CV ("cv"): per (gamma, size,
-    fold) one eigh for :data:`rfstream.solvers.ridge.cv.EIGH_MIN_ALPHAS` alphas or more, else
-    one Cholesky per alpha; "loo": one eigh per (gamma, size); "evidence": one eigh per (gamma,
-    size), or below that many alphas one Cholesky per alpha (with its inverse, counted twice);
-    then the chosen candidate's solve (a Cholesky where no eigh was made) and calibration's
-    eigh (where none was made).  A chosen size unknown before the fit counts as the largest."""
-    out = {"eigh": [], "Cholesky": []}
+    fold) one tridiagonal reduction for :data:`rfstream.solvers.ridge.cv.SHARED_MIN_ALPHAS`
+    alphas or more, else one Cholesky per alpha; "loo": one eigh per (gamma, size), which solves
+    the fit and serves the calibration; "evidence": one reduction per (gamma, size), which solves
+    the fit, or below that many alphas one Cholesky per alpha (with its inverse, counted twice);
+    then, where no basis solves the fit, the calibration's eigh (which does) or a Cholesky, and
+    the calibration's eigh where the basis has no eigenvectors.  A chosen size unknown before
+    the fit counts as the largest."""
+    out = {"eigh": [], "reduction": [], "Cholesky": []}
     candidates = [w for _ in range(n_gammas) for w in widths]
-    eigh_made = False
+    shared = n_alphas >= SHARED_MIN_ALPHAS
+    basis = None  # what the search leaves for the fit: "eigh", "reduction" or nothing
     if searching and route == "cv":
         for w in candidates:
-            if n_alphas >= EIGH_MIN_ALPHAS:
-                out["eigh"] += [w] * n_folds
+            if shared:
+                out["reduction"] += [w] * n_folds
             else:
                 out["Cholesky"] += [w] * (n_folds * n_alphas)
     elif searching and route == "loo":
         out["eigh"] += candidates
-        eigh_made = True
+        basis = "eigh"
     elif searching and route == "evidence":
-        if n_alphas >= EIGH_MIN_ALPHAS:
-            out["eigh"] += candidates
-            eigh_made = True
+        if shared:
+            out["reduction"] += candidates
+            basis = "reduction"
         else:
             out["Cholesky"] += [w for w in candidates for _ in range(2 * n_alphas)]
     largest = max(widths)
-    if not eigh_made:
+    if calibrating and basis != "eigh":
+        out["eigh"].append(largest)
+    elif basis is None:
         out["Cholesky"].append(largest)
-        if calibrating:
-            out["eigh"].append(largest)
     return {kind: sizes for kind, sizes in out.items() if sizes}
 
 

@@ -13,7 +13,8 @@ standardized training rows) x 5 alphas at D = 1000, 5-fold CV:
   random_state=0), RidgeClassifier() or Ridge()]), cv=5, n_jobs=2)``, refit on the
   training rows, numpy arrays in memory;
 * rfstream: ``Standardizer -> RandomFourierFeatures(1000, gamma=[8 gammas]) ->
-  StreamingRidgeClassifier / StreamingRidge(alpha=[5 alphas], cv=5, calibrate=False)``
+  StreamingRidgeClassifier / StreamingRidge(alpha=[5 alphas], cv=5)`` with the
+  estimators' default ``calibrate="auto"`` (the calibration pass: ``--calibrate no`` leaves it out)
   on the dask arrays of the converted Zarr, dask's threads (2 cores): one Gram pass and
   one scoring pass ("rfstream"); the same with ``select="evidence"``: one Gram pass
   ("rfstream-evidence").
@@ -93,7 +94,7 @@ def side_sklearn(name, workdir, gammas):
             "seed_std": float(np.std(errors)), "seed_errors": errors}
 
 
-def side_rfstream(name, workdir, gammas, select="cv"):
+def side_rfstream(name, workdir, gammas, select="cv", calibrate="auto"):
     import dask
     from sklearn.pipeline import make_pipeline
 
@@ -103,7 +104,7 @@ def side_rfstream(name, workdir, gammas, select="cv"):
     X, X_test, y, y_test = _data(name, workdir)
     task = TASKS[name]
     ridge = (StreamingRidgeClassifier if task == "classification" else StreamingRidge)(
-        alpha=ALPHAS, cv=5, select=select, calibrate=False)
+        alpha=ALPHAS, cv=5, select=select, calibrate=calibrate)
     model = make_pipeline(Standardizer(), RandomFourierFeatures(1000, gamma=gammas, random_state=0), ridge)
     with dask.config.set(scheduler="threads"):
         model.fit(X, y)
@@ -134,7 +135,8 @@ def gridsearch(args):
         gammas = _gammas(X)
         row = {"dataset": name, "rows": int(X.shape[0]), "gammas": gammas}
         for side in SIDES:
-            argv = [sys.executable, os.path.abspath(__file__), "_side", side, name, args.workdir, json.dumps(gammas)]
+            argv = [sys.executable, os.path.abspath(__file__), "_side", side, name, args.workdir, json.dumps(gammas),
+                    args.calibrate]
             seconds, peak, result = measure(argv)
             row[side] = {"seconds": round(seconds, 1), "peak_gib": round(peak / 2**30, 2), **result}
             print(json.dumps({"dataset": name, "side": side, **row[side]}), flush=True)
@@ -205,8 +207,9 @@ def passes(args):
 def main():
     if len(sys.argv) > 1 and sys.argv[1] == "_side":
         side, name, workdir, gammas = sys.argv[2], sys.argv[3], sys.argv[4], json.loads(sys.argv[5])
+        calibrate = {"auto": "auto", "yes": True, "no": False}[sys.argv[6]]
         result = (side_sklearn(name, workdir, gammas) if side == "sklearn" else
-                  side_rfstream(name, workdir, gammas, "evidence" if side == "rfstream-evidence" else "cv"))
+                  side_rfstream(name, workdir, gammas, "evidence" if side == "rfstream-evidence" else "cv", calibrate))
         print(json.dumps(result))
         return
     if len(sys.argv) > 1 and sys.argv[1] == "_fit":
@@ -218,6 +221,8 @@ def main():
     g.add_argument("--datasets", nargs="+", default=["adult", "letter", "cpusmall"])
     g.add_argument("--workdir", default=str(cache_dir()))
     g.add_argument("--json", default=None)
+    g.add_argument("--calibrate", choices=("auto", "yes", "no"), default="auto",
+                   help="rfstream's calibrate= (default: the estimators' default, 'auto')")
     q = sub.add_parser("passes", help="G gammas in one fit against G fits")
     q.add_argument("--dataset", default="kddcup99")
     q.add_argument("--gammas", type=int, default=4)

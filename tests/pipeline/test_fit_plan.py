@@ -8,6 +8,7 @@ import pytest
 
 from rfstream import cluster, io
 from rfstream.cluster import connect, run_context
+from rfstream.solvers.ridge.cv import SHARED_MIN_ALPHAS
 from rfstream.fit_plan import FitPlan, Factorizations, factorization_rates, search_factorizations
 from rfstream.jobs import FitJob
 from rfstream.options import ParameterError
@@ -88,19 +89,22 @@ def test_an_unknown_count_is_said_as_such(data):
 
 
 def test_the_search_factorizations_follow_the_solver_rule():
-    # 5 alphas (below EIGH_MIN_ALPHAS): a Cholesky per (gamma, size, fold, alpha), then the
-    # chosen one's solve and calibration's eigh
+    # 5 alphas (below SHARED_MIN_ALPHAS): a Cholesky per (gamma, size, fold, alpha), then the
+    # calibration's eigh, which solves the chosen candidate too
     found = search_factorizations("cv", 5, 5, [1000, 2000, 4000], 5, searching=True, calibrating=True)
-    assert len(found["Cholesky"]) == 5 * 3 * 5 * 5 + 1 and found["eigh"] == [4000]
-    many = search_factorizations("cv", 8, 5, [100], 2, searching=True, calibrating=False)
-    assert many == {"eigh": [100] * 10, "Cholesky": [100]}
+    assert sorted(found["Cholesky"]) == [1000] * 125 + [2000] * 125 + [4000] * 125 and found["eigh"] == [4000]
+    assert set(found) == {"Cholesky", "eigh"}
+    many = search_factorizations("cv", SHARED_MIN_ALPHAS, 5, [100], 2, searching=True, calibrating=False)
+    assert many == {"reduction": [100] * 10, "Cholesky": [100]}
     loo = search_factorizations("loo", 3, 1, [10, 20], 1, searching=True, calibrating=True)
     assert loo == {"eigh": [10, 20]}  # the solution and the calibration reuse the chosen basis
+    evidence = search_factorizations("evidence", SHARED_MIN_ALPHAS, 1, [10], 3, searching=True, calibrating=True)
+    assert evidence == {"reduction": [10] * 3, "eigh": [10]}  # the fit from the reduction, calibration's eigh
 
 
 def test_the_estimated_time_scales_as_d_cubed():
     rates = factorization_rates()
-    assert set(rates) == {"eigh", "Cholesky"} and all(r > 0 for r in rates.values())
+    assert set(rates) == {"eigh", "reduction", "Cholesky"} and all(r > 0 for r in rates.values())
     small = FitPlan(rows=1, factorizations=[Factorizations("Cholesky", (500,))], rates=rates)
     large = FitPlan(rows=1, factorizations=[Factorizations("Cholesky", (1000,))], rates=rates)
     assert large.seconds == pytest.approx(8 * small.seconds)
@@ -143,7 +147,7 @@ def test_the_plan_is_said_before_the_first_pass_and_numbers_the_passes(data, cap
     err = capsys.readouterr().err.splitlines()
     assert err[0] == f"rfstream: plan: {meta['passes']} passes over 600 rows (moments + gamma's sample + classes; " \
                      "Gram, 5 folds x 2 gammas; CV scoring, 4 candidates; calibration)"
-    assert err[1].startswith("rfstream: client: 1 eigendecomposition of D=20 and 21 Cholesky factorizations of D=20")
+    assert err[1].startswith("rfstream: client: 1 eigendecomposition of D=20 and 20 Cholesky factorizations of D=20")
     passes = [line for line in err if line.startswith("rfstream: pass ")]
     assert passes[1].startswith("rfstream: pass 2 of 4 (Gram, 5 folds x 2 gammas) done in ")
     assert passes[2].startswith("rfstream: pass 3 of 4 (CV scoring, 4 candidates) done in ")

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.linalg
 
-from ...cluster import client_work, compute
+from ...cluster import client_map, compute
 from ...devices import is_numpy, symmetric_eigh
 from ...options import ParameterWarning
 from ...reductions import Layout
@@ -94,14 +94,72 @@ def held_out_sse(W, moments):
     return BB - 2 * np.sum(W * AB) + np.sum(W * (AA @ W))
 
 
-#: From this many alphas on, one eigendecomposition per fold serves every alpha; below it
-#: each (fold, alpha) is one Cholesky solve, the cheaper for a few (timings: docs/ridge.md).
-EIGH_MIN_ALPHAS = 8
+#: From this many alphas on, one reduction per (gamma, fold) serves every alpha
+#: (:func:`tridiagonal_path`); below it each (fold, alpha) is one Cholesky solve, the cheaper for a
+#: few.  The rule and its measurement: docs/ridge.md, "The route of each (gamma, fold)".
+SHARED_MIN_ALPHAS = 11
 
 
-def _eigen_path(G, C):
-    """``alpha -> (G + alpha I)^-1 C`` from one eigendecomposition of ``G``."""
-    e, V = symmetric_eigh(G) or scipy.linalg.eigh(G)  # on the job's GPU where it pays
+def tridiagonal_reduction(G):
+    """``(c, d, e, tau)`` of ``G = Q T Q'`` (LAPACK ``dsytrd``, lower; Golub & Van Loan, Matrix
+    Computations, 4th ed., Algorithm 8.3.1, blocked): ``T``'s diagonal ``d`` and off-diagonal ``e``,
+    ``Q``'s Householder vectors below the subdiagonal of ``c`` with their factors ``tau``.  ``G``
+    is not modified (LAPACK works on a copy)."""
+    D = G.shape[0]
+    lwork, _ = scipy.linalg.lapack.dsytrd_lwork(D, lower=1)
+    c, d, e, tau, info = scipy.linalg.lapack.dsytrd(G, lower=1, lwork=max(int(lwork), 1))
+    if info != 0:  # pragma: no cover - an argument error, not a property of G
+        raise np.linalg.LinAlgError(f"dsytrd failed (info={info})")
+    return c, d, e, tau
+
+
+def apply_q(reduction, X, trans):
+    """``Q X`` (``trans="N"``) or ``Q' X`` (``"T"``) of a :func:`tridiagonal_reduction`, by LAPACK
+    ``dormqr``: the vectors of ``dsytrd``'s lower form are a QR factorization's of ``c[1:, :-1]``
+    (as LAPACK's ``dormtr`` applies them), so ``Q`` is never formed."""
+    c, _, _, tau = reduction
+    D = c.shape[0]
+    out = np.array(X, dtype=np.float64, order="F", copy=True)
+    if D > 1 and out.shape[1]:
+        ormqr = scipy.linalg.lapack.dormqr
+        lwork = max(int(ormqr("L", trans, c[1:, :D - 1], tau, out[1:], -1)[1][0]), 1)
+        out[1:], _, info = ormqr("L", trans, c[1:, :D - 1], tau, out[1:], lwork)
+        if info != 0:  # pragma: no cover - an argument error
+            raise np.linalg.LinAlgError(f"dormqr failed (info={info})")
+    return out
+
+
+def tridiagonal_solve(reduction, QC, alpha):
+    """``(T + alpha I)^-1 QC`` (LAPACK ``dptsv``, O(D T); ``dgtsv``'s LU where rounding leaves it
+    not positive definite), or None where ``T + alpha I`` is singular (alpha = 0 on a singular Gram)."""
+    _, d, e, _ = reduction
+    _, _, x, info = scipy.linalg.lapack.dptsv(d + alpha, e, QC)
+    if info == 0:
+        return x
+    _, _, _, x, info = scipy.linalg.lapack.dgtsv(e, d + alpha, e, QC)  # indefinite by rounding: LU
+    return x if info == 0 else None
+
+
+def tridiagonal_path(G, C):
+    """``alpha -> (G + alpha I)^-1 C`` for many alphas from one reduction ``G = Q T Q'``
+    (:func:`tridiagonal_reduction`, 4/3 D^3 flops): per alpha a tridiagonal solve and ``Q`` applied,
+    O(D^2 T).  Exact, as a Cholesky solve per alpha; the shared reduction of the regularization path
+    as Elden (1977, "Algorithms for the regularization of ill-conditioned least squares problems",
+    BIT 17, Section 3) does it with a bidiagonalization.  ``G`` must be symmetric (its lower
+    triangle is read); alpha = 0, or ``T + alpha I`` singular: :func:`solve` (as the per-alpha route)."""
+    reduction = tridiagonal_reduction(G)
+    QC = apply_q(reduction, C, "T")
+
+    def at(a):
+        x = tridiagonal_solve(reduction, QC, a) if a > 0 else None
+        return solve(G, C, a) if x is None else apply_q(reduction, x, "N")
+
+    return at
+
+
+def _eigen_path(G, C, values):
+    """``alpha -> (G + alpha I)^-1 C`` from the eigendecomposition ``values = (e, V)`` of ``G``."""
+    e, V = values
     VC = V.T @ C
 
     def at(a):
@@ -110,32 +168,59 @@ def _eigen_path(G, C):
     return at
 
 
-def alpha_path(stats, total, alphas, scored, fit_intercept, step=None):
+def search_path(G, C, n_alphas):
+    """``alpha -> (G + alpha I)^-1 C`` by the cheapest exact route for ``n_alphas`` alphas: a Cholesky
+    solve per alpha below :data:`SHARED_MIN_ALPHAS`, else one shared reduction (on the job's GPU, an
+    eigendecomposition, where :func:`rfstream.devices.symmetric_eigh` makes one)."""
+    if n_alphas < SHARED_MIN_ALPHAS:
+        return lambda a: solve(G, C, a)
+    on_device = symmetric_eigh(G)
+    return _eigen_path(G, C, on_device) if on_device is not None else tridiagonal_path(G, C)
+
+
+def fold_path(stats, total, k, alphas, fit_intercept):
+    """``(W (D, A x T), b (A x T), sse (A,), n)`` of scored fold ``k``: its training Gram ("all folds
+    but k") solved for every alpha by :func:`search_path`, each model's held-out squared error from the
+    fold's partials; zeros for a fold with no weight."""
+    D, T = total["C"].shape
+    fold = {key: v[k] for key, v in stats.items()}
+    W_all, b_all, sse = np.zeros((D, alphas.size * T)), np.zeros(alphas.size * T), np.zeros(alphas.size)
+    if fold["n"] == 0:
+        return W_all, b_all, sse, 0.0
+    train = {key: total[key] - fold[key] for key in total}
+    G, C, mu, nu = normal_equations(train, fit_intercept)
+    del train
+    path = search_path(G, C, alphas.size)
+    moments = held_out_moments(mu, nu, fold)
+    for i, a in enumerate(alphas):
+        W = path(a)
+        sse[i] = held_out_sse(W, moments)
+        W_all[:, i * T:(i + 1) * T], b_all[i * T:(i + 1) * T] = W, nu - mu @ W
+    return W_all, b_all, sse, float(fold["n"])
+
+
+def alpha_path(stats, total, alphas, scored, fit_intercept):
     """``(W, b, sse, n)``: the weights (K, D, A x T) and intercepts (K, A x T) of every
     (scored fold, alpha), their held-out squared errors (K, A) and the folds' weights
-    (K,): per fold a Cholesky solve per alpha, or one eigh for :data:`EIGH_MIN_ALPHAS`
-    alphas or more; no data pass (a fold with no weight: zeros).  ``step(count, detail)``
-    is told each fold's factorizations (:func:`rfstream.cluster.client_work`)."""
-    D, T = total["C"].shape
-    W_all, b_all = np.zeros((scored, D, alphas.size * T)), np.zeros((scored, alphas.size * T))
-    sse, fold_n = np.zeros((scored, alphas.size)), np.zeros(scored)
-    for k in range(scored):
-        fold = {key: v[k] for key, v in stats.items()}
-        if fold["n"] == 0:
-            continue
-        train = {key: total[key] - fold[key] for key in total}
-        G, C, mu, nu = normal_equations(train, fit_intercept)
-        path = _eigen_path(G, C) if alphas.size >= EIGH_MIN_ALPHAS else lambda a, G=G, C=C: solve(G, C, a)
-        moments = held_out_moments(mu, nu, fold)
-        for i, a in enumerate(alphas):
-            W = path(a)
-            sse[k, i] = held_out_sse(W, moments)
-            W_all[k, :, i * T:(i + 1) * T], b_all[k, i * T:(i + 1) * T] = W, nu - mu @ W
-        fold_n[k] = fold["n"]
-        if step is not None:
-            eigh = alphas.size >= EIGH_MIN_ALPHAS
-            step(1 if eigh else alphas.size, f"{'eigh' if eigh else 'Cholesky'}, D={D:,}")
-    return W_all, b_all, sse, fold_n
+    (K,), by :func:`fold_path`; no data pass."""
+    return grid_paths([stats], [total], alphas, scored, fit_intercept)[0]
+
+
+def grid_paths(stats, totals, alphas, scored, fit_intercept):
+    """:func:`alpha_path` of every gamma (``stats``, ``totals``: one per gamma), the (gamma, fold)
+    solves on the client's cores at once (:func:`rfstream.cluster.client_map`)."""
+    D = totals[0]["C"].shape[0]
+    units = [(g, k) for g in range(len(totals)) for k in range(scored)]
+    shared = alphas.size >= SHARED_MIN_ALPHAS
+    shown = ("factorizations of the folds' training Grams", 1 if shared else alphas.size,
+             f"{'tridiagonal reduction' if shared else 'Cholesky'}, D={D:,}")
+    done = client_map(lambda unit: fold_path(stats[unit[0]], totals[unit[0]], unit[1], alphas, fit_intercept),
+                      units, width=D, shown=shown)
+    paths = []
+    for g in range(len(totals)):
+        parts = done[g * scored:(g + 1) * scored]
+        paths.append(tuple(np.stack([p[i] for p in parts]) for i in range(4)))
+    return paths
 
 
 def grid_cross_validate(groups, y, stats, totals, alphas, cv, weights, *, scoring, classes,
@@ -149,9 +234,7 @@ def grid_cross_validate(groups, y, stats, totals, alphas, cv, weights, *, scorin
     ``cv`` and ``weights`` as the pass had them.
     """
     scored = cv[1]
-    count = len(stats) * scored * (1 if alphas.size >= EIGH_MIN_ALPHAS else alphas.size)
-    with client_work(count, "factorizations of the folds' training Grams") as step:
-        paths = [alpha_path(s, t, alphas, scored, fit_intercept, step) for s, t in zip(stats, totals)]
+    paths = grid_paths(stats, totals, alphas, scored, fit_intercept)
     fold_n = paths[0][3]
     sse = np.concatenate([p[2] for p in paths], axis=1)  # (K, G x A)
     cv_mse = sse.sum(axis=0) / max(fold_n.sum(), 1.0)

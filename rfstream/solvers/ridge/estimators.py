@@ -130,7 +130,7 @@ class RidgeSearchMixin:
         bases = None
         if self.select == "evidence":
             check_evidence_alphas(alphas)
-            bases = evidence_bases(totals, alphas, self.fit_intercept, loo_basis)
+            bases = evidence_bases(totals, alphas, self.fit_intercept)
             table, best = evidence_table(bases, totals, alphas, fit_intercept=self.fit_intercept,
                                          gammas=groups.gammas)
             table = {**table, "scoring": "log_evidence", "mean_score": table["log_evidence"],
@@ -178,8 +178,9 @@ class RidgeSearchMixin:
         return chosen
 
     def _solution(self, basis, total, solve_stats):
-        """``(W, b)`` at the chosen alpha: from the eigendecomposition the search made, else
-        by Cholesky from the chosen gamma's totals (``solve_stats``)."""
+        """``(W, b)`` at the chosen alpha: from the eigendecomposition or tridiagonal reduction the
+        search made (:func:`rfstream.solvers.ridge.loo.loo_solution`), else by Cholesky from the
+        chosen gamma's totals (``solve_stats``)."""
         if basis is not None:
             return loo_solution(basis, self.alpha_)
         return solve_stats(total, self.alpha_)
@@ -194,7 +195,7 @@ class RidgeSearchMixin:
         """The calibration pass and what the model keeps of it (docs/ridge.md); ``basis``:
         the chosen gamma's eigendecomposition, or None to make it from ``total`` (whose Gram
         it consumes)."""
-        basis = basis if basis is not None else loo_basis(total, self.fit_intercept)
+        basis = basis if basis is not None and "U" in basis else loo_basis(total, self.fit_intercept)
         classifier = hasattr(self, "classes_")
         noise = noise_variance(basis, centred_target_energy(total, self.fit_intercept),
                                degrees_of_freedom(total, self.fit_intercept), self.alpha_)
@@ -332,9 +333,11 @@ class _BaseStreamingRidge(RidgeSearchMixin, LinearPredictMixin, BaseEstimator):
         else:
             self.alpha_ = float(alphas[0])
         self.n_features_in_ = int(totals[chosen]["s"].shape[0])  # of the chosen gamma and size
+        calibrating = self._calibrates(searching, n_features)
+        if calibrating and basis is None:  # the calibration's eigendecomposition solves the fit too
+            basis = loo_basis(totals[chosen], self.fit_intercept)
         W, b = self._solution(basis, totals[chosen], self._solve_stats)
         scoring_pass = searching and (cv == "loo" or self.scoring != "squared_error") and self.select == "cv"
-        calibrating = self._calibrates(searching, n_features)
         if calibrating:
             self._calibrate(groups, chosen, y, target_fn, weights, W, b, basis,
                             totals[chosen])

@@ -12,9 +12,15 @@ from __future__ import annotations
 import numpy as np
 import scipy.linalg
 
-from ...cluster import client_work
+from ...cluster import client_map
 from ...options import ParameterError
-from .cv import EIGH_MIN_ALPHAS, normal_equations
+from .cv import (
+    SHARED_MIN_ALPHAS,
+    apply_q,
+    normal_equations,
+    tridiagonal_reduction,
+    tridiagonal_solve,
+)
 
 
 def check_evidence_alphas(alphas):
@@ -39,18 +45,45 @@ def degrees_of_freedom(total, fit_intercept):
     return float(total["n"]) - (1.0 if fit_intercept else 0.0)
 
 
+def tridiagonal_basis(total, fit_intercept):
+    """What the evidence of every alpha of one gamma needs, from one reduction of its centred Gram
+    ``G = Q T Q'`` (:func:`rfstream.solvers.ridge.cv.tridiagonal_reduction`, 4/3 D^3 flops, where an
+    eigendecomposition with vectors costs several times more): ``s``, the eigenvalues of ``T`` (and
+    ``G``) without vectors (LAPACK ``dsterf``, O(D^2)), ``QC = Q' Z_c' C Y``, the reduction itself,
+    ``mu``, ``nu`` and ``1 / n``; :func:`rfstream.solvers.ridge.loo.loo_solution` solves the chosen
+    alpha from it."""
+    G, C, mu, nu = normal_equations(total, fit_intercept)
+    reduction = tridiagonal_reduction(G)
+    del G
+    s, info = scipy.linalg.lapack.dsterf(reduction[1], reduction[2])
+    if info != 0:  # pragma: no cover - QL iterations that do not converge
+        raise np.linalg.LinAlgError(f"dsterf failed to converge (info={info})")
+    return {"reduction": reduction, "s": np.maximum(s, 0.0), "QC": apply_q(reduction, C, "T"), "mu": mu,
+            "nu": nu, "inv_n": 1.0 / max(total["n"], 1e-300) if fit_intercept else 0.0}
+
+
+def explained_energy(basis, alpha):
+    """``diag(C_c' (G + alpha I)^-1 C_c)`` (T,): from the eigenvectors (``UC``) or from the
+    tridiagonal reduction (``QC``, one O(D T) solve)."""
+    if "UC" in basis:
+        return (1.0 / (basis["s"] + alpha)) @ (basis["UC"] ** 2)
+    x = tridiagonal_solve(basis["reduction"], basis["QC"], alpha)
+    return np.sum(basis["QC"] * x, axis=0)
+
+
 def evidence_path(basis, yy, m, alphas):
     """``(log_evidence (A,), noise_variance (A, T), effective_parameters (A,))`` of every
-    alpha for one gamma, from its eigendecomposition ``basis`` (``s``: the eigenvalues of
-    the centred Gram, ``UC``: ``V' Z_c' C Y``, :func:`rfstream.solvers.ridge.loo.loo_basis`)
-    and the centred target energy ``yy`` (T,) (docs/ridge.md)."""
-    s, P2 = basis["s"], basis["UC"] ** 2
+    alpha for one gamma, from its :func:`tridiagonal_basis` (or an eigendecomposition ``basis``,
+    ``s``: the eigenvalues of the centred Gram, ``UC``: ``V' Z_c' C Y``,
+    :func:`rfstream.solvers.ridge.loo.loo_basis`) and the centred target energy ``yy`` (T,)
+    (docs/ridge.md)."""
+    s = basis["s"]
     m = max(m, 1e-300)
     log_ev = np.empty(alphas.size)
     noise = np.empty((alphas.size, yy.size))
     effective = np.empty(alphas.size)
     for i, alpha in enumerate(alphas):
-        energy = np.maximum(yy - (1.0 / (s + alpha)) @ P2, 1e-300 * max(yy.max(), 1.0))
+        energy = np.maximum(yy - explained_energy(basis, alpha), 1e-300 * max(yy.max(), 1.0))
         noise[i] = energy / m
         log_ev[i] = (-0.5 * m * np.sum(np.log(2 * np.pi * noise[i]) + 1.0)
                      - 0.5 * yy.size * np.sum(np.log1p(s / alpha)))
@@ -60,8 +93,8 @@ def evidence_path(basis, yy, m, alphas):
 
 def cholesky_path(total, yy, m, alphas, fit_intercept):
     """:func:`evidence_path` by one Cholesky factorization ``L L' = G + alpha I`` per alpha,
-    for fewer than :data:`rfstream.solvers.ridge.cv.EIGH_MIN_ALPHAS` alphas (cheaper than
-    one eigendecomposition, as for cross-validation): ``sum_j log(1 + e_j / alpha) =
+    for fewer than :data:`rfstream.solvers.ridge.cv.SHARED_MIN_ALPHAS` alphas (cheaper than
+    one reduction, as for cross-validation): ``sum_j log(1 + e_j / alpha) =
     2 sum log diag(L) - D log alpha``, ``E(alpha) = yy - diag(C_c' (G + alpha I)^-1 C_c)``,
     and the effective parameters ``D - alpha trace((G + alpha I)^-1)``."""
     G, C, _, _ = normal_equations(total, fit_intercept)
@@ -82,17 +115,14 @@ def cholesky_path(total, yy, m, alphas, fit_intercept):
     return log_ev, noise, effective
 
 
-def evidence_bases(totals, alphas, fit_intercept, eigen_basis):
-    """The eigendecomposition of every gamma's Gram (``eigen_basis(total)``, which consumes
-    it) for :data:`EIGH_MIN_ALPHAS` alphas or more, else None per gamma (Cholesky)."""
-    if alphas.size < EIGH_MIN_ALPHAS:
-        return [None] * len(totals)
-    bases = []
-    with client_work(len(totals), "eigendecompositions") as step:
-        for t in totals:
-            bases.append(eigen_basis(t, fit_intercept))
-            step(1, f"D={bases[-1]['U'].shape[0]:,}")
-    return bases
+def evidence_bases(totals, alphas, fit_intercept):
+    """The :func:`tridiagonal_basis` of every gamma's Gram for :data:`SHARED_MIN_ALPHAS` alphas or
+    more, else None per gamma (Cholesky); ``totals`` are not modified."""
+    if alphas.size >= SHARED_MIN_ALPHAS:
+        D = totals[0]["C"].shape[0]
+        return client_map(lambda t: tridiagonal_basis(t, fit_intercept), totals, width=D,
+                          shown=("tridiagonal reductions", 1, f"D={D:,}"))
+    return [None] * len(totals)
 
 
 def evidence_table(bases, totals, alphas, *, fit_intercept, gammas=None):
@@ -101,15 +131,17 @@ def evidence_table(bases, totals, alphas, *, fit_intercept, gammas=None):
     index of the largest evidence (of equal ones the first, as ``np.argmax``).  A gamma
     whose basis is None is done by :func:`cholesky_path`."""
     check_evidence_alphas(alphas)
-    paths = []
-    count = sum(basis is None for basis in bases) * alphas.size
-    with client_work(count, "Cholesky factorizations") as step:
-        for basis, total in zip(bases, totals):
-            yy, m = centred_target_energy(total, fit_intercept), degrees_of_freedom(total, fit_intercept)
-            paths.append(evidence_path(basis, yy, m, alphas) if basis is not None
-                         else cholesky_path(total, yy, m, alphas, fit_intercept))
-            if basis is None:
-                step(alphas.size, f"D={total['s'].shape[0]:,}")
+
+    def path(pair):
+        basis, total = pair
+        yy, m = centred_target_energy(total, fit_intercept), degrees_of_freedom(total, fit_intercept)
+        return (evidence_path(basis, yy, m, alphas) if basis is not None
+                else cholesky_path(total, yy, m, alphas, fit_intercept))
+
+    D = totals[0]["C"].shape[0]
+    cholesky = sum(basis is None for basis in bases)
+    shown = ("Cholesky factorizations", alphas.size, f"D={D:,}") if cholesky == len(bases) else None
+    paths = client_map(path, zip(bases, totals), width=D, shown=shown)  # gammas at once
     table = {"alpha": np.tile(alphas, len(bases)),
              "log_evidence": np.concatenate([p[0] for p in paths]),
              "noise_variance": np.concatenate([p[1] for p in paths]),

@@ -14,12 +14,20 @@ import numpy as np
 import scipy.linalg
 import scipy.sparse as sp
 
-from ...cluster import client_work, compute
+from ...cluster import client_map, compute
 from ...devices import is_numpy, symmetric_eigh
 from ...reductions import Layout
 from ..passes import RowSpec, row_sum, sub_blocks, weight_fields
 from ..targets import encode_classes
-from .cv import _add_counts, best_candidate, cv_table, fold_scores, score_layout
+from .cv import (
+    _add_counts,
+    apply_q,
+    best_candidate,
+    cv_table,
+    fold_scores,
+    score_layout,
+    tridiagonal_solve,
+)
 from .gram import group_chunk, group_spec
 from .on_device import device_rotation
 
@@ -43,8 +51,15 @@ def loo_basis(total, fit_intercept):
 
 
 def loo_solution(basis, alpha):
-    """``(W, b)`` of the full-data ridge fit for ``alpha`` from the eigendecomposition."""
-    W = basis["U"] @ (basis["UC"] / (basis["s"] + alpha)[:, None])
+    """``(W, b)`` of the full-data ridge fit for ``alpha`` from the eigendecomposition, or from
+    the tridiagonal reduction of :func:`rfstream.solvers.ridge.evidence.tridiagonal_basis`."""
+    if "U" in basis:
+        W = basis["U"] @ (basis["UC"] / (basis["s"] + alpha)[:, None])
+    else:
+        x = tridiagonal_solve(basis["reduction"], basis["QC"], alpha)
+        if x is None:
+            raise np.linalg.LinAlgError(f"the centred Gram plus alpha={alpha:g} times I is singular; use an alpha > 0.")
+        W = apply_q(basis["reduction"], x, "N")
     return W, basis["nu"] - basis["mu"] @ W
 
 
@@ -117,11 +132,9 @@ def loo_cross_validate(groups, y, totals, alphas, weights, *, target_fn, scoring
     eigendecomposition per gamma on the client, one pass over the rows), and the
     eigendecomposition of each gamma (:func:`loo_basis`), from which :func:`loo_solution`
     gives the full-data fit.  ``totals[g]["G"]`` is consumed."""
-    bases = []
-    with client_work(len(totals), "eigendecompositions") as step:
-        for t in totals:
-            bases.append(loo_basis(t, fit_intercept))
-            step(1, f"D={bases[-1]['U'].shape[0]:,}")
+    D = totals[0]["C"].shape[0]
+    bases = client_map(lambda t: loo_basis(t, fit_intercept), totals, width=D,
+                       shown=("eigendecompositions", 1, f"D={D:,}"))
     n_classes = len(classes) if classes is not None else 0
     layout = loo_layout(alphas.size, n_classes, scoring)
     w, weight_args = weights
