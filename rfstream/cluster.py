@@ -242,7 +242,8 @@ def small_data_limit() -> int:
     return int(min(SMALL_DATA_BYTES, SMALL_DATA_FRACTION * psutil.virtual_memory().total))
 
 
-def _current_client():
+def current_client():
+    """The distributed client of this context, or None (no client, or distributed not installed)."""
     try:
         from distributed import get_client
 
@@ -253,7 +254,7 @@ def _current_client():
 
 def on_workers():
     """Whether passes run on a distributed client's workers (else in this process's threads)."""
-    return dask.config.get("scheduler", None) not in LOCAL_SCHEDULERS and _current_client() is not None
+    return dask.config.get("scheduler", None) not in LOCAL_SCHEDULERS and current_client() is not None
 
 
 def worker_memory():
@@ -261,7 +262,7 @@ def worker_memory():
     and its threads, or, with no client (dask's threads), 80% of this machine's memory
     and its cores."""
     local = dask.config.get("scheduler", None) in LOCAL_SCHEDULERS
-    client = None if local else _current_client()
+    client = None if local else current_client()
     if client is not None:
         workers = client.scheduler_info().get("workers", {}).values()
         limits = [(w.get("memory_limit") or 0, w.get("nthreads") or 1) for w in workers]
@@ -350,7 +351,7 @@ def compute(*collections):
             print(f"rfstream: {title}" + (f": {label}" if label else ""), file=sys.stderr, flush=True)
         t0 = time.perf_counter()
         local = dask.config.get("scheduler", None) in LOCAL_SCHEDULERS
-        client = None if local else _current_client()
+        client = None if local else current_client()
         if client is not None:
             for hook in CLIENT_HOOKS:
                 hook(client)

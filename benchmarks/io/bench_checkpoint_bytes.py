@@ -77,8 +77,9 @@ def grid(gammas, rows, workdir):
     from rfstream.solvers.ridge.gram import checkpoint_nbytes
 
     work = pathlib.Path(workdir or tempfile.mkdtemp(prefix="rfstream-ckpt-"))
-    source = pathlib.Path(os.environ.get("RFSTREAM_DATASETS", "../shared/datasets")) / "letter" / \
-        "letter-recognition.data"
+    from rfstream.datasets.registry import source_paths
+
+    source, _ = source_paths("letter")
     csv = work / "letter.csv"
     csv.write_text("".join(source.read_text().splitlines(keepends=True)[:rows]))
     data = work / "letter.zarr"

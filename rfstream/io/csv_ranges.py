@@ -106,12 +106,12 @@ def worker_threads() -> int:
     "synchronous")."""
     import dask
 
-    from ..cluster import LOCAL_SCHEDULERS, _current_client
+    from ..cluster import LOCAL_SCHEDULERS, current_client
 
     scheduler = dask.config.get("scheduler", None)
     if scheduler == "synchronous" or scheduler == "sync":
         return 1
-    client = None if scheduler in LOCAL_SCHEDULERS else _current_client()
+    client = None if scheduler in LOCAL_SCHEDULERS else current_client()
     if client is not None:
         return max(1, sum(client.nthreads().values()))
     return dask.config.get("num_workers", None) or os.cpu_count() or 1

@@ -39,6 +39,7 @@ def _interrupted(dataset, where, **params):
 def test_the_cli_names_the_one_parameter_that_differs(dataset, tmp_path, capsys):
     where = tmp_path / "ck"
     _interrupted(dataset, where, n_components=8, alpha=[0.1, 1.0])
+    capsys.readouterr()  # the interrupted fit's own lines
     code = cli.main(["fit", dataset, "--n-components", "8", "--alpha", "0.1,1,10", "--out", str(tmp_path / "m"),
                      "--checkpoint", str(where), "--scheduler", "threads", "--progress", "never"])
     lines = capsys.readouterr().err.strip().splitlines()
