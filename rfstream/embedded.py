@@ -48,18 +48,27 @@ def embedded_config():
 
 
 class _ComputeFailedDropped(logging.Filter):
-    """Drops distributed's "Compute Failed" record of a task's exception: the client raises that
-    exception itself (the CLI says it in one line), and the embedded workers write to its stderr."""
+    """Drops distributed's "Compute Failed" record of a task's exception (the client raises that
+    exception itself: the CLI says it in one line) and its note of a task cancelled when the client
+    gave up the pass (an error elsewhere; convert starting over): the embedded workers write to the
+    client's stderr."""
 
     def filter(self, record):
-        return not str(record.msg).startswith("Compute Failed")
+        text = str(record.msg)
+        return not (text.startswith("Compute Failed")
+                    or (text.startswith("Async instruction for") and text.endswith("ended with CancelledError")))
+
+
+#: The loggers of an embedded worker that :class:`_ComputeFailedDropped` filters.
+FILTERED_LOGGERS = ("distributed.worker", "distributed.worker.state_machine")
 
 
 def dask_setup(worker):
     """Run in each embedded worker process at its start (``preload``): :class:`_ComputeFailedDropped`."""
-    logger = logging.getLogger("distributed.worker")
-    if not any(isinstance(f, _ComputeFailedDropped) for f in logger.filters):
-        logger.addFilter(_ComputeFailedDropped())
+    for name in FILTERED_LOGGERS:
+        logger = logging.getLogger(name)
+        if not any(isinstance(f, _ComputeFailedDropped) for f in logger.filters):
+            logger.addFilter(_ComputeFailedDropped())
 
 
 def local_cluster_kwargs(n_workers=None):

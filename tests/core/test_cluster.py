@@ -114,7 +114,8 @@ def test_the_embedded_workers_preload_their_log_filter_after_the_users():
     with dask.config.set({"distributed.worker.preload": ["mine"]}):
         assert local_cluster_kwargs(1)["preload"] == ["mine", "rfstream.embedded"]
     logger = logging.getLogger("distributed.worker")
-    kept = list(logger.filters)
+    machine = logging.getLogger("distributed.worker.state_machine")
+    kept, kept_machine = list(logger.filters), list(machine.filters)
     try:
         dask_setup(None)
         dask_setup(None)  # once is enough
@@ -122,5 +123,12 @@ def test_the_embedded_workers_preload_their_log_filter_after_the_users():
         other = logging.LogRecord("distributed.worker", logging.ERROR, "", 0, "Worker stream died", (), None)
         assert len(logger.filters) == len(kept) + 1
         assert not logger.filter(record) and logger.filter(other)
+        # a task cancelled when the client gave up its pass is not news either; other notes are
+        cancelled = logging.LogRecord(machine.name, logging.WARNING, "", 0,
+                                      "Async instruction for <Task cancelled> ended with CancelledError", (), None)
+        failed = logging.LogRecord(machine.name, logging.WARNING, "", 0,
+                                   "Async instruction for <Task> ended with OSError", (), None)
+        assert not machine.filter(cancelled) and machine.filter(failed)
     finally:
         logger.filters[:] = kept
+        machine.filters[:] = kept_machine
