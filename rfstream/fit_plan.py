@@ -210,9 +210,11 @@ def search_factorizations(route, n_alphas, n_folds, widths, n_gammas, *, searchi
     alphas or more, else one Cholesky per alpha; "loo": one eigh per (gamma, size), which solves
     the fit and serves the calibration; "evidence": one reduction per (gamma, size), which solves
     the fit, or below that many alphas one Cholesky per alpha (with its inverse, counted twice);
-    then, where no basis solves the fit, the calibration's eigh (which does) or a Cholesky, and
-    the calibration's eigh where the basis has no eigenvectors.  A chosen size unknown before
-    the fit counts as the largest."""
+    then, where the search leaves no eigenvectors, the calibration's Cholesky and its triangular
+    inverse (counted twice; they solve the fit too:
+    :func:`rfstream.solvers.ridge.calibration.cholesky_posterior`), or without calibration a
+    Cholesky where no basis solves the fit.  A chosen size unknown before the fit counts as the
+    largest."""
     out = {"eigh": [], "reduction": [], "Cholesky": []}
     candidates = [w for _ in range(n_gammas) for w in widths]
     shared = n_alphas >= SHARED_MIN_ALPHAS
@@ -234,7 +236,7 @@ def search_factorizations(route, n_alphas, n_folds, widths, n_gammas, *, searchi
             out["Cholesky"] += [w for w in candidates for _ in range(2 * n_alphas)]
     largest = max(widths)
     if calibrating and basis != "eigh":
-        out["eigh"].append(largest)
+        out["Cholesky"] += [largest, largest]
     elif basis is None:
         out["Cholesky"].append(largest)
     return {kind: sizes for kind, sizes in out.items() if sizes}

@@ -90,16 +90,16 @@ def test_an_unknown_count_is_said_as_such(data):
 
 def test_the_search_factorizations_follow_the_solver_rule():
     # 5 alphas (below SHARED_MIN_ALPHAS): a Cholesky per (gamma, size, fold, alpha), then the
-    # calibration's eigh, which solves the chosen candidate too
+    # calibration's Cholesky and its triangular inverse, which solve the chosen candidate too
     found = search_factorizations("cv", 5, 5, [1000, 2000, 4000], 5, searching=True, calibrating=True)
-    assert sorted(found["Cholesky"]) == [1000] * 125 + [2000] * 125 + [4000] * 125 and found["eigh"] == [4000]
-    assert set(found) == {"Cholesky", "eigh"}
+    assert sorted(found["Cholesky"]) == [1000] * 125 + [2000] * 125 + [4000] * 127
+    assert set(found) == {"Cholesky"}
     many = search_factorizations("cv", SHARED_MIN_ALPHAS, 5, [100], 2, searching=True, calibrating=False)
     assert many == {"reduction": [100] * 10, "Cholesky": [100]}
     loo = search_factorizations("loo", 3, 1, [10, 20], 1, searching=True, calibrating=True)
     assert loo == {"eigh": [10, 20]}  # the solution and the calibration reuse the chosen basis
     evidence = search_factorizations("evidence", SHARED_MIN_ALPHAS, 1, [10], 3, searching=True, calibrating=True)
-    assert evidence == {"reduction": [10] * 3, "eigh": [10]}  # the fit from the reduction, calibration's eigh
+    assert evidence == {"reduction": [10] * 3, "Cholesky": [10, 10]}  # the calibration's factor and inverse
 
 
 def test_the_estimated_time_scales_as_d_cubed():
@@ -147,7 +147,7 @@ def test_the_plan_is_said_before_the_first_pass_and_numbers_the_passes(data, cap
     err = capsys.readouterr().err.splitlines()
     assert err[0] == f"rfstream: plan: {meta['passes']} passes over 600 rows (moments + gamma's sample + classes; " \
                      "Gram, 5 folds x 2 gammas; CV scoring, 4 candidates; calibration)"
-    assert err[1].startswith("rfstream: client: 1 eigendecomposition of D=20 and 20 Cholesky factorizations of D=20")
+    assert err[1].startswith("rfstream: client: 22 Cholesky factorizations of D=20")
     passes = [line for line in err if line.startswith("rfstream: pass ")]
     assert passes[1].startswith("rfstream: pass 2 of 4 (Gram, 5 folds x 2 gammas) done in ")
     assert passes[2].startswith("rfstream: pass 3 of 4 (CV scoring, 4 candidates) done in ")

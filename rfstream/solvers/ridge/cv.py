@@ -336,14 +336,14 @@ class ScoreSpec(RowSpec):
     scoring: str
 
 
-def score_chunk(z, *rows, offset, spec):
+def score_chunk(z, *rows, offset, spec, out=None):
     """Counts of one row block (docs/ridge.md).
 
     ``z`` and ``rows`` (labels, then sample weights and fold indices when they travel)
     as in :func:`rfstream.solvers.ridge.gram.gram_chunk`; ``spec`` a :class:`ScoreSpec`.
     """
     W, b, layout = spec.W, spec.b, spec.layout
-    out = layout.empty()
+    out = layout.empty() if out is None else out
     m = z.shape[0]
     if m == 0:
         return out

@@ -48,6 +48,7 @@ from .calibration import (
     CalibratedProbaMixin,
     PosteriorPredictMixin,
     calibration_pass,
+    cholesky_posterior,
     fit_platt,
     noise_variance,
     posterior_basis,
@@ -192,14 +193,16 @@ class RidgeSearchMixin:
         return bool(self.calibrate)
 
     def _calibrate(self, groups, chosen, y, target_fn, weights, W, b, basis, total):
-        """The calibration pass and what the model keeps of it (docs/ridge.md); ``basis``:
-        the chosen gamma's eigendecomposition, or None to make it from ``total`` (whose Gram
-        it consumes)."""
-        basis = basis if basis is not None and "U" in basis else loo_basis(total, self.fit_intercept)
+        """The calibration pass and what the model keeps of it (docs/ridge.md); ``basis``: the
+        chosen gamma's eigendecomposition, or :func:`cholesky_posterior`'s factor."""
         classifier = hasattr(self, "classes_")
-        noise = noise_variance(basis, centred_target_energy(total, self.fit_intercept),
-                               degrees_of_freedom(total, self.fit_intercept), self.alpha_)
-        F = posterior_basis(basis, self.alpha_)
+        if "L" in basis:
+            F, explained = basis["L"], basis["explained"]
+        else:
+            F = posterior_basis(basis, self.alpha_)
+            explained = (1.0 / (basis["s"] + self.alpha_)) @ (basis["UC"] ** 2)
+        noise = noise_variance(explained, centred_target_energy(total, self.fit_intercept),
+                               degrees_of_freedom(total, self.fit_intercept))
         model = {"W": W, "b": b, "F": F, "mu": basis["mu"], "inv_n": float(basis["inv_n"]), "noise": noise}
         counts = calibration_pass(groups, chosen, y, target_fn, weights, model, classifier=classifier,
                                   seed=check_seed(self.random_state))
@@ -334,9 +337,11 @@ class _BaseStreamingRidge(RidgeSearchMixin, LinearPredictMixin, BaseEstimator):
             self.alpha_ = float(alphas[0])
         self.n_features_in_ = int(totals[chosen]["s"].shape[0])  # of the chosen gamma and size
         calibrating = self._calibrates(searching, n_features)
-        if calibrating and basis is None:  # the calibration's eigendecomposition solves the fit too
-            basis = loo_basis(totals[chosen], self.fit_intercept)
-        W, b = self._solution(basis, totals[chosen], self._solve_stats)
+        if calibrating and (basis is None or "U" not in basis):  # the calibration's factor solves the fit too
+            basis = (cholesky_posterior(totals[chosen], self.alpha_, self.fit_intercept)
+                     or loo_basis(totals[chosen], self.fit_intercept))
+        W, b = (basis["W"], basis["b"]) if basis is not None and "L" in basis else \
+            self._solution(basis, totals[chosen], self._solve_stats)
         scoring_pass = searching and (cv == "loo" or self.scoring != "squared_error") and self.select == "cv"
         if calibrating:
             self._calibrate(groups, chosen, y, target_fn, weights, W, b, basis,

@@ -59,7 +59,7 @@ def checkpoint_nbytes(n_groups: int, n_folds: int, n_features: int, n_targets: i
     return stored_nbytes([((n_groups * layout.size,), np.float64, symmetric_spans(layout, n_groups))])
 
 
-def gram_chunk(z, *rows, offset, spec):
+def gram_chunk(z, *rows, offset, spec, out=None):
     """Partials of one row block: ``rows`` are the block's labels, then its sample
     weights and its fold indices when they travel (:class:`rfstream.solvers.passes.RowSpec`:
     ``spec.columns``; explicit CV splits give the folds, else a row's fold comes from
@@ -71,7 +71,7 @@ def gram_chunk(z, *rows, offset, spec):
     if not is_numpy(z):  # rows on a device: the same partials, made there
         return device_gram_chunk(z, *rows, offset=offset, spec=spec, label_sums=_label_sums, sub_block=SUB_BLOCK)
     layout, n_folds = spec.layout, spec.n_folds
-    out = layout.empty()
+    out = layout.empty() if out is None else out
     if z.shape[0] == 0:
         return out
     Y = spec.targets(spec.take(rows)["y"])
@@ -283,13 +283,19 @@ def group_spec(chunk, groups, spec, models=None):
 def group_chunk(x, *rows, offset, spec):
     """The partials of every group of one row block, end to end: group g runs the pass's
     chunk function ``spec.chunk`` with ``spec.specs[g]`` (dense features made inside the
-    chunk), or on its CSR features made here."""
-    parts = []
+    chunk), or on its CSR features made here, into its part of one output vector (``out=``:
+    no per-group vectors concatenated, whose fresh pages cost as much as the products on a
+    small Gram pass, docs/ridge.md)."""
     if not is_numpy(x) and any(whole for _, whole in spec.blocks):
         raise DeviceError("sparse features do not run on a device; " f"{CPU_FIX}.", device="cuda")
-    for (block, whole), group in zip(spec.blocks, spec.specs):
-        parts.append(spec.chunk(block(x) if whole else x, *rows, offset=offset, spec=group))
-    return parts[0] if len(parts) == 1 else np.concatenate(parts)
+    sizes = [group.layout.size for group in spec.specs]
+    out = np.zeros(sum(sizes))
+    for (block, whole), group, stop, size in zip(spec.blocks, spec.specs, np.cumsum(sizes), sizes):
+        view = out[stop - size:stop]
+        part = spec.chunk(block(x) if whole else x, *rows, offset=offset, spec=group, out=view)
+        if part is not view:  # a chunk that made its own vector (rows on a device)
+            view[:] = part
+    return out
 
 
 def slice_statistics(stats, columns, scale):

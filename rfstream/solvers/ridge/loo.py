@@ -83,14 +83,14 @@ class LooSpec(RowSpec):
     scoring: str
 
 
-def loo_chunk(z, *rows, offset, spec):
+def loo_chunk(z, *rows, offset, spec, out=None):
     """The leave-one-out sums of one row block (docs/ridge.md) for every alpha.
 
     ``z`` and ``rows`` (labels, then sample weights when they travel) as
     :func:`rfstream.solvers.ridge.gram.gram_chunk`; ``spec`` a :class:`LooSpec`.
     """
     basis, layout, scoring = spec.basis, spec.layout, spec.scoring
-    out = layout.empty()
+    out = layout.empty() if out is None else out
     m = z.shape[0]
     if m == 0:
         return out

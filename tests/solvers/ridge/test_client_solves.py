@@ -98,16 +98,18 @@ def _grid_data(n=600, chunks=100):
     return da.from_array(X, chunks=chunks), da.from_array(y, chunks=chunks)
 
 
-def test_cv_with_calibration_refits_from_the_calibrations_eigendecomposition(monkeypatch):
-    """5 folds x 3 alphas by Cholesky (fewer than SHARED_MIN_ALPHAS), then one eigh for the
-    calibration which also gives the refit: no Cholesky of the full Gram."""
+def test_cv_with_calibration_refits_from_the_calibrations_factor(monkeypatch):
+    """5 folds x 3 alphas by Cholesky (fewer than SHARED_MIN_ALPHAS), then one Cholesky
+    factorization of the full Gram for the calibration which also gives the refit: no
+    eigendecomposition, no second factorization."""
     X, y = _grid_data()
     Z = RandomFourierFeatures(30, gamma=0.5, random_state=0).fit_transform(X)
     calls = []
     _counting(monkeypatch, scipy.linalg, "cho_factor", calls)
     _counting(monkeypatch, scipy.linalg, "eigh", calls)
+    _counting(monkeypatch, scipy.linalg.lapack, "dpotrf", calls)
     m = StreamingRidge(alpha=[0.01, 1.0, 10.0], cv=5, calibrate=True).fit(Z, y)
-    assert calls.count("cho_factor") == 5 * 3 and calls.count("eigh") == 1
+    assert calls.count("cho_factor") == 5 * 3 and calls.count("eigh") == 0 and calls.count("dpotrf") == 1
     calls.clear()
     plain = StreamingRidge(alpha=[0.01, 1.0, 10.0], cv=5, calibrate=False).fit(Z, y)
     assert calls.count("cho_factor") == 5 * 3 + 1 and calls.count("eigh") == 0  # the refit: one Cholesky

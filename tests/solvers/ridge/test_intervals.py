@@ -10,6 +10,7 @@ from rfstream import RandomFourierFeatures, StreamingRidge, StreamingRidgeClassi
 from rfstream.solvers.ridge.calibration import (
     SCORE_BINS,
     SCORE_EDGES,
+    cholesky_posterior,
     conformal_quantile,
     leverage_and_decisions,
     posterior_triangle,
@@ -74,6 +75,37 @@ def test_intervals_cover_new_rows_at_their_level(fitted, select):
         coverage = np.mean((yt >= lo) & (yt <= hi))
         assert abs(coverage - level) < 0.025, (level, coverage)
     assert m.n_iter_ == (2 if select == "evidence" else 2)
+
+
+@pytest.mark.parametrize("fit_intercept", [True, False])
+def test_the_cholesky_posterior_is_the_eigendecomposition_s(fit_intercept):
+    """One Cholesky factorization taken in reverse order gives a lower triangle with
+    ``L L' = (G_c + alpha I)^-1``, the ridge solution and the explained energy: those of the
+    eigendecomposition route, without modifying the partials; None where ``G_c`` is singular
+    and alpha is 0."""
+    from rfstream.solvers.ridge.calibration import posterior_basis
+    from rfstream.solvers.ridge.loo import loo_basis, loo_solution
+
+    rng = np.random.default_rng(5)
+    Z, Y = rng.standard_normal((400, 30)) + 0.3, rng.standard_normal((400, 2))
+    total = {"G": Z.T @ Z, "C": Z.T @ Y, "s": Z.sum(0), "t": Y.sum(0), "n": 400.0}
+    kept = total["G"].copy()
+    alpha = 0.7
+    post = cholesky_posterior(total, alpha, fit_intercept)
+    np.testing.assert_array_equal(total["G"], kept)
+    L = post["L"]
+    assert not np.any(np.triu(L, 1))
+    basis = loo_basis(dict(total, G=kept.copy()), fit_intercept)
+    F = posterior_basis(basis, alpha)
+    np.testing.assert_allclose(L @ L.T, F @ F.T, rtol=1e-9, atol=1e-12)
+    W, b = loo_solution(basis, alpha)
+    np.testing.assert_allclose(post["W"], W, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(post["b"], b, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(post["explained"], (1 / (basis["s"] + alpha)) @ basis["UC"] ** 2, rtol=1e-9)
+    assert posterior_triangle(L, np.dtype(np.float32)).dtype == np.float32  # no QR of a triangle
+    np.testing.assert_array_equal(posterior_triangle(L, np.dtype(np.float64)), L)
+    singular = dict(total, G=np.outer(Z[0], Z[0]), n=1.0, s=Z[0], t=Y[0])
+    assert cholesky_posterior(singular, 0.0, fit_intercept) is None
 
 
 @pytest.mark.parametrize("D", [1, 7, 300])
