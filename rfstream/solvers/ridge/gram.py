@@ -284,8 +284,7 @@ def group_chunk(x, *rows, offset, spec):
     """The partials of every group of one row block, end to end: group g runs the pass's
     chunk function ``spec.chunk`` with ``spec.specs[g]`` (dense features made inside the
     chunk), or on its CSR features made here, into its part of one output vector (``out=``:
-    no per-group vectors concatenated, whose fresh pages cost as much as the products on a
-    small Gram pass, docs/ridge.md)."""
+    one allocation of the block's partials, not one per group and their concatenation)."""
     if not is_numpy(x) and any(whole for _, whole in spec.blocks):
         raise DeviceError("sparse features do not run on a device; " f"{CPU_FIX}.", device="cuda")
     sizes = [group.layout.size for group in spec.specs]
