@@ -34,6 +34,7 @@ from .solvers.memory import (
     uses_iterations,
 )
 from .solvers.ridge.cv import SHARED_MIN_ALPHAS, tridiagonal_reduction
+from .solvers.ridge.evidence import EVIDENCE_SHARED_MIN_ALPHAS
 from .solvers.ridge.gram import checkpoint_nbytes
 from .solvers.targets import planned_targets
 
@@ -209,7 +210,8 @@ def search_factorizations(route, n_alphas, n_folds, widths, n_gammas, *, searchi
     fold) one tridiagonal reduction for :data:`rfstream.solvers.ridge.cv.SHARED_MIN_ALPHAS`
     alphas or more, else one Cholesky per alpha; "loo": one eigh per (gamma, size), which solves
     the fit and serves the calibration; "evidence": one reduction per (gamma, size), which solves
-    the fit, or below that many alphas one Cholesky per alpha (with its inverse, counted twice);
+    the fit, for :data:`rfstream.solvers.ridge.evidence.EVIDENCE_SHARED_MIN_ALPHAS` alphas or more,
+    else one Cholesky per alpha (with its inverse, counted twice);
     then, where the search leaves no eigenvectors, the calibration's Cholesky and its triangular
     inverse (counted twice; they solve the fit too:
     :func:`rfstream.solvers.ridge.calibration.cholesky_posterior`), or without calibration a
@@ -229,7 +231,7 @@ def search_factorizations(route, n_alphas, n_folds, widths, n_gammas, *, searchi
         out["eigh"] += candidates
         basis = "eigh"
     elif searching and route == "evidence":
-        if shared:
+        if n_alphas >= EVIDENCE_SHARED_MIN_ALPHAS:
             out["reduction"] += candidates
             basis = "reduction"
         else:

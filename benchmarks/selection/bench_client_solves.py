@@ -191,6 +191,10 @@ def main():
                    help="cpu: this process's CPU time (with --threads 1, a core's work)")
     args = p.parse_args()
     CLOCK["clock"] = args.clock
+    if args.threads:  # every mode's BLAS (the pool's own limits aside)
+        from threadpoolctl import threadpool_limits
+
+        threadpool_limits(args.threads, user_api="blas")
     if args.evidence:
         for D in args.sizes:
             print(json.dumps({"D": D, "alphas": args.alphas, "evidence": evidence_routes(D, args.targets, args.alphas,
@@ -200,10 +204,6 @@ def main():
         for D in args.sizes:
             print(json.dumps({"D": D, "8 solves (wall s, cpu s)": pool(D, 8, args.repeats)}), flush=True)
         return
-    if args.threads:
-        from threadpoolctl import threadpool_limits
-
-        threadpool_limits(args.threads, user_api="blas")
     rate, cpu = gemm_rate(args.repeats)
     print(json.dumps({"gemm_gflops": round(rate, 1), "cpu_per_wall": round(cpu, 2)}), flush=True)
     for D in args.sizes:

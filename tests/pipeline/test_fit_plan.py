@@ -100,6 +100,12 @@ def test_the_search_factorizations_follow_the_solver_rule():
     assert loo == {"eigh": [10, 20]}  # the solution and the calibration reuse the chosen basis
     evidence = search_factorizations("evidence", SHARED_MIN_ALPHAS, 1, [10], 3, searching=True, calibrating=True)
     assert evidence == {"reduction": [10] * 3, "Cholesky": [10, 10]}  # the calibration's factor and inverse
+    from rfstream.solvers.ridge.evidence import EVIDENCE_SHARED_MIN_ALPHAS as shared_evidence
+
+    few = search_factorizations("evidence", shared_evidence - 1, 1, [10], 2, searching=True, calibrating=False)
+    assert few == {"Cholesky": [10] * (2 * 2 * (shared_evidence - 1)) + [10]}  # factor + inverse per alpha, refit
+    assert search_factorizations("evidence", shared_evidence, 1, [10], 2, searching=True,
+                                 calibrating=False) == {"reduction": [10, 10]}  # the refit from the reduction
 
 
 def test_the_estimated_time_scales_as_d_cubed():

@@ -15,12 +15,19 @@ import scipy.linalg
 from ...cluster import client_map
 from ...options import ParameterError
 from .cv import (
-    SHARED_MIN_ALPHAS,
     apply_q,
     normal_equations,
     tridiagonal_reduction,
     tridiagonal_solve,
 )
+
+
+#: From this many alphas on, the evidence of a gamma comes from one tridiagonal reduction of its Gram
+#: (:func:`tridiagonal_basis`); below it, one Cholesky factorization and its inverse per alpha
+#: (:func:`cholesky_path`), each 2/3 D^3 flops, so the crossover comes earlier than
+#: :data:`rfstream.solvers.ridge.cv.SHARED_MIN_ALPHAS`'s.  The rule and its measurement: docs/ridge.md,
+#: "The evidence".
+EVIDENCE_SHARED_MIN_ALPHAS = 4
 
 
 def check_evidence_alphas(alphas):
@@ -93,8 +100,8 @@ def evidence_path(basis, yy, m, alphas):
 
 def cholesky_path(total, yy, m, alphas, fit_intercept):
     """:func:`evidence_path` by one Cholesky factorization ``L L' = G + alpha I`` per alpha,
-    for fewer than :data:`rfstream.solvers.ridge.cv.SHARED_MIN_ALPHAS` alphas (cheaper than
-    one reduction, as for cross-validation): ``sum_j log(1 + e_j / alpha) =
+    for fewer than :data:`EVIDENCE_SHARED_MIN_ALPHAS` alphas (cheaper than one reduction):
+    ``sum_j log(1 + e_j / alpha) =
     2 sum log diag(L) - D log alpha``, ``E(alpha) = yy - diag(C_c' (G + alpha I)^-1 C_c)``,
     and the effective parameters ``D - alpha trace((G + alpha I)^-1)``."""
     G, C, _, _ = normal_equations(total, fit_intercept)
@@ -116,9 +123,9 @@ def cholesky_path(total, yy, m, alphas, fit_intercept):
 
 
 def evidence_bases(totals, alphas, fit_intercept):
-    """The :func:`tridiagonal_basis` of every gamma's Gram for :data:`SHARED_MIN_ALPHAS` alphas or
-    more, else None per gamma (Cholesky); ``totals`` are not modified."""
-    if alphas.size >= SHARED_MIN_ALPHAS:
+    """The :func:`tridiagonal_basis` of every gamma's Gram for :data:`EVIDENCE_SHARED_MIN_ALPHAS`
+    alphas or more, else None per gamma (Cholesky); ``totals`` are not modified."""
+    if alphas.size >= EVIDENCE_SHARED_MIN_ALPHAS:
         D = totals[0]["C"].shape[0]
         return client_map(lambda t: tridiagonal_basis(t, fit_intercept), totals, width=D,
                           shown=("tridiagonal reductions", 1, f"D={D:,}"))

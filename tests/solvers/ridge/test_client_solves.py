@@ -125,7 +125,14 @@ def test_the_evidence_makes_one_reduction_per_gamma_and_solves_the_fit_from_it(m
     _counting(monkeypatch, scipy.linalg.lapack, "dsytrd", calls)
     _counting(monkeypatch, scipy.linalg, "eigh", calls)
     _counting(monkeypatch, scipy.linalg, "cholesky", calls)
-    alphas = np.geomspace(1e-2, 1e2, max(cv.SHARED_MIN_ALPHAS, 2))
+    from rfstream.solvers.ridge.evidence import EVIDENCE_SHARED_MIN_ALPHAS
+
+    few = np.geomspace(1e-2, 1e2, EVIDENCE_SHARED_MIN_ALPHAS - 1)  # below the rule: Cholesky per alpha
+    fresh = RandomFourierFeatures(30, gamma=gammas, random_state=0, dtype="float64").fit_transform(X)
+    StreamingRidge(alpha=few, select="evidence", calibrate=False).fit(fresh, y)  # (a fit sets its map's gamma)
+    assert calls.count("dsytrd") == 0 and calls.count("cholesky") == len(gammas) * few.size
+    calls.clear()
+    alphas = np.geomspace(1e-2, 1e2, EVIDENCE_SHARED_MIN_ALPHAS)
     m = StreamingRidge(alpha=alphas, select="evidence", calibrate=False).fit(Z, y)
     assert calls.count("dsytrd") == len(gammas) and calls.count("eigh") == calls.count("cholesky") == 0
     # the fit solved from the chosen gamma's reduction: the Cholesky solve of its Gram
