@@ -208,7 +208,7 @@ class ExactSum:
         return f"ExactSum({self.mean(1)!r})"
 
     def add(self, values: np.ndarray) -> None:
-        """Add finite float64 values (callers drop NaN and infinities)."""
+        """Add finite float64 values (ValueError on NaN or an infinity: callers drop them)."""
         v = np.asarray(values, dtype=np.float64).ravel()
         if not v.size:
             return
@@ -231,7 +231,7 @@ class ExactSum:
         if big == 0:
             return None
         if not math.isfinite(big):
-            return v
+            raise ValueError("ExactSum adds finite values only: drop NaN and infinities first")
         M = v.size.bit_length()             # 2**M > v.size
         k = math.frexp(big)[1] + M          # big <= 2**(k - M)
         r = v

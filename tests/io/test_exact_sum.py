@@ -70,3 +70,11 @@ def test_bins_in_batches(monkeypatch):
     monkeypatch.setattr(ExactSum, "_BATCH", 5)
     v = CASES["wide range"]
     assert summed(v, len(v)).value == exact(v)
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
+def test_refuses_what_is_not_finite(bad):
+    s = ExactSum()
+    with pytest.raises(ValueError, match="finite values only"):
+        s.add(np.array([1.0, bad, 2.5]))
+    assert s.value == 0
