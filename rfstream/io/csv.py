@@ -435,30 +435,34 @@ class Encoder:
             off = self.offsets[k]
             if kind == "num":
                 v = df[j].to_numpy(dtype=np.float64, na_value=np.nan)
-                self._check_finite(v, df.index, j)
+                missing = self._check_finite(v, df.index, j)
                 if info is None:
-                    ok = ~np.isnan(v)
                     sums = self.numbers[k]
-                    sums[0].add(v[ok])
-                    n_ok = int(ok.sum())
+                    n_ok = len(v) if missing is None else len(v) - int(np.count_nonzero(missing))
+                    sums[0].add(v if missing is None else v[~missing])
                     sums[1] += n_ok
                     sums[2] += len(v) - n_ok
                     X[:, off] = v
                 else:
-                    X[:, off] = np.where(np.isnan(v), info, v)
+                    X[:, off] = v if missing is None else np.where(missing, info, v)
             else:
                 self._one_hot(df[j], self.index[k], X, off)
         return X
 
-    def _check_finite(self, v, rows, j) -> None:
+    def _check_finite(self, v, rows, j) -> np.ndarray | None:
         """Refuse ``inf``, ``1e400`` and numbers beyond float32's range, naming the file, the
-        column and the row (1 = the first data row): stored, they would end every fit later."""
-        bad = ~np.isnan(v) & ~(np.abs(v) <= F32_MAX)
+        column and the row (1 = the first data row): stored, they would end every fit later.
+        Returns where ``v`` is NaN (missing), None where it is nowhere (two reductions)."""
+        if v.size == 0 or (-F32_MAX <= v.min() and v.max() <= F32_MAX):  # False with a NaN
+            return None
+        missing = np.isnan(v)
+        bad = ~missing & ~(np.abs(v) <= F32_MAX)
         if bad.any():
             k = int(np.argmax(bad))
             raise ValueError(f"{self.layout.path}: column {self.layout.names[j]!r}, data row {int(rows[k]) + 1}: "
                              f"{float(v[k])} is not a finite number that float32 holds (|x| <= {F32_MAX:.3g}); "
                              "fix or remove the value, or leave the field empty for a missing value")
+        return missing
 
     def _one_hot(self, s: pd.Series, index: dict, X: np.ndarray, off: int) -> None:
         codes, uniques = pd.factorize(s)
