@@ -30,9 +30,10 @@ import time
 import numpy as np
 
 
-def _steps(X, y, D, n_alphas, wanted=None):
+def _steps(X, y, D, n_alphas, wanted=None, passthrough=None):
     """``{name: callable}``: each pass of ``wanted`` (None: all), computed when called; the
-    map is fitted (two passes, untimed) only for the passes that make features."""
+    map is fitted (two passes, untimed) only for the passes that make features.  The
+    Standardizer passes ``passthrough`` (the one-hot columns) through, as the fit does."""
     from sklearn.pipeline import make_pipeline
 
     from rfstream.bench.measures import features_only_pass
@@ -48,7 +49,7 @@ def _steps(X, y, D, n_alphas, wanted=None):
     from rfstream.solvers.ridge.gram import feature_groups
     from rfstream.solvers.targets import ovr_targets
 
-    model = make_pipeline(Standardizer(), RandomFourierFeatures(n_components=D, gamma="auto", random_state=0),
+    model = make_pipeline(Standardizer(passthrough=passthrough), RandomFourierFeatures(n_components=D, gamma="auto", random_state=0),
                           StreamingRidgeClassifier(alpha=[0.01, 0.1, 1, 10][:n_alphas]))
     steps = {
         "decode only": lambda: compute(sum_rows(_nothing, 1, X)),
@@ -62,7 +63,7 @@ def _steps(X, y, D, n_alphas, wanted=None):
 
     if wanted is not None and not set(wanted) - set(steps):
         return {k: v for k, v in steps.items() if k in wanted}
-    std = Standardizer().fit(X)
+    std = Standardizer(passthrough=passthrough).fit(X)
     Z = RandomFourierFeatures(n_components=D, gamma="auto", random_state=0).fit(std.transform(X)).transform(std.transform(X))
     groups = feature_groups(Z)
     classes = np.array([0, 1])
@@ -139,7 +140,8 @@ def main(argv=None):
                 with ctx as cluster:
                     client = Client(cluster) if kind != "threads" else None
                     try:
-                        steps = _steps(X, y, args.n_components, args.alphas, args.passes)
+                        steps = _steps(X, y, args.n_components, args.alphas, args.passes,
+                                       io.onehot_columns(args.data) or None)
                         for name, step in steps.items():
                             t0 = time.perf_counter()
                             step()

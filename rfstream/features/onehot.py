@@ -114,11 +114,11 @@ def project_split(x, W, b, onehot, out=None):
         return out
     P, inv = sums
     if out.flags.c_contiguous:  # out = P[inv], then out += [x_d, 1] @ [W_d; b] in the GEMM (beta = 1)
-        np.take(P, inv, axis=0, out=out)
+        np.take(P, inv, axis=0, out=out, mode="clip")  # valid indices; "raise" would buffer out
         made = _GEMM[out.dtype](1.0, split.Wb_dense.T, xa.T, beta=1.0, c=out.T, overwrite_c=1)
         if not np.shares_memory(made, out):  # not seen with scipy's f2py; kept for safety
             out[...] = made.T
         return out
     np.matmul(xa, split.Wb_dense, out=out)  # a view of a wider buffer (the Gram pass's)
-    out += np.take(P, inv, axis=0)
+    out += np.take(P, inv, axis=0, mode="clip")
     return out
