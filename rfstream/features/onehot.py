@@ -76,6 +76,8 @@ def pattern_sums(xo, W_onehot):
     rows, cols = np.divmod(np.flatnonzero(xo), c)  # row-major: a row's columns ascending
     counts = np.bincount(rows, minlength=n)
     k = int(counts.max())
+    if k == 0:  # no ones: every row's sum is the zero row
+        return W_onehot[-1:].copy(), np.zeros(n, dtype=np.intp)
     if k * math.log2(c + 1) > 62:
         return None
     if rows.size == n * k:  # as many ones in every row (one-hot fields)

@@ -65,6 +65,16 @@ def test_split_projection_equals_dense(dtype, contiguous, counted):
     assert counted == [(300, len(ONEHOT))]  # the fast path was taken
 
 
+@pytest.mark.parametrize("rows", [[0], [0, 1, 2], []])
+def test_blocks_with_no_ones_or_no_rows(rows, counted):
+    x = mixed_rows(3)[rows]
+    W, b = weights(10, 20, np.float64)
+    got = project_split(x, W, b, ONEHOT)
+    assert got.shape == (len(rows), 20)
+    np.testing.assert_allclose(got, project_with_offset(x, W, b), **tol(np.float64))
+    assert len(counted) == (1 if rows else 0)
+
+
 def test_not_binary_block_falls_back(counted):
     x = mixed_rows(100)
     x[7, 6] = 0.5  # a "one-hot" column with a value that is not 0 or 1: multiplied
@@ -113,3 +123,16 @@ def test_map_learns_passthrough_and_matches_dense(counted):
     buf = fused_buffer(400, 64, np.float32, 128)  # the fused passes' sub-blocks
     for start, stop, z in feature_sub_blocks(xs, rff._fused_block(), buf, 128):
         np.testing.assert_array_equal(z, Z[start:stop])
+
+
+def test_fit_pipeline_gets_the_columns():
+    """The model ``rfstream fit`` makes (a Standardizer passing the one-hot columns through)
+    hands them to its map."""
+    from rfstream.catalog import make_model
+
+    x = mixed_rows(600)
+    X, y = da.from_array(x, chunks=200), da.from_array((x[:, 0] > 0).astype(np.int64), chunks=200)
+    model = make_model("classification", passthrough=list(ONEHOT),
+                       feature_params={"n_components": 32, "random_state": 0}, solver_params={"alpha": 1.0})
+    model.fit(X, y)
+    assert model.named_steps["features"]._binary_columns_ == ONEHOT
