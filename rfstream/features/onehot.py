@@ -63,12 +63,14 @@ def split_weights(W, b, onehot):
 
 
 def binary_block(xo):
-    """True when every value of ``xo`` is 0 or 1 (NaN is neither)."""
-    return np.count_nonzero(xo) == np.count_nonzero(xo == 1)
+    """``xo == 1`` when every value of ``xo`` is 0 or 1 (NaN is neither), else None."""
+    ones = xo == 1
+    return ones if np.count_nonzero(xo) == np.count_nonzero(ones) else None
 
 
 def pattern_sums(xo, W_onehot):
-    """``(P, inv)`` with ``P[inv] = xo @ W_onehot[:-1]`` for a 0/1 block ``xo`` (``n x c``):
+    """``(P, inv)`` with ``P[inv] = xo @ W_onehot[:-1]`` for a 0/1 block ``xo`` (``n x c``, its
+    ones as True in a C-ordered boolean array, :func:`binary_block`, or as numbers):
     ``P`` holds one sum of selected rows per distinct pattern of ones, added in column order
     (the zero row ``W_onehot[-1]`` pads rows with fewer ones); None when a pattern's code would
     not fit in 63 bits (many ones in a row: the caller multiplies instead)."""
@@ -106,10 +108,11 @@ def project_split(x, W, b, onehot, out=None):
     if out is None:
         out = np.empty((n, W.shape[1]), dtype=W.dtype)
     xa = np.empty((n, split.dense.size + 1), dtype=W.dtype)
-    xa[:, :-1] = x[:, split.dense]
+    xa[:, :-1] = np.take(x, split.dense, axis=1)  # C-ordered, where x[:, cols] is F-ordered
     xa[:, -1] = 1.0
-    xo = x[:, split.onehot]
-    sums = pattern_sums(xo, split.W_onehot) if n and binary_block(xo) else None
+    xo = np.take(x, split.onehot, axis=1)  # row-major for np.flatnonzero's order
+    ones = binary_block(xo) if n else None
+    sums = None if ones is None else pattern_sums(ones, split.W_onehot)
     if sums is None:  # not 0/1 here (or too many ones): the product
         np.matmul(xa, split.Wb_dense, out=out)
         out += np.asarray(xo, dtype=W.dtype) @ split.W_onehot[:-1]
