@@ -84,6 +84,23 @@ def gather_rows(X, index):
     return source[index], scaler._block
 
 
+def binary_passthrough(X):
+    """The columns of a Standardizer's dask output ``X`` that hold its input's values unchanged
+    and were within [0, 1] when it was fitted (its ``passthrough`` columns: one-hot columns,
+    :func:`rfstream.io.onehot_columns`), as a sorted tuple; ``()`` for any other ``X``.  Random
+    Fourier features project such columns as sums of rows (:mod:`rfstream.features.onehot`)."""
+    made = getattr(X, STANDARDIZED, None)
+    if made is None or not made[0].passthrough:
+        return ()
+    scaler = made[0]
+    d = scaler.mean_.size
+    cols = np.unique(np.asarray(scaler.passthrough, dtype=np.intp) % d)
+    low, high = getattr(scaler, "data_min_", None), getattr(scaler, "data_max_", None)
+    if low is not None and high is not None:
+        cols = cols[(low[cols] >= 0) & (high[cols] <= 1)]
+    return tuple(int(j) for j in cols)
+
+
 class Standardizer(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
     """Zero mean, unit variance per column, fitted in one streaming pass.
 

@@ -19,7 +19,10 @@ schedulers interleaved ``--repeats`` times (the median kept):
   5 folds (the weights random: the pass's cost does not depend on them);
 - ``calibration``: :func:`rfstream.solvers.ridge.calibration.calibration_pass` of one model.
 
-Each figure in seconds and in MB/s of X's float32 bytes.
+Each figure in seconds and in MB/s of X's float32 bytes, and the CPU seconds of this process
+(the work of the threads scheduler; not the LocalCluster's workers).  ``--dense-too`` also times
+each pass that makes features with the map's one-hot columns multiplied as the others, right
+after it (:mod:`rfstream.features.onehot`).
 """
 from __future__ import annotations
 
@@ -30,9 +33,12 @@ import time
 import numpy as np
 
 
-def _steps(X, y, D, n_alphas, wanted=None):
+def _steps(X, y, D, n_alphas, wanted=None, passthrough=None, dense_too=False):
     """``{name: callable}``: each pass of ``wanted`` (None: all), computed when called; the
-    map is fitted (two passes, untimed) only for the passes that make features."""
+    map is fitted (two passes, untimed) only for the passes that make features.  The
+    Standardizer passes ``passthrough`` (the one-hot columns) through, as the fit does;
+    ``dense_too``: each pass that makes features also as "<name> (dense)", right after it, with
+    the map's one-hot columns multiplied as other columns (:mod:`rfstream.features.onehot`)."""
     from sklearn.pipeline import make_pipeline
 
     from rfstream.bench.measures import features_only_pass
@@ -48,7 +54,7 @@ def _steps(X, y, D, n_alphas, wanted=None):
     from rfstream.solvers.ridge.gram import feature_groups
     from rfstream.solvers.targets import ovr_targets
 
-    model = make_pipeline(Standardizer(), RandomFourierFeatures(n_components=D, gamma="auto", random_state=0),
+    model = make_pipeline(Standardizer(passthrough=passthrough), RandomFourierFeatures(n_components=D, gamma="auto", random_state=0),
                           StreamingRidgeClassifier(alpha=[0.01, 0.1, 1, 10][:n_alphas]))
     steps = {
         "decode only": lambda: compute(sum_rows(_nothing, 1, X)),
@@ -62,8 +68,9 @@ def _steps(X, y, D, n_alphas, wanted=None):
 
     if wanted is not None and not set(wanted) - set(steps):
         return {k: v for k, v in steps.items() if k in wanted}
-    std = Standardizer().fit(X)
-    Z = RandomFourierFeatures(n_components=D, gamma="auto", random_state=0).fit(std.transform(X)).transform(std.transform(X))
+    std = Standardizer(passthrough=passthrough).fit(X)
+    rff = RandomFourierFeatures(n_components=D, gamma="auto", random_state=0).fit(std.transform(X))
+    Z = rff.transform(std.transform(X))
     groups = feature_groups(Z)
     classes = np.array([0, 1])
     cv = check_cv(5, Z, y)
@@ -82,7 +89,25 @@ def _steps(X, y, D, n_alphas, wanted=None):
                                                  cv=cv, weights=(None, None), seed=0)[0]),
         "calibration": lambda: calibration_pass(groups, 0, y, target_fn, (None, None), calib, classifier=True),
     })
-    return {k: v for k, v in steps.items() if wanted is None or k in wanted}
+    chosen = {k: v for k, v in steps.items() if wanted is None or k in wanted}
+    if not dense_too:
+        return chosen
+
+    def dense(step):
+        def run():
+            onehot, rff._binary_columns_ = rff._binary_columns_, ()
+            try:
+                return step()
+            finally:
+                rff._binary_columns_ = onehot
+        return run
+
+    both = {}
+    for name, step in chosen.items():
+        both[name] = step
+        if name in ("features only", "CV scoring", "calibration"):
+            both[f"{name} (dense)"] = dense(step)
+    return both
 
 
 def _nothing(x, *rows, offset):
@@ -111,6 +136,8 @@ def main(argv=None):
     p.add_argument("--schedulers", nargs="+", default=["threads", "LocalCluster"])
     p.add_argument("--passes", nargs="+", default=None, help="a subset of the passes, by name")
     p.add_argument("--json", default=None)
+    p.add_argument("--dense-too", action="store_true",
+                   help="each pass that makes features also with the one-hot columns multiplied (dense)")
     args = p.parse_args(argv)
 
     import dask
@@ -139,13 +166,16 @@ def main(argv=None):
                 with ctx as cluster:
                     client = Client(cluster) if kind != "threads" else None
                     try:
-                        steps = _steps(X, y, args.n_components, args.alphas, args.passes)
+                        steps = _steps(X, y, args.n_components, args.alphas, args.passes,
+                                       io.onehot_columns(args.data) or None, args.dense_too)
                         for name, step in steps.items():
-                            t0 = time.perf_counter()
+                            t0, c0 = time.perf_counter(), time.process_time()
                             step()
-                            seconds = time.perf_counter() - t0
+                            seconds, cpu = time.perf_counter() - t0, time.process_time() - c0
                             result["runs"].setdefault(key, {}).setdefault(name, []).append(seconds)
-                            print(f"{key} {name}: {seconds:.2f} s, {mb / seconds:.0f} MB/s", flush=True)
+                            result.setdefault("cpu_s", {}).setdefault(key, {}).setdefault(name, []).append(cpu)
+                            print(f"{key} {name}: {seconds:.2f} s, {mb / seconds:.0f} MB/s, {cpu:.2f} CPU s of this "
+                                  "process (threads only)", flush=True)
                     finally:
                         if client is not None:
                             client.close()

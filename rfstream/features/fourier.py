@@ -12,10 +12,12 @@ from sklearn.utils._param_validation import StrOptions
 
 from ..kernels import frequency_scale
 from ..options import ParameterError
+from ..preprocess import binary_passthrough
 from ..samplers import SAMPLERS, check_sampler, sample_weights
 from .base import KERNEL_PARAMETERS, FeatureMap
 from .fused import ScaledBlock
 from .on_device import DeviceTwin, FourierOnDevice
+from .onehot import project_split
 from .grid import GammaGridMixin
 
 __all__ = ["FOURIER_PARAMETERS", "RandomFourierFeatures", "project_with_offset"]
@@ -154,6 +156,15 @@ class RandomFourierFeatures(GammaGridMixin, FeatureMap):
         self.random_state = random_state
         self.dtype = dtype
 
+    def fit(self, X, y=None):
+        """Draw the frequencies (:meth:`FeatureMap.fit`); a Standardizer's dask output also names
+        its 0/1 passthrough columns (:func:`rfstream.preprocess.binary_passthrough`), which the
+        "cos" projection sums as rows of ``W`` (:mod:`rfstream.features.onehot`)."""
+        onehot = binary_passthrough(X)
+        super().fit(X, y)
+        self._binary_columns_ = onehot  # private: not saved with the model (it then multiplies)
+        return self
+
     def _check_params(self, n_features):
         if self.variant == "cossin" and self.n_components % 2:
             raise ParameterError("{n_components} must be even with {variant=} (a cos and a sin feature per "
@@ -239,6 +250,9 @@ class RandomFourierFeatures(GammaGridMixin, FeatureMap):
             proj = np.asarray(x.astype(W.dtype) @ W)
             proj += self.random_offset_
             return proj
+        onehot = getattr(self, "_binary_columns_", ())
+        if onehot:
+            return project_split(np.asarray(x), W, self.random_offset_, onehot, out=out)
         return project_with_offset(np.asarray(x), W, self.random_offset_, out=out,
                                    Wb=stacked_weights(W, self.random_offset_))
 
