@@ -20,7 +20,7 @@ import scipy.linalg
 from sklearn.base import is_classifier
 
 from .catalog import size_widths
-from .cluster import on_workers, pass_kind, worker_memory
+from .cluster import client_cores, on_workers, pass_kind, worker_memory
 from .features.width import planned_features
 from .options import CALIBRATE_MAX_FEATURES
 from .param_lists import is_listed
@@ -55,23 +55,29 @@ _RATES = {}
 
 
 def factorization_rates():
-    """GFLOP/s of this process's ``scipy.linalg.eigh``, tridiagonal reduction and Cholesky factorization with the
-    BLAS threads it has, each the best of three at D = :data:`RATE_SIZE` (:data:`FLOPS`),
-    measured on the first call and kept for the process."""
+    """GFLOP/s of this process's ``scipy.linalg.eigh``, tridiagonal reduction and Cholesky factorization
+    on one BLAS thread, each the best of five at D = :data:`RATE_SIZE` (:data:`FLOPS`), times the client's
+    cores (:func:`rfstream.cluster.client_cores`: the search's solves run one per core,
+    :func:`rfstream.cluster.client_map`); measured on the first call and kept for the process.  One
+    thread's rate is the core's: timed on BLAS's threads, a small factorization on a machine busy with
+    other jobs measured 40 times slower from one run to the next (docs/plan.md)."""
     if not _RATES:
+        from threadpoolctl import threadpool_limits
         rng = np.random.default_rng(0)
         a = rng.standard_normal((RATE_SIZE, RATE_SIZE))
         gram = a @ a.T + RATE_SIZE * np.eye(RATE_SIZE)
         runs = {"eigh": lambda: scipy.linalg.eigh(gram, check_finite=False),
                 "reduction": lambda: tridiagonal_reduction(gram),
                 "Cholesky": lambda: scipy.linalg.cho_factor(gram, check_finite=False)}
-        for kind, run in runs.items():
-            best = np.inf
-            for _ in range(3):
-                t0 = time.perf_counter()
-                run()
-                best = min(best, time.perf_counter() - t0)
-            _RATES[kind] = FLOPS[kind] * RATE_SIZE ** 3 / max(best, 1e-9) / 1e9
+        cores = client_cores()
+        with threadpool_limits(limits=1, user_api="blas"):
+            for kind, run in runs.items():
+                best = np.inf
+                for _ in range(5):
+                    t0 = time.perf_counter()
+                    run()
+                    best = min(best, time.perf_counter() - t0)
+                _RATES[kind] = cores * FLOPS[kind] * RATE_SIZE ** 3 / max(best, 1e-9) / 1e9
     return dict(_RATES)
 
 
