@@ -48,9 +48,9 @@ def _close(a, b, rtol=1e-6):
 
 
 def _fit_on(address, data, out, flags):
-    done = subprocess.run([BIN / "rfstream", "fit", data, "--out", out, "--scheduler", address, *FIT, *flags],
-                          capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stderr
+    """``rfstream fit`` on the cluster at ``address``, run by :func:`rfstream.cli.main` in this process
+    (the same command without an interpreter's start-up and imports)."""
+    assert main([str(a) for a in ["fit", data, "--out", out, "--scheduler", address, *FIT, *flags]]) == 0
     return _coef(out)
 
 
