@@ -23,6 +23,8 @@ from rfstream.cli import main
 from rfstream.datasets import source_paths
 from rfstream.io import job_lock, open_dataset, write_dataset
 
+pytestmark = pytest.mark.long_file(45)  # seconds in the suite: started first (tests/conftest.py)
+
 MAGIC, _ = source_paths("magic_demo")  # the shipped MAGIC gamma telescope data
 FIT = ["--n-components", "100", "--alpha", "1.0", "--random-state", "3", "--quiet"]
 

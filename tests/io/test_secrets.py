@@ -29,6 +29,8 @@ from rfstream.io.checkpoints import MANIFEST
 from rfstream.io.location import as_storage_error
 from rfstream.io.staging import COMMIT
 
+pytestmark = pytest.mark.long_file(40)  # seconds in the suite: started first (tests/conftest.py)
+
 KEY, SECRET = "AKIARFSTREAMLEAKCHECK7", "rfS3cret/Leak+Check0123456789abcdefghijkLMNOP"
 ROTATED_KEY, ROTATED_SECRET = "AKIAROTATEDKEYNUMBER02", "r0tated/Secret+9876543210zyxwvutsrqponMLKJ"
 BUCKET = "rfstream-secrets"

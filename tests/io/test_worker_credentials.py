@@ -41,6 +41,8 @@ from distributed.protocol import dumps
 
 from rfstream.cli import main
 
+pytestmark = pytest.mark.long_file(40)  # seconds in the suite: started first (tests/conftest.py)
+
 AWS_ENV = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE",
            "AWS_ENDPOINT_URL", "AWS_DEFAULT_REGION", "AWS_EC2_METADATA_DISABLED",
            "AWS_EC2_METADATA_SERVICE_ENDPOINT", "AWS_SHARED_CREDENTIALS_FILE", "AWS_CONFIG_FILE")

@@ -15,6 +15,8 @@ from helpers.services import BIN, dask_cluster, start_worker
 import rfstream
 from rfstream.cli import main
 
+pytestmark = pytest.mark.long_file(120)  # seconds in the suite: started first (tests/conftest.py)
+
 FIT = ["--n-components", "300", "--alpha", "1.0", "--random-state", "3", "--quiet"]
 
 

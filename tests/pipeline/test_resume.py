@@ -26,6 +26,8 @@ from rfstream import RandomFourierFeatures, StreamingRidgeClassifier, io
 from rfstream.datasets import registry
 from rfstream.io.checkpoints import MANIFEST, CheckpointMismatch, resumable
 
+pytestmark = pytest.mark.long_file(220)  # seconds in the suite: started first (tests/conftest.py)
+
 METHODS = {  # name: (fit options, the pass after which the first run is killed)
     "ridge-cv": (["--alpha", "0.1,1,10", "--n-components", "128"], 3),  # the scoring pass is 4th
     "sgd-epochs": (["--solver", "sgd", "--sgd-solver", "sgd", "--epochs", "4", "--n-components", "128"], 4),
