@@ -29,6 +29,8 @@ from rfstream import load_model, save_model
 from rfstream.catalog import FEATURES, make_model
 from rfstream.io.model_files import ModelFileError
 
+pytestmark = pytest.mark.long_file(15)  # seconds in the suite: started first (tests/conftest.py)
+
 #: RFSTREAM_FUZZ_SCALE=20 runs twenty times the examples, with fresh randomness (a longer hunt than CI's)
 SCALE = max(1, int(os.environ.get("RFSTREAM_FUZZ_SCALE", "1")))
 SETTINGS = dict(deadline=None, derandomize=SCALE == 1, suppress_health_check=list(HealthCheck))

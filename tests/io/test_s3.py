@@ -21,7 +21,9 @@ from helpers.services import S3_CREDENTIALS, WORKER_ENV, dask_cluster, free_port
 import rfstream
 from rfstream.cli import main
 from rfstream.datasets import source_paths
-from rfstream.io import open_dataset, write_dataset
+from rfstream.io import job_lock, open_dataset, write_dataset
+
+pytestmark = pytest.mark.long_file(45)  # seconds in the suite: started first (tests/conftest.py)
 
 MAGIC, _ = source_paths("magic_demo")  # the shipped MAGIC gamma telescope data
 FIT = ["--n-components", "100", "--alpha", "1.0", "--random-state", "3", "--quiet"]
@@ -33,6 +35,10 @@ def s3():
     with pytest.MonkeyPatch.context() as mp, s3_server() as endpoint:
         for key, value in S3_CREDENTIALS.items():
             mp.setenv(key, value)
+        # a checkpoint's lock on an object store is read back SETTLE_SECONDS (1 s) after it is
+        # written, for a writer racing it on an eventually consistent store; moto's server is
+        # consistent, and no test here races two writers of one lock
+        mp.setattr(job_lock, "SETTLE_SECONDS", 0.05)
         options = {"endpoint_url": endpoint}
         fs = s3fs.S3FileSystem(**options)
         fs.mkdir("rfstream-test")
@@ -240,11 +246,16 @@ def test_a_checkpoint_on_the_object_store_resumes(s3):
     assert not fs.exists(f"{where}/{MANIFEST}")
 
 
-def test_transient_store_errors_are_retried_and_change_nothing(s3, tmp_path):
+def test_transient_store_errors_are_retried_and_change_nothing(s3, tmp_path, monkeypatch):
     """A proxy between rfstream and the S3 server fails 10% of the requests (503 SlowDown or
     a reset connection); convert, fit and predict through it give the clean run's model."""
+    from botocore.retries.standard import ExponentialBackoff
     from helpers.services import faulty_proxy, proxy_faults
 
+    # botocore waits rand(0, 1) * 2**(attempt - 1) s before a retry: 1/20 of that here, where the
+    # server is local and the time is the test's (the retries themselves, and their count, are unchanged)
+    delay = ExponentialBackoff.delay_amount
+    monkeypatch.setattr(ExponentialBackoff, "delay_amount", lambda self, context: delay(self, context) / 20)
     bucket, options, fs = s3
     clean = f"{bucket}/clean"
     so = ["--storage-options", json.dumps(options)]

@@ -24,10 +24,12 @@ import s3fs
 from helpers.services import s3_server
 
 from rfstream.cli import main
-from rfstream.io import as_location
+from rfstream.io import as_location, job_lock
 from rfstream.io.checkpoints import MANIFEST
 from rfstream.io.location import as_storage_error
 from rfstream.io.staging import COMMIT
+
+pytestmark = pytest.mark.long_file(40)  # seconds in the suite: started first (tests/conftest.py)
 
 KEY, SECRET = "AKIARFSTREAMLEAKCHECK7", "rfS3cret/Leak+Check0123456789abcdefghijkLMNOP"
 ROTATED_KEY, ROTATED_SECRET = "AKIAROTATEDKEYNUMBER02", "r0tated/Secret+9876543210zyxwvutsrqponMLKJ"
@@ -68,6 +70,10 @@ def s3():
     """(endpoint, s3fs filesystem) of a fresh moto server with one bucket."""
     with pytest.MonkeyPatch.context() as mp, s3_server() as endpoint:
         mp.setenv("AWS_DEFAULT_REGION", "us-east-1")
+        # a checkpoint's lock on an object store is read back SETTLE_SECONDS (1 s) after it is
+        # written, for a writer racing it on an eventually consistent store; moto's server is
+        # consistent, and no test here races two writers of one lock
+        mp.setattr(job_lock, "SETTLE_SECONDS", 0.05)
         fs = s3fs.S3FileSystem(key="admin-of-the-test", secret="admin-of-the-test", endpoint_url=endpoint)
         fs.mkdir(BUCKET)
         yield endpoint, fs

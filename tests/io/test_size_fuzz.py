@@ -6,6 +6,8 @@ import pytest
 
 from helpers.capped import ROOT, run_capped
 
+pytestmark = pytest.mark.long_file(20)  # seconds in the suite: started first (tests/conftest.py)
+
 #: examples per kind: a loaded two-core machine runs each kind in well under a minute
 EXAMPLES = {"models": 60, "datasets": 40}
 

@@ -41,6 +41,8 @@ from distributed.protocol import dumps
 
 from rfstream.cli import main
 
+pytestmark = pytest.mark.long_file(40)  # seconds in the suite: started first (tests/conftest.py)
+
 AWS_ENV = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE",
            "AWS_ENDPOINT_URL", "AWS_DEFAULT_REGION", "AWS_EC2_METADATA_DISABLED",
            "AWS_EC2_METADATA_SERVICE_ENDPOINT", "AWS_SHARED_CREDENTIALS_FILE", "AWS_CONFIG_FILE")
@@ -114,6 +116,24 @@ def client_env(store, monkeypatch, tmp_path):
     return setenv
 
 
+@pytest.fixture(scope="module")
+def bare_cluster(store, tmp_path_factory):
+    """(address, client, workers): a scheduler and one worker whose environments hold no
+    credentials, shared by cases (c) and (d)."""
+    with dask_cluster(tmp_path_factory.mktemp("bare"), 1, env=_environment(store[0])) as running:
+        yield running
+
+
+def _within(seconds, probe, done):
+    """``probe()`` every quarter second until ``done`` of its value, or ``seconds`` passed: its last value."""
+    deadline = time.monotonic() + seconds
+    value = probe()
+    while not done(value) and time.monotonic() < deadline:
+        time.sleep(0.25)
+        value = probe()
+    return value
+
+
 def _convert(address, dst, *more):
     return main(["convert", "s3://raw/adult/", dst, "--label-column", "income", "--rows-per-chunk", "25",
                  "--scheduler", address, "--quiet", *more])
@@ -170,7 +190,7 @@ def test_workers_without_credentials_are_named_in_one_line(store, client_env, tm
     assert not admin.exists("work/b.zarr/rfstream-commit.json")
 
 
-def test_storage_options_reach_the_workers_but_not_the_graph(store, client_env, tmp_path, capfd, monkeypatch):
+def test_storage_options_reach_the_workers_but_not_the_graph(store, bare_cluster, client_env, capfd, monkeypatch):
     endpoint, keys, admin = store
     key, secret = keys["workers"]
     client_env(None)  # neither the client nor the workers have credentials of their own
@@ -183,11 +203,12 @@ def test_storage_options_reach_the_workers_but_not_the_graph(store, client_env, 
 
     monkeypatch.setattr(Client, "_send_to_scheduler", record)
     so = json.dumps({"key": key, "secret": secret, "client_kwargs": {"endpoint_url": endpoint}})
-    with dask_cluster(tmp_path, 1, env=_environment(endpoint)) as (address, second, _):
-        assert _convert(address, "s3://work/c.zarr", "--storage-options", so) == 0, capfd.readouterr().err
-        cloudpickle.register_pickle_by_value(secret_client)
-        time.sleep(4)  # the command's client closed: the worker forgets at once, collects again after 3 s
-        assert not any(second.run(secret_client.holders, secret[::-1]).values())
+    address, second, _ = bare_cluster
+    assert _convert(address, "s3://work/c.zarr", "--storage-options", so) == 0, capfd.readouterr().err
+    cloudpickle.register_pickle_by_value(secret_client)
+    # the command's client closed: the worker forgets at once, collects again after 3 s
+    held = _within(10, lambda: second.run(secret_client.holders, secret[::-1]), lambda h: not any(h.values()))
+    assert not any(held.values()), held
     assert _converted(admin, "work/c.zarr") == [120, 5]
     graphs = [m for m in sent if b"update-graph" in m]
     assert len(graphs) >= 2  # pass 1 (scan) and pass 2 (encode and write)
@@ -195,7 +216,7 @@ def test_storage_options_reach_the_workers_but_not_the_graph(store, client_env, 
     assert not capfd.readouterr().err
 
 
-def test_no_secret_on_the_scheduler_nor_after_a_killed_client(store, client_env, tmp_path):
+def test_no_secret_on_the_scheduler_nor_after_a_killed_client(store, bare_cluster, client_env):
     endpoint, keys, admin = store
     key, secret = keys["workers"]
     client_env(None)
@@ -204,32 +225,29 @@ def test_no_secret_on_the_scheduler_nor_after_a_killed_client(store, client_env,
     options = json.dumps({"key": key, "secret": secret, "client_kwargs": {"endpoint_url": endpoint}})
     env = dict(_environment(endpoint), RFSTREAM_TEST_OPTIONS=options,
                PYTHONPATH=os.pathsep.join(sys.path))
-    with dask_cluster(tmp_path, 1, env=_environment(endpoint)) as (address, second, workers):
-        first = subprocess.Popen([sys.executable, script, address, "s3://raw/adult/part-0.csv"], env=env,
-                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        try:
-            line = first.stdout.readline()
-            assert line.strip() == str(len(_csv(0))), first.stderr.read() if first.poll() is not None else line
-            assert second.run_on_scheduler(holders, secret[::-1]) == []  # while the client lives
-            workers.append(start_worker(address, env=_environment(endpoint)))  # one that joins later
-            second.wait_for_workers(2, timeout=60)
-            time.sleep(3)  # the client looks for new workers every POLL_SECONDS
-            held = second.run(holders, secret[::-1])
-            assert len(held) == 2 and all(held.values()), held  # the probe sees what the workers hold
-            first.send_signal(signal.SIGKILL)
+    address, second, workers = bare_cluster
+    first = subprocess.Popen([sys.executable, script, address, "s3://raw/adult/part-0.csv"], env=env,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        line = first.stdout.readline()
+        assert line.strip() == str(len(_csv(0))), first.stderr.read() if first.poll() is not None else line
+        assert second.run_on_scheduler(holders, secret[::-1]) == []  # while the client lives
+        workers.append(start_worker(address, env=_environment(endpoint)))  # one that joins later
+        second.wait_for_workers(2, timeout=60)
+        # the client looks for new workers every POLL_SECONDS
+        held = _within(10, lambda: second.run(holders, secret[::-1]), lambda h: len(h) == 2 and all(h.values()))
+        assert len(held) == 2 and all(held.values()), held  # the probe sees what the workers hold
+        first.send_signal(signal.SIGKILL)
+        first.wait()
+        # a worker drops them within about CHECK_SECONDS + COLLECT_AFTER_SECONDS
+        held = _within(12, lambda: {"scheduler": second.run_on_scheduler(holders, secret[::-1]),
+                                    **second.run(holders, secret[::-1])}, lambda h: not any(h.values()))
+        assert not any(held.values()), held
+        assert not [m for m in second.get_events() if secret in str(m)]
+    finally:
+        if first.poll() is None:
+            first.kill()
             first.wait()
-            for _ in range(3):  # a worker drops them within about CHECK_SECONDS + COLLECT_AFTER_SECONDS
-                time.sleep(4)
-                held = {"scheduler": second.run_on_scheduler(holders, secret[::-1]),
-                        **second.run(holders, secret[::-1])}
-                if not any(held.values()):
-                    break
-            assert not any(held.values()), held
-            assert not [m for m in second.get_events() if secret in str(m)]
-        finally:
-            if first.poll() is None:
-                first.kill()
-                first.wait()
 
 
 def test_a_client_is_connected_while_its_last_event_is_add_client():

@@ -11,6 +11,8 @@ from rfstream import io, train_test_split
 from rfstream.cluster import connect
 from rfstream.pipeline import evaluate_dataset, fit_dataset
 
+pytestmark = pytest.mark.long_file(30)  # seconds in the suite: started first (tests/conftest.py)
+
 
 def _fit_evaluate(train, test, **params):
     with connect("threads"):

@@ -15,6 +15,8 @@ from helpers.services import BIN, dask_cluster, start_worker
 import rfstream
 from rfstream.cli import main
 
+pytestmark = pytest.mark.long_file(120)  # seconds in the suite: started first (tests/conftest.py)
+
 FIT = ["--n-components", "300", "--alpha", "1.0", "--random-state", "3", "--quiet"]
 
 
@@ -48,9 +50,9 @@ def _close(a, b, rtol=1e-6):
 
 
 def _fit_on(address, data, out, flags):
-    done = subprocess.run([BIN / "rfstream", "fit", data, "--out", out, "--scheduler", address, *FIT, *flags],
-                          capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stderr
+    """``rfstream fit`` on the cluster at ``address``, run by :func:`rfstream.cli.main` in this process
+    (the same command without an interpreter's start-up and imports)."""
+    assert main([str(a) for a in ["fit", data, "--out", out, "--scheduler", address, *FIT, *flags]]) == 0
     return _coef(out)
 
 

@@ -26,6 +26,8 @@ from rfstream import RandomFourierFeatures, StreamingRidgeClassifier, io
 from rfstream.datasets import registry
 from rfstream.io.checkpoints import MANIFEST, CheckpointMismatch, resumable
 
+pytestmark = pytest.mark.long_file(220)  # seconds in the suite: started first (tests/conftest.py)
+
 METHODS = {  # name: (fit options, the pass after which the first run is killed)
     "ridge-cv": (["--alpha", "0.1,1,10", "--n-components", "128"], 3),  # the scoring pass is 4th
     "sgd-epochs": (["--solver", "sgd", "--sgd-solver", "sgd", "--epochs", "4", "--n-components", "128"], 4),
@@ -54,6 +56,18 @@ def _run(argv, **kw):
     return subprocess.run(argv, capture_output=True, text=True, timeout=300, check=False, **kw)
 
 
+def _in_process(argv, capsys):
+    """The command of ``argv`` run by :func:`rfstream.cli.main` in this process, as a
+    ``CompletedProcess``: the same code without an interpreter's start-up and imports (some
+    3 CPU seconds each).  Not for a check of every stderr line: pytest catches the warnings."""
+    from rfstream import cli
+
+    capsys.readouterr()
+    code = cli.main([str(a) for a in argv[argv.index("fit"):]])
+    out, err = capsys.readouterr()
+    return subprocess.CompletedProcess(argv, code, out, err)
+
+
 def _start(argv):
     """The command in a process group of its own, its stderr read line by line."""
     return subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
@@ -67,9 +81,9 @@ def _coefs(path):
 
 
 @pytest.mark.parametrize("method", sorted(METHODS))
-def test_sigkill_after_pass_k_then_rerun_gives_the_same_model(method, magic, tmp_path):
+def test_sigkill_after_pass_k_then_rerun_gives_the_same_model(method, magic, tmp_path, capsys):
     options, k = METHODS[method]
-    reference = _run(_command(magic, tmp_path / "reference", options, "--no-checkpoint"))
+    reference = _in_process(_command(magic, tmp_path / "reference", options, "--no-checkpoint"), capsys)
     assert reference.returncode == 0, reference.stderr[-2000:]
 
     out = tmp_path / "model"
@@ -81,7 +95,7 @@ def test_sigkill_after_pass_k_then_rerun_gives_the_same_model(method, magic, tmp
     kept = len(json.loads((checkpoint / MANIFEST).read_text())["steps"])
     assert kept >= k and not out.exists()
 
-    rerun = _run(_command(magic, out, options))
+    rerun = _in_process(_command(magic, out, options), capsys)
     assert rerun.returncode == 0, rerun.stderr[-2000:]
     summary = json.loads(rerun.stdout)
     assert summary["resumed"] is True and summary["passes_reused"] == kept
@@ -92,7 +106,7 @@ def test_sigkill_after_pass_k_then_rerun_gives_the_same_model(method, magic, tmp
 
 
 @pytest.mark.parametrize("signum, code", [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
-def test_signal_stops_with_one_line_and_keeps_the_checkpoint(signum, code, magic, tmp_path):
+def test_signal_stops_with_one_line_and_keeps_the_checkpoint(signum, code, magic, tmp_path, capsys):
     options, k = METHODS["pcg"]
     out = tmp_path / "model"
     proc = _start(_command(magic, out, options))
@@ -105,11 +119,11 @@ def test_signal_stops_with_one_line_and_keeps_the_checkpoint(signum, code, magic
     assert last.startswith(f"rfstream: stopped by {signal.Signals(signum).name}; ")
     assert "model.checkpoint" in last and "run the same command again" in last
     assert "Traceback" not in err and not out.exists()
-    rerun = _run(_command(magic, out, options))
+    rerun = _in_process(_command(magic, out, options), capsys)
     assert rerun.returncode == 0 and json.loads(rerun.stdout)["passes_reused"] >= 5
 
 
-def test_another_command_is_refused_and_restart_starts_over(magic, tmp_path):
+def test_another_command_is_refused_and_restart_starts_over(magic, tmp_path, capsys):
     options, k = METHODS["pcg"]
     out = tmp_path / "model"
     proc = _start(_command(magic, out, options))
@@ -122,7 +136,7 @@ def test_another_command_is_refused_and_restart_starts_over(magic, tmp_path):
     assert refused.returncode == 2 and len(lines) == 1
     assert "model.checkpoint is for another job: alpha differs (checkpoint 0.01, this run 0.02)" in lines[0]
     assert lines[0].count(" differs ") == 1 and "--restart" in lines[0]
-    restarted = _run(_command(magic, out, other, "--restart"))
+    restarted = _in_process(_command(magic, out, other, "--restart"), capsys)
     assert restarted.returncode == 0, restarted.stderr[-2000:]
     assert "resumed" not in json.loads(restarted.stdout)
 
@@ -213,7 +227,7 @@ def _wait_for_workers(address, n=1):
         client.wait_for_workers(n, timeout=60)
 
 
-def test_scheduler_killed_mid_fit_then_back_resumes(magic, tmp_path):
+def test_scheduler_killed_mid_fit_then_back_resumes(magic, tmp_path, capsys):
     from helpers.services import _stop, free_port, start_worker
 
     options, _ = METHODS["pcg"]
@@ -223,9 +237,7 @@ def test_scheduler_killed_mid_fit_then_back_resumes(magic, tmp_path):
     argv = [o if o != "threads" else address for o in _command(magic, out, options)]
     processes = []
     try:
-        processes += [_scheduler(port)]
-        time.sleep(1)
-        processes += [start_worker(address)]
+        processes += [_scheduler(port), start_worker(address)]  # the worker retries until the scheduler is up
         _wait_for_workers(address)
         proc = _start(argv)
         wait_for_pass(proc, 6)
@@ -236,17 +248,15 @@ def test_scheduler_killed_mid_fit_then_back_resumes(magic, tmp_path):
         assert last.startswith("rfstream: error: lost the connection to the Dask scheduler")
         assert "model.checkpoint" in last and "run the same command again" in last
         _stop(processes)
-        processes = [_scheduler(port)]  # the scheduler comes back at the same address
-        time.sleep(1)
-        processes += [start_worker(address)]
+        processes = [_scheduler(port), start_worker(address)]  # the scheduler back at the same address
         _wait_for_workers(address)
-        rerun = _run(argv)
+        rerun = _in_process(argv, capsys)
         assert rerun.returncode == 0, rerun.stderr[-2000:]
         assert json.loads(rerun.stdout)["passes_reused"] >= 6
         # uninterrupted, on the same cluster (threads would round differently: PCG stops
         # at a residual of 1e-4, so the rounding of the passes moves its last digits)
-        reference = _run([*argv[:argv.index("--out") + 1], str(tmp_path / "reference"),
-                          *argv[argv.index("--out") + 2:], "--no-checkpoint"])
+        reference = _in_process([*argv[:argv.index("--out") + 1], str(tmp_path / "reference"),
+                                 *argv[argv.index("--out") + 2:], "--no-checkpoint"], capsys)
         assert reference.returncode == 0, reference.stderr[-2000:]
     finally:
         _stop(processes)
@@ -322,7 +332,7 @@ def test_a_full_disk_is_one_line_and_the_previous_model_stays(magic, tmp_path, c
     assert after == before  # the previous model, untouched
 
 
-def test_embedded_cluster_workers_killed_from_outside(magic, tmp_path):
+def test_embedded_cluster_workers_killed_from_outside(magic, tmp_path, capsys):
     """Every worker process of the embedded LocalCluster SIGKILLed after pass 8: the nannies
     start new ones, Dask recomputes the lost tasks, and the model is the undisturbed one."""
     import psutil
@@ -338,8 +348,8 @@ def test_embedded_cluster_workers_killed_from_outside(magic, tmp_path):
         worker.kill()
     out, err = proc.communicate(timeout=240)
     assert proc.returncode == 0, err[-2000:]
-    reference = _run([*argv[:argv.index("--out") + 1], str(tmp_path / "reference"),
-                      *argv[argv.index("--out") + 2:]])
+    reference = _in_process([*argv[:argv.index("--out") + 1], str(tmp_path / "reference"),
+                             *argv[argv.index("--out") + 2:]], capsys)
     assert reference.returncode == 0, reference.stderr[-2000:]
     for got, want in zip(_coefs(tmp_path / "model"), _coefs(tmp_path / "reference")):
         np.testing.assert_allclose(got, want, rtol=0, atol=1e-6 * max(1.0, np.abs(want).max()))

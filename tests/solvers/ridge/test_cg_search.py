@@ -10,6 +10,8 @@ from sklearn.model_selection import PredefinedSplit
 from rfstream import RandomFourierFeatures, StreamingRidge, StreamingRidgeClassifier
 from rfstream.solvers.ridge import cg_search
 
+pytestmark = pytest.mark.long_file(45)  # seconds in the suite: started first (tests/conftest.py)
+
 ALPHAS = [0.03, 0.3, 3.0]
 
 

@@ -27,6 +27,8 @@ from rfstream.solvers.memory import check_gram_memory, check_pcg_memory
 from rfstream.solvers.ridge.nystrom_pcg import NystromPreconditioner, nystrom_factor
 
 
+pytestmark = pytest.mark.long_file(55)  # seconds in the suite: started first (tests/conftest.py)
+
 def _features(n=3000, d=8, D=600, seed=0, classes=None):
     rng = np.random.default_rng(seed)
     X = rng.normal(size=(n, d)).astype(np.float32)
