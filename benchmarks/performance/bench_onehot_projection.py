@@ -31,8 +31,8 @@ def main(argv=None):
 
     from rfstream import io
     from rfstream.features import RandomFourierFeatures
-    from rfstream.features.fourier import project_with_offset, stacked_weights
-    from rfstream.features.onehot import project_split
+    from rfstream.features.fourier import kept_weights, project_with_offset, stacked_weights
+    from rfstream.features.onehot import project_split, split_weights
     from rfstream.preprocess import Standardizer
 
     X, _ = io.open_dataset(args.data)
@@ -49,7 +49,7 @@ def main(argv=None):
         return project_with_offset(xs, W, b, out=out, Wb=stacked_weights(W, b))
 
     def split(xs, out):
-        return project_split(xs, W, b, columns, out=out)
+        return project_split(xs, W, b, columns, out=out, split=kept_weights(split_weights, W, b, columns))
 
     for rows in args.sub_block:
         out = np.empty((rows, W.shape[1]), dtype=W.dtype)

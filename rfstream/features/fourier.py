@@ -17,7 +17,7 @@ from ..samplers import SAMPLERS, check_sampler, sample_weights
 from .base import KERNEL_PARAMETERS, FeatureMap
 from .fused import ScaledBlock
 from .on_device import DeviceTwin, FourierOnDevice
-from .onehot import project_split
+from .onehot import project_split, split_weights
 from .grid import GammaGridMixin
 
 __all__ = ["FOURIER_PARAMETERS", "RandomFourierFeatures", "project_with_offset"]
@@ -252,7 +252,8 @@ class RandomFourierFeatures(GammaGridMixin, FeatureMap):
             return proj
         onehot = getattr(self, "_binary_columns_", ())
         if onehot:
-            return project_split(np.asarray(x), W, self.random_offset_, onehot, out=out)
+            return project_split(np.asarray(x), W, self.random_offset_, onehot, out=out,
+                                 split=kept_weights(split_weights, W, self.random_offset_, onehot))
         return project_with_offset(np.asarray(x), W, self.random_offset_, out=out,
                                    Wb=stacked_weights(W, self.random_offset_))
 
@@ -279,27 +280,32 @@ class RandomFourierFeatures(GammaGridMixin, FeatureMap):
                                if self.variant == "cos" else None, self.variant)
 
 
-_STACKED = OrderedDict()  # (id(W), id(b)) -> (W, b, [W; b]): the last few pairs' stacks
-_STACKED_LOCK = threading.Lock()
+_KEPT = OrderedDict()  # (make, id(W), id(b), extra) -> (W, b, made): the last few
+_KEPT_LOCK = threading.Lock()
+
+
+def kept_weights(make, W, b, *extra):
+    """``make(W, b, *extra)``, kept for the last few such calls in this process: a task makes the
+    features of many sub-blocks (:func:`rfstream.features.fused.stream_rows`) from weights derived
+    once, and the map itself stays unchanged, as scikit-learn asks of ``transform``.  Each entry
+    holds ``W`` and ``b``, so the ids that find it cannot name other arrays."""
+    key = (make, id(W), id(b), extra)
+    with _KEPT_LOCK:
+        kept = _KEPT.get(key)
+        if kept is not None:
+            _KEPT.move_to_end(key)
+            return kept[2]
+    made = make(W, b, *extra)
+    with _KEPT_LOCK:
+        _KEPT[key] = (W, b, made)
+        while len(_KEPT) > 4:
+            _KEPT.popitem(last=False)
+    return made
 
 
 def stacked_weights(W, b):
-    """``[W; b]`` (:func:`stack_offset`), kept for the last few ``(W, b)`` pairs in this
-    process: a task makes the features of many sub-blocks (:func:`rfstream.features.fused.stream_rows`),
-    and the map itself stays unchanged, as scikit-learn asks of ``transform``.  Each pair is
-    held with its stack, so the ids that find it cannot name other arrays."""
-    key = (id(W), id(b))
-    with _STACKED_LOCK:
-        kept = _STACKED.get(key)
-        if kept is not None:
-            _STACKED.move_to_end(key)
-            return kept[2]
-    Wb = stack_offset(W, b)
-    with _STACKED_LOCK:
-        _STACKED[key] = (W, b, Wb)
-        while len(_STACKED) > 4:
-            _STACKED.popitem(last=False)
-    return Wb
+    """``[W; b]`` (:func:`stack_offset`), kept for the last few ``(W, b)`` (:func:`kept_weights`)."""
+    return kept_weights(stack_offset, W, b)
 
 
 def stack_offset(W, b):

@@ -12,8 +12,6 @@ figures: docs/rff.md, "One-hot columns in the projection"; docs/BENCHMARKS.md.
 from __future__ import annotations
 
 import math
-import threading
-from collections import OrderedDict
 from typing import NamedTuple
 
 import numpy as np
@@ -33,20 +31,10 @@ class SplitWeights(NamedTuple):
     W_onehot: np.ndarray  # [W_o; 0]: the zero row pads rows with fewer ones
 
 
-_KEPT = OrderedDict()  # (id(W), id(b), onehot) -> (W, b, SplitWeights): the last few
-_KEPT_LOCK = threading.Lock()
-
-
 def split_weights(W, b, onehot):
     """:class:`SplitWeights` of ``W`` (``d x m``), offsets ``b`` and the 0/1 columns ``onehot``
-    (a tuple of indices), kept for the last few triples in this process (a task projects many
-    sub-blocks with one map, :func:`rfstream.features.fused.feature_sub_blocks`)."""
-    key = (id(W), id(b), onehot)
-    with _KEPT_LOCK:
-        kept = _KEPT.get(key)
-        if kept is not None:
-            _KEPT.move_to_end(key)
-            return kept[2]
+    (a tuple of indices); a map keeps them across a task's sub-blocks
+    (:func:`rfstream.features.fourier.kept_weights`)."""
     cols = np.asarray(onehot, dtype=np.intp)
     dense = np.setdiff1d(np.arange(W.shape[0]), cols)
     Wb = np.empty((dense.size + 1, W.shape[1]), dtype=W.dtype)
@@ -54,12 +42,7 @@ def split_weights(W, b, onehot):
     Wb[-1] = b
     Wo = np.zeros((cols.size + 1, W.shape[1]), dtype=W.dtype)
     Wo[:-1] = W[cols]
-    split = SplitWeights(dense, cols, Wb, Wo)
-    with _KEPT_LOCK:
-        _KEPT[key] = (W, b, split)
-        while len(_KEPT) > 4:
-            _KEPT.popitem(last=False)
-    return split
+    return SplitWeights(dense, cols, Wb, Wo)
 
 
 def binary_block(xo):
@@ -99,11 +82,12 @@ def pattern_sums(xo, W_onehot):
     return P, inv.reshape(-1)
 
 
-def project_split(x, W, b, onehot, out=None):
+def project_split(x, W, b, onehot, out=None, split=None):
     """``x @ W + b`` in ``W``'s dtype for dense rows ``x``, with the columns ``onehot`` (a tuple)
     summed as selected rows of ``W`` where they are all 0/1 in ``x``, multiplied otherwise:
-    ``([x_d, 1] @ [W_d; b]) + x_o @ W_o`` either way (module docstring); into ``out`` if given."""
-    split = split_weights(W, b, onehot)
+    ``([x_d, 1] @ [W_d; b]) + x_o @ W_o`` either way (module docstring); into ``out`` if given;
+    ``split``: :func:`split_weights` of ``(W, b, onehot)`` when the caller keeps them."""
+    split = split_weights(W, b, onehot) if split is None else split
     n = x.shape[0]
     if out is None:
         out = np.empty((n, W.shape[1]), dtype=W.dtype)
