@@ -179,9 +179,12 @@ class RidgeSearchMixin:
         return chosen
 
     def _solution(self, basis, total, solve_stats):
-        """``(W, b)`` at the chosen alpha: from the eigendecomposition or tridiagonal reduction the
-        search made (:func:`rfstream.solvers.ridge.loo.loo_solution`), else by Cholesky from the
-        chosen gamma's totals (``solve_stats``)."""
+        """``(W, b)`` at the chosen alpha: the calibration's factor's
+        (:func:`rfstream.solvers.ridge.calibration.cholesky_posterior`), from the eigendecomposition or
+        tridiagonal reduction the search made (:func:`rfstream.solvers.ridge.loo.loo_solution`), else by
+        Cholesky from the chosen gamma's totals (``solve_stats``)."""
+        if basis is not None and "L" in basis:
+            return basis["W"], basis["b"]
         if basis is not None:
             return loo_solution(basis, self.alpha_)
         return solve_stats(total, self.alpha_)
@@ -340,8 +343,7 @@ class _BaseStreamingRidge(RidgeSearchMixin, LinearPredictMixin, BaseEstimator):
         if calibrating and (basis is None or "U" not in basis):  # the calibration's factor solves the fit too
             basis = (cholesky_posterior(totals[chosen], self.alpha_, self.fit_intercept)
                      or loo_basis(totals[chosen], self.fit_intercept))
-        W, b = (basis["W"], basis["b"]) if basis is not None and "L" in basis else \
-            self._solution(basis, totals[chosen], self._solve_stats)
+        W, b = self._solution(basis, totals[chosen], self._solve_stats)
         scoring_pass = searching and (cv == "loo" or self.scoring != "squared_error") and self.select == "cv"
         if calibrating:
             self._calibrate(groups, chosen, y, target_fn, weights, W, b, basis,
