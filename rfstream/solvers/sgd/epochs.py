@@ -227,6 +227,30 @@ def epoch_rows(Z):
     return {"features": features, "dtype": Z.dtype, "width": Z.shape[1]}, rows
 
 
+class BatchWindows:
+    """``take(idx)`` for mini-batches that follow one another along ``order`` (run_steps' batches):
+    the features of ``window`` rows of ``order`` made by one call of ``made`` (a few thousand rows,
+    not 16: a call's fixed costs, the one-hot split's patterns among them, were most of an epoch),
+    each batch a slice of them.  The same rows' features as one call per batch would make, up to
+    the rounding of a GEMM of another height."""
+
+    def __init__(self, made, order, window):
+        self.made, self.order, self.window = made, order, window
+        self.pos = self.start = self.stop = 0
+        self.z = None
+
+    def __call__(self, idx):
+        n = idx.size
+        if n and idx[0] != self.order[self.pos]:
+            raise ValueError("mini-batches must follow the order the windows were made for")
+        if self.pos + n > self.stop:
+            self.start, self.stop = self.pos, min(self.pos + max(self.window, n), self.order.size)
+            self.z = self.made(self.order[self.start : self.stop])
+        zb = self.z[self.pos - self.start : self.pos - self.start + n]
+        self.pos += n
+        return zb
+
+
 @dataclass(frozen=True, eq=False, kw_only=True)
 class EpochSpec(RowSpec):
     """An epoch's :class:`rfstream.solvers.passes.RowSpec`: the incoming SGD iterate ``W``
@@ -281,12 +305,12 @@ def epoch_chunk(z, *arrays, offset, spec):
             z = z.astype(np.float64)
         p = scores(z, Wbar, vbar, s)
         take = z.__getitem__
-    else:  # features made per mini-batch; the incoming model scored on each as it is made
+    else:  # features made a window of mini-batches at a time; the incoming model scored on each window
         p = np.empty((m, W.shape[0]))
         buf = np.empty((min(m, max(batch_size, FUSED_SUB_BLOCK)), spec.width), dtype=spec.dtype)
         W_in, v_in = Wbar, vbar
 
-        def take(ix):
+        def made(ix):
             zb = make_features(features, z[ix], buf)
             p[ix] = scores(zb, W_in, v_in, s)
             return zb
@@ -298,13 +322,15 @@ def epoch_chunk(z, *arrays, offset, spec):
         keys = row_uniform(seed, (STREAM_SGD_ORDER << 32) + spec.epoch, offset, offset + m)[rows]
         order = rows[np.argsort(keys, kind="stable")]
         batches = [order[i : i + batch_size] for i in range(0, order.size, batch_size)]
+        if features is not None:
+            take = BatchWindows(made, order, max(batch_size, buf.shape[0] // batch_size * batch_size))
         avg = (Wbar, vbar) if steps.average else None
         W_end, v_end, t_end, avg = run_steps(W, v, take, target, weight, batches, t, steps, avg)
         parts["steps"][...] = rows.size * (t_end - t)
     if features is not None:  # rows no mini-batch made: the held-out ones, or all
         rest = np.flatnonzero(val) if trained else np.arange(m)
         for start in range(0, rest.size, FUSED_SUB_BLOCK):
-            take(rest[start : start + FUSED_SUB_BLOCK])
+            made(rest[start : start + FUSED_SUB_BLOCK])
     _evaluate_block(p, target, idx, weight, val, parts, steps.loss, sample_weights(w, task, offset))
     if rows.size == 0:
         return out
