@@ -120,12 +120,12 @@ def test_newton_makes_the_features_in_its_tasks(loss, monkeypatch):
 ])
 def test_sgd_epochs_make_the_features_in_their_tasks(kw, monkeypatch):
     # Z = rff.transform(X): each epoch reduces over X (with Z's row chunks: the averaged
-    # model depends on them) and makes the features of each mini-batch in the task; the
-    # held-out rows and the evaluation pass are made in sub-blocks.  Same model as over
-    # the stored blocks of Z + 0: the same block function per row, the same steps.  Only
-    # float32 rounding can differ (the map's GEMM on a 16-row batch against a whole
-    # block), about 1e-7 of each feature, and the incoming model is scored per batch
-    # instead of per block (the objective's float64 sum in another order).
+    # model depends on them) and makes the features of each window of mini-batches in the
+    # task; the held-out rows and the evaluation pass are made in sub-blocks.  Same model as
+    # over the stored blocks of Z + 0: the same block function per row, the same steps.  Only
+    # float32 rounding can differ (the map's GEMM on a window against a whole block), about
+    # 1e-7 of each feature, and the incoming model is scored per window instead of per
+    # block (the objective's float64 sum in another order).
     from rfstream.features.fused import FUSED_SUB_BLOCK
     import rfstream.solvers.sgd.epochs as epochs_module
 
@@ -195,3 +195,23 @@ def test_newton_errors():
     X[7, 1] = np.nan  # dask input skips sklearn's check: the pass itself names the problem
     with pytest.raises(ValueError, match="X or y contains NaN or infinity"):
         StreamingSGDClassifier(solver="newton").fit(da.from_array(X, chunks=50), da.from_array(y, chunks=50))
+
+
+def test_batch_windows_make_each_window_once_and_refuse_another_order():
+    from rfstream.solvers.sgd.epochs import BatchWindows
+
+    order = np.random.default_rng(0).permutation(50)
+    x = np.arange(50.0)[:, None] * np.ones((1, 3))
+    calls = []
+
+    def made(ix):
+        calls.append(ix.size)
+        return x[ix] * 2
+
+    take = BatchWindows(made, order, window=32)
+    batches = [order[i : i + 16] for i in range(0, 50, 16)]
+    for idx in batches:
+        np.testing.assert_array_equal(take(idx), x[idx] * 2)
+    assert calls == [32, 18]  # two windows for four batches, the last one short
+    with pytest.raises(ValueError, match="order"):
+        BatchWindows(made, order, window=32)(order[16:32])
