@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.linalg
 
+from ... import lapack
 from ...cluster import client_map, compute
 from ...devices import is_numpy, symmetric_eigh
 from ...options import ParameterWarning
@@ -67,12 +68,12 @@ def normal_equations(stats, fit_intercept):
 
 def solve(G, C, alpha):
     """(G + alpha I)^-1 C by Cholesky, falling back to least squares if singular; the
-    factor overwrites one copy of ``G``, unscanned (the caller checked the partials)."""
-    A = G.copy()
+    factor is one copy of ``G``, unscanned (the caller checked the partials); without the GIL
+    (:mod:`rfstream.lapack`), so that :func:`rfstream.cluster.client_map`'s threads run at once."""
+    A = np.array(G, dtype=np.float64, order="F", copy=True)
     A[np.diag_indices_from(A)] += alpha
     try:
-        factor = scipy.linalg.cho_factor(A, overwrite_a=True, check_finite=False)
-        return scipy.linalg.cho_solve(factor, C, check_finite=False)
+        return lapack.potrs(lapack.potrf(A), C)
     except (np.linalg.LinAlgError, scipy.linalg.LinAlgError):
         return scipy.linalg.lstsq(G + alpha * np.eye(G.shape[0]), C, cond=None)[0]
 
@@ -104,13 +105,8 @@ def tridiagonal_reduction(G):
     """``(c, d, e, tau)`` of ``G = Q T Q'`` (LAPACK ``dsytrd``, lower; Golub & Van Loan, Matrix
     Computations, 4th ed., Algorithm 8.3.1, blocked): ``T``'s diagonal ``d`` and off-diagonal ``e``,
     ``Q``'s Householder vectors below the subdiagonal of ``c`` with their factors ``tau``.  ``G``
-    is not modified (LAPACK works on a copy)."""
-    D = G.shape[0]
-    lwork, _ = scipy.linalg.lapack.dsytrd_lwork(D, lower=1)
-    c, d, e, tau, info = scipy.linalg.lapack.dsytrd(G, lower=1, lwork=max(int(lwork), 1))
-    if info != 0:  # pragma: no cover - an argument error, not a property of G
-        raise np.linalg.LinAlgError(f"dsytrd failed (info={info})")
-    return c, d, e, tau
+    is not modified (LAPACK works on a copy, without the GIL: :mod:`rfstream.lapack`)."""
+    return lapack.sytrd(G)
 
 
 def apply_q(reduction, X, trans):
@@ -118,15 +114,7 @@ def apply_q(reduction, X, trans):
     ``dormqr``: the vectors of ``dsytrd``'s lower form are a QR factorization's of ``c[1:, :-1]``
     (as LAPACK's ``dormtr`` applies them), so ``Q`` is never formed."""
     c, _, _, tau = reduction
-    D = c.shape[0]
-    out = np.array(X, dtype=np.float64, order="F", copy=True)
-    if D > 1 and out.shape[1]:
-        ormqr = scipy.linalg.lapack.dormqr
-        lwork = max(int(ormqr("L", trans, c[1:, :D - 1], tau, out[1:], -1)[1][0]), 1)
-        out[1:], _, info = ormqr("L", trans, c[1:, :D - 1], tau, out[1:], lwork)
-        if info != 0:  # pragma: no cover - an argument error
-            raise np.linalg.LinAlgError(f"dormqr failed (info={info})")
-    return out
+    return lapack.ormqr_below(c, tau, X, trans)
 
 
 def tridiagonal_solve(reduction, QC, alpha):

@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.linalg
 
+from ... import lapack
 from ...cluster import client_map
 from ...options import ParameterError
 from .cv import (
@@ -111,13 +112,13 @@ def cholesky_path(total, yy, m, alphas, fit_intercept):
     for i, alpha in enumerate(alphas):
         A = G.copy()
         A[np.diag_indices_from(A)] += alpha
-        L = scipy.linalg.cholesky(A, lower=True, overwrite_a=True, check_finite=False)
-        half = scipy.linalg.solve_triangular(L, C, lower=True, check_finite=False)  # L^-1 C_c
+        L = np.tril(lapack.potrf(A))  # without the GIL (rfstream.lapack): the gammas' threads at once
+        inverse = lapack.trtri(L)  # L^-1
+        half = inverse @ C  # L^-1 C_c
         energy = np.maximum(yy - np.sum(half * half, axis=0), 1e-300 * max(yy.max(), 1.0))
         noise[i] = energy / m
         logdet = 2.0 * np.sum(np.log(np.diagonal(L))) - D * np.log(alpha)
         log_ev[i] = -0.5 * m * np.sum(np.log(2 * np.pi * noise[i]) + 1.0) - 0.5 * yy.size * logdet
-        inverse, _ = scipy.linalg.lapack.dtrtri(L, lower=1)  # L^-1
         effective[i] = D - alpha * np.sum(inverse * inverse)
     return log_ev, noise, effective
 

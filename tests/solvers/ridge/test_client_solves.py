@@ -20,6 +20,7 @@ from rfstream import (
     StreamingRidge,
     StreamingRidgeClassifier,
     cluster,
+    lapack,
 )
 from rfstream.solvers.ridge import cv
 
@@ -105,14 +106,14 @@ def test_cv_with_calibration_refits_from_the_calibrations_factor(monkeypatch):
     X, y = _grid_data()
     Z = RandomFourierFeatures(30, gamma=0.5, random_state=0).fit_transform(X)
     calls = []
-    _counting(monkeypatch, scipy.linalg, "cho_factor", calls)
+    _counting(monkeypatch, lapack, "potrf", calls)  # the solves' Cholesky factorizations
     _counting(monkeypatch, scipy.linalg, "eigh", calls)
-    _counting(monkeypatch, scipy.linalg.lapack, "dpotrf", calls)
+    _counting(monkeypatch, scipy.linalg.lapack, "dpotrf", calls)  # the calibration's
     m = StreamingRidge(alpha=[0.01, 1.0, 10.0], cv=5, calibrate=True).fit(Z, y)
-    assert calls.count("cho_factor") == 5 * 3 and calls.count("eigh") == 0 and calls.count("dpotrf") == 1
+    assert calls.count("potrf") == 5 * 3 and calls.count("eigh") == 0 and calls.count("dpotrf") == 1
     calls.clear()
     plain = StreamingRidge(alpha=[0.01, 1.0, 10.0], cv=5, calibrate=False).fit(Z, y)
-    assert calls.count("cho_factor") == 5 * 3 + 1 and calls.count("eigh") == 0  # the refit: one Cholesky
+    assert calls.count("potrf") == 5 * 3 + 1 and calls.count("eigh") == 0  # the refit: one Cholesky
     np.testing.assert_allclose(m.coef_, plain.coef_, rtol=0, atol=1e-8 * np.abs(plain.coef_).max())
 
 
@@ -122,19 +123,20 @@ def test_the_evidence_makes_one_reduction_per_gamma_and_solves_the_fit_from_it(m
     fmap = RandomFourierFeatures(30, gamma=gammas, random_state=0, dtype="float64")
     Z = fmap.fit_transform(X)
     calls = []
-    _counting(monkeypatch, scipy.linalg.lapack, "dsytrd", calls)
+    _counting(monkeypatch, lapack, "sytrd", calls)
     _counting(monkeypatch, scipy.linalg, "eigh", calls)
-    _counting(monkeypatch, scipy.linalg, "cholesky", calls)
+    _counting(monkeypatch, lapack, "potrf", calls)
     from rfstream.solvers.ridge.evidence import EVIDENCE_SHARED_MIN_ALPHAS
 
     few = np.geomspace(1e-2, 1e2, EVIDENCE_SHARED_MIN_ALPHAS - 1)  # below the rule: Cholesky per alpha
     fresh = RandomFourierFeatures(30, gamma=gammas, random_state=0, dtype="float64").fit_transform(X)
     StreamingRidge(alpha=few, select="evidence", calibrate=False).fit(fresh, y)  # (a fit sets its map's gamma)
-    assert calls.count("dsytrd") == 0 and calls.count("cholesky") == len(gammas) * few.size
+    # a factorization per (gamma, alpha), then the chosen one's refit
+    assert calls.count("sytrd") == 0 and calls.count("potrf") == len(gammas) * few.size + 1
     calls.clear()
     alphas = np.geomspace(1e-2, 1e2, EVIDENCE_SHARED_MIN_ALPHAS)
     m = StreamingRidge(alpha=alphas, select="evidence", calibrate=False).fit(Z, y)
-    assert calls.count("dsytrd") == len(gammas) and calls.count("eigh") == calls.count("cholesky") == 0
+    assert calls.count("sytrd") == len(gammas) and calls.count("eigh") == calls.count("potrf") == 0
     # the fit solved from the chosen gamma's reduction: the Cholesky solve of its Gram
     z = RandomFourierFeatures(30, gamma=m.gamma_, random_state=0, dtype="float64").fit(X).transform(X).compute()
     zc = z - z.mean(axis=0)
@@ -156,8 +158,8 @@ def test_the_searchs_solves_use_every_core_of_the_client(monkeypatch, n_alphas, 
     Z = RandomFourierFeatures(30, gamma=[0.2, 1.0], random_state=0).fit_transform(X)
     outside = max(i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas")
     calls, seen = [], []
-    _counting(monkeypatch, scipy.linalg, "cho_factor", calls, seen)
-    _counting(monkeypatch, scipy.linalg.lapack, "dsytrd", calls, seen)
+    _counting(monkeypatch, lapack, "potrf", calls, seen)
+    _counting(monkeypatch, lapack, "sytrd", calls, seen)
     with dask.config.set(scheduler="threads", num_workers=2):
         StreamingRidgeClassifier(alpha=np.geomspace(1e-2, 1e2, n_alphas).tolist(), cv=3).fit(Z, y > 0)
     search = seen[:2 * 3 * (n_alphas if n_alphas < cv.SHARED_MIN_ALPHAS else 1)]  # then the refit's
