@@ -30,7 +30,7 @@ MAX_LINES = 800
 
 #: the flat modules at the top of rfstream/: numerics that know no estimator, file or CLI
 CORE = {"kernels", "samplers", "random", "reductions", "hadamard", "cluster", "embedded", "preprocess",
-        "metrics", "param_lists", "options", "devices", "sizes", "_validation", "_version"}
+        "metrics", "param_lists", "options", "devices", "sizes", "lapack", "_validation", "_version"}
 #: layer of each part of the package; a module may import its own layer and those below
 LAYERS = {"core": 0, "io": 1, "datasets": 2, "features": 3, "solvers": 4, "datadriven": 5,
           "selection": 6, "catalog": 7, "jobs": 8, "fit_plan": 8,  # the search room; registries and router; the fit path
