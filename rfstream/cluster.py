@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import copy
+import functools
 import os
 import sys
 import threading
@@ -387,16 +388,29 @@ def compute(*collections):
     return results if len(results) > 1 else results[0]
 
 
+@functools.cache
+def _blas_controller():
+    from threadpoolctl import ThreadpoolController
+
+    return ThreadpoolController()
+
+
+def single_blas_thread():
+    """A context in which BLAS runs on one thread.  The BLAS libraries are found once per process
+    (``threadpoolctl.ThreadpoolController``, made at the first call, when numpy's and scipy's are
+    loaded): ``threadpool_limits`` scans every loaded library each time, 1.3-5 ms, which a search of
+    160 small passes paid 160 times."""
+    return _blas_controller().limit(limits=1, user_api="blas")
+
+
 def one_blas_thread_per_task(collections=()):
     """Single-threaded BLAS while dask's thread pool runs several tasks at once (each pool thread's
     BLAS would start a thread per core: docs/BENCHMARKS.md, "Measurements behind the code"); a graph
     whose widest layer has one task keeps BLAS's threads."""
-    from threadpoolctl import threadpool_limits
-
     scheduler = dask.config.get("scheduler", None)
     workers = dask.config.get("num_workers", None) or os.cpu_count() or 1
     if scheduler in (None, "threads", "threading") and workers > 1 and _widest_layer(collections) > 1:
-        return threadpool_limits(limits=1, user_api="blas")  # scheduler None: dask's default, threads
+        return single_blas_thread()  # scheduler None: dask's default, threads
     return contextlib.nullcontext()
 
 
@@ -445,10 +459,8 @@ def client_map(fn, items, *, width, shown=None):
         return [fn(item) for item in items]
     from concurrent.futures import ThreadPoolExecutor
 
-    from threadpoolctl import threadpool_limits
-
     context = contextvars.copy_context()  # the job's settings (its device) in every thread
-    with threadpool_limits(limits=1, user_api="blas"), ThreadPoolExecutor(threads) as pool:
+    with single_blas_thread(), ThreadPoolExecutor(threads) as pool:
         return list(pool.map(lambda item: context.copy().run(fn, item), items))
 
 

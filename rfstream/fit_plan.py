@@ -20,7 +20,7 @@ import scipy.linalg
 from sklearn.base import is_classifier
 
 from .catalog import size_widths
-from .cluster import client_cores, on_workers, pass_kind, worker_memory
+from .cluster import client_cores, on_workers, pass_kind, single_blas_thread, worker_memory
 from .features.width import planned_features
 from .options import CALIBRATE_MAX_FEATURES
 from .param_lists import is_listed
@@ -62,7 +62,6 @@ def factorization_rates():
     thread's rate is the core's: timed on BLAS's threads, a small factorization on a machine busy with
     other jobs measured 40 times slower from one run to the next (docs/plan.md)."""
     if not _RATES:
-        from threadpoolctl import threadpool_limits
         rng = np.random.default_rng(0)
         a = rng.standard_normal((RATE_SIZE, RATE_SIZE))
         gram = a @ a.T + RATE_SIZE * np.eye(RATE_SIZE)
@@ -70,7 +69,7 @@ def factorization_rates():
                 "reduction": lambda: tridiagonal_reduction(gram),
                 "Cholesky": lambda: scipy.linalg.cho_factor(gram, check_finite=False)}
         cores = client_cores()
-        with threadpool_limits(limits=1, user_api="blas"):
+        with single_blas_thread():
             for kind, run in runs.items():
                 best = np.inf
                 for _ in range(5):
