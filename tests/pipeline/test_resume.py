@@ -230,7 +230,7 @@ def _wait_for_workers(address, n=1):
 def test_scheduler_killed_mid_fit_then_back_resumes(magic, tmp_path, capsys):
     from helpers.services import _stop, free_port, start_worker
 
-    options, _ = METHODS["pcg"]
+    options, _ = METHODS["ridge-cv"]
     port = free_port()
     address = f"tcp://127.0.0.1:{port}"
     out = tmp_path / "model"
@@ -240,8 +240,8 @@ def test_scheduler_killed_mid_fit_then_back_resumes(magic, tmp_path, capsys):
         processes += [_scheduler(port), start_worker(address)]  # the worker retries until the scheduler is up
         _wait_for_workers(address)
         proc = _start(argv)
-        wait_for_pass(proc, 6)
-        processes[0].kill()  # the scheduler dies mid-fit
+        wait_for_pass(proc, 2)
+        processes[0].kill()  # the scheduler dies mid-fit (the scoring pass next)
         _, err = proc.communicate(timeout=120)
         last = err.strip().splitlines()[-1]
         assert proc.returncode == 1 and "Traceback" not in err
@@ -252,9 +252,8 @@ def test_scheduler_killed_mid_fit_then_back_resumes(magic, tmp_path, capsys):
         _wait_for_workers(address)
         rerun = _in_process(argv, capsys)
         assert rerun.returncode == 0, rerun.stderr[-2000:]
-        assert json.loads(rerun.stdout)["passes_reused"] >= 6
-        # uninterrupted, on the same cluster (threads would round differently: PCG stops
-        # at a residual of 1e-4, so the rounding of the passes moves its last digits)
+        assert json.loads(rerun.stdout)["passes_reused"] >= 2
+        # uninterrupted, on the same cluster (the same float32 products as the resumed run's)
         reference = _in_process([*argv[:argv.index("--out") + 1], str(tmp_path / "reference"),
                                  *argv[argv.index("--out") + 2:], "--no-checkpoint"], capsys)
         assert reference.returncode == 0, reference.stderr[-2000:]
