@@ -437,8 +437,9 @@ def client_map(fn, items, *, width, shown=None):
     :data:`CLIENT_MAP_MAX_WIDTH` and :data:`CLIENT_MAP_ARRAYS` of them per item at once fit in a quarter
     of the available memory; else one after another, each on every BLAS thread.  A small factorization
     gains little from BLAS's threads and, on a busy machine, loses much to their waits for each other
-    (docs/BENCHMARKS.md, "The client's solves"); LAPACK releases the GIL.  ``shown``: ``(what,
-    per_item, detail)``, the work shown in the progress as each item is done (:func:`client_work`)."""
+    (docs/BENCHMARKS.md, "The client's solves"); the solves' LAPACK runs without the GIL
+    (:mod:`rfstream.lapack`).  ``shown``: ``(what, per_item, detail)``, the work shown in the progress
+    as each item is done (:func:`client_work`)."""
     items = list(items)
     if shown is not None:
         what, per_item, detail = shown
