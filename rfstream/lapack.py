@@ -65,11 +65,13 @@ def _fortran(a):
     return np.array(a, dtype=np.float64, order="F", copy=True)
 
 
-def potrf(A):
+def potrf(A, overwrite_a=False):
     """The lower Cholesky factor of symmetric positive definite ``A`` (its lower triangle read), in a
     new Fortran array whose strict upper triangle is ``A``'s (the routines here read only the lower
-    one).  ``LinAlgError`` where ``A`` is not positive definite."""
-    L = _fortran(A)
+    one); ``overwrite_a``: in ``A`` itself where it is a Fortran-ordered float64 array.
+    ``LinAlgError`` where ``A`` is not positive definite."""
+    in_place = overwrite_a and A.dtype == np.float64 and A.flags.f_contiguous and A.flags.writeable
+    L = A if in_place else _fortran(A)
     n = L.shape[0]
     call = _routine("dpotrf")
     if call is None:  # pragma: no cover - another scipy build

@@ -43,5 +43,7 @@ def test_inputs_are_not_modified_and_failures_are_linalg_errors():
     lapack.sytrd(G)
     np.testing.assert_array_equal(G, G0)
     np.testing.assert_array_equal(C, C0)
+    F = np.array(G, order="F")
+    assert lapack.potrf(F, overwrite_a=True) is F and np.array_equal(np.tril(F), np.tril(lapack.potrf(G)))
     with pytest.raises(np.linalg.LinAlgError, match="dpotrf"):
         lapack.potrf(-np.eye(3))

@@ -73,7 +73,7 @@ def solve(G, C, alpha):
     A = np.array(G, dtype=np.float64, order="F", copy=True)
     A[np.diag_indices_from(A)] += alpha
     try:
-        return lapack.potrs(lapack.potrf(A), C)
+        return lapack.potrs(lapack.potrf(A, overwrite_a=True), C)
     except (np.linalg.LinAlgError, scipy.linalg.LinAlgError):
         return scipy.linalg.lstsq(G + alpha * np.eye(G.shape[0]), C, cond=None)[0]
 

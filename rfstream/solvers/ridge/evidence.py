@@ -110,9 +110,9 @@ def cholesky_path(total, yy, m, alphas, fit_intercept):
     m = max(m, 1e-300)
     log_ev, noise, effective = np.empty(alphas.size), np.empty((alphas.size, yy.size)), np.empty(alphas.size)
     for i, alpha in enumerate(alphas):
-        A = G.copy()
+        A = np.array(G, order="F", copy=True)
         A[np.diag_indices_from(A)] += alpha
-        L = np.tril(lapack.potrf(A))  # without the GIL (rfstream.lapack): the gammas' threads at once
+        L = np.tril(lapack.potrf(A, overwrite_a=True))  # without the GIL (rfstream.lapack): the gammas' threads at once
         inverse = lapack.trtri(L)  # L^-1
         half = inverse @ C  # L^-1 C_c
         energy = np.maximum(yy - np.sum(half * half, axis=0), 1e-300 * max(yy.max(), 1.0))
