@@ -49,13 +49,16 @@ def embedded_config():
 
 class _ComputeFailedDropped(logging.Filter):
     """Drops distributed's "Compute Failed" record of a task's exception (the client raises that
-    exception itself: the CLI says it in one line) and its note of a task cancelled when the client
-    gave up the pass (an error elsewhere; convert starting over): the embedded workers write to the
-    client's stderr."""
+    exception itself: the CLI says it in one line), its note of a task cancelled when the client
+    gave up the pass (an error elsewhere; convert starting over) and a heartbeat's failure with its
+    traceback (the scheduler is the client's own, closing: after a one-line error a worker's
+    heartbeat could meet the closed scheduler, 29 lines on stderr): the embedded workers write to
+    the client's stderr."""
 
     def filter(self, record):
         text = str(record.msg)
         return not (text.startswith("Compute Failed")
+                    or text.startswith("Failed to communicate with scheduler during heartbeat")
                     or (text.startswith("Async instruction for") and text.endswith("ended with CancelledError")))
 
 

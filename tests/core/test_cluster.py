@@ -123,6 +123,10 @@ def test_the_embedded_workers_preload_their_log_filter_after_the_users():
         other = logging.LogRecord("distributed.worker", logging.ERROR, "", 0, "Worker stream died", (), None)
         assert len(logger.filters) == len(kept) + 1
         assert not logger.filter(record) and logger.filter(other)
+        # the closing scheduler met by a heartbeat (the client's own; the error already said)
+        heartbeat = logging.LogRecord("distributed.worker", logging.ERROR, "", 0,
+                                      "Failed to communicate with scheduler during heartbeat.", (), None)
+        assert not logger.filter(heartbeat)
         # a task cancelled when the client gave up its pass is not news either; other notes are
         cancelled = logging.LogRecord(machine.name, logging.WARNING, "", 0,
                                       "Async instruction for <Task cancelled> ended with CancelledError", (), None)
