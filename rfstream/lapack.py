@@ -2,7 +2,7 @@
 
 scipy's ``scipy.linalg.lapack`` wrappers hold Python's GIL for the whole LAPACK call, so the
 per-(gamma, fold) factorizations that :func:`rfstream.cluster.client_map` runs on the client's
-cores at once ran one at a time (8 Cholesky factorizations at D = 1,000 on two threads: no faster
+cores at once ran one at a time (40 Cholesky factorizations at D = 1,000 on two threads: no faster
 than on one).  The same routines are exported by ``scipy.linalg.cython_lapack`` as C function
 pointers (its Cython C-API capsules, the ones Cython code and numba call); called through
 ``ctypes`` they run without the GIL.  Where a scipy build has no such capsule the
@@ -20,7 +20,8 @@ import scipy.linalg.lapack
 
 _INT = ctypes.POINTER(ctypes.c_int)
 _CHAR = ctypes.c_char_p
-_PTR = ctypes.c_void_p  # a float64 array's address
+_PTR = ctypes.c_void_p  # an array's address
+_DOUBLE = ctypes.POINTER(ctypes.c_double)
 
 #: The arguments of each routine as ``scipy.linalg.cython_lapack`` declares them (LAPACK's own
 #: Fortran arguments, every one by address).
@@ -30,6 +31,8 @@ _SIGNATURES = {
     "dtrtri": (_CHAR, _CHAR, _INT, _PTR, _INT, _INT),
     "dsytrd": (_CHAR, _INT, _PTR, _INT, _PTR, _PTR, _PTR, _PTR, _INT, _INT),
     "dormqr": (_CHAR, _CHAR, _INT, _INT, _INT, _PTR, _INT, _PTR, _PTR, _INT, _PTR, _INT, _INT),
+    "dsyevr": (_CHAR, _CHAR, _CHAR, _INT, _PTR, _INT, _DOUBLE, _DOUBLE, _INT, _INT, _DOUBLE, _INT, _PTR, _PTR,
+               _INT, _PTR, _PTR, _INT, _PTR, _INT, _INT),
 }
 
 
@@ -165,3 +168,33 @@ def ormqr_below(c, tau, X, trans):
         info = info.value
     _check("dormqr", info)
     return out
+
+
+def syevr(A, overwrite_a=False):
+    """``(w, V)``: the eigenvalues (ascending) and eigenvectors of symmetric ``A`` (its lower triangle
+    read), as ``scipy.linalg.eigh(A, driver="evr")`` gives them (LAPACK ``dsyevr``, the whole
+    spectrum, ``abstol`` 0); ``overwrite_a``: ``A`` is used as the workspace where it is a
+    Fortran-ordered float64 array."""
+    in_place = overwrite_a and A.dtype == np.float64 and A.flags.f_contiguous and A.flags.writeable
+    a = A if in_place else _fortran(A)
+    n = a.shape[0]
+    call = _routine("dsyevr")
+    if call is None or n == 0:  # pragma: no cover - another scipy build
+        lwork, liwork, _ = scipy.linalg.lapack.dsyevr_lwork(n, lower=1)
+        w, V, _, _, info = scipy.linalg.lapack.dsyevr(a, lower=1, lwork=max(int(lwork), 1),
+                                                       liwork=max(int(liwork), 1), overwrite_a=1)
+        _check("dsyevr", info)
+        return w, V
+    w, V = np.empty(n), np.empty((n, n), order="F")
+    isuppz = np.empty(2 * n, dtype=np.intc)
+    found, info = ctypes.c_int(0), ctypes.c_int(0)
+    zero = ctypes.c_double(0.0)
+    args = (b"V", b"A", b"L", _int(n), a.ctypes.data, _int(n), ctypes.byref(zero), ctypes.byref(zero), _int(1),
+            _int(n), ctypes.byref(zero), ctypes.byref(found), w.ctypes.data, V.ctypes.data, _int(n),
+            isuppz.ctypes.data)
+    query, iquery = np.empty(1), np.empty(1, dtype=np.intc)
+    call(*args, query.ctypes.data, _int(-1), iquery.ctypes.data, _int(-1), ctypes.byref(info))
+    work, iwork = np.empty(max(int(query[0]), 1)), np.empty(max(int(iquery[0]), 1), dtype=np.intc)
+    call(*args, work.ctypes.data, _int(work.size), iwork.ctypes.data, _int(iwork.size), ctypes.byref(info))
+    _check("dsyevr", info.value)
+    return w, V

@@ -34,6 +34,8 @@ def test_each_routine_equals_scipys_wrapper(D):
             size = max(int(scipy_lapack.dormqr("L", trans, c[1:, :D - 1], tau, out[1:], -1)[1][0]), 1)
             out[1:] = scipy_lapack.dormqr("L", trans, c[1:, :D - 1], tau, out[1:], size)[0]
         np.testing.assert_array_equal(lapack.ormqr_below(c, tau, C, trans), out)
+    for got, want in zip(lapack.syevr(G), scipy.linalg.eigh(G, driver="evr")):
+        np.testing.assert_array_equal(got, want)
 
 
 def test_inputs_are_not_modified_and_failures_are_linalg_errors():
