@@ -34,7 +34,7 @@ def cluster(tmp_path_factory):
 METHODS = [
     ("ridge", [], (0.0, 1.2)),
     ("tefm-s", ["--features", "tefm-s", "--n-components", "100"], (0.6,)),
-    ("sgd", ["--solver", "sgd", "--epochs", "2", "--alpha", "1e-5"], (1.8,)),
+    ("sgd", ["--solver", "sgd", "--epochs", "1", "--alpha", "1e-5"], (1.8,)),
 ]
 
 
