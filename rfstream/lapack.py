@@ -44,10 +44,10 @@ def _routine(name):
         from scipy.linalg import cython_lapack
 
         capsule = cython_lapack.__pyx_capi__[name]
-        get_name = ctypes.pythonapi.PyCapsule_GetName
-        get_name.restype, get_name.argtypes = ctypes.c_char_p, [ctypes.py_object]
-        get_pointer = ctypes.pythonapi.PyCapsule_GetPointer
-        get_pointer.restype, get_pointer.argtypes = ctypes.c_void_p, [ctypes.py_object, ctypes.c_char_p]
+        # private prototypes of the C API's two calls (ctypes.pythonapi's own are left as they are)
+        get_name = ctypes.PYFUNCTYPE(ctypes.c_char_p, ctypes.py_object)(("PyCapsule_GetName", ctypes.pythonapi))
+        get_pointer = ctypes.PYFUNCTYPE(ctypes.c_void_p, ctypes.py_object, ctypes.c_char_p)(
+            ("PyCapsule_GetPointer", ctypes.pythonapi))
         address = get_pointer(capsule, get_name(capsule))
     except (ImportError, AttributeError, KeyError, ValueError):  # pragma: no cover - another scipy build
         return None
