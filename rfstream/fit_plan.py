@@ -16,9 +16,9 @@ from dataclasses import asdict, dataclass, field
 from math import prod
 
 import numpy as np
-import scipy.linalg
 from sklearn.base import is_classifier
 
+from . import lapack
 from .catalog import size_widths
 from .cluster import client_cores, on_workers, pass_kind, single_blas_thread, worker_memory
 from .features.width import planned_features
@@ -55,8 +55,8 @@ _RATES = {}
 
 
 def factorization_rates():
-    """GFLOP/s of this process's ``scipy.linalg.eigh``, tridiagonal reduction and Cholesky factorization
-    on one BLAS thread, each the best of five at D = :data:`RATE_SIZE` (:data:`FLOPS`), times the client's
+    """GFLOP/s of this process's eigendecomposition, tridiagonal reduction and Cholesky factorization
+    (:mod:`rfstream.lapack`'s, as the client's solves call them) on one BLAS thread, each the best of five at D = :data:`RATE_SIZE` (:data:`FLOPS`), times the client's
     cores (:func:`rfstream.cluster.client_cores`: the search's solves run one per core,
     :func:`rfstream.cluster.client_map`); measured on the first call and kept for the process.  One
     thread's rate is the core's: timed on BLAS's threads, a small factorization on a machine busy with
@@ -65,9 +65,9 @@ def factorization_rates():
         rng = np.random.default_rng(0)
         a = rng.standard_normal((RATE_SIZE, RATE_SIZE))
         gram = a @ a.T + RATE_SIZE * np.eye(RATE_SIZE)
-        runs = {"eigh": lambda: scipy.linalg.eigh(gram, check_finite=False),
+        runs = {"eigh": lambda: lapack.syevr(gram),  # the routines the client's solves call
                 "reduction": lambda: tridiagonal_reduction(gram),
-                "Cholesky": lambda: scipy.linalg.cho_factor(gram, check_finite=False)}
+                "Cholesky": lambda: lapack.potrf(gram)}
         cores = client_cores()
         with single_blas_thread():
             for kind, run in runs.items():

@@ -22,6 +22,7 @@ from scipy.special import expit, log_expit
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted
 
+from ... import lapack
 from ..._validation import check_X
 from ...cluster import compute
 from ...devices import array_namespace, is_numpy, numpy_dtype, on_device_once, take_rows, to_host, xp_dtype
@@ -81,14 +82,13 @@ def cholesky_posterior(total, alpha, fit_intercept):
     None when ``G_c + alpha I`` is not positive definite (alpha = 0 and a singular Gram: the
     caller takes the eigendecomposition).  ``total`` is not modified."""
     G, C, mu, nu = normal_equations(total, fit_intercept)
-    A = G[::-1, ::-1].copy()  # P G_c P
+    A = np.array(G[::-1, ::-1], order="F")  # P G_c P
     del G
     A[np.diag_indices_from(A)] += alpha
-    K, info = scipy.linalg.lapack.dpotrf(A, lower=1, overwrite_a=1, clean=1)
-    if info != 0:
-        return None
-    inverse, info = scipy.linalg.lapack.dtrtri(K, lower=1, overwrite_c=1)  # K^-1
-    if info != 0:  # pragma: no cover - a factor with a zero on its diagonal fails potrf first
+    try:
+        K = np.tril(lapack.potrf(A, overwrite_a=True))
+        inverse = lapack.trtri(K)  # K^-1, zero above its diagonal as K is
+    except np.linalg.LinAlgError:
         return None
     L = np.ascontiguousarray(inverse.T[::-1, ::-1])  # P K^-T P: lower triangular
     half = L.T @ C  # L' C_c

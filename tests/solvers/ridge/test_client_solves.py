@@ -106,14 +106,18 @@ def test_cv_with_calibration_refits_from_the_calibrations_factor(monkeypatch):
     X, y = _grid_data()
     Z = RandomFourierFeatures(30, gamma=0.5, random_state=0).fit_transform(X)
     calls = []
-    _counting(monkeypatch, lapack, "potrf", calls)  # the solves' Cholesky factorizations
+    _counting(monkeypatch, lapack, "potrf", calls)  # every Cholesky factorization
+    _counting(monkeypatch, lapack, "trtri", calls)  # the calibration's inverse of its factor
     _counting(monkeypatch, scipy.linalg, "eigh", calls)
-    _counting(monkeypatch, scipy.linalg.lapack, "dpotrf", calls)  # the calibration's
+    _counting(monkeypatch, lapack, "syevr", calls)
     m = StreamingRidge(alpha=[0.01, 1.0, 10.0], cv=5, calibrate=True).fit(Z, y)
-    assert calls.count("potrf") == 5 * 3 and calls.count("eigh") == 0 and calls.count("dpotrf") == 1
+    # the solves', then the calibration's one, which gives the refit too
+    assert calls.count("potrf") == 5 * 3 + 1 and calls.count("trtri") == 1
+    assert calls.count("eigh") == calls.count("syevr") == 0
     calls.clear()
     plain = StreamingRidge(alpha=[0.01, 1.0, 10.0], cv=5, calibrate=False).fit(Z, y)
     assert calls.count("potrf") == 5 * 3 + 1 and calls.count("eigh") == 0  # the refit: one Cholesky
+    assert calls.count("trtri") == 0
     np.testing.assert_allclose(m.coef_, plain.coef_, rtol=0, atol=1e-8 * np.abs(plain.coef_).max())
 
 
