@@ -1,9 +1,9 @@
 """Ridge's cross-validation: the alpha path of every (gamma, fold), and the pass that scores it.
 
-Each training Gram ("all folds but k") is eigendecomposed once, ``G = V diag(e) V'``, and the
-path ``W(alpha) = V diag(1 / (e + alpha)) V' Z'Y`` follows with no pass (Hastie, Tibshirani &
-Friedman, The Elements of Statistical Learning, 2nd ed., Section 3.4.1); the held-out squared
-error comes from fold k's partials.  A classifier's metric (error rate, balanced error, AUC)
+Each training Gram ("all folds but k") is solved for every alpha with no pass: a Cholesky solve per
+alpha, or for many alphas one reduction ``G = Q T Q'`` they share (:func:`search_path`; the path of
+Hastie, Tibshirani & Friedman, The Elements of Statistical Learning, 2nd ed., Section 3.4.1); the
+held-out squared error comes from fold k's partials.  A classifier's metric (error rate, balanced error, AUC)
 takes one scoring pass that predicts every held-out row with every candidate at once
 (:func:`score_pass`): two passes in all, whatever the grid.  docs/ridge.md.
 """
@@ -300,12 +300,24 @@ def score_layout(n_scored, n_candidates, n_classes, scoring):
     return Layout(**shapes)
 
 
+#: Up to this many columns (scored folds x candidates x targets), a dense block's decisions by every
+#: fold's models are one product and each row keeps its own fold's; beyond it, one product per fold of
+#: its rows, copied out.  The rule and its measurement: docs/ridge.md, "The scoring pass's products".
+ONE_PRODUCT_COLUMNS = 32
+
+
 def held_out_decisions(z, folds, W, b):
     """``z[i] W[k] + b[k]`` for each row i of fold k < len(W) (m, P); other rows NaN."""
     if not is_numpy(z):
         return device_held_out_decisions(z, folds, W, b)
-    out = np.full((z.shape[0], W.shape[2]), np.nan)
-    for k in range(W.shape[0]):
+    K, D, P = W.shape
+    out = np.full((z.shape[0], P), np.nan)
+    if isinstance(z, np.ndarray) and K * P <= ONE_PRODUCT_COLUMNS:
+        every = (z @ W.transpose(1, 0, 2).reshape(D, K * P).astype(z.dtype)).reshape(-1, K, P)
+        rows = np.flatnonzero(folds < K)
+        out[rows] = every[rows, folds[rows]] + b[folds[rows]]
+        return out
+    for k in range(K):
         rows = np.flatnonzero(folds == k)
         if rows.size:
             zk = z[rows]

@@ -229,3 +229,29 @@ def test_bad_scoring(Est, scoring):
     X, y = _data(2)
     with pytest.raises(ValueError, match="'scoring' parameter"):
         Est(alpha=ALPHAS, scoring=scoring).fit(X, y)
+
+
+@pytest.mark.parametrize("n_targets", [1, 3])
+def test_one_product_of_every_fold_equals_a_product_per_fold(monkeypatch, n_targets):
+    # cv.held_out_decisions: the route that multiplies every row by every fold's models and keeps
+    # its own fold's columns gives each row's own fold's decisions to float32 rounding, and NaN for
+    # the rows of no scored fold (fold index K: PredefinedSplit's training-only rows).
+    from rfstream.solvers.ridge import cv
+
+    rng = np.random.default_rng(0)
+    K, D, m = 4, 48, 300
+    z = rng.standard_normal((m, D)).astype(np.float32)
+    folds = rng.integers(0, K + 1, m)
+    W, b = rng.standard_normal((K, D, 2 * n_targets)), rng.standard_normal((K, 2 * n_targets))
+    expected = np.full((m, W.shape[2]), np.nan)
+    for i in range(m):
+        if folds[i] < K:
+            expected[i] = z[i].astype(np.float64) @ W[folds[i]] + b[folds[i]]
+    routes = {}
+    for name, columns in (("one product", K * W.shape[2]), ("per fold", 0)):
+        monkeypatch.setattr(cv, "ONE_PRODUCT_COLUMNS", columns)
+        routes[name] = cv.held_out_decisions(z, folds, W, b)
+        np.testing.assert_array_equal(np.isnan(routes[name]), np.isnan(expected))
+        np.testing.assert_allclose(routes[name], expected, rtol=0, atol=1e-4 * np.abs(expected[folds < K]).max())
+    np.testing.assert_allclose(routes["one product"], routes["per fold"], rtol=0,
+                               atol=1e-5 * np.abs(expected[folds < K]).max())
