@@ -148,7 +148,7 @@ def test_cli_pcg(tmp_path, capsys, prepared):
     train, _ = prepared("letter")
     common = ["--n-components", "256", "--ridge-solver", "pcg", "--scheduler", "threads"]
     code = cli.main(["fit", str(train), "--out", str(tmp_path / "m1"), "--alpha", "0.01",
-                     "--pcg-rank", "64", "--cg-tol", "1e-3", *common])
+                     "--pcg-rank", "64", "--cg-tol", "1e-2", *common])
     assert code == 0
     summary = json.loads(capsys.readouterr().out)
     assert summary["alpha"] == 0.01 and 2 <= summary["solver_passes"] <= 200  # the stats pass + iterations
@@ -156,7 +156,7 @@ def test_cli_pcg(tmp_path, capsys, prepared):
     assert "pcg" in json.dumps(solver)
     # a list of alphas: every (fold, alpha) in the same passes, then the scoring pass
     code = cli.main(["fit", str(train), "--out", str(tmp_path / "m2"), "--alpha", "0.01,0.1", "--cv", "3",
-                     "--pcg-rank", "64", "--cg-tol", "1e-3", *common])
+                     "--pcg-rank", "64", "--cg-tol", "1e-2", *common])
     assert code == 0
     summary = json.loads(capsys.readouterr().out)
     assert summary["alpha"] in (0.01, 0.1) and 3 <= summary["solver_passes"] <= 201
@@ -166,20 +166,20 @@ def test_cli_pcg(tmp_path, capsys, prepared):
     assert code == 2 and len(err) == 1 and "--ridge-solver pcg searches a list of alphas by k-fold" in err[0]
 
 
-@pytest.mark.parametrize("D", [2048])
+@pytest.mark.parametrize("D", [1024])
 def test_pcg_reaches_cholesky_test_error_on_letter(D, datasets_dir, tmp_path):
     """Real data: PCG at its default tolerance is within 0.1 point of the exact solve."""
     X_tr, X_te, y_tr, y_te = train_test("letter", tmp_path, datasets_dir)
     scaler = Standardizer().fit(X_tr)
     X_tr, X_te = scaler.transform(X_tr), scaler.transform(X_te)
     fmap = RandomFourierFeatures(D, gamma="auto", random_state=0).fit(X_tr)
-    # the training features kept in memory (123 MB): PCG's 136 passes read them instead of
+    # the training features kept in memory (61 MB): PCG's passes read them instead of
     # making them again (stored and fused features give the same fit: the test above)
     Z_tr, Z_te = fmap.transform(X_tr).persist(), fmap.transform(X_te)
     y_te = np.asarray(y_te)
     errors = {}
     for solver in ("gram", "pcg"):
-        model = StreamingRidgeClassifier(alpha=1e-3, solver=solver, pcg_rank=512).fit(Z_tr, y_tr)
+        model = StreamingRidgeClassifier(alpha=1e-3, solver=solver, pcg_rank=D // 4).fit(Z_tr, y_tr)
         errors[solver] = float(np.mean(model.predict(Z_te).compute() != y_te))
-    assert errors["gram"] < 0.05  # Cholesky: 3.9% at D = 2048 (docs/wide.md)
+    assert errors["gram"] < 0.07  # Cholesky: 6.1% at D = 1024, 3.9% at 2048 (docs/wide.md)
     assert abs(errors["pcg"] - errors["gram"]) <= 0.001, errors
