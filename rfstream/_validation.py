@@ -10,12 +10,12 @@ lengths computed).  :func:`dask_labels` aligns dask labels with ``X``'s row chun
 from __future__ import annotations
 
 import numbers
+import sys
 import warnings
 from collections import OrderedDict
 
 import dask.array as da
 import numpy as np
-import pandas as pd
 from dask import is_dask_collection
 from dask.base import tokenize
 from sklearn.utils.validation import _check_feature_names, validate_data
@@ -96,8 +96,9 @@ def check_numeric_columns(X):
     Real numbers and booleans (numpy or pandas' nullable dtypes) pass; strings,
     categories, dates and objects do not.  Anything that is not a DataFrame passes.
     """
+    pd = sys.modules.get("pandas")  # not imported: X is no DataFrame (and a fit need not import it)
     dtypes = getattr(X, "dtypes", None)
-    if not isinstance(dtypes, pd.Series):
+    if pd is None or not isinstance(dtypes, pd.Series):
         return
     bad = [(name, dtype) for name, dtype in dtypes.items() if not _is_real(dtype)]
     if bad:
@@ -111,7 +112,15 @@ def check_numeric_columns(X):
 
 
 def _is_real(dtype):
+    import pandas as pd
+
     return pd.api.types.is_numeric_dtype(dtype) and not pd.api.types.is_complex_dtype(dtype)
+
+
+def _empty_frame(columns):
+    import pandas as pd  # a dask DataFrame's: pandas is imported already
+
+    return pd.DataFrame(columns=columns)
 
 
 def _dask_frame(obj):
@@ -225,7 +234,7 @@ def check_dask_array(X, estimator=None, *, reset=False, known_rows=True):
                              "series.to_frame().")
         check_numeric_columns(X)
     if estimator is not None:  # names before the column count, as validate_data does
-        _check_feature_names(estimator, pd.DataFrame(columns=X.columns) if frame else None, reset=reset)
+        _check_feature_names(estimator, _empty_frame(X.columns) if frame else None, reset=reset)
     if frame:
         X = dask_frame_as_array(X)
     if X.ndim != 2:

@@ -9,12 +9,12 @@ group; several files, and one big uncompressed CSV file, are converted by Dask t
 """
 from __future__ import annotations
 
+import importlib
 import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from . import csv, csv_ranges, libsvm, npy, parquet
 from .convert_tasks import files_plan, reader_plan
 from .dataset import (
     SCHEMA_VERSION,
@@ -23,7 +23,7 @@ from .dataset import (
     dataset_info,
     json_attrs,
 )
-from .ingest import TASKS, Plan, canonical_label
+from .ingest import BLOCK_SIZE, TASKS, Plan, canonical_label
 from ..options import ParameterError
 from .location import Location, as_location
 from .staging import check_destination, staging
@@ -107,20 +107,32 @@ class InputFormat:
         return self.planner(src, **options)
 
 
+@dataclass(frozen=True)
+class _OnUse:
+    """``name`` of the reader module ``module`` of this package, imported at its first call: the
+    readers bring pandas and pyarrow, which a command that converts nothing does not need."""
+
+    module: str
+    name: str
+
+    def __call__(self, *args, **kwargs):
+        return getattr(importlib.import_module(f"{__package__}.{self.module}"), self.name)(*args, **kwargs)
+
+
 def _any_content(loc: Location) -> bool:
     """The last sniff: a file no other format claims is CSV."""
     return True
 
 
 FORMATS = (
-    InputFormat("parquet", "Parquet", (".parquet", ".pq"), parquet.has_magic,
-                reader=parquet.ParquetReader),
+    InputFormat("parquet", "Parquet", (".parquet", ".pq"), _OnUse("parquet", "has_magic"),
+                reader=_OnUse("parquet", "ParquetReader")),
     InputFormat("libsvm", "LIBSVM", (".svm", ".libsvm", ".svmlight", ".trn", ".tst", ".t"),
-                libsvm.is_libsvm, reader=libsvm.LibsvmReader),
-    InputFormat("npy", "NumPy .npy", (".npy",), planner=npy.plan),
-    InputFormat("npz", "NumPy .npz", (".npz",), planner=npy.plan),
-    InputFormat("csv", "CSV", (), _any_content, reader=csv.CsvReader, ranges=csv_ranges.plan,
-                several=csv_ranges.several_plan),
+                _OnUse("libsvm", "is_libsvm"), reader=_OnUse("libsvm", "LibsvmReader")),
+    InputFormat("npy", "NumPy .npy", (".npy",), planner=_OnUse("npy", "plan")),
+    InputFormat("npz", "NumPy .npz", (".npz",), planner=_OnUse("npy", "plan")),
+    InputFormat("csv", "CSV", (), _any_content, reader=_OnUse("csv", "CsvReader"),
+                ranges=_OnUse("csv_ranges", "plan"), several=_OnUse("csv_ranges", "several_plan")),
 )
 """Every input format, in the order their content is sniffed (cheap magic bytes first)."""
 
@@ -168,14 +180,16 @@ def _files_format(files: list[Location], src: Location) -> InputFormat:
     return formats[0]
 
 
-def runs_as_tasks(src, storage_options=None, block_size=csv_ranges.BLOCK_SIZE) -> bool:
+def runs_as_tasks(src, storage_options=None, block_size=BLOCK_SIZE) -> bool:
     """Whether :func:`convert` of ``src`` runs Dask tasks: several files, or one uncompressed
     file of a format read in byte ranges (CSV) bigger than ``block_size`` bytes (the CLI
     connects to a cluster for these)."""
     files = source_files(src, storage_options)
     if len(files) > 1:
         return True
-    return format_of(files[0]).ranges is not None and csv_ranges.several_blocks(files[0], block_size)
+    from .csv_ranges import several_blocks
+
+    return format_of(files[0]).ranges is not None and several_blocks(files[0], block_size)
 
 
 def like_choices(attrs: dict, label_column, header, sep) -> tuple:
@@ -197,7 +211,7 @@ def like_choices(attrs: dict, label_column, header, sep) -> tuple:
 
 def convert(src, dst, *, label_column="auto", positive_class=None, rows_per_chunk=65536,
             header="auto", task="auto", like=None, overwrite=False, sep="auto",
-            storage_options=None, block_size=csv_ranges.BLOCK_SIZE) -> dict:
+            storage_options=None, block_size=BLOCK_SIZE) -> dict:
     """Convert CSV, LIBSVM, Parquet, .npy or .npz files into a Zarr dataset, streaming.
 
     The format (:data:`FORMATS`) follows the name, else the content; gzip, bzip2 and xz are
@@ -254,7 +268,7 @@ def convert(src, dst, *, label_column="auto", positive_class=None, rows_per_chun
         :mod:`rfstream.io.location`.
     block_size : int or None
         Bytes per task of one uncompressed CSV file (default 64 MiB,
-        :data:`~rfstream.io.csv_ranges.BLOCK_SIZE`); a file of one block or less, or
+        :data:`~rfstream.io.ingest.BLOCK_SIZE`); a file of one block or less, or
         ``block_size=None``, is read as one stream.
 
     Returns
@@ -271,6 +285,8 @@ def convert(src, dst, *, label_column="auto", positive_class=None, rows_per_chun
     ValueError
         A bad option, files of different formats, or content that cannot be converted.
     """
+    from . import csv_ranges
+
     start = time.perf_counter()
     files = source_files(src, storage_options)
     src, dst = as_location(src, storage_options), as_location(dst, storage_options)

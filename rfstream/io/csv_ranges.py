@@ -28,15 +28,12 @@ from packaging.version import Version
 from .. import sizes
 from .convert_tasks import Job, Schema, parts_plan, readers_plan
 from .csv import NA_VALUES, ColumnScan, CsvReader, FileScan, Layout, read_chunks, scan_frames
-from .ingest import LabelScanner, Plan, compression_of, long_line
+from .ingest import BLOCK_SIZE, LabelScanner, Plan, compression_of, long_line
 from .location import Location, storage_errors
 
 __all__ = ["BLOCK_SIZE", "CsvFiles", "CsvRanges", "SchemaChanged", "check_block_size", "plan", "range_count",
            "range_offsets", "several_blocks", "several_plan", "worker_threads"]
 
-BLOCK_SIZE = 64 * 2**20
-"""Bytes of a CSV file per task: the largest block ``dask.dataframe.read_csv`` takes by
-default (the rule behind it: docs/io.md).  A file of one block or less is one stream."""
 
 
 def range_offsets(src: Location, layout: Layout, block_size: int | None) -> list[int]:

@@ -22,7 +22,6 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
-import pandas as pd
 
 from .. import sizes
 from ..options import ParameterError, ParameterWarning
@@ -35,6 +34,12 @@ MAX_AUTO_CLASSES = 32
 """task="auto": integer-valued numeric labels with at most this many values are classes."""
 
 TASKS = ("auto", "classification", "regression")
+
+BLOCK_SIZE = 64 * 2**20
+"""Bytes of a CSV file per task (:mod:`rfstream.io.csv_ranges`): the largest block
+``dask.dataframe.read_csv`` takes by default (the rule behind it: docs/io.md).  A file of one
+block or less is one stream.  Here, beside the other defaults of :func:`rfstream.io.convert`, so
+that its signature does not import the CSV readers."""
 
 
 # ----------------------------------------------------------------- files
@@ -329,6 +334,8 @@ class LabelScanner:
     example_text: str | None = None
 
     def update(self, values) -> None:
+        import pandas as pd  # on first use: a fit that converts nothing never imports pandas
+
         s = pd.Series(values)
         missing = s.isna().to_numpy()
         self.add(int(missing.sum()), pd.unique(s[~missing]))
@@ -460,6 +467,8 @@ class LabelEncoder:
         return np.float32 if self.schema.task == "regression" else np.int32
 
     def encode(self, values) -> np.ndarray:
+        import pandas as pd
+
         s = pd.Series(values)
         if s.isna().any():
             raise ParameterError(

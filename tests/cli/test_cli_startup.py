@@ -110,3 +110,23 @@ def test_rfstream_io_names_the_functions_whatever_was_imported_first():
             "print(callable(io.convert), io.convert.__module__, io.split_dataset.__module__)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.split() == ["True", "rfstream.io.convert", "rfstream.io.split"]
+
+
+def test_a_fit_from_zarr_imports_no_source_reader(tmp_path):
+    """The readers of ``convert`` (CSV, LIBSVM, Parquet, npy: pandas and pyarrow behind them) load
+    when a conversion calls them; a fit and a prediction from a Zarr dataset do not import them."""
+    import numpy as np
+
+    from rfstream.io import write_dataset
+
+    rng = np.random.default_rng(0)
+    write_dataset(tmp_path / "d.zarr", rng.normal(size=(300, 4)).astype(np.float32), rng.integers(0, 2, 300))
+    modules = imported_after(f"from rfstream.cli import main\n"
+                             f"main(['fit', {str(tmp_path / 'd.zarr')!r}, '--out', {str(tmp_path / 'm')!r},"
+                             f" '--scheduler', 'threads', '--n-components', '16', '--quiet'])\n"
+                             f"main(['predict', {str(tmp_path / 'm')!r}, {str(tmp_path / 'd.zarr')!r}, '--out',"
+                             f" {str(tmp_path / 'p.zarr')!r}, '--scheduler', 'threads', '--quiet'])")
+    assert "rfstream.solvers.ridge.estimators" in modules and (tmp_path / "p.zarr").exists()
+    readers = ("rfstream.io.csv", "rfstream.io.csv_ranges", "rfstream.io.libsvm", "rfstream.io.parquet",
+               "rfstream.io.npy", "rfstream.io.guess", "pyarrow.parquet", "pyarrow.csv")
+    assert not [m for m in readers if m in modules]
