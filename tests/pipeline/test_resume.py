@@ -32,11 +32,12 @@ METHODS = {  # name: (fit options, the pass after which the first run is killed)
     "ridge-cv": (["--alpha", "0.1,1,10", "--n-components", "128"], 3),  # the scoring pass is 4th
     "sgd-epochs": (["--solver", "sgd", "--sgd-solver", "sgd", "--epochs", "4", "--n-components", "128"], 4),
     "newton": (["--solver", "sgd", "--sgd-solver", "newton", "--epochs", "6", "--n-components", "64"], 4),
-    "pcg": (["--ridge-solver", "pcg", "--alpha", "0.01", "--n-components", "256", "--pcg-rank", "32"], 12),
+    "pcg": (["--ridge-solver", "pcg", "--alpha", "0.01", "--n-components", "256", "--pcg-rank", "32",
+             "--cg-tol", "1e-2"], 8),  # 17 passes
     "cg": (["--ridge-solver", "cg", "--alpha", "0.1", "--n-components", "128"], 10),
     "tefm": (["--features", "tefm-s", "--n-components", "64", "--n-random-features", "256",
               "--power-iter", "2"], 3),
-    "cnm": (["--features", "cnm", "--n-components", "16", "--cnm-max-iter", "30"], 12),  # 34 passes
+    "cnm": (["--features", "cnm", "--n-components", "16", "--cnm-max-iter", "20"], 12),  # 24 passes
 }
 
 
