@@ -94,6 +94,7 @@ def test_fit_survives_a_killed_worker(cluster, kdd_train_zarr, reference, tmp_pa
         killed_mid_fit = fit.poll() is None
         os.kill(victim.pid, signal.SIGKILL)
         victim.wait()
+        workers.append(start_worker(address))  # its replacement joins the running fit, as a nanny's would
         _, err = fit.communicate(timeout=300)
         assert fit.returncode == 0, err
         assert killed_mid_fit, "the fit had already finished when the worker was killed"
