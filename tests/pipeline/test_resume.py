@@ -34,7 +34,7 @@ METHODS = {  # name: (fit options, the pass after which the first run is killed)
     "newton": (["--solver", "sgd", "--sgd-solver", "newton", "--epochs", "6", "--n-components", "64"], 4),
     "pcg": (["--ridge-solver", "pcg", "--alpha", "0.01", "--n-components", "256", "--pcg-rank", "32",
              "--cg-tol", "1e-2"], 8),  # 17 passes
-    "cg": (["--ridge-solver", "cg", "--alpha", "0.1", "--n-components", "128"], 10),
+    "cg": (["--ridge-solver", "cg", "--alpha", "0.1", "--n-components", "128", "--cg-tol", "1e-2"], 10),  # 22 passes
     "tefm": (["--features", "tefm-s", "--n-components", "64", "--n-random-features", "256",
               "--power-iter", "2"], 3),
     "cnm": (["--features", "cnm", "--n-components", "16", "--cnm-max-iter", "20"], 12),  # 24 passes
@@ -67,6 +67,18 @@ def _in_process(argv, capsys):
     code = cli.main([str(a) for a in argv[argv.index("fit"):]])
     out, err = capsys.readouterr()
     return subprocess.CompletedProcess(argv, code, out, err)
+
+
+def _undisturbed(data, out, options, capsys):
+    """The fit of ``options`` uninterrupted, under threads in this process with BLAS on one thread as
+    on a cluster's worker: the dataset is one chunk, whose one task would otherwise keep BLAS's
+    threads and round its float32 products otherwise (3e-6 apart from a cluster's run; 6e-15 so)."""
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(1, user_api="blas"):
+        reference = _in_process(_command(data, out, options, "--no-checkpoint"), capsys)
+    assert reference.returncode == 0, reference.stderr[-2000:]
+    return reference
 
 
 def _start(argv):
@@ -254,12 +266,9 @@ def test_scheduler_killed_mid_fit_then_back_resumes(magic, tmp_path, capsys):
         rerun = _in_process(argv, capsys)
         assert rerun.returncode == 0, rerun.stderr[-2000:]
         assert json.loads(rerun.stdout)["passes_reused"] >= 2
-        # uninterrupted, on the same cluster (the same float32 products as the resumed run's)
-        reference = _in_process([*argv[:argv.index("--out") + 1], str(tmp_path / "reference"),
-                                 *argv[argv.index("--out") + 2:], "--no-checkpoint"], capsys)
-        assert reference.returncode == 0, reference.stderr[-2000:]
     finally:
         _stop(processes)
+    _undisturbed(magic, tmp_path / "reference", options, capsys)
     for got, want in zip(_coefs(out), _coefs(tmp_path / "reference")):
         np.testing.assert_allclose(got, want, rtol=0, atol=1e-6 * max(1.0, np.abs(want).max()))
 
@@ -349,14 +358,7 @@ def test_embedded_cluster_workers_killed_from_outside(magic, tmp_path, capsys):
         worker.kill()
     out, err = proc.communicate(timeout=240)
     assert proc.returncode == 0, err[-2000:]
-    # undisturbed, under threads in this process with BLAS on one thread as on a worker (the
-    # dataset is one chunk, whose one task would otherwise keep BLAS's threads and round its
-    # float32 products otherwise: 3e-6 apart; on one thread 6e-15)
-    from threadpoolctl import threadpool_limits
-
-    with threadpool_limits(1, user_api="blas"):
-        reference = _in_process(_command(magic, tmp_path / "reference", options), capsys)
-    assert reference.returncode == 0, reference.stderr[-2000:]
+    _undisturbed(magic, tmp_path / "reference", options, capsys)
     for got, want in zip(_coefs(tmp_path / "model"), _coefs(tmp_path / "reference")):
         np.testing.assert_allclose(got, want, rtol=0, atol=1e-6 * max(1.0, np.abs(want).max()))
 
