@@ -56,8 +56,9 @@ _RATES = {}
 
 def factorization_rates():
     """GFLOP/s of this process's eigendecomposition, tridiagonal reduction and Cholesky factorization
-    (:mod:`rfstream.lapack`'s, as the client's solves call them) on one BLAS thread, each the best of five at D = :data:`RATE_SIZE` (:data:`FLOPS`), times the client's
-    cores (:func:`rfstream.cluster.client_cores`: the search's solves run one per core,
+    (:mod:`rfstream.lapack`'s, as the client's solves call them) on one BLAS thread, each the best of
+    five at D = :data:`RATE_SIZE` (:data:`FLOPS`), times the client's cores
+    (:func:`rfstream.cluster.client_cores`: the search's solves run one per core,
     :func:`rfstream.cluster.client_map`); measured on the first call and kept for the process.  One
     thread's rate is the core's: timed on BLAS's threads, a small factorization on a machine busy with
     other jobs measured 40 times slower from one run to the next (docs/plan.md)."""

@@ -63,8 +63,11 @@ def _check(name, info):
         raise np.linalg.LinAlgError(f"{name} failed (info={info})")
 
 
-def _fortran(a):
-    """``a`` as a Fortran-ordered float64 copy (the routines write into their arguments)."""
+def _fortran(a, overwrite=False):
+    """``a`` as a Fortran-ordered float64 copy (the routines write into their arguments), or ``a``
+    itself with ``overwrite`` where it is already such an array and writeable."""
+    if overwrite and a.dtype == np.float64 and a.flags.f_contiguous and a.flags.writeable:
+        return a
     return np.array(a, dtype=np.float64, order="F", copy=True)
 
 
@@ -73,8 +76,7 @@ def potrf(A, overwrite_a=False):
     new Fortran array whose strict upper triangle is ``A``'s (the routines here read only the lower
     one); ``overwrite_a``: in ``A`` itself where it is a Fortran-ordered float64 array.
     ``LinAlgError`` where ``A`` is not positive definite."""
-    in_place = overwrite_a and A.dtype == np.float64 and A.flags.f_contiguous and A.flags.writeable
-    L = A if in_place else _fortran(A)
+    L = _fortran(A, overwrite_a)
     n = L.shape[0]
     call = _routine("dpotrf")
     if call is None:  # pragma: no cover - another scipy build
@@ -175,8 +177,7 @@ def syevr(A, overwrite_a=False):
     read), as ``scipy.linalg.eigh(A, driver="evr")`` gives them (LAPACK ``dsyevr``, the whole
     spectrum, ``abstol`` 0); ``overwrite_a``: ``A`` is used as the workspace where it is a
     Fortran-ordered float64 array."""
-    in_place = overwrite_a and A.dtype == np.float64 and A.flags.f_contiguous and A.flags.writeable
-    a = A if in_place else _fortran(A)
+    a = _fortran(A, overwrite_a)
     n = a.shape[0]
     call = _routine("dsyevr")
     if call is None or n == 0:  # pragma: no cover - another scipy build

@@ -35,7 +35,6 @@ __all__ = ["BLOCK_SIZE", "CsvFiles", "CsvRanges", "SchemaChanged", "check_block_
            "range_offsets", "several_blocks", "several_plan", "worker_threads"]
 
 
-
 def range_offsets(src: Location, layout: Layout, block_size: int | None) -> list[int]:
     """The nominal first byte of each range of ``src``; ``[0]``: one stream (no block size, a
     compressed file or one block, a bare carriage return before the rows, a line break in a name)."""
