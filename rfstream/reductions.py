@@ -158,9 +158,13 @@ def block_partials(fn, size: int, X, *others, **kwargs):
 
 def _add_blocks(blocks, axis=0, keepdims=True):
     """Sum of a list of ``(1, size)`` partials, added in place into one new array rather than
-    concatenated first as ``Array.sum`` does (docs/design-notes.md); the inputs are never modified."""
+    concatenated first as ``Array.sum`` does (docs/design-notes.md); the inputs are never modified.
+    One partial is its own sum, returned as it is: a pass over one block (a small dataset) does not
+    copy its partials (320 MB of new pages for 8 gammas x 5 folds at D = 1,000)."""
     blocks = list(_flatten(blocks))
-    total = np.add(blocks[0], blocks[1]) if len(blocks) > 1 else blocks[0].copy()
+    if len(blocks) == 1:
+        return blocks[0] if keepdims else blocks[0].reshape(-1)
+    total = np.add(blocks[0], blocks[1])
     for b in blocks[2:]:
         np.add(total, b, out=total)
     return total if keepdims else total.reshape(-1)
