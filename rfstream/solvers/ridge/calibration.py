@@ -5,7 +5,9 @@ One pass at the chosen (gamma, alpha) counts each row's exact leave-one-out resi
 regressor's intervals (Vovk, Gammerman & Shafer 2005; Papadopoulos et al. 2008; Barber et al.
 2021), decision values for a classifier's Platt scaling (Platt 1999).  The predictive std is
 Bishop 2006, eq. 3.59 (posterior eq. 3.53-3.54).  Deviation: leave-one-out residuals, not
-out-of-fold ones, on a sample of :data:`CALIBRATION_ROWS` rows beyond that.  docs/ridge.md.
+out-of-fold ones, on a sample of :data:`CALIBRATION_ROWS` rows beyond that; a classifier searched
+by K-fold CV takes Platt's sigmoid from the scoring pass's out-of-fold decisions instead, with no
+pass of its own (:mod:`rfstream.solvers.ridge.platt`).  docs/ridge.md.
 """
 from __future__ import annotations
 
@@ -15,10 +17,8 @@ from dataclasses import dataclass
 import dask.array as da
 import numpy as np
 import scipy.linalg
-import scipy.optimize
 import scipy.sparse as sp
 from dask.base import is_dask_collection
-from scipy.special import expit, log_expit
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted
 
@@ -36,11 +36,10 @@ from ..passes import RowSpec, row_sum, sub_blocks, weight_fields
 from .cv import normal_equations
 from .gram import FeatureGroups, group_chunk, group_spec
 from .on_device import device_leverage_and_decisions
+from .platt import DECISION_BINS, count_decisions, platt_probabilities
 
 SCORE_BINS = 4096
 SCORE_EDGES = np.geomspace(1e-4, 1e4, SCORE_BINS + 1)
-DECISION_BINS = 4096
-DECISION_LIMIT = 8.0
 #: bins of a calibrated regressor's histogram of conformity scores per target (one below, one above)
 CONFORMAL_BINS = SCORE_BINS + 2
 #: the fitted attributes of a calibrated ridge regressor's posterior: all of them or none
@@ -189,7 +188,7 @@ def calibration_chunk(z, *rows, offset, spec, out=None):
             residual = (Y[start:stop] - decisions) / keep[:, None]
         ok = (keep > 1e-12) & (cs > 0)
         if spec.classifier:
-            _count_decisions(parts["counts"], (Y[start:stop] - residual)[ok], Y[start:stop][ok], cs[ok])
+            count_decisions(parts["counts"], (Y[start:stop] - residual)[ok], Y[start:stop][ok] > 0, cs[ok])
         else:
             var = spec.noise[None, :] * (1.0 + h / keep)[:, None]
             score = np.abs(residual[ok]) / np.sqrt(var[ok])
@@ -205,15 +204,6 @@ def sampled_rows(z, rows, offset, spec):
     u = row_uniform(spec.seed, STREAM_CALIBRATION, offset, offset + z.shape[0])
     keep = np.flatnonzero(u < spec.fraction)
     return take_rows(z, keep), tuple(None if r is None else np.asarray(r)[keep] for r in rows)
-
-
-def _count_decisions(counts, decisions, coded, weights):
-    scaled = (np.clip(decisions, -DECISION_LIMIT, DECISION_LIMIT) + DECISION_LIMIT) / (2 * DECISION_LIMIT)
-    index = np.minimum((scaled * DECISION_BINS).astype(np.intp), DECISION_BINS - 1)
-    for t in range(decisions.shape[1]):
-        positive = coded[:, t] > 0
-        for side, rows in ((0, ~positive), (1, positive)):
-            counts[t, side] += np.bincount(index[rows, t], weights=weights[rows], minlength=DECISION_BINS)
 
 
 def calibration_pass(groups, chosen, y, target_fn, weights, model, *, classifier, seed=0):
@@ -258,51 +248,6 @@ def conformal_quantile(counts, level):
         return math.inf
     index = int(np.searchsorted(np.cumsum(counts), rank - 1e-9 * max(total, 1.0)))
     return float(SCORE_EDGES[index]) if index <= SCORE_BINS else math.inf
-
-
-# ------------------------------------------------------------------ classification: Platt
-def decision_centres():
-    width = 2 * DECISION_LIMIT / DECISION_BINS
-    return -DECISION_LIMIT + width * (np.arange(DECISION_BINS) + 0.5)
-
-
-def fit_platt(counts):
-    """``(A, B)`` of ``P(positive | d) = sigmoid(A d + B)`` for one column's histograms
-    (2, DECISION_BINS): negatives, positives (docs/ridge.md)."""
-    neg, pos = counts[0], counts[1]
-    n_neg, n_pos = neg.sum(), pos.sum()
-    t_pos, t_neg = (n_pos + 1.0) / (n_pos + 2.0), 1.0 / (n_neg + 2.0)
-    x = decision_centres()
-    used = (neg + pos) > 0
-    x, neg, pos = x[used], neg[used], pos[used]
-
-    def loss(params):
-        a, b = params
-        f = a * x + b
-        lp, ln = log_expit(f), log_expit(-f)  # log p, log (1 - p)
-        value = -(pos @ (t_pos * lp + (1 - t_pos) * ln) + neg @ (t_neg * lp + (1 - t_neg) * ln))
-        p = expit(f)
-        g = pos * (p - t_pos) + neg * (p - t_neg)
-        return value, np.array([g @ x, g.sum()])
-
-    prior = math.log((n_pos + 1.0) / (n_neg + 1.0))
-    result = scipy.optimize.minimize(loss, np.array([1.0, prior]), jac=True, method="L-BFGS-B")
-    return result.x
-
-
-def platt_probabilities(decisions, platt):
-    """Probabilities (m, K) from decision values ((m,) or (m, K)) and per-column ``platt``
-    (K', 2); two classes: ``[1 - p, p]``; more: normalized one-vs-rest sigmoids."""
-    d = np.asarray(decisions, dtype=np.float64)
-    if d.ndim == 1:
-        p = expit(platt[0, 0] * d + platt[0, 1])
-        return np.stack([1.0 - p, p], axis=1)
-    p = expit(d * platt[:, 0] + platt[:, 1])
-    total = p.sum(axis=1, keepdims=True)
-    uniform = total[:, 0] <= 0
-    p[uniform] = 1.0 / p.shape[1]
-    total[uniform] = 1.0
-    return p / total
 
 
 def _moments(z, spec):
@@ -451,7 +396,8 @@ class CalibratedProbaMixin:
     def predict_proba(self, X):
         """Class probabilities (n, n_classes) in the order of ``classes_``: Platt's sigmoid of
         the decision value (two classes), normalized one-vs-rest sigmoids (more), fitted on
-        the exact leave-one-out decision values.  Numpy in, numpy out; dask in, lazy dask out."""
+        out-of-fold decision values (K-fold CV) or the exact leave-one-out ones
+        (:mod:`rfstream.solvers.ridge.platt`).  Numpy in, numpy out; dask in, lazy dask out."""
         check_is_fitted(self, "platt_")
         scores = self.decision_function(X)
         if isinstance(scores, da.Array):

@@ -24,6 +24,7 @@ from ..passes import RowSpec, row_sum, sub_blocks, weight_fields
 from ..targets import encode_classes
 from .gram import group_chunk, group_spec
 from .on_device import device_held_out_decisions
+from .platt import DECISION_BINS, count_decisions, positive_columns
 
 
 def check_alpha(alpha):
@@ -212,10 +213,11 @@ def grid_paths(stats, totals, alphas, scored, fit_intercept):
 
 
 def grid_cross_validate(groups, y, stats, totals, alphas, cv, weights, *, scoring, classes,
-                        fit_intercept, seed):
-    """``(table, cv_mse, best)``: :func:`rfstream.solvers.ridge.cv.cv_table` of every
-    (gamma, alpha), the mean held-out squared error of each (same order) and the
-    index of the best candidate.
+                        fit_intercept, seed, platt=False):
+    """``(table, cv_mse, best, platt_counts)``: :func:`rfstream.solvers.ridge.cv.cv_table` of
+    every (gamma, alpha), the mean held-out squared error of each (same order), the index of the
+    best candidate and, with ``platt`` (a classifier's scoring pass only), the best candidate's
+    out-of-fold decision histograms (T, 2, DECISION_BINS) for Platt scaling, else None.
 
     ``groups``: the :class:`rfstream.solvers.ridge.gram.FeatureGroups` of the Gram
     pass, ``stats``/``totals`` its per-group partials and their sums over folds;
@@ -226,21 +228,25 @@ def grid_cross_validate(groups, y, stats, totals, alphas, cv, weights, *, scorin
     fold_n = paths[0][3]
     sse = np.concatenate([p[2] for p in paths], axis=1)  # (K, G x A)
     cv_mse = sse.sum(axis=0) / max(fold_n.sum(), 1.0)
-    bound = None
+    bound, parts = None, None
     if scoring == "squared_error":
         with np.errstate(invalid="ignore", divide="ignore"):
             scores = sse / fold_n[:, None]
     else:
         counts, layout = score_pass(groups, y, [p[0] for p in paths], [p[1] for p in paths],
-                                    scoring=scoring, classes=classes, cv=cv, weights=weights, seed=seed)
-        counts = compute(counts)
-        per_group = [fold_scores(layout.unpack(part), scoring)
-                     for part in np.split(counts, groups.n_groups)]
+                                    scoring=scoring, classes=classes, cv=cv, weights=weights, seed=seed,
+                                    platt=platt)
+        parts = [layout.unpack(part) for part in np.split(compute(counts), groups.n_groups)]
+        per_group = [fold_scores(part, scoring) for part in parts]
         scores = np.concatenate([s for s, _ in per_group], axis=1)
         if scoring == "roc_auc":
             bound = np.concatenate([b for _, b in per_group], axis=1)
     table = cv_table(alphas, scores, fold_n, scoring, bound, gammas=groups.gammas)
-    return table, cv_mse, best_candidate(table)
+    best = best_candidate(table)
+    if not platt or parts is None:
+        return table, cv_mse, best, None
+    group, a = divmod(best, alphas.size)
+    return table, cv_mse, best, parts[group]["platt"][a].copy()
 
 
 def grid_edge(values, chosen):
@@ -290,13 +296,17 @@ CV_AUC_EDGES = np.tan(np.pi * (np.arange(1, 2**12) / 2**12 - 0.5))
 CV_AUC_BINS = CV_AUC_EDGES.size + 1
 
 
-def score_layout(n_scored, n_candidates, n_classes, scoring):
+def score_layout(n_scored, n_candidates, n_classes, scoring, platt_targets=0):
     """The partials of the scoring pass: per-class weights (K, C), per-class weights
-    predicted right (K, A, C), and for "roc_auc" the histograms (K, A, CV_AUC_BINS)."""
+    predicted right (K, A, C), for "roc_auc" the histograms (K, A, CV_AUC_BINS), and with
+    ``platt_targets`` T the held-out decisions' Platt histograms (A, T, 2, DECISION_BINS)
+    (:mod:`rfstream.solvers.ridge.platt`)."""
     K, A, C = n_scored, n_candidates, n_classes
     shapes = {"weight": (K, C), "right": (K, A, C)}
     if scoring == "roc_auc":
         shapes.update(pos=(K, A, CV_AUC_BINS), neg=(K, A, CV_AUC_BINS))
+    if platt_targets:
+        shapes.update(platt=(A, platt_targets, 2, DECISION_BINS))
     return Layout(**shapes)
 
 
@@ -367,6 +377,10 @@ def _add_counts(parts, dec, folds, codes, c, scoring):
     folds, codes, c, dec = folds[keep], codes[keep], c[keep], dec[keep].reshape(-1, A, dec.shape[1] // A)
     parts["weight"] += np.bincount(folds * C + codes, weights=c, minlength=K * C).reshape(K, C)
     pred = (dec[:, :, 0] > 0).astype(np.intp) if dec.shape[2] == 1 else np.argmax(dec, axis=2)
+    if "platt" in parts:  # every candidate's out-of-fold decisions, for Platt's sigmoid (platt.py)
+        T = dec.shape[2]
+        count_decisions(parts["platt"].reshape(A * T, 2, DECISION_BINS), dec.reshape(-1, A * T),
+                        np.tile(positive_columns(codes, T), (1, A)), c)
     for a in range(A):
         right = pred[:, a] == codes
         parts["right"][:, a] += np.bincount(folds[right] * C + codes[right], weights=c[right],
@@ -379,17 +393,19 @@ def _add_counts(parts, dec, folds, codes, c, scoring):
                                                  minlength=K * CV_AUC_BINS).reshape(K, CV_AUC_BINS)
 
 
-def score_pass(groups, y, W, b, *, scoring, classes, cv, weights, seed):
+def score_pass(groups, y, W, b, *, scoring, classes, cv, weights, seed, platt=False):
     """``(counts, layout)``: the packed counts of the scoring pass (lazy for dask) and the
     layout of one group's counts, group g at ``counts[g * layout.size:(g + 1) * layout.size]``.
 
     ``groups``: :func:`rfstream.solvers.ridge.gram.feature_groups`; ``W``, ``b``: each
     group's weights (K, D, A x T) and (K, A x T); ``cv`` (:func:`rfstream.solvers.folds.check_cv`)
-    and ``weights`` ``(sample_weight, weight_args)`` as the Gram pass had them.
+    and ``weights`` ``(sample_weight, weight_args)`` as the Gram pass had them; ``platt``: count
+    every candidate's held-out decisions for Platt scaling too.
     """
     n_folds, scored, folds = cv
     n_targets = len(classes) if len(classes) > 2 else 1
-    layout = score_layout(scored, W[0].shape[2] // n_targets, len(classes), scoring)
+    layout = score_layout(scored, W[0].shape[2] // n_targets, len(classes), scoring,
+                          platt_targets=n_targets if platt else 0)
     w, weight_args = weights
     spec = ScoreSpec(layout=layout, n_folds=n_folds, seed=seed, W=W[0], b=b[0], scoring=scoring,
                      classes=classes, class_weight=weight_fields(weight_args)["class_weight"])

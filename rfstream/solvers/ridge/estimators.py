@@ -23,6 +23,7 @@ from sklearn.base import (
     ClassifierMixin,
     MultiOutputMixin,
     RegressorMixin,
+    is_classifier,
 )
 from sklearn.utils._param_validation import Interval, StrOptions
 
@@ -49,7 +50,6 @@ from .calibration import (
     PosteriorPredictMixin,
     calibration_pass,
     cholesky_posterior,
-    fit_platt,
     noise_variance,
     posterior_basis,
     posterior_state,
@@ -85,6 +85,7 @@ from .gram import (
 )
 from .loo import loo_basis, loo_cross_validate, loo_solution
 from .nystrom_pcg import PCG_RANK
+from .platt import fit_platt, fits_beside_gram
 
 #: What only the Gram solver gives: ``parameter: (its value asked, why, the other way out)``.
 NEEDS_GRAM = {"select": ("evidence", "its eigendecomposition", "{select='cv'} with one alpha"),
@@ -121,14 +122,15 @@ class RidgeSearchMixin:
             return "loo"
         return cv
 
-    def _search(self, groups, y, stats, totals, alphas, cv, weights, target_fn):
-        """``(chosen group, basis or None)``; sets ``cv_results_``, ``alphas_``, ``alpha_``,
-        ``best_score_`` (``cv_mse_`` for CV), and with a gamma grid ``gammas_``,
-        ``gamma_`` and the map set to the chosen gamma.  ``basis``: the chosen gamma's
+    def _search(self, groups, y, stats, totals, alphas, cv, weights, target_fn, platt=False):
+        """``(chosen group, basis or None, Platt histograms or None)``; sets ``cv_results_``,
+        ``alphas_``, ``alpha_``, ``best_score_`` (``cv_mse_`` for CV), and with a gamma grid
+        ``gammas_``, ``gamma_`` and the map set to the chosen gamma.  ``basis``: the chosen gamma's
         eigendecomposition when the route made one (evidence, leave-one-out: the fit is
-        solved from it, no copy of the Gram)."""
+        solved from it, no copy of the Gram).  ``platt``: the K-fold scoring pass counts the
+        chosen candidate's out-of-fold decisions for Platt scaling (:meth:`_platt_from_folds`)."""
         classes = getattr(self, "classes_", None)
-        bases = None
+        bases, platt_counts = None, None
         if self.select == "evidence":
             check_evidence_alphas(alphas)
             bases = evidence_bases(totals, alphas, self.fit_intercept)
@@ -143,11 +145,11 @@ class RidgeSearchMixin:
                 groups, y, totals, alphas, weights, target_fn=target_fn, scoring=self.scoring,
                 classes=classes, fit_intercept=self.fit_intercept)
         else:
-            table, self.cv_mse_, best = grid_cross_validate(
+            table, self.cv_mse_, best, platt_counts = grid_cross_validate(
                 groups, y, stats, totals, alphas, cv, weights, scoring=self.scoring, classes=classes,
-                fit_intercept=self.fit_intercept, seed=check_seed(self.random_state))
+                fit_intercept=self.fit_intercept, seed=check_seed(self.random_state), platt=platt)
         chosen = self._record_choice(groups, alphas, table, best)
-        return chosen, None if bases is None else bases[chosen]  # None: Cholesky, no eigh made
+        return chosen, None if bases is None else bases[chosen], platt_counts  # None: Cholesky, no eigh made
 
     def _record_choice(self, groups, alphas, table, best):
         """Set ``alphas_``, ``cv_results_``, ``alpha_`` and ``best_score_`` of the candidate
@@ -194,6 +196,16 @@ class RidgeSearchMixin:
         if self.calibrate == "auto":
             return searching and n_features <= CALIBRATE_MAX_FEATURES
         return bool(self.calibrate)
+
+    def _platt_from_folds(self, n_folds, n_alphas, n_targets, n_features):
+        """Whether a calibrating classifier takes Platt's sigmoid from the K-fold scoring pass's
+        out-of-fold decisions (Platt 1999, Section 2.2) instead of a calibration pass: K-fold CV
+        (``n_folds`` > 1, None for leave-one-out) with a classification metric (the pass exists)
+        and histograms no larger than the Gram's partials
+        (:func:`rfstream.solvers.ridge.platt.fits_beside_gram`); docs/ridge.md."""
+        return (is_classifier(self) and self.select == "cv" and n_folds is not None and n_folds > 1
+                and self.scoring != "squared_error"
+                and fits_beside_gram(n_alphas, n_targets, n_folds, n_features))
 
     def _calibrate(self, groups, chosen, y, target_fn, weights, W, b, basis, total):
         """The calibration pass and what the model keeps of it (docs/ridge.md); ``basis``: the
@@ -332,24 +344,29 @@ class _BaseStreamingRidge(RidgeSearchMixin, LinearPredictMixin, BaseEstimator):
         totals = [{k: v.sum(axis=0) if n_folds > 1 else v[0] for k, v in group.items()} for group in stats]
         check_totals(totals)
         chosen = 0
-        basis = None
+        basis = platt_counts = None
+        calibrating = self._calibrates(searching, n_features)
+        from_folds = calibrating and self._platt_from_folds(cv[0] if isinstance(cv, tuple) else None,
+                                                            alphas.size, n_targets, n_features)
         if searching:
-            chosen, basis = self._search(groups, y, stats, totals, alphas, cv,
-                                         weights, target_fn)
+            chosen, basis, platt_counts = self._search(groups, y, stats, totals, alphas, cv,
+                                                       weights, target_fn, platt=from_folds)
         else:
             self.alpha_ = float(alphas[0])
         self.n_features_in_ = int(totals[chosen]["s"].shape[0])  # of the chosen gamma and size
-        calibrating = self._calibrates(searching, n_features)
-        if calibrating and (basis is None or "U" not in basis):  # the calibration's factor solves the fit too
+        calibration_pass = calibrating and platt_counts is None
+        if calibration_pass and (basis is None or "U" not in basis):  # the calibration's factor solves the fit too
             basis = (cholesky_posterior(totals[chosen], self.alpha_, self.fit_intercept)
                      or loo_basis(totals[chosen], self.fit_intercept))
         W, b = self._solution(basis, totals[chosen], self._solve_stats)
         scoring_pass = searching and (cv == "loo" or self.scoring != "squared_error") and self.select == "cv"
-        if calibrating:
+        if platt_counts is not None:  # Platt from the scoring pass's out-of-fold decisions: no more pass
+            self.platt_ = np.array([fit_platt(column) for column in platt_counts])
+        elif calibrating:
             self._calibrate(groups, chosen, y, target_fn, weights, W, b, basis,
                             totals[chosen])
         self.n_samples_seen_ = int(totals[0]["m"])
-        self.n_iter_ = 1 + scoring_pass + calibrating
+        self.n_iter_ = 1 + scoring_pass + calibration_pass
         return W, b
 
     def _search_iterative(self, Z, y, target_fn, n_targets, alphas, groups, sample_weight, weight_args):

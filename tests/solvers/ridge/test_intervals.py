@@ -5,6 +5,7 @@ import pytest
 from sklearn.calibration import CalibratedClassifierCV
 from sklearn.linear_model import RidgeClassifier
 from sklearn.metrics import log_loss
+from sklearn.model_selection import KFold
 
 from rfstream import RandomFourierFeatures, StreamingRidge, StreamingRidgeClassifier
 from rfstream.solvers.ridge.calibration import (
@@ -16,6 +17,7 @@ from rfstream.solvers.ridge.calibration import (
     posterior_triangle,
     triangular_product,
 )
+from rfstream.solvers.ridge.platt import DECISION_BINS, DECISION_LIMIT, fit_platt
 
 
 def make(n, seed, noise=0.3):
@@ -200,3 +202,30 @@ def test_platt_probabilities_against_calibrated_classifier_cv(n_classes):
     lazy = m.predict_proba(da.from_array(Z[3000:], chunks=400))
     np.testing.assert_allclose(lazy.compute(), p, rtol=1e-5)
     assert not hasattr(StreamingRidgeClassifier(alpha=1.0).fit(Z[:500], labels[:500]), "predict_proba")
+
+
+@pytest.mark.parametrize("n_classes", [2, 3])
+def test_platt_from_the_scoring_pass_is_fitted_on_the_out_of_fold_decisions(n_classes):
+    X, y = make(2000, 4)
+    labels = np.digitize(y, np.quantile(y, np.linspace(0, 1, n_classes + 1)[1:-1]))
+    Z = RandomFourierFeatures(150, gamma=0.5, random_state=0).fit(X).transform(X).astype(np.float64)
+    folds = KFold(5)
+    m = StreamingRidgeClassifier(alpha=[0.1, 1.0, 10.0], cv=folds).fit(Z, labels)
+    assert m.n_iter_ == 2  # the Gram pass and the scoring pass: no calibration pass
+    # reference: each fold's held-out decisions by scikit-learn's ridge at the chosen alpha
+    edges = np.linspace(-DECISION_LIMIT, DECISION_LIMIT, DECISION_BINS + 1)
+    T = 1 if n_classes == 2 else n_classes
+    counts = np.zeros((T, 2, DECISION_BINS))
+    for train, test in folds.split(Z):
+        d = RidgeClassifier(alpha=m.alpha_).fit(Z[train], labels[train]).decision_function(Z[test])
+        d = np.clip(d.reshape(len(test), T), edges[0], np.nextafter(edges[-1], 0))
+        positive = labels[test][:, None] == (np.arange(T) if T > 1 else np.array([1]))
+        for t in range(T):
+            for side in (0, 1):
+                rows = positive[:, t] == bool(side)
+                counts[t, side] += np.histogram(d[rows, t], bins=edges)[0]
+    expected = np.array([fit_platt(column) for column in counts])
+    np.testing.assert_allclose(m.platt_, expected, rtol=2e-3, atol=2e-3)
+    # where the histograms would outgrow the Gram's partials (D = 20), the calibration pass makes them
+    narrow = StreamingRidgeClassifier(alpha=[0.1, 1.0], cv=folds).fit(Z[:, :20], labels)
+    assert narrow.n_iter_ == 3 and narrow.platt_.shape == (T, 2)
