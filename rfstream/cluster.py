@@ -375,7 +375,7 @@ def compute(*collections):
             # to look for a client
             get = named_schedulers.get(dask.config.get("scheduler", None)) if local else None
             with bar, one_blas_thread_per_task(lazy):
-                values = iter(dask.compute(*lazy, scheduler=get))
+                values = iter(dask.compute(*map(_uncopied, lazy), scheduler=get))
         if checkpoint is not None:  # stored before the pass counts as done
             values = list(values)
             checkpoint.record(sig, values)
@@ -386,6 +386,17 @@ def compute(*collections):
                   + f" done in {time.perf_counter() - t0:.2f} s", file=sys.stderr, flush=True)
         results = tuple(next(values) if dask.is_dask_collection(c) else c for c in collections)
     return results if len(results) > 1 else results[0]
+
+
+def _uncopied(collection):
+    """A pass's reduced partials as the one key of their one chunk (:func:`rfstream.reductions.fresh_sum`),
+    which a local scheduler hands back as it is; any other collection as it is, which dask copies
+    where its one chunk may alias the graph."""
+    from .reductions import fresh_sum
+
+    if fresh_sum(collection) and collection.npartitions == 1:
+        return collection.to_delayed().ravel()[0]
+    return collection
 
 
 @functools.cache

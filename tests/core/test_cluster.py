@@ -27,6 +27,24 @@ def test_compute_returns_values_and_passes_numpy_through():
     assert compute(n) is n  # nothing lazy: returned as is
 
 
+@pytest.mark.parametrize("scheduler", ["sync", "threads"])
+def test_a_one_chunk_pass_is_not_copied_and_other_collections_are(scheduler):
+    """dask copies a one-chunk array's value in case it aliases the graph; a pass's reduced
+    partials (one block: the partial itself) alias nothing, so compute takes them as they are."""
+    from rfstream.reductions import sum_rows
+
+    held = np.arange(6.0)
+    X = da.ones((4, 2), chunks=4)
+    with dask.config.set(scheduler=scheduler):
+        total = compute(sum_rows(lambda x, offset: held, 6, X))
+        assert np.shares_memory(total, held) and total.shape == (6,)
+        spread = compute(sum_rows(lambda x, offset: held, 6, da.ones((4, 2), chunks=2)))
+        np.testing.assert_array_equal(spread, 2 * held)
+        user = np.zeros(3)
+        value = compute(da.from_array(user, chunks=-1))
+        assert not np.shares_memory(value, user)  # the graph's own array: copied, as dask does
+
+
 def test_compute_runs_blas_single_threaded_in_the_thread_pool():
     X = da.zeros((4, 1), chunks=1)
     with dask.config.set(scheduler="threads", num_workers=2):
