@@ -7,6 +7,7 @@ from functools import partial
 import dask
 import pytest
 
+from rfstream import cluster
 from rfstream.cluster import connect
 from rfstream.datasets.synthetic import write_kdd_like
 from rfstream.pipeline import fit_dataset
@@ -63,13 +64,13 @@ def blocks_zarr(tmp_path_factory):
 
 def test_the_gram_passs_tree_is_the_modelled_one(blocks_zarr, monkeypatch):
     submitted = []
-    compute = dask.compute
+    uncopied = cluster._uncopied  # every collection a local scheduler computes passes here
 
-    def recording(*collections, **kwargs):
-        submitted.extend(collections)
-        return compute(*collections, **kwargs)
+    def recording(collection):
+        submitted.append(collection)
+        return uncopied(collection)
 
-    monkeypatch.setattr(dask, "compute", recording)
+    monkeypatch.setattr(cluster, "_uncopied", recording)
     with connect("threads"):
         fit_dataset(str(blocks_zarr), **FIT)
     grams = [c for c in submitted if _chunk_function(c) is gram_chunk]
