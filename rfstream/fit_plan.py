@@ -288,8 +288,9 @@ def _ridge_plan(solver, fmap, n_features, n_targets):
     elif searching and route == "cv" and solver.scoring != "squared_error":
         plan.passes.append(("CV scoring", f"CV scoring, {candidates:,} candidates"))
     calibrating = solver._calibrates(searching, width)
-    if calibrating and searching and route == "cv" and solver._platt_from_folds(n_folds, n_alphas, n_targets, width):
-        calibrating = False  # Platt from the scoring pass's out-of-fold decisions: no pass, no factor
+    n_grams = {"cv": n_folds, "loo": 1}.get(route) if searching else None
+    if calibrating and solver._platt_from_scoring(n_grams, n_alphas, n_targets, width):
+        calibrating = False  # Platt from the scoring pass's held-out decisions: no pass, no factor
     if calibrating:
         plan.passes.append(("calibration", "calibration"))
     plan.factorizations = search_factorizations(route, n_alphas, n_folds, widths, n_gammas, searching=searching,

@@ -6,8 +6,8 @@ regressor's intervals (Vovk, Gammerman & Shafer 2005; Papadopoulos et al. 2008; 
 2021), decision values for a classifier's Platt scaling (Platt 1999).  The predictive std is
 Bishop 2006, eq. 3.59 (posterior eq. 3.53-3.54).  Deviation: leave-one-out residuals, not
 out-of-fold ones, on a sample of :data:`CALIBRATION_ROWS` rows beyond that; a classifier searched
-by K-fold CV takes Platt's sigmoid from the scoring pass's out-of-fold decisions instead, with no
-pass of its own (:mod:`rfstream.solvers.ridge.platt`).  docs/ridge.md.
+by K-fold CV or leave-one-out takes Platt's sigmoid from its scoring pass's held-out decisions
+instead, with no pass of its own (:mod:`rfstream.solvers.ridge.platt`).  docs/ridge.md.
 """
 from __future__ import annotations
 

@@ -127,8 +127,8 @@ class RidgeSearchMixin:
         ``alphas_``, ``alpha_``, ``best_score_`` (``cv_mse_`` for CV), and with a gamma grid
         ``gammas_``, ``gamma_`` and the map set to the chosen gamma.  ``basis``: the chosen gamma's
         eigendecomposition when the route made one (evidence, leave-one-out: the fit is
-        solved from it, no copy of the Gram).  ``platt``: the K-fold scoring pass counts the
-        chosen candidate's out-of-fold decisions for Platt scaling (:meth:`_platt_from_folds`)."""
+        solved from it, no copy of the Gram).  ``platt``: the scoring pass (K-fold or leave-one-out)
+        counts the chosen candidate's held-out decisions for Platt scaling (:meth:`_platt_from_scoring`)."""
         classes = getattr(self, "classes_", None)
         bases, platt_counts = None, None
         if self.select == "evidence":
@@ -141,9 +141,9 @@ class RidgeSearchMixin:
             if hasattr(self, "cv_mse_"):
                 del self.cv_mse_
         elif cv == "loo":
-            table, self.cv_mse_, best, bases = loo_cross_validate(
+            table, self.cv_mse_, best, bases, platt_counts = loo_cross_validate(
                 groups, y, totals, alphas, weights, target_fn=target_fn, scoring=self.scoring,
-                classes=classes, fit_intercept=self.fit_intercept)
+                classes=classes, fit_intercept=self.fit_intercept, platt=platt)
         else:
             table, self.cv_mse_, best, platt_counts = grid_cross_validate(
                 groups, y, stats, totals, alphas, cv, weights, scoring=self.scoring, classes=classes,
@@ -197,15 +197,15 @@ class RidgeSearchMixin:
             return searching and n_features <= CALIBRATE_MAX_FEATURES
         return bool(self.calibrate)
 
-    def _platt_from_folds(self, n_folds, n_alphas, n_targets, n_features):
-        """Whether a calibrating classifier takes Platt's sigmoid from the K-fold scoring pass's
-        out-of-fold decisions (Platt 1999, Section 2.2) instead of a calibration pass: K-fold CV
-        (``n_folds`` > 1, None for leave-one-out) with a classification metric (the pass exists)
-        and histograms no larger than the Gram's partials
-        (:func:`rfstream.solvers.ridge.platt.fits_beside_gram`); docs/ridge.md."""
-        return (is_classifier(self) and self.select == "cv" and n_folds is not None and n_folds > 1
+    def _platt_from_scoring(self, n_grams, n_alphas, n_targets, n_features):
+        """Whether a calibrating classifier takes Platt's sigmoid from its scoring pass's held-out
+        decisions (Platt 1999, Section 2.2) instead of a calibration pass: K-fold CV's out-of-fold
+        ones (``n_grams`` = K) or leave-one-out's exact ones (``n_grams`` = 1; None: no scoring
+        pass), with a classification metric (the pass exists) and histograms no larger than the
+        Gram's partials (:func:`rfstream.solvers.ridge.platt.fits_beside_gram`); docs/ridge.md."""
+        return (is_classifier(self) and self.select == "cv" and n_grams is not None
                 and self.scoring != "squared_error"
-                and fits_beside_gram(n_alphas, n_targets, n_folds, n_features))
+                and fits_beside_gram(n_alphas, n_targets, n_grams, n_features))
 
     def _calibrate(self, groups, chosen, y, target_fn, weights, W, b, basis, total):
         """The calibration pass and what the model keeps of it (docs/ridge.md); ``basis``: the
@@ -346,11 +346,11 @@ class _BaseStreamingRidge(RidgeSearchMixin, LinearPredictMixin, BaseEstimator):
         chosen = 0
         basis = platt_counts = None
         calibrating = self._calibrates(searching, n_features)
-        from_folds = calibrating and self._platt_from_folds(cv[0] if isinstance(cv, tuple) else None,
-                                                            alphas.size, n_targets, n_features)
+        n_grams = 1 if cv == "loo" else cv[0] if cv[0] > 1 else None  # the scoring pass's Grams
+        from_scoring = calibrating and self._platt_from_scoring(n_grams, alphas.size, n_targets, n_features)
         if searching:
             chosen, basis, platt_counts = self._search(groups, y, stats, totals, alphas, cv,
-                                                       weights, target_fn, platt=from_folds)
+                                                       weights, target_fn, platt=from_scoring)
         else:
             self.alpha_ = float(alphas[0])
         self.n_features_in_ = int(totals[chosen]["s"].shape[0])  # of the chosen gamma and size
@@ -360,7 +360,7 @@ class _BaseStreamingRidge(RidgeSearchMixin, LinearPredictMixin, BaseEstimator):
                      or loo_basis(totals[chosen], self.fit_intercept))
         W, b = self._solution(basis, totals[chosen], self._solve_stats)
         scoring_pass = searching and (cv == "loo" or self.scoring != "squared_error") and self.select == "cv"
-        if platt_counts is not None:  # Platt from the scoring pass's out-of-fold decisions: no more pass
+        if platt_counts is not None:  # Platt from the scoring pass's held-out decisions: no more pass
             self.platt_ = np.array([fit_platt(column) for column in platt_counts])
         elif calibrating:
             self._calibrate(groups, chosen, y, target_fn, weights, W, b, basis,

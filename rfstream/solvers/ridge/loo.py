@@ -63,12 +63,13 @@ def loo_solution(basis, alpha):
     return W, basis["nu"] - basis["mu"] @ W
 
 
-def loo_layout(n_alphas, n_classes, scoring):
+def loo_layout(n_alphas, n_classes, scoring, platt_targets=0):
     """Squared-error sums (``sse``, ``sse2``: sum c r^2 and sum c r^4, per alpha), the
-    weight, and for a classifier the counts of :func:`rfstream.solvers.ridge.cv.score_layout`."""
+    weight, and for a classifier the counts of :func:`rfstream.solvers.ridge.cv.score_layout`
+    (with ``platt_targets``, the leave-one-out decisions' Platt histograms)."""
     shapes = {"sse": (n_alphas,), "sse2": (n_alphas,), "n": (1,)}
     if n_classes:
-        shapes.update(score_layout(1, n_alphas, n_classes, scoring).shapes)
+        shapes.update(score_layout(1, n_alphas, n_classes, scoring, platt_targets).shapes)
     return Layout(**shapes)
 
 
@@ -126,17 +127,20 @@ def loo_chunk(z, *rows, offset, spec, out=None):
 
 
 def loo_cross_validate(groups, y, totals, alphas, weights, *, target_fn, scoring, classes,
-                       fit_intercept):
-    """``(table, cv_mse, best, bases)`` of exact leave-one-out: the first three as
+                       fit_intercept, platt=False):
+    """``(table, cv_mse, best, bases, platt_counts)`` of exact leave-one-out: the first three as
     :func:`rfstream.solvers.ridge.cv.grid_cross_validate` gives them for K folds (one
-    eigendecomposition per gamma on the client, one pass over the rows), and the
+    eigendecomposition per gamma on the client, one pass over the rows), the
     eigendecomposition of each gamma (:func:`loo_basis`), from which :func:`loo_solution`
-    gives the full-data fit.  ``totals[g]["G"]`` is consumed."""
+    gives the full-data fit, and with ``platt`` (a classifier's metric) the best candidate's
+    leave-one-out decision histograms for Platt scaling (T, 2, DECISION_BINS), else None.
+    ``totals[g]["G"]`` is consumed."""
     D = totals[0]["C"].shape[0]
     bases = client_map(lambda t: loo_basis(t, fit_intercept), totals, width=D,
                        shown=("eigendecompositions", 1, f"D={D:,}"))
     n_classes = len(classes) if classes is not None else 0
-    layout = loo_layout(alphas.size, n_classes, scoring)
+    platt = platt and n_classes > 0 and scoring != "squared_error"  # the counts ride on the metric's
+    layout = loo_layout(alphas.size, n_classes, scoring, platt_targets=totals[0]["C"].shape[1] if platt else 0)
     w, weight_args = weights
     spec = LooSpec(layout=layout, targets=target_fn, basis=bases[0], alphas=alphas, scoring=scoring,
                    classes=classes, class_weight=weight_fields(weight_args)["class_weight"])
@@ -160,4 +164,8 @@ def loo_cross_validate(groups, y, totals, alphas, weights, *, target_fn, scoring
     table = cv_table(alphas, scores, np.array([n]), scoring, bound, gammas=groups.gammas)
     table["std_score"] = std  # over the rows: a fold of one row has no spread of its own
     table["cv"] = "loo"
-    return table, cv_mse, best_candidate(table), bases
+    best = best_candidate(table)
+    if not platt:
+        return table, cv_mse, best, bases, None
+    group, a = divmod(best, alphas.size)
+    return table, cv_mse, best, bases, parts[group]["platt"][a].copy()

@@ -3,8 +3,9 @@
 The sigmoid ``P(positive | d) = 1 / (1 + exp(-(A d + B)))`` is fitted per target column to
 decision values that did not train the model: out-of-fold ones, as Platt's Section 2.2 asks
 (a hold-out set or cross-validation), counted by the K-fold scoring pass at every candidate
-(:func:`rfstream.solvers.ridge.cv.score_pass`), or the exact leave-one-out ones of the
-calibration pass (:mod:`rfstream.solvers.ridge.calibration`).  A pass keeps histograms, never n
+(:func:`rfstream.solvers.ridge.cv.score_pass`), or exact leave-one-out ones, counted by the
+leave-one-out pass (:mod:`rfstream.solvers.ridge.loo`) or the calibration pass
+(:mod:`rfstream.solvers.ridge.calibration`).  A pass keeps histograms, never n
 values: :data:`DECISION_BINS` bins over [-DECISION_LIMIT, DECISION_LIMIT].  docs/ridge.md.
 """
 from __future__ import annotations

@@ -229,3 +229,17 @@ def test_platt_from_the_scoring_pass_is_fitted_on_the_out_of_fold_decisions(n_cl
     # where the histograms would outgrow the Gram's partials (D = 20), the calibration pass makes them
     narrow = StreamingRidgeClassifier(alpha=[0.1, 1.0], cv=folds).fit(Z[:, :20], labels)
     assert narrow.n_iter_ == 3 and narrow.platt_.shape == (T, 2)
+
+
+def test_platt_under_leave_one_out_comes_from_its_pass_as_the_calibration_pass_makes_it(monkeypatch):
+    """cv="loo": the leave-one-out pass's exact decisions (float64, every row) give Platt's
+    histograms; the calibration pass makes the same leave-one-out decisions (float32 leverages)."""
+    X, y = make(1500, 5)
+    labels = (y > np.median(y)).astype(int)
+    Z = RandomFourierFeatures(200, gamma=0.5, random_state=0).fit(X).transform(X)  # 3 x 8192 bins <= D^2
+    m = StreamingRidgeClassifier(alpha=[0.1, 1.0, 10.0], cv="loo").fit(Z, labels)
+    assert m.n_iter_ == 2  # the Gram pass and the leave-one-out pass
+    monkeypatch.setattr(StreamingRidgeClassifier, "_platt_from_scoring", lambda *args: False)
+    ref = StreamingRidgeClassifier(alpha=[0.1, 1.0, 10.0], cv="loo").fit(Z, labels)
+    assert ref.n_iter_ == 3 and ref.alpha_ == m.alpha_
+    np.testing.assert_allclose(m.platt_, ref.platt_, rtol=1e-4, atol=1e-4)
