@@ -199,7 +199,8 @@ OPTIONS = (
             "every alpha > 0; --ridge-solver gram)", choices=("cv", "evidence"), help_default="cv"),
     _solver("calibrate", ("ridge",), "ridge: one more pass of exact leave-one-out residuals at the chosen "
             "model, for a regressor's posterior std and conformal intervals (rfstream predict --std, "
-            "--interval) and a classifier's Platt probabilities (predict --scores, evaluate's log_loss); "
+            "--interval) and a classifier's Platt probabilities (predict --scores, evaluate's log_loss; "
+            "fitted on the CV or leave-one-out pass's held-out decisions where the search makes that pass); "
             "auto: when a search runs (a list of --alpha, a --gamma grid, or --select evidence) with the "
             f"Gram solver and at most {CALIBRATE_MAX_FEATURES} features", type="calibrate",
             choices=("auto", True, False), metavar="{auto,true,false}", help_default="auto"),

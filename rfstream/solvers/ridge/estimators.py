@@ -192,7 +192,8 @@ class RidgeSearchMixin:
         return solve_stats(total, self.alpha_)
 
     def _calibrates(self, searching, n_features):
-        """Whether this fit makes the calibration pass (``calibrate``, docs/ridge.md)."""
+        """Whether this fit calibrates (``calibrate``, docs/ridge.md): by the calibration pass, or
+        a classifier by its scoring pass's held-out decisions (:meth:`_platt_from_scoring`)."""
         if self.calibrate == "auto":
             return searching and n_features <= CALIBRATE_MAX_FEATURES
         return bool(self.calibrate)
