@@ -11,8 +11,8 @@ twice, ``select="cv"`` (5 folds; error rate for classifiers) and ``select="evide
 with ``calibrate=True``, under dask's threads.  Reported per dataset and route: the
 chosen (gamma / auto, alpha), the test error (error rate; RMSE for regression), the fit
 seconds; for regression the empirical coverage and mean width of 90% intervals on the
-test rows; for classification the log-loss of ``predict_proba`` (Platt scaling on the
-leave-one-out decision values) against scikit-learn's
+test rows; for classification the log-loss of ``predict_proba`` (Platt scaling on the CV
+pass's out-of-fold decision values, the evidence's on leave-one-out ones) against scikit-learn's
 ``CalibratedClassifierCV(RidgeClassifier(alpha), cv=5)`` on the same features (the CV
 route's gamma and alpha), fitted in memory on the training rows.
 
