@@ -392,7 +392,7 @@ def _uncopied(collection):
     """A pass's reduced partials as the one key of their one chunk (:func:`rfstream.reductions.fresh_sum`),
     which a local scheduler hands back as it is; any other collection as it is, which dask copies
     where its one chunk may alias the graph."""
-    from .reductions import fresh_sum
+    from .reductions import fresh_sum  # here: reductions imports dask.array, which the CLI's start does not
 
     if fresh_sum(collection) and collection.npartitions == 1:
         return collection.to_delayed().ravel()[0]

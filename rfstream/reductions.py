@@ -9,6 +9,7 @@ Narrative: docs/design-notes.md, "rfstream/reductions.py".
 """
 from __future__ import annotations
 
+from collections import OrderedDict
 from functools import partial
 from math import prod
 
@@ -197,9 +198,11 @@ def sum_rows(fn, size: int, X, *others, blocks=None, split_every=None, **kwargs)
     return total
 
 
-#: Names of the results :func:`_tree` made: one chunk whose value is a new array, the sum of a
-#: pass's partials, which nothing else holds (:func:`fresh_sum`).
-_FRESH_SUMS: set[str] = set()
+#: Names of the last results :func:`_tree` made: one chunk whose value is a new array, the sum of
+#: a pass's partials, which nothing else holds (:func:`fresh_sum`).  Bounded: a name forgotten
+#: costs only dask's copy.
+_FRESH_SUMS: OrderedDict[str, None] = OrderedDict()
+FRESH_SUMS_KEPT = 256
 
 
 def fresh_sum(collection) -> bool:
@@ -215,7 +218,10 @@ def _tree(parts, combine, aggregate, concatenate, split_every):
     total = da.reduction(parts, chunk=_pass_through, combine=combine, aggregate=aggregate, axis=0,
                          concatenate=concatenate, dtype=np.float64, split_every=split_every,
                          meta=np.empty((0,), dtype=np.float64))
-    _FRESH_SUMS.add(total.name)
+    _FRESH_SUMS[total.name] = None
+    _FRESH_SUMS.move_to_end(total.name)
+    while len(_FRESH_SUMS) > FRESH_SUMS_KEPT:
+        _FRESH_SUMS.popitem(last=False)
     return total
 
 

@@ -243,10 +243,14 @@ def grid_cross_validate(groups, y, stats, totals, alphas, cv, weights, *, scorin
             bound = np.concatenate([b for _, b in per_group], axis=1)
     table = cv_table(alphas, scores, fold_n, scoring, bound, gammas=groups.gammas)
     best = best_candidate(table)
-    if not platt or parts is None:
-        return table, cv_mse, best, None
-    group, a = divmod(best, alphas.size)
-    return table, cv_mse, best, parts[group]["platt"][a].copy()
+    return table, cv_mse, best, chosen_platt(parts, best, alphas.size) if platt and parts else None
+
+
+def chosen_platt(parts, best, n_alphas):
+    """The Platt histograms (T, 2, DECISION_BINS) of candidate ``best`` (gamma-major, as
+    :func:`cv_table`) from a scoring pass's unpacked counts per group ``parts``."""
+    group, a = divmod(best, n_alphas)
+    return parts[group]["platt"][a].copy()
 
 
 def grid_edge(values, chosen):

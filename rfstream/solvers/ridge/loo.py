@@ -23,6 +23,7 @@ from .cv import (
     _add_counts,
     apply_q,
     best_candidate,
+    chosen_platt,
     cv_table,
     fold_scores,
     score_layout,
@@ -165,7 +166,4 @@ def loo_cross_validate(groups, y, totals, alphas, weights, *, target_fn, scoring
     table["std_score"] = std  # over the rows: a fold of one row has no spread of its own
     table["cv"] = "loo"
     best = best_candidate(table)
-    if not platt:
-        return table, cv_mse, best, bases, None
-    group, a = divmod(best, alphas.size)
-    return table, cv_mse, best, bases, parts[group]["platt"][a].copy()
+    return table, cv_mse, best, bases, chosen_platt(parts, best, alphas.size) if platt else None

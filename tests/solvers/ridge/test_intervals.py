@@ -226,6 +226,12 @@ def test_platt_from_the_scoring_pass_is_fitted_on_the_out_of_fold_decisions(n_cl
                 counts[t, side] += np.histogram(d[rows, t], bins=edges)[0]
     expected = np.array([fit_platt(column) for column in counts])
     np.testing.assert_allclose(m.platt_, expected, rtol=2e-3, atol=2e-3)
+    # dask input, any chunking: the same fold models' decisions, the same sigmoid
+    for chunks in (2000, 700):
+        lazy = StreamingRidgeClassifier(alpha=[0.1, 1.0, 10.0], cv=folds).fit(
+            da.from_array(Z, chunks=(chunks, -1)), da.from_array(labels, chunks=chunks))
+        assert lazy.n_iter_ == 2 and lazy.alpha_ == m.alpha_
+        np.testing.assert_allclose(lazy.platt_, m.platt_, rtol=1e-6, atol=1e-9)
     # where the histograms would outgrow the Gram's partials (D = 20), the calibration pass makes them
     narrow = StreamingRidgeClassifier(alpha=[0.1, 1.0], cv=folds).fit(Z[:, :20], labels)
     assert narrow.n_iter_ == 3 and narrow.platt_.shape == (T, 2)
