@@ -404,8 +404,38 @@ def missing_filled(layout: Layout, scan: FileScan | None) -> dict:
 
 
 # ----------------------------------------------------------------- pass 2
+class FrameColumns:
+    """A DataFrame chunk's columns as :meth:`Encoder.encode` reads them: ``numbers(j)`` (float64,
+    a missing value NaN), ``codes(j)`` (``(codes, uniques)``, -1 for a missing value, as
+    ``pandas.factorize``), ``labels(j)`` (for :class:`~rfstream.io.ingest.LabelEncoder`) and
+    ``rows`` (each row's index in the file, for messages).  A byte range parsed by Arrow gives
+    the same from its Arrow columns (:class:`rfstream.io.csv_ranges.ArrowColumns`)."""
+
+    def __init__(self, df: pd.DataFrame):
+        self.df = df
+        self.rows = df.index
+
+    def __len__(self) -> int:
+        return len(self.df)
+
+    def numbers(self, j) -> np.ndarray:
+        return self.df[j].to_numpy(dtype=np.float64, na_value=np.nan)
+
+    def codes(self, j):
+        return pd.factorize(self.df[j])
+
+    def labels(self, j):
+        return self.df[j]
+
+
+def chunk_columns(chunk):
+    """:class:`FrameColumns` of a DataFrame; any other chunk is taken to read as one."""
+    return FrameColumns(chunk) if isinstance(chunk, pd.DataFrame) else chunk
+
+
 class Encoder:
-    """Encodes one DataFrame chunk into a dense float32 block."""
+    """Encodes one chunk of rows (a DataFrame, or columns read as :class:`FrameColumns` reads
+    one) into a dense float32 block."""
 
     def __init__(self, layout: Layout, columns):
         self.layout = layout
@@ -428,14 +458,15 @@ class Encoder:
             out[self.layout.label_index] = str
         return out
 
-    def encode(self, df: pd.DataFrame) -> np.ndarray:
-        X = np.zeros((len(df), self.n_features), dtype=np.float32)
+    def encode(self, chunk) -> np.ndarray:
+        cols = chunk_columns(chunk)
+        X = np.zeros((len(cols), self.n_features), dtype=np.float32)
         for k, j in enumerate(self.layout.features):
             kind, info = self.columns[k]
             off = self.offsets[k]
             if kind == "num":
-                v = df[j].to_numpy(dtype=np.float64, na_value=np.nan)
-                missing = self._check_finite(v, df.index, j)
+                v = cols.numbers(j)
+                missing = self._check_finite(v, cols.rows, j)
                 if info is None:
                     sums = self.numbers[k]
                     n_ok = len(v) if missing is None else len(v) - int(np.count_nonzero(missing))
@@ -446,7 +477,7 @@ class Encoder:
                 else:
                     X[:, off] = v if missing is None else np.where(missing, info, v)
             else:
-                self._one_hot(df[j], self.index[k], X, off)
+                self._one_hot(*cols.codes(j), self.index[k], X, off)
         return X
 
     def _check_finite(self, v, rows, j) -> np.ndarray | None:
@@ -464,8 +495,7 @@ class Encoder:
                              "fix or remove the value, or leave the field empty for a missing value")
         return missing
 
-    def _one_hot(self, s: pd.Series, index: dict, X: np.ndarray, off: int) -> None:
-        codes, uniques = pd.factorize(s)
+    def _one_hot(self, codes: np.ndarray, uniques, index: dict, X: np.ndarray, off: int) -> None:
         lut = np.array([index.get(str(u).strip(), -1) for u in uniques] + [-1], dtype=np.intp)
         c = lut[codes]  # codes == -1 (missing) picks the trailing -1
         self.n_unseen += int(((codes >= 0) & (c < 0)).sum())
@@ -568,8 +598,9 @@ class CsvReader:
         """Pass 2 of a file; or of one byte range of it (:mod:`rfstream.io.csv_ranges`): its
         ``layout``, ``source()`` (a context manager giving its bytes as an open file) and the
         index of its first row in the file (``first_row``, for messages); or, instead of
-        ``source``, ``frames``: its DataFrames as pandas reads them with :meth:`Encoder.dtypes`,
-        indexed by row of the file."""
+        ``source``, ``frames``: its chunks of rows, DataFrames as pandas reads them with
+        :meth:`Encoder.dtypes` indexed by row of the file, or columns that read as one
+        (:class:`FrameColumns`)."""
         layout = layout or self.file_layout(loc)
         columns, label_schema = schema.spec
         enc = Encoder(layout, columns)
@@ -582,9 +613,10 @@ class CsvReader:
                     yield df
 
         def blocks():
-            for df in parsed() if frames is None else frames:
-                y = labels.encode(df[layout.label_index]) if labels else None
-                yield enc.encode(df), y
+            for chunk in parsed() if frames is None else frames:
+                cols = chunk_columns(chunk)
+                y = labels.encode(cols.labels(layout.label_index)) if labels else None
+                yield enc.encode(cols), y
 
         counts = encoding_stats(labels, enc)
         if not enc.numbers:

@@ -233,16 +233,39 @@ def _finite(column: pa.ChunkedArray) -> bool:
     return pc.all(pc.is_finite(column), min_count=0).as_py()
 
 
-def table_frames(table: pa.Table, first_row: int, rows_per_chunk: int, at: int):
-    """DataFrames of ``table``'s rows, cut where the output's chunks of ``rows_per_chunk``
-    rows are (its first row is row ``first_row`` of the file, row ``at`` of the output),
-    indexed by row of the file."""
+class ArrowColumns:
+    """Rows of a range's Arrow table as :meth:`rfstream.io.csv.Encoder.encode` reads a chunk
+    (:class:`rfstream.io.csv.FrameColumns`' methods), without pandas: numbers as float64 (a
+    null NaN) and text as codes of its distinct values, the values pandas' frames of the same
+    columns give (the label column alone goes through pandas, for the label encoder)."""
+
+    def __init__(self, table: pa.Table, first_row: int):
+        self.table = table
+        self.rows = range(first_row, first_row + table.num_rows)
+
+    def __len__(self) -> int:
+        return self.table.num_rows
+
+    def numbers(self, j) -> np.ndarray:
+        return self.table.column(j).to_numpy()
+
+    def codes(self, j):
+        column = self.table.column(j)
+        coded = pc.dictionary_encode(column.combine_chunks() if column.num_chunks != 1 else column.chunk(0))
+        return coded.indices.fill_null(-1).to_numpy(), coded.dictionary.to_pylist()
+
+    def labels(self, j):
+        return self.table.column(j).to_pandas()
+
+
+def table_chunks(table: pa.Table, first_row: int, rows_per_chunk: int, at: int):
+    """:class:`ArrowColumns` of ``table``'s rows, cut where the output's chunks of
+    ``rows_per_chunk`` rows are (its first row is row ``first_row`` of the file, row ``at``
+    of the output)."""
     a, n = 0, table.num_rows
     while a < n:
         b = min(n, a + rows_per_chunk - (at + a) % rows_per_chunk)
-        df = pd.DataFrame({j: c.slice(a, b - a).to_pandas() for j, c in enumerate(table.columns)})
-        df.index = pd.RangeIndex(first_row + a, first_row + b)
-        yield df
+        yield ArrowColumns(table.slice(a, b - a), first_row + a)
         a = b
 
 
@@ -378,7 +401,8 @@ class CsvRanges:
     def encode(self, loc: Location, part: int, schema: Schema):
         """Pass 2 over one range: parsed by Arrow where pass 1's rules allow and its numbers
         are pandas' (:data:`ARROW_NUMBERS`), with the numeric columns parsed as float64 and
-        the frames cut at the output's chunks; by pandas otherwise, or where Arrow refuses."""
+        encoded from Arrow's columns, cut at the output's chunks (:func:`table_chunks`); by
+        pandas otherwise, or where Arrow refuses."""
         spec, starts, outputs = schema.spec
         layout = self.layout(part)
         data = self.read(loc, part)
@@ -394,7 +418,7 @@ class CsvRanges:
             else:
                 if not all(_finite(table.column(j)) for j in deferred):  # inf, or text such as nan(1)
                     raise SchemaChanged(f"{loc}: range {part}")
-                frames = table_frames(table, starts[part], self.rows_per_chunk, outputs[part])
+                frames = table_chunks(table, starts[part], self.rows_per_chunk, outputs[part])
         if frames is None and deferred:  # pandas would read it: pass 1 did not see its text
             raise SchemaChanged(f"{loc}: range {part}")
         return self.whole.encode(loc, part, replace(schema, spec=spec), layout=layout, frames=frames,
