@@ -268,3 +268,50 @@ def test_pandas_missing_markers():
     from rfstream.io.csv_ranges import PANDAS_NA
 
     assert set(PANDAS_NA) == set(STR_NA_VALUES)
+
+
+def test_arrow_columns_encode_as_the_pandas_frames_of_them(tmp_path):
+    """Pass 2 encodes a range's Arrow columns without building pandas frames of them
+    (ArrowColumns): the same float32 block, exact sums, missing counts and unseen categories
+    as the DataFrame of the same columns (FrameColumns), with nulls among numbers and text,
+    padded text, and columns of several Arrow chunks (the CSV reader makes one a block)."""
+    import pandas as pd
+    import pyarrow as pa
+
+    from rfstream.io.csv import Encoder, FrameColumns, Layout
+    from rfstream.io.csv_ranges import ArrowColumns, table_chunks
+
+    rng = np.random.default_rng(11)
+    n = 900
+    numbers = [None if k % 9 == 0 else float(rng.normal()) for k in range(n)]
+    counts = [float(rng.integers(0, 40)) for _ in range(n)]
+    text = [None if k % 7 == 0 else str(rng.choice(["a", " b", "c ", "zz", "new"])) for k in range(n)]
+    label = [str(rng.choice(["x", "y"])) for _ in range(n)]
+
+    def chunked(values, kind):
+        return pa.chunked_array([pa.array(values[a:a + 250], kind) for a in range(0, n, 250)])
+
+    table = pa.table({"0": chunked(numbers, pa.float64()), "1": chunked(text, pa.large_string()),
+                      "2": chunked(counts, pa.float64()), "3": chunked(label, pa.large_string())})
+    assert table.column(1).num_chunks == 4
+    layout = Layout(as_location(tmp_path / "data.csv"), ",", 0, False, ["0", "1", "2", "3"], 3, None)
+    columns = [("num", None), ("cat", ["a", "b", "c", "zz"]), ("num", 1.5)]
+    by_arrow, by_pandas = Encoder(layout, columns), Encoder(layout, columns)
+    first_row, rows_per_chunk, at = 40, 128, 100  # a chunk cut at 28 rows, then every 128
+    pieces = list(table_chunks(table, first_row, rows_per_chunk, at))
+    assert [len(p) for p in pieces[:2]] == [28, 128] and sum(len(p) for p in pieces) == n
+    for piece in pieces:
+        frame = pd.DataFrame({j: c.to_pandas() for j, c in enumerate(piece.table.columns)})
+        frame.index = pd.RangeIndex(piece.rows.start, piece.rows.stop)
+        assert list(piece.labels(3)) == list(FrameColumns(frame).labels(3))
+        got, want = by_arrow.encode(piece), by_pandas.encode(frame)
+        assert got.dtype == want.dtype == np.float32
+        assert np.array_equal(got.view(np.uint32), want.view(np.uint32))
+    assert by_arrow.n_unseen == by_pandas.n_unseen == sum(t == "new" for t in text)
+    (s_arrow, count_arrow, missing_arrow), (s_pandas, count_pandas, missing_pandas) = \
+        by_arrow.numbers[0], by_pandas.numbers[0]
+    assert (count_arrow, missing_arrow) == (count_pandas, missing_pandas) == (n - 100, 100)
+    assert s_arrow.mean(count_arrow) == s_pandas.mean(count_pandas)
+    full = ArrowColumns(table, 0)
+    codes, uniques = full.codes(1)
+    assert codes.tolist() == [-1 if t is None else uniques.index(t) for t in text]
