@@ -392,9 +392,10 @@ def _uncopied(collection):
     """A pass's reduced partials as the one key of their one chunk (:func:`rfstream.reductions.fresh_sum`),
     which a local scheduler hands back as it is; any other collection as it is, which dask copies
     where its one chunk may alias the graph."""
-    from .reductions import fresh_sum  # here: reductions imports dask.array, which the CLI's start does not
-
-    if fresh_sum(collection) and collection.npartitions == 1:
+    # reductions imports dask.array, which neither the CLI's start nor a conversion needs; no
+    # reduction's result exists before it is imported
+    reductions = sys.modules.get(f"{__package__}.reductions")
+    if reductions is not None and reductions.fresh_sum(collection) and collection.npartitions == 1:
         return collection.to_delayed().ravel()[0]
     return collection
 

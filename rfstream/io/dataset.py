@@ -16,7 +16,6 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
-import dask.array as da
 import numpy as np
 import zarr
 
@@ -30,6 +29,7 @@ from .zarr_source import (
     SCHEMA_VERSION,
     check_chunks,
     infer_task,
+    is_dask_array,
     lazy_array,
     open_source,
 )
@@ -189,11 +189,11 @@ def write_dataset(path, X, y=None, *, attrs=None, rows_per_chunk=65536, overwrit
         attributes that are not JSON.
     """
     rows_per_chunk = check_rows_per_chunk(rows_per_chunk)
-    X = X if isinstance(X, da.Array) else np.asarray(X)
+    X = X if is_dask_array(X) else np.asarray(X)
     if X.ndim != 2:
         raise ValueError(f"X must be 2-D (n_rows, n_features); got shape {X.shape}")
     if y is not None:
-        y = y if isinstance(y, da.Array) else np.asarray(y)
+        y = y if is_dask_array(y) else np.asarray(y)
         if y.ndim != 1 or y.shape[0] != X.shape[0]:
             raise ValueError(f"y must be 1-D with one value per row of X ({X.shape[0]}); "
                              f"got shape {y.shape}")
@@ -218,7 +218,7 @@ def write_dataset(path, X, y=None, *, attrs=None, rows_per_chunk=65536, overwrit
 def _write(target, X, y, d, y_dtype, rows_per_chunk, n, meta) -> None:
     w = ChunkWriter(target, d, y_dtype, rows_per_chunk, n)
     step = w.chunk_rows
-    if isinstance(X, da.Array) or isinstance(y, da.Array):
+    if is_dask_array(X) or is_dask_array(y):
         _store_dask(w, X, y, step)
         w.rows = n
     else:
@@ -230,6 +230,8 @@ def _write(target, X, y, d, y_dtype, rows_per_chunk, n, meta) -> None:
 
 
 def _store_dask(w: ChunkWriter, X, y, rows_per_chunk: int) -> None:
+    import dask.array as da  # X or y is a dask array: dask.array is imported
+
     sources = [da.asarray(X).astype(np.float32).rechunk((rows_per_chunk, -1))]
     targets = [w.X]
     if y is not None:
@@ -317,7 +319,7 @@ def dataset_info(path, *, x=DEFAULT_X, y=DEFAULT_Y, storage_options=None) -> dic
     if "task" not in attrs:
         attrs["task"] = infer_task(None if Y is None else Y.dtype)
         attrs["task_inferred"] = True
-    chunks = X.chunks if isinstance(X, da.Array) else getattr(X, "chunks", X.shape)
+    chunks = X.chunks if is_dask_array(X) else getattr(X, "chunks", X.shape)
     return {"path": source.where, "shape": tuple(X.shape),
             "chunks": tuple(c[0] if isinstance(c, tuple) else c for c in chunks),
             "dtype": str(X.dtype), "y_dtype": None if Y is None else str(Y.dtype),
@@ -342,7 +344,7 @@ def iter_row_chunks(path, *, x=DEFAULT_X, y=DEFAULT_Y, storage_options=None
 def _check_chunks(source, arrays) -> None:
     """:func:`~rfstream.io.zarr_source.check_chunks` of each Zarr array of ``(name, array)``."""
     for name, array in arrays:
-        if array is not None and not isinstance(array, (np.ndarray, da.Array)):
+        if array is not None and not isinstance(array, np.ndarray) and not is_dask_array(array):
             check_chunks(array, source.where, name)
 
 

@@ -11,15 +11,14 @@ from __future__ import annotations
 
 import uuid
 
+import sys
+
 import dask
-import dask.array as da
 import numpy as np
 import zarr
-from dask.array.core import normalize_chunks
 
 from .. import sizes
 from ..options import ParameterError
-from ..reductions import even_row_chunks
 from .location import Location, StorageError, as_location, as_storage_error
 from .staging import resolve_committed
 
@@ -175,6 +174,11 @@ def lazy_array(source: Source, name: str):
     """A dask array over the named array, one row block per Zarr chunk (evened, see
     :func:`rfstream.reductions.even_row_chunks`), its sizes checked first
     (:func:`check_chunks`); dask and numpy arrays of an xarray Dataset pass through."""
+    import dask.array as da  # here: converting a source or reading its metadata needs no dask.array
+    from dask.array.core import normalize_chunks
+
+    from ..reductions import even_row_chunks
+
     array = source.array(name)
     if isinstance(array, da.Array):
         return array
@@ -187,6 +191,13 @@ def lazy_array(source: Source, name: str):
     return da.from_array(CheckedReader(array, source.where), chunks=chunks,
                          name=f"rfstream-{name}-{token}",
                          meta=np.empty((0,) * array.ndim, array.dtype), asarray=False)
+
+
+def is_dask_array(value) -> bool:
+    """Whether ``value`` is a dask array, without importing dask.array (none exists until it is
+    imported)."""
+    module = sys.modules.get("dask.array")
+    return module is not None and isinstance(value, module.Array)
 
 
 def infer_task(y_dtype) -> str | None:

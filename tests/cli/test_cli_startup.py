@@ -9,6 +9,7 @@ import json
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 import rfstream
@@ -104,8 +105,9 @@ def test_a_hint_never_echoes_a_value(capsys):
 
 
 def test_rfstream_io_names_the_functions_whatever_was_imported_first():
-    """rfstream.io imports its names plainly; a submodule imported before (rfstream.io.convert,
-    the module) does not hide the function of the same name."""
+    """rfstream.io imports its names from their modules (split's and predictions' on first use);
+    a submodule imported before (rfstream.io.convert, the module) does not hide the function of
+    the same name."""
     code = ("import rfstream.io.convert, rfstream.io.split; from rfstream import io; "
             "print(callable(io.convert), io.convert.__module__, io.split_dataset.__module__)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
@@ -130,3 +132,19 @@ def test_a_fit_from_zarr_imports_no_source_reader(tmp_path):
     readers = ("rfstream.io.csv", "rfstream.io.csv_ranges", "rfstream.io.libsvm", "rfstream.io.parquet",
                "rfstream.io.npy", "rfstream.io.guess", "pyarrow.parquet", "pyarrow.csv")
     assert not [m for m in readers if m in modules]
+
+
+def test_a_conversion_imports_no_dask_array(tmp_path):
+    """``rfstream convert`` of a directory of CSV files (tasks on dask's threads, each file read
+    by Arrow as a byte range) and its summary import neither dask.array (about a second, with
+    xarray installed) nor an estimator library: no part of a conversion needs them."""
+    rng = np.random.default_rng(0)
+    (tmp_path / "parts").mkdir()
+    for k in range(2):
+        lines = [f"{rng.normal():.6g},{rng.choice(['a', 'b'])},{rng.integers(0, 2)}" for _ in range(500)]
+        (tmp_path / "parts" / f"{k}.csv").write_text("\n".join(lines) + "\n")
+    modules = imported_after(f"from rfstream.cli import main\n"
+                             f"main(['convert', {str(tmp_path / 'parts')!r}, {str(tmp_path / 'd.zarr')!r},"
+                             f" '--scheduler', 'threads'])")
+    assert "rfstream.io.csv_ranges" in modules and (tmp_path / "d.zarr").exists()
+    assert not [m for m in modules if m == "dask.array" or m.startswith(("dask.array.", "sklearn", "xarray"))]
