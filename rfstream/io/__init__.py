@@ -3,9 +3,9 @@
 The names below come from their modules: :mod:`~rfstream.io.dataset` (:func:`open_dataset`,
 :func:`write_dataset`), :mod:`~rfstream.io.convert`, :mod:`~rfstream.io.model_files` (no
 pickle), :mod:`~rfstream.io.location`, and on first use :mod:`~rfstream.io.predictions` and
-:mod:`~rfstream.io.split`.  Every function takes a local path or
-an fsspec URL and ``storage_options``; every write is staged (:mod:`~rfstream.io.staging`).  This
-layer knows no estimator class.  The modules: docs/io.md and docs/robustness.md.
+:mod:`~rfstream.io.split`.  Every function takes a local path or an fsspec URL and
+``storage_options``; every write is staged (:mod:`~rfstream.io.staging`).  This layer knows no
+estimator class.  The modules: docs/io.md and docs/robustness.md.
 """
 from __future__ import annotations
 
