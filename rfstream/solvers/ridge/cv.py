@@ -21,10 +21,10 @@ from ...devices import is_numpy, symmetric_eigh
 from ...options import ParameterWarning
 from ...reductions import Layout
 from ..passes import RowSpec, row_sum, sub_blocks, weight_fields
-from ..targets import encode_classes
+from ..targets import encode_classes, signed
 from .gram import group_chunk, group_spec
 from .on_device import device_held_out_decisions
-from .platt import DECISION_BINS, count_decisions, positive_columns
+from .platt import DECISION_BINS, count_decisions
 
 
 def check_alpha(alpha):
@@ -384,7 +384,7 @@ def _add_counts(parts, dec, folds, codes, c, scoring):
     if "platt" in parts:  # every candidate's out-of-fold decisions, for Platt's sigmoid (platt.py)
         T = dec.shape[2]
         count_decisions(parts["platt"].reshape(A * T, 2, DECISION_BINS), dec.reshape(-1, A * T),
-                        np.tile(positive_columns(codes, T), (1, A)), c)
+                        np.tile(signed(codes, C) > 0, (1, A)), c)
     for a in range(A):
         right = pred[:, a] == codes
         parts["right"][:, a] += np.bincount(folds[right] * C + codes[right], weights=c[right],

@@ -28,15 +28,6 @@ def fits_beside_gram(n_candidates, n_targets, n_folds, n_features):
     return n_candidates * n_targets * 2 * DECISION_BINS <= n_folds * n_features**2
 
 
-def positive_columns(codes, n_targets):
-    """``(m, T)`` booleans: whether each row is the positive class of each target column (code
-    1 for two classes' one column, the column's own class for more), as ``targets.signed``."""
-    codes = np.asarray(codes)
-    if n_targets == 1:
-        return (codes == 1)[:, None]
-    return codes[:, None] == np.arange(n_targets)[None, :]
-
-
 def count_decisions(counts, decisions, positive, weights):
     """Add the rows' decision values ``decisions`` (m, T) into ``counts`` (T, 2, DECISION_BINS),
     each row in its column's negative (0) or positive (1) histogram by ``positive`` (m, T), with
