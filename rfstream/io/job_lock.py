@@ -229,24 +229,30 @@ class JobLock:
 
     @contextlib.contextmanager
     def _guard(self):
-        """An exclusive ``flock`` of the folder that holds the checkpoint for the block (none
-        where the filesystem refuses one: the exclusive create still decides); the
-        checkpoint's directory is made inside it, so whoever made it takes the lock."""
+        """:meth:`_flocked` for the block, the checkpoint's directory made inside it, so
+        whoever made it takes the lock."""
         folder = self.checkpoint.local_path
         with storage_errors(self.checkpoint, "cannot be written"):
             folder.parent.mkdir(parents=True, exist_ok=True)
+        with self._flocked():
+            with storage_errors(self.checkpoint, "cannot be written"):
+                self.made_directory = made_dirs.make(folder)
+            yield
+
+    @contextlib.contextmanager
+    def _flocked(self):
+        """An exclusive ``flock`` of the folder that holds the checkpoint for the block (none
+        where the filesystem refuses one: the exclusive create still decides)."""
         try:
             import fcntl
 
-            fd = os.open(folder.parent, os.O_RDONLY)
+            fd = os.open(self.checkpoint.local_path.parent, os.O_RDONLY)
         except (ImportError, OSError):
             fd = None
         try:
             if fd is not None:
                 with contextlib.suppress(OSError):
                     fcntl.flock(fd, fcntl.LOCK_EX)
-            with storage_errors(self.checkpoint, "cannot be written"):
-                self.made_directory = made_dirs.make(folder)
             yield
         finally:
             if fd is not None:
@@ -276,11 +282,12 @@ class JobLock:
 
     def _beat(self, every):
         while not self._stop.wait(every):
-            try:
-                holder = self._holder()
-                if holder is not None and holder.get("token") not in (None, self.token):
-                    return  # taken over (this job was thought dead): never overwrite it
-                self.location.write_bytes(self._doc())
+            try:  # a local lock's look and write under the folder's flock, as a takeover's (acquire)
+                with self._flocked() if self.location.is_local else contextlib.nullcontext():
+                    holder = self._holder()
+                    if holder is not None and holder.get("token") not in (None, self.token):
+                        return  # taken over (this job was thought dead): never overwrite it
+                    self.location.write_bytes(self._doc())
             except Exception:  # a missed beat only ages the lock; the job goes on
                 pass
 

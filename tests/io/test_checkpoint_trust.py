@@ -10,6 +10,7 @@
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -163,6 +164,19 @@ def test_restart_removes_rfstreams_own_files_and_keeps_the_rest(tmp_path):
 
 
 # ------------------------------------------------------------------ locks a crash cannot wedge
+@contextlib.contextmanager
+def _flock(folder):
+    """The exclusive flock of ``folder`` that a job's lock takes to look at and write its lock."""
+    import fcntl
+
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
+
+
 def _lock_doc(pid, beat, **extra):
     return json.dumps({"host": socket.gethostname(), "pid": pid, "token": "another", "beat": beat, **extra})
 
@@ -210,7 +224,8 @@ def test_the_heartbeat_keeps_a_live_lock_fresh_and_never_writes_over_another(tmp
         time.sleep(1.0)  # older than the stale age, but renewed
         with pytest.raises(CheckpointBusy), resumable(where, "job"):
             pass
-        (where / LOCK).write_text(_lock_doc(1, time.time() + 60))  # taken over by another job
+        with _flock(tmp_path):  # taken over by another job, under the folder's flock as its acquire takes it
+            (where / LOCK).write_text(_lock_doc(1, time.time() + 60))
         time.sleep(0.5)
         assert json.loads((where / LOCK).read_text())["token"] == "another"
     assert (where / LOCK).exists()  # not ours to remove
