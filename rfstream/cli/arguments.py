@@ -176,8 +176,9 @@ QUIET = Arg("--quiet", "no progress display and no summaries", action="store_tru
 SCHEDULER = Arg("--scheduler", "where to compute: a scheduler address (tcp://host:8786), 'threads' "
                 "(dask's threads in this process) or 'cluster' (an embedded LocalCluster, one worker "
                 "process per core)",
-                default_note="$RFSTREAM_SCHEDULER; else threads when X has at most min(1 GiB, 1/8 of "
-                             "the memory) bytes ($RFSTREAM_SMALL_DATA sets the size), else 'cluster'")
+                default_note="$RFSTREAM_SCHEDULER; else threads when X (convert: the source's files) has "
+                             "at most min(1 GiB, 1/8 of the memory) bytes ($RFSTREAM_SMALL_DATA sets "
+                             "the size), else 'cluster'")
 PROGRESS = Arg("--progress", "progress of each pass on stderr: auto is a bar on a terminal and "
                "otherwise one line per finished pass with its time; always a bar; never nothing",
                choices=PROGRESS_MODES, default="auto")

@@ -87,12 +87,12 @@ def _connect(args, X=None, data=None):
 
 def cmd_convert(args):
     """A small or compressed file streams through this process; a directory or glob of files,
-    or one CSV file of several blocks, is converted by Dask tasks, on ``--scheduler`` or an
-    embedded cluster."""
-    from ..io.convert import runs_as_tasks
+    or one CSV file of several blocks, is converted by Dask tasks, on ``--scheduler``, else by
+    the small-data rule with the source's bytes for X's: dask's threads, or the embedded cluster."""
+    from ..io.convert import task_bytes
 
-    many = runs_as_tasks(args.src, args.storage_options)
-    with connect(args.scheduler) if many else contextlib.nullcontext():
+    size = task_bytes(args.src, args.storage_options)
+    with connect(args.scheduler, data_bytes=size) if size is not None else contextlib.nullcontext():
         return _convert(args)
 
 

@@ -25,10 +25,10 @@ from .dataset import (
 )
 from .ingest import BLOCK_SIZE, TASKS, Plan, canonical_label
 from ..options import ParameterError
-from .location import Location, as_location
+from .location import Location, as_location, storage_errors
 from .staging import check_destination, staging
 
-__all__ = ["FORMATS", "InputFormat", "convert", "format_of", "runs_as_tasks", "source_files"]
+__all__ = ["FORMATS", "InputFormat", "convert", "format_of", "runs_as_tasks", "source_files", "task_bytes"]
 
 _GLOB = re.compile(r"[*?\[]")
 
@@ -183,13 +183,25 @@ def _files_format(files: list[Location], src: Location) -> InputFormat:
 def runs_as_tasks(src, storage_options=None, block_size=BLOCK_SIZE) -> bool:
     """Whether :func:`convert` of ``src`` runs Dask tasks: several files, or one uncompressed
     file of a format read in byte ranges (CSV) bigger than ``block_size`` bytes (the CLI
-    connects to a cluster for these)."""
-    files = source_files(src, storage_options)
-    if len(files) > 1:
-        return True
-    from .csv_ranges import several_blocks
+    connects to a scheduler for these)."""
+    return task_bytes(src, storage_options, block_size) is not None
 
-    return format_of(files[0]).ranges is not None and several_blocks(files[0], block_size)
+
+def task_bytes(src, storage_options=None, block_size=BLOCK_SIZE) -> int | None:
+    """The bytes of ``src``'s files when :func:`convert` runs Dask tasks over them
+    (:func:`runs_as_tasks`), else None: the size by which the CLI's small-data rule
+    (:func:`rfstream.cluster.small_data_limit`) picks threads or the embedded cluster."""
+    files = source_files(src, storage_options)
+    if len(files) == 1:
+        from .csv_ranges import several_blocks
+
+        if format_of(files[0]).ranges is None or not several_blocks(files[0], block_size):
+            return None
+    total = 0
+    for f in files:
+        with storage_errors(f, "cannot be read"):
+            total += int(f.fs.size(f.path))
+    return total
 
 
 def like_choices(attrs: dict, label_column, header, sep) -> tuple:

@@ -200,6 +200,15 @@ def test_the_cli_tells_connect_the_size_of_x(work, tmp_path, monkeypatch):
     assert run("evaluate", work / "m", work / "d.zarr", "--out", tmp_path / "e.json", "--quiet") == 0
     assert run("predict", work / "m", work / "d.zarr", "--out", tmp_path / "p.zarr", "--quiet") == 0
     assert seen == [(None, 2000 * 4 * 4)] * 3  # float32 X: 2000 rows x 4 columns x 4 bytes
+    # convert by tasks (several files) weighs the source's files; one small file streams, unconnected
+    folder = tmp_path / "csv"
+    folder.mkdir()
+    for i in range(2):
+        (folder / f"part-{i}.csv").write_text("".join(f"{i + j},{j % 3},{j % 2}\n" for j in range(50)))
+    sizes = sum(f.stat().st_size for f in folder.iterdir())
+    assert run("convert", folder, tmp_path / "c.zarr", "--quiet") == 0
+    assert run("convert", folder / "part-0.csv", tmp_path / "one.zarr", "--quiet") == 0
+    assert seen[3:] == [(None, sizes)]
 
 
 # ------------------------------------------------------------------ evaluate and predict --scores
