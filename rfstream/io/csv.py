@@ -92,7 +92,7 @@ def _records(lines: list[str], sep: str, path) -> list[list[str]]:
             error = exc
             continue
         if len(rows) >= min(2, len(lines)) or n == len(lines):
-            return [[str(v).strip() for v in row] for row in rows.itertuples(index=False)]
+            return [[str(v).strip() for v in row] for row in rows.to_numpy(dtype=object).tolist()]
     raise ValueError(f"{path}: cannot read as CSV: {error}. A quoted field must end within "
                      f"{SNIFF_LINES} lines of where it starts")
 
