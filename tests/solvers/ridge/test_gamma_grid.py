@@ -196,15 +196,15 @@ def test_edge_warning_names_the_direction():
 def test_memory_refusal_before_the_pass(monkeypatch):
     import rfstream.solvers.memory as memory
 
-    monkeypatch.setattr(memory, "worker_memory", lambda: (2**30, 2))
+    monkeypatch.setattr(memory, "worker_memory", lambda: (2**26, 2))  # 64 MiB: the ratios of D = 2000 to 1 GiB at D = 500
     X = np.random.default_rng(0).normal(size=(100, 3))
     y = np.arange(100) % 2
     model = make_pipeline(RandomFourierFeatures(6000, gamma=[0.1, 1.0, 10.0]), StreamingRidgeClassifier())
     with pytest.raises(ValueError, match=r"3 gammas x 5 fold\(s\) x D\^2 \(D=6000\).*4.02 GiB per task.*lower "
                                          r"the number of gammas, cv or n_components \(or"):
         model.fit(X, y)
-    # 3 x 5 Grams of D=2000 do not fit 1 GiB, 3 x 1 do: exact leave-one-out instead
-    model = make_pipeline(RandomFourierFeatures(2000, gamma=[0.1, 1.0, 10.0]), StreamingRidgeClassifier())
+    # 3 x 5 Grams of D=500 do not fit 64 MiB, 3 x 1 do: exact leave-one-out instead
+    model = make_pipeline(RandomFourierFeatures(500, gamma=[0.1, 1.0, 10.0]), StreamingRidgeClassifier())
     with pytest.warns(UserWarning, match="using exact leave-one-out from one Gram"):
         model.fit(X, y)
     assert model[-1].cv_results_["cv"] == "loo"
