@@ -28,7 +28,7 @@ from ..options import ParameterError
 from .location import Location, as_location, storage_errors
 from .staging import check_destination, staging
 
-__all__ = ["FORMATS", "InputFormat", "convert", "format_of", "runs_as_tasks", "source_files", "task_bytes"]
+__all__ = ["FORMATS", "InputFormat", "convert", "format_of", "runs_as_tasks", "source_files"]
 
 _GLOB = re.compile(r"[*?\[]")
 
