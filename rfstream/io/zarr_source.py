@@ -9,9 +9,8 @@ read through its commit (:func:`rfstream.io.staging.resolve_committed`).  See do
 """
 from __future__ import annotations
 
-import uuid
-
 import sys
+import uuid
 
 import dask
 import numpy as np
