@@ -18,6 +18,7 @@ import dask.array as da
 import numpy as np
 
 from .devices import array_namespace, is_numpy, to_host
+from .triangles import pack, packed_size, unpack
 
 NUMPY_BLOCK = 65536
 
@@ -179,15 +180,23 @@ def _flatten(blocks):
             yield b
 
 
-def sum_rows(fn, size: int, X, *others, blocks=None, split_every=None, **kwargs):
+def sum_rows(fn, size: int, X, *others, blocks=None, split_every=None, symmetric=None, **kwargs):
     """Sum of ``fn`` partials over the row blocks: lazy for dask, eager for numpy.
 
     ``blocks`` restricts the sum to those row-block indices (dask chunks, or
     :data:`NUMPY_BLOCK`-row slices of a numpy array); the other blocks are
     never read.  Returns a dask array of shape ``(size,)`` for dask input
     (call :func:`rfstream.cluster.compute` on it) and a numpy array otherwise.
+
+    ``symmetric``: spans ``(offset, count, size)`` of symmetric matrices in every partial
+    (:mod:`rfstream.triangles`).  Over more than one dask block, each task then returns its
+    partial with those matrices as upper triangles, the tree adds the triangles, and the
+    result has :func:`rfstream.triangles.packed_size` numbers: :func:`whole_sum` restores it
+    on the client (docs/scaling.md, "The triangle").
     """
     if isinstance(X, da.Array):
+        if symmetric and X.numblocks[0] > 1 and (blocks is None or len(blocks) > 1):
+            fn, size = partial(_triangles_of, chunk=fn, spans=tuple(symmetric)), packed_size(size, symmetric)
         parts = block_partials(fn, size, X, *others, **kwargs)
         if blocks is not None:
             parts = parts.blocks[np.sort(np.asarray(blocks))]
@@ -196,6 +205,23 @@ def sum_rows(fn, size: int, X, *others, blocks=None, split_every=None, **kwargs)
     for part in _numpy_partials(fn, X, others, kwargs, blocks):
         total += part
     return total
+
+
+def _triangles_of(*blocks, chunk, spans, **kwargs):
+    """``chunk``'s partial of a block with its symmetric matrices at ``spans`` packed."""
+    return pack(chunk(*blocks, **kwargs), spans)
+
+
+def whole_sum(total, size: int, symmetric):
+    """A :func:`sum_rows` result of ``size`` numbers, its triangles (``symmetric``) mirrored
+    back where the pass packed them (its length says so)."""
+    total = np.asarray(total)
+    if total.size == size or not symmetric:
+        return total
+    whole = unpack(total, symmetric, size)
+    if whole is None:
+        raise ValueError(f"a sum of {total.size} numbers is neither {size} nor their packed triangles")
+    return whole
 
 
 #: Names of the last results :func:`_tree` made: one chunk whose value is a new array, the sum of

@@ -19,6 +19,8 @@ from math import prod
 
 import numpy as np
 
+from .. import triangles
+
 __all__ = ["decode", "encode", "stored_nbytes", "symmetric_blocks"]
 
 #: ``{value index: spans}`` declared for the pass computed inside :func:`symmetric_blocks`
@@ -61,47 +63,23 @@ def _symmetric(m):
 
 def _pack(flat, spans):
     """``(packed, spans kept)``: ``flat`` with each span's matrices (when all are symmetric
-    to the bit) replaced by their upper triangles, row by row."""
-    pieces, kept, start = [], [], 0
+    to the bit) replaced by their upper triangles, row by row (:func:`rfstream.triangles.pack`)."""
+    kept, start = [], 0
     for offset, count, size in spans:
         stop = offset + count * size * size
         if offset < start or stop > flat.size:
             continue  # not a span of this value (overlapping or out of it): stored whole
-        blocks = flat[offset:stop].reshape(count, size, size)
-        if not all(_symmetric(m) for m in blocks):
-            continue
-        pieces.append(flat[start:offset])
-        pieces.extend(m[i, i:] for m in blocks for i in range(size))
-        kept.append((offset, count, size))
-        start = stop
-    pieces.append(flat[start:])
-    return np.concatenate(pieces) if kept else flat, kept
+        if all(_symmetric(m) for m in flat[offset:stop].reshape(count, size, size)):
+            kept.append((offset, count, size))
+            start = stop
+    return (triangles.pack(flat, kept) if kept else flat), kept
 
 
 def _unpack(packed, spans, shape):
     """The array of ``shape`` that :func:`_pack` made ``packed`` of; None when the spans and
     sizes do not fit together (a file rfstream did not write)."""
-    n = prod(shape)
-    saved = sum(count * size * (size - 1) // 2 for _, count, size in spans)
-    if packed.ndim != 1 or n - saved != packed.size or any(c < 1 or d < 1 for _, c, d in spans):
-        return None
-    flat = np.empty(n, dtype=packed.dtype)
-    src = dst = 0
-    for offset, count, size in spans:
-        if offset < dst or offset + count * size * size > n:
-            return None
-        flat[dst:offset] = packed[src : src + offset - dst]
-        src += offset - dst
-        blocks = flat[offset : offset + count * size * size].reshape(count, size, size)
-        for m in blocks:
-            for i in range(size):
-                row = packed[src : src + size - i]
-                m[i, i:] = row
-                m[i + 1 :, i] = row[1:]
-                src += size - i
-        dst = offset + count * size * size
-    flat[dst:] = packed[src:]
-    return flat.reshape(shape)
+    flat = triangles.unpack(packed, spans, prod(shape))
+    return None if flat is None else flat.reshape(shape)
 
 
 def _narrow(a):

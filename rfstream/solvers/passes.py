@@ -146,12 +146,13 @@ def weight_fields(weight_args):
     return {"classes": weight_args.get("classes"), "class_weight": weight_args.get("class_weight")}
 
 
-def row_sum(chunk, size, X, spec, *, blocks=None, **arrays):
+def row_sum(chunk, size, X, spec, *, blocks=None, symmetric=None, **arrays):
     """:func:`rfstream.reductions.sum_rows` of ``chunk(x, *rows, offset, spec)`` over ``X``
-    and the row ``arrays`` (``y=``, ``w=``, ``folds=``) that are not None."""
+    and the row ``arrays`` (``y=``, ``w=``, ``folds=``) that are not None; ``symmetric``:
+    the spans of symmetric matrices in the partials, which travel as triangles."""
     names = present(arrays)
     return sum_rows(partial(chunk, spec=spec.for_rows(**arrays)), size, X,
-                    *(arrays[name] for name in names), blocks=blocks)
+                    *(arrays[name] for name in names), blocks=blocks, symmetric=symmetric)
 
 
 def fused_row_sum(chunk, size, Z, spec, degrees=None, **arrays):

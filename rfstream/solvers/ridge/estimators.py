@@ -33,6 +33,7 @@ from ...features.source import feature_source
 from ...io.pass_encoding import symmetric_blocks
 from ...options import CALIBRATE_MAX_FEATURES, ParameterError
 from ...random import check_seed
+from ...reductions import whole_sum
 from ..folds import check_cv
 from ..linear import LinearClassifierMixin, LinearPredictMixin, classifier_state, regressor_state
 from ..memory import check_gram_memory, use_loo_instead, uses_iterations
@@ -284,9 +285,11 @@ class _BaseStreamingRidge(RidgeSearchMixin, LinearPredictMixin, BaseEstimator):
         w, weight_args = weights
         spec = RowSpec(layout=layout, targets=target_fn, n_folds=n_folds,
                        seed=check_seed(self.random_state), **weight_fields(weight_args))
-        with symmetric_blocks(symmetric_spans(layout, groups.n_groups)):  # a checkpoint packs them
-            vec = compute(row_sum(group_chunk, groups.n_groups * layout.size, groups.rows,
-                                  group_spec(gram_chunk, groups, spec), y=y, w=w, folds=folds))
+        size, spans = groups.n_groups * layout.size, symmetric_spans(layout, groups.n_groups)
+        lazy = row_sum(group_chunk, size, groups.rows, group_spec(gram_chunk, groups, spec), y=y, w=w,
+                       folds=folds, symmetric=spans)  # over several blocks, each fold's Z'Z as its triangle
+        with symmetric_blocks(spans if lazy.shape[0] == size else []):  # a checkpoint packs them
+            vec = whole_sum(compute(lazy), size, spans)
         return [layout.unpack(part) for part in np.split(vec, groups.n_groups)]  # views: no copy
 
     def _fit_targets(self, Z, y, target_fn, n_targets, sample_weight=None, weight_args=None):

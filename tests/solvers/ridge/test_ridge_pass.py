@@ -21,6 +21,7 @@ from rfstream import (
     StreamingRidgeClassifier,
 )
 from rfstream.features import ArcCosineFeatures, feature_source
+from rfstream.triangles import packed_size
 
 
 # --------------------------------------------------------------- the graph: one fused pass
@@ -42,6 +43,12 @@ def _key_names(collection):
     return [k[0] if isinstance(k, tuple) else k for k in dict(opt.__dask_graph__())]
 
 
+def _travelling(layout):
+    """The length of a Gram pass's partials over several row blocks: each symmetric part
+    (Z'Z, Y'Y) as its upper triangle (rfstream.triangles)."""
+    return packed_size(layout.size, ridge_module.symmetric_spans(layout, 1))
+
+
 @pytest.mark.parametrize("n_chunks", [8, 16])
 def test_gram_pass_is_one_reduction_with_fused_features(monkeypatch, n_chunks):
     rng = np.random.default_rng(0)
@@ -57,7 +64,7 @@ def test_gram_pass_is_one_reduction_with_fused_features(monkeypatch, n_chunks):
 
     assert len(captured) == 1  # the whole fit (with CV over two alphas) is one pass
     (reduction,) = captured
-    assert reduction.shape == (ridge_module.gram_layout(64, 1, 5).size,)  # nothing with n in it
+    assert reduction.shape == (_travelling(ridge_module.gram_layout(64, 1, 5)),)  # nothing with n in it
     names = _key_names(reduction)
     counts = collections.Counter(names)
     # fused: no layer of the pass makes the stored feature block Z; the standardized
@@ -271,4 +278,4 @@ def test_classifier_fit_dask_is_two_small_computes(monkeypatch):
     assert len(captured) == 2
     # the unique labels (unknown length until computed) and the packed partials
     assert all(c.ndim == 1 for c in captured)
-    assert captured[1].shape == (ridge_module.gram_layout(X.shape[1], 3, 1).size,)
+    assert captured[1].shape == (_travelling(ridge_module.gram_layout(X.shape[1], 3, 1)),)
