@@ -29,7 +29,7 @@ OUTSIDE = ("benchmarks", "examples", "deploy")  # tests/ may unit-test a module'
 MAX_LINES = 800
 
 #: the flat modules at the top of rfstream/: numerics that know no estimator, file or CLI
-CORE = {"kernels", "samplers", "random", "reductions", "hadamard", "cluster", "embedded", "preprocess",
+CORE = {"kernels", "samplers", "random", "reductions", "triangles", "hadamard", "cluster", "embedded", "preprocess",
         "metrics", "param_lists", "options", "devices", "sizes", "lapack", "_validation", "_version"}
 #: layer of each part of the package; a module may import its own layer and those below
 LAYERS = {"core": 0, "io": 1, "datasets": 2, "features": 3, "solvers": 4, "datadriven": 5,

@@ -278,10 +278,12 @@ def tree_depth(n_blocks, split_every):
 
 
 def model(n, D, W, *, K=1, G=1, flops=70e9, net=1.25e9, mem=10e9, split_every=4, block_rows=65536,
-          slices=1, itemsize=8):
+          slices=1, itemsize=8, triangle=True):
     """docs/scaling.md's model of one Gram pass on ``W`` single-threaded workers (seconds, bytes).
 
-    The arithmetic ``2 n D^2 / (W flops)``; the partial ``P = itemsize K G D^2`` bytes; the row
+    The arithmetic ``2 n D^2 / (W flops)``; the partial ``P = itemsize K G D (D + 1) / 2`` bytes
+    (each ``Z'Z`` as its triangle, as rfstream sends it; ``triangle=False``: the whole square
+    ``D^2``, as it did before); the row
     blocks ``max(ceil(n / block_rows), W)`` (cut smaller when the workers outnumber them); the
     tree after the last leaf, every level exposed: ``L`` levels, each receiving ``s - 1``
     partials over one worker's link (``net`` bytes/s) and adding them in place (3 P bytes of
@@ -289,7 +291,7 @@ def model(n, D, W, *, K=1, G=1, flops=70e9, net=1.25e9, mem=10e9, split_every=4,
     column slices of the partial (each moving ``P / slices``), then the result to the client.
     """
     blocks = max(-(-n // block_rows), W)
-    P = itemsize * K * G * D * D
+    P = itemsize * K * G * (D * (D + 1) // 2 if triangle else D * D)
     L = tree_depth(blocks, split_every)
     level = (split_every - 1) * (P / slices) * (1 / net + 3 / mem)
     trip = P / net + (P / net if slices > 1 else 0.0)  # the slices joined on a worker, then to the client
@@ -328,13 +330,14 @@ def model_tables():
                              f"{a['depth']} | {a['arithmetic_s']:.2f} | {a['tree_s'] + a['trip_s']:.2f} | "
                              f"{b['tree_s'] + b['trip_s']:.2f} | {a['moved_bytes'] / 1e9:.0f} | "
                              f"{a['combine_memory_bytes'] / 1e9:.1f} |")
-    lines += ["", "| n | K | network | s = 4 (today) | s = 2 | s = 8 | s = 4, 8 slices | s = 4, float32 |",
-              "|---" * 8 + "|"]
+    lines += ["", "| n | K | network | s = 4 (today) | whole squares (before) | s = 2 | s = 8 | s = 4, 8 slices | "
+                  "s = 4, float32 |", "|---" * 9 + "|"]
     for n in (5_000_000, 50_000_000):
         for K in (5, 1):
             for net, label in ((1.25e9, "10 Gb/s"), (12.5e9, "100 Gb/s")):
                 kw = {"K": K, "net": net}
-                cells = [crossover(n, 2000, **kw), crossover(n, 2000, split_every=2, **kw),
+                cells = [crossover(n, 2000, **kw), crossover(n, 2000, triangle=False, **kw),
+                         crossover(n, 2000, split_every=2, **kw),
                          crossover(n, 2000, split_every=8, **kw), crossover(n, 2000, slices=8, **kw),
                          crossover(n, 2000, itemsize=4, **kw)]
                 lines.append(f"| {n / 1e6:g}M | {K} | {label} | " + " | ".join(str(c) for c in cells) + " |")
