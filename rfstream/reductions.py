@@ -51,6 +51,17 @@ class Layout:
     def unpack(self, vec: np.ndarray) -> dict:
         return {name: self.view(vec, name) for name in self.shapes}
 
+    def square_spans(self, *names, base: int = 0) -> list:
+        """``(offset, count, size)`` of the named parts' square matrices (their last two axes,
+        ``size`` at least 2) in a flat vector where this layout starts at ``base``: the
+        ``symmetric=`` spans of :func:`sum_rows` for parts the chunk makes symmetric."""
+        spans = []
+        for name in names:
+            shape = self.shapes[name]
+            if len(shape) >= 2 and shape[-1] == shape[-2] >= 2:
+                spans.append((base + self.slices[name].start, prod(shape[:-2]), shape[-1]))
+        return spans
+
     def scale_parts(self, vec: np.ndarray, factor: float, **degrees) -> None:
         """Multiply each named part of ``vec`` in place by ``factor ** degree``: the partials
         of features ``factor`` times the ones summed (degree 1 for sums of the features, 2

@@ -34,7 +34,7 @@ from ..features.fused import feature_sub_blocks, fused_buffer
 from ..features.on_device import device_block
 from ..features.source import fused_rows
 from ..random import check_seed
-from ..reductions import Layout, shared
+from ..reductions import Layout, shared, whole_sum
 from .memory import check_gram_memory, gram_fits
 from .passes import RowSpec, device_column_sums, device_products, row_sum, sub_blocks
 
@@ -324,8 +324,10 @@ class KernelPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
     def _gram(self, rows, D, spec):
         """Top eigenpairs of ``C`` from one pass of ``n``, ``Z'1``, ``Z'Z``."""
         layout = Layout(n=(), s=(D,), G=(D, D))
-        parts = layout.unpack(np.asarray(compute(row_sum(covariance_chunk, layout.size, rows,
-                                                         RowSpec(layout=layout, **spec)))))
+        spans = layout.square_spans("G")  # Z'Z travels as its triangle
+        parts = layout.unpack(whole_sum(compute(row_sum(covariance_chunk, layout.size, rows,
+                                                        RowSpec(layout=layout, **spec), symmetric=spans)),
+                                        layout.size, spans))
         n = max(float(parts["n"]), 1.0)
         mean = parts["s"] / n
         C = parts["G"] / n - np.outer(mean, mean)

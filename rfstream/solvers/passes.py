@@ -155,15 +155,15 @@ def row_sum(chunk, size, X, spec, *, blocks=None, symmetric=None, **arrays):
                     *(arrays[name] for name in names), blocks=blocks, symmetric=symmetric)
 
 
-def fused_row_sum(chunk, size, Z, spec, degrees=None, **arrays):
+def fused_row_sum(chunk, size, Z, spec, degrees=None, symmetric=None, **arrays):
     """:func:`row_sum` of an in-place ``chunk(z, *rows, offset, spec, out)`` over the rows of
     ``Z`` through :func:`rfstream.features.fused.fused_pass`: for ``Z = map.transform(X)``
     the tasks make the features of ``X``'s rows a sub-block at a time.  ``degrees``: each
     part of ``spec.layout`` that is homogeneous in the features, by name, with its degree
     (``{"ZV": 2}`` for ``Z'(Z V)``); given, a constant factor of the features (random
     Fourier features' ``sqrt(2/D)``) is applied to the task's partials instead of to every
-    feature (:func:`rfstream.features.fused.fused_chunk`)."""
+    feature (:func:`rfstream.features.fused.fused_chunk`); ``symmetric`` as for :func:`row_sum`."""
     names = present(arrays)
     rescale = None if degrees is None else partial(spec.layout.scale_parts, **degrees)
     fn, rows = fused_pass(Z, partial(chunk, spec=spec.for_rows(**arrays)), size, rescale)
-    return sum_rows(fn, size, rows, *(arrays[name] for name in names))
+    return sum_rows(fn, size, rows, *(arrays[name] for name in names), symmetric=symmetric)

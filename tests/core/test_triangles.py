@@ -59,3 +59,35 @@ def test_triangles_travel_through_the_tree_and_come_back_whole(chunks):
     np.testing.assert_array_equal(got, want)  # the same adds, in the same order
     with pytest.raises(ValueError, match="neither 43 nor their packed triangles"):
         whole_sum(np.zeros(20), size, spans)
+
+
+@pytest.mark.filterwarnings("ignore:Newton stopped after max_iter")  # three passes are enough to compare
+def test_newton_hessians_and_kpca_covariance_travel_as_triangles_and_fit_the_same(monkeypatch):
+    """The other passes with square partials: SGD's Newton solver (its Hessians) and kernel PCA's
+    Gram route (Z'Z).  Over several blocks they send triangles, and the fits equal, bit for bit,
+    the same fits with every square sent whole."""
+    import rfstream.reductions as reductions
+    from rfstream import KernelPCA, RandomFourierFeatures, StreamingSGDClassifier
+    from rfstream.reductions import Layout
+
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(1200, 5)).astype(np.float32)
+    y = (X[:, 0] + 0.3 * rng.normal(size=1200) > 0).astype(int)
+    Xd, yd = da.from_array(X, chunks=300), da.from_array(y, chunks=300)
+
+    def fits():
+        fmap = RandomFourierFeatures(40, gamma=0.3, random_state=0).fit(Xd)
+        with dask.config.set(scheduler="sync"):
+            newton = StreamingSGDClassifier(solver="newton", loss="hinge", max_iter=3).fit(fmap.transform(Xd), yd)
+            kpca = KernelPCA(3, features=RandomFourierFeatures(40, gamma=0.3, random_state=0), method="gram").fit(Xd)
+        return newton.coef_, np.asarray(kpca.transform(X[:50]))
+
+    sent = []
+    real_pack = reductions.pack
+    monkeypatch.setattr(reductions, "pack", lambda flat, spans: sent.append(spans) or real_pack(flat, spans))
+    packed = fits()
+    sizes = {d for spans in sent for _, _, d in spans}
+    assert sizes == {41, 40}  # Newton's (D + 1)-square Hessians and kernel PCA's D x D covariance
+    monkeypatch.setattr(Layout, "square_spans", lambda self, *names, base=0: [])
+    for got, want in zip(packed, fits()):
+        np.testing.assert_array_equal(got, want)

@@ -43,13 +43,7 @@ def symmetric_spans(layout: Layout, n_groups: int) -> list:
     """``(offset, count, size)`` of the symmetric partials (each fold's ``Z'Z`` and ``Y'Y``)
     in the Gram pass's flat vector of ``n_groups`` layouts: what its checkpoint stores as
     packed triangles (:func:`rfstream.io.pass_encoding.symmetric_blocks`)."""
-    spans = []
-    for g in range(n_groups):
-        for name in ("G", "B"):
-            count, size, _ = layout.shapes[name]
-            if size >= 2:
-                spans.append((g * layout.size + layout.slices[name].start, count, size))
-    return spans
+    return [span for g in range(n_groups) for span in layout.square_spans("G", "B", base=g * layout.size)]
 
 
 def checkpoint_nbytes(n_groups: int, n_folds: int, n_features: int, n_targets: int) -> int:

@@ -25,6 +25,7 @@ from ...cluster import compute
 from ...features.source import feature_source
 from ...options import ParameterError
 from ...random import STREAM_SGD_CHUNKS, check_seed
+from ...reductions import whole_sum
 from ..linear import LinearClassifierMixin, LinearPredictMixin, classifier_state, regressor_state
 from ..passes import fused_row_sum
 from ..targets import check_targets, class_weights, find_classes
@@ -272,7 +273,9 @@ class _BaseStreamingSGD(LinearPredictMixin, BaseEstimator):
         def newton_pass(spec, size):
             # Z = map.transform(X): the pass reduces over X and makes the features
             # in its tasks, a sub-block at a time (as every pass)
-            return compute(fused_row_sum(newton_chunk, size, Z, spec, y=y, w=w))
+            spans = spec.layout.square_spans("H")  # the Hessians travel as triangles
+            return whole_sum(compute(fused_row_sum(newton_chunk, size, Z, spec, y=y, w=w, symmetric=spans)),
+                             size, spans)
 
         res = newton_fit(newton_pass, task, K, D, loss=loss, alpha=float(self.alpha), intercept_scaling=s,
                          max_iter=self.max_iter, tol=self.tol)
