@@ -37,7 +37,7 @@ METHODS = {  # name: (fit options, the pass after which the first run is killed)
     "cg": (["--ridge-solver", "cg", "--alpha", "0.1", "--n-components", "128", "--cg-tol", "1e-2"], 10),  # 22 passes
     "tefm": (["--features", "tefm-s", "--n-components", "64", "--n-random-features", "256",
               "--power-iter", "2"], 3),
-    "cnm": (["--features", "cnm", "--n-components", "16", "--cnm-max-iter", "20"], 12),  # 24 passes
+    "cnm": (["--features", "cnm", "--n-components", "16", "--cnm-max-iter", "10"], 6),  # 14 passes
 }
 
 
