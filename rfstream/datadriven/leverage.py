@@ -18,7 +18,7 @@ import numpy as np
 from ..cluster import compute
 from ..features.fourier import RandomFourierFeatures
 from ..features.fused import FUSED_SUB_BLOCK, even_sub_blocks
-from ..reductions import sum_rows
+from ..reductions import sum_rows, whole_sum
 
 __all__ = ["LeverageScores", "PILOT_MIN", "leverage_scores", "pilot_gram", "pilot_gram_chunk",
            "pilot_map", "pilot_size", "ridge_lambda", "target_rank"]
@@ -59,8 +59,9 @@ def pilot_gram_chunk(x, *, offset, pilot):
 def pilot_gram(X, pilot, *, split_every=None):
     """``Z'Z`` (float64, ``D0 x D0``) of the pilot features of every row of ``X``: one pass."""
     D = int(pilot.n_components)
-    return compute(sum_rows(partial(pilot_gram_chunk, pilot=pilot), D * D, X,
-                            split_every=split_every)).reshape(D, D)
+    spans = [(0, 1, D)]  # travels as its triangle (rfstream.triangles)
+    return whole_sum(compute(sum_rows(partial(pilot_gram_chunk, pilot=pilot), D * D, X, split_every=split_every,
+                                      symmetric=spans)), D * D, spans).reshape(D, D)
 
 
 def target_rank(m: int) -> int:

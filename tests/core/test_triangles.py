@@ -91,3 +91,22 @@ def test_newton_hessians_and_kpca_covariance_travel_as_triangles_and_fit_the_sam
     monkeypatch.setattr(Layout, "square_spans", lambda self, *names, base=0: [])
     for got, want in zip(packed, fits()):
         np.testing.assert_array_equal(got, want)
+
+
+def test_the_leverage_pilot_gram_travels_as_its_triangle(monkeypatch):
+    """Nystroem leverage's pilot pass (``Z'Z`` of the pilot features): over three blocks it sends
+    its triangle, and equals the same sums made eagerly, block after block, in the same order."""
+    import rfstream.reductions as reductions
+    from rfstream.datadriven.leverage import pilot_gram, pilot_map
+
+    X = np.random.default_rng(4).normal(size=(900, 4))
+    pilot = pilot_map(4, 64, "gaussian", 0.5, np.random.default_rng(0)).fit(X[:10])
+    sent = []
+    real_pack = reductions.pack
+    monkeypatch.setattr(reductions, "pack", lambda flat, spans: sent.append(spans) or real_pack(flat, spans))
+    with dask.config.set(scheduler="sync"):
+        G = pilot_gram(da.from_array(X, chunks=300), pilot)
+    assert len(sent) == 3 and sent[0] == ((0, 1, 256),)
+    monkeypatch.setattr(reductions, "NUMPY_BLOCK", 300)  # numpy rows: the same three blocks, added in turn
+    np.testing.assert_array_equal(G, pilot_gram(X, pilot))
+    np.testing.assert_array_equal(G, G.T)
