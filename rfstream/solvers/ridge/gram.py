@@ -41,8 +41,9 @@ def gram_layout(n_features: int, n_targets: int, n_folds: int) -> Layout:
 
 def symmetric_spans(layout: Layout, n_groups: int) -> list:
     """``(offset, count, size)`` of the symmetric partials (each fold's ``Z'Z`` and ``Y'Y``)
-    in the Gram pass's flat vector of ``n_groups`` layouts: what its checkpoint stores as
-    packed triangles (:func:`rfstream.io.pass_encoding.symmetric_blocks`)."""
+    in the Gram pass's flat vector of ``n_groups`` layouts: what travels through the reduction
+    tree as triangles over several blocks (:func:`rfstream.reductions.sum_rows`, ``symmetric=``)
+    and what a checkpoint stores packed (:func:`rfstream.io.pass_encoding.symmetric_blocks`)."""
     return [span for g in range(n_groups) for span in layout.square_spans("G", "B", base=g * layout.size)]
 
 
